@@ -1,0 +1,82 @@
+//! The config file as users write it: serde structs with kebab-case keys.
+//! Nothing here is trusted; `internal.rs` validates it into the typed [`Config`](super::Config).
+//! Addresses stay strings and unknown keys are captured rather than rejected by serde, so that
+//! validation can list every problem at once, each with its key path.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Unknown keys of one mapping, reported by validation.
+pub type Unknown = BTreeMap<String, IgnoredAny>;
+
+/// Top level of the config file. Defaults are documented on the internal [`super::Config`].
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileConfig {
+    pub listen: Option<String>,
+    pub admin: Option<String>,
+    pub threads: Option<usize>,
+    pub max_body_bytes: Option<u64>,
+    pub check_headers: Option<bool>,
+    #[serde(default)]
+    pub pools: BTreeMap<String, FilePool>,
+    #[serde(default)]
+    pub routes: Vec<FileRoute>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// One upstream pool.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FilePool {
+    #[serde(default)]
+    pub backends: Vec<String>,
+    pub balance: Option<String>,
+    pub host: Option<String>,
+    pub connect_timeout_ms: Option<u64>,
+    pub read_timeout_ms: Option<u64>,
+    pub retries: Option<usize>,
+    pub failure_cooldown_ms: Option<u64>,
+    pub max_idle_connections: Option<usize>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// One route.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileRoute {
+    pub path: Option<String>,
+    pub path_prefix: Option<String>,
+    pub mode: Option<String>,
+    pub pool: Option<String>,
+    pub upstream_path: Option<String>,
+    pub check_headers: Option<bool>,
+    #[serde(default)]
+    pub rules: Vec<FileRule>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// One routing rule: first match wins.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileRule {
+    #[serde(rename = "match", default)]
+    pub matches: FileMatch,
+    pub pool: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Globs on the request's MCP method and name; an absent key matches anything.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileMatch {
+    pub method: Option<String>,
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}

@@ -1,0 +1,408 @@
+//! The validated, typed configuration the gateway runs on: the buffer between the stable file
+//! format and internal details. [`Config::from_file`] checks everything and returns every
+//! problem at once, each with its key path.
+
+use super::file::{FileConfig, FileMatch, FilePool, FileRoute, Unknown};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Default client-facing listener.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default largest request body: 4 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The whole gateway configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Client-facing listener. Default `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// Admin listener for `/metrics`, `/healthz`, `/readyz`. Default: none.
+    pub admin: Option<SocketAddr>,
+    /// Proxy worker threads. Default: the number of CPUs.
+    pub threads: usize,
+    /// Largest request body accepted, in bytes; larger ones get 413. Default 4 MiB.
+    pub max_body_bytes: u64,
+    /// Upstream pools; routes refer to them by index.
+    pub pools: Vec<PoolConfig>,
+    /// Routes in match order.
+    pub routes: Vec<RouteConfig>,
+}
+
+/// One upstream pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolConfig {
+    /// Name used in routes, metrics and errors.
+    pub name: String,
+    /// Backend addresses (IP:port).
+    pub backends: Vec<SocketAddr>,
+    /// Balancing algorithm. Default round-robin.
+    pub balance: Balance,
+    /// Host header sent upstream. Default: the backend's own `ip:port`, which loopback MCP
+    /// servers accept (they answer 421 to a foreign Host).
+    pub host: Option<String>,
+    /// Upstream connect timeout. Default 2 s.
+    pub connect_timeout: Duration,
+    /// Upstream read timeout between bytes (SSE keepalives must come faster). Default 300 s.
+    pub read_timeout: Duration,
+    /// Other backends tried after a connection failure. Default 2.
+    pub retries: usize,
+    /// How long a backend that refused a connection is skipped. Default 2 s.
+    pub failure_cooldown: Duration,
+    /// Idle upstream connections kept per backend. Default 128.
+    pub max_idle_connections: usize,
+}
+
+/// Balancing algorithm of a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Balance {
+    /// Each backend in turn.
+    RoundRobin,
+    /// The backend with the fewest requests in flight.
+    LeastRequests,
+    /// Two random backends, the one with fewer requests in flight.
+    PowerOfTwoChoices,
+}
+
+/// How a route treats MCP sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// 2026-07-28 servers: per-request balancing, bodies untouched.
+    Stateless,
+    /// 2025-era servers: gateway-owned sessions pinned to a backend.
+    Stateful,
+    /// Chosen per request by protocol era.
+    Auto,
+}
+
+/// How a route matches the request path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathMatch {
+    /// The whole path, query excluded.
+    Exact(String),
+    /// Any path starting with this.
+    Prefix(String),
+}
+
+/// One route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteConfig {
+    /// Which request paths this route takes.
+    pub path: PathMatch,
+    /// Session handling. Default stateless.
+    pub mode: Mode,
+    /// Index into [`Config::pools`] used when no rule matches.
+    pub pool: usize,
+    /// Path sent upstream (replacing an exact path, or the prefix). Default: the request path.
+    pub upstream_path: Option<String>,
+    /// Answer header/body disagreement with 400 / -32020 instead of forwarding. Default true.
+    pub check_headers: bool,
+    /// Rules, first match wins.
+    pub rules: Vec<RuleConfig>,
+}
+
+/// A routing rule: globs on method and name, and the pool they send to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleConfig {
+    /// Glob on the MCP method; `None` matches any.
+    pub method: Option<String>,
+    /// Glob on the MCP name (tool or prompt name, resource URI); `None` matches any.
+    pub name: Option<String>,
+    /// Index into [`Config::pools`].
+    pub pool: usize,
+}
+
+/// One problem in a config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Key path, e.g. `routes[0].rules[1].pool`.
+    pub path: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+#[derive(Default)]
+struct Problems(Vec<ConfigError>);
+
+impl Problems {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ConfigError {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
+        for key in unknown.keys() {
+            let at = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            self.add(at, format!("unknown key (known keys: {known})"));
+        }
+    }
+
+    fn addr(&mut self, path: &str, value: &str) -> Option<SocketAddr> {
+        match value.parse() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                self.add(path, format!("`{value}` is not an IP:port address"));
+                None
+            }
+        }
+    }
+
+    fn glob(&mut self, path: String, glob: &Option<String>) {
+        if let Some(g) = glob {
+            if let Err(e) = globset::Glob::new(g) {
+                self.add(path, format!("bad glob `{g}`: {}", e.kind()));
+            }
+        }
+    }
+}
+
+impl Config {
+    /// Validates a parsed file, returning every problem found.
+    pub fn from_file(file: FileConfig) -> Result<Config, Vec<ConfigError>> {
+        let mut p = Problems::default();
+        p.unknown(
+            "",
+            &file.unknown,
+            "listen, admin, threads, max-body-bytes, check-headers, pools, routes",
+        );
+        let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
+        let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
+        let threads = file.threads.unwrap_or_else(default_threads);
+        if threads == 0 {
+            p.add("threads", "must be at least 1");
+        }
+        let max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if max_body_bytes == 0 {
+            p.add("max-body-bytes", "must be at least 1");
+        }
+        let check_headers = file.check_headers.unwrap_or(true);
+
+        let pool_index: BTreeMap<&str, usize> = file
+            .pools
+            .keys()
+            .enumerate()
+            .map(|(i, name)| (name.as_str(), i))
+            .collect();
+        let pools: Vec<PoolConfig> = file
+            .pools
+            .iter()
+            .map(|(name, pool)| pool_config(&mut p, name, pool))
+            .collect();
+        if pools.is_empty() {
+            p.add("pools", "at least one pool is needed");
+        }
+        let routes: Vec<RouteConfig> = file
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| route_config(&mut p, i, r, &pool_index, check_headers))
+            .collect();
+        if routes.is_empty() {
+            p.add("routes", "at least one route is needed");
+        }
+        for (i, a) in routes.iter().enumerate() {
+            if routes[..i].iter().any(|b| b.path == a.path) {
+                p.add(
+                    format!("routes[{i}]"),
+                    "same path as an earlier route, which always wins",
+                );
+            }
+        }
+        if p.0.is_empty() {
+            Ok(Config {
+                listen: listen.expect("checked"),
+                admin,
+                threads,
+                max_body_bytes,
+                pools,
+                routes,
+            })
+        } else {
+            Err(p.0)
+        }
+    }
+
+    /// The pool with this name.
+    pub fn pool_named(&self, name: &str) -> Option<&PoolConfig> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
+    let at = format!("pools.{name}");
+    p.unknown(
+        &at,
+        &pool.unknown,
+        "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
+         failure-cooldown-ms, max-idle-connections",
+    );
+    if pool.backends.is_empty() {
+        p.add(
+            format!("{at}.backends"),
+            "a pool needs at least one backend",
+        );
+    }
+    let backends = pool
+        .backends
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| p.addr(&format!("{at}.backends[{i}]"), b))
+        .collect();
+    let balance = match pool.balance.as_deref().unwrap_or("round-robin") {
+        "round-robin" => Balance::RoundRobin,
+        "least-requests" => Balance::LeastRequests,
+        "power-of-two-choices" | "p2c" => Balance::PowerOfTwoChoices,
+        other => {
+            p.add(
+                format!("{at}.balance"),
+                format!("unknown `{other}` (round-robin, least-requests, power-of-two-choices)"),
+            );
+            Balance::RoundRobin
+        }
+    };
+    let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
+    PoolConfig {
+        name: name.to_owned(),
+        backends,
+        balance,
+        host: pool.host.clone(),
+        connect_timeout: ms(pool.connect_timeout_ms, 2_000),
+        read_timeout: ms(pool.read_timeout_ms, 300_000),
+        retries: pool.retries.unwrap_or(2),
+        failure_cooldown: ms(pool.failure_cooldown_ms, 2_000),
+        max_idle_connections: pool.max_idle_connections.unwrap_or(128),
+    }
+}
+
+fn route_config(
+    p: &mut Problems,
+    i: usize,
+    route: &FileRoute,
+    pools: &BTreeMap<&str, usize>,
+    check_headers: bool,
+) -> RouteConfig {
+    let at = format!("routes[{i}]");
+    p.unknown(
+        &at,
+        &route.unknown,
+        "path, path-prefix, mode, pool, upstream-path, check-headers, rules",
+    );
+    let path = match (&route.path, &route.path_prefix) {
+        (Some(path), None) => PathMatch::Exact(path.clone()),
+        (None, Some(prefix)) => PathMatch::Prefix(prefix.clone()),
+        (Some(_), Some(_)) => {
+            p.add(&at, "give either path or path-prefix, not both");
+            PathMatch::Exact(String::new())
+        }
+        (None, None) => {
+            p.add(&at, "needs path (exact) or path-prefix");
+            PathMatch::Exact(String::new())
+        }
+    };
+    let (PathMatch::Exact(s) | PathMatch::Prefix(s)) = &path;
+    if !s.is_empty() && !s.starts_with('/') {
+        p.add(format!("{at}.path"), format!("`{s}` must start with /"));
+    }
+    if let Some(up) = &route.upstream_path {
+        if !up.starts_with('/') {
+            p.add(
+                format!("{at}.upstream-path"),
+                format!("`{up}` must start with /"),
+            );
+        }
+    }
+    let mode = match route.mode.as_deref().unwrap_or("stateless") {
+        "stateless" => Mode::Stateless,
+        m @ ("stateful" | "auto") => {
+            p.add(
+                format!("{at}.mode"),
+                format!("`{m}` needs gateway-owned sessions, which this release does not have yet"),
+            );
+            if m == "auto" {
+                Mode::Auto
+            } else {
+                Mode::Stateful
+            }
+        }
+        other => {
+            p.add(
+                format!("{at}.mode"),
+                format!("unknown `{other}` (stateless, stateful, auto)"),
+            );
+            Mode::Stateless
+        }
+    };
+    let pool = pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools);
+    let rules = route
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(j, rule)| {
+            let rat = format!("{at}.rules[{j}]");
+            p.unknown(&rat, &rule.unknown, "match, pool");
+            let FileMatch {
+                method,
+                name,
+                unknown,
+            } = &rule.matches;
+            p.unknown(&format!("{rat}.match"), unknown, "method, name");
+            p.glob(format!("{rat}.match.method"), method);
+            p.glob(format!("{rat}.match.name"), name);
+            RuleConfig {
+                method: method.clone(),
+                name: name.clone(),
+                pool: pool_ref(p, format!("{rat}.pool"), rule.pool.as_deref(), pools),
+            }
+        })
+        .collect();
+    RouteConfig {
+        path,
+        mode,
+        pool,
+        upstream_path: route.upstream_path.clone(),
+        check_headers: route.check_headers.unwrap_or(check_headers),
+        rules,
+    }
+}
+
+fn pool_ref(
+    p: &mut Problems,
+    at: String,
+    name: Option<&str>,
+    pools: &BTreeMap<&str, usize>,
+) -> usize {
+    match name {
+        None => {
+            p.add(at, "missing: name a pool");
+            0
+        }
+        Some(name) => match pools.get(name) {
+            Some(&i) => i,
+            None => {
+                let known: Vec<&str> = pools.keys().copied().collect();
+                p.add(
+                    at,
+                    format!("no pool named `{name}` (pools: {})", known.join(", ")),
+                );
+                0
+            }
+        },
+    }
+}

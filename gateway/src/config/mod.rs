@@ -1,0 +1,33 @@
+//! Configuration: the YAML file format (`file`), its validation into the typed [`Config`]
+//! (`internal`), and loading from disk.
+
+mod file;
+mod internal;
+
+pub use file::FileConfig;
+pub use internal::*;
+
+/// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.
+pub fn parse(yaml: &str) -> Result<Config, Vec<ConfigError>> {
+    let file: FileConfig = serde_saphyr::from_str(yaml).map_err(|e| {
+        vec![ConfigError {
+            path: "(file)".into(),
+            message: e.to_string(),
+        }]
+    })?;
+    Config::from_file(file)
+}
+
+/// Reads, parses and validates a config file.
+pub fn load(path: &std::path::Path) -> Result<Config, Vec<ConfigError>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![ConfigError {
+            path: "(file)".into(),
+            message: format!("cannot read {}: {e}", path.display()),
+        }]
+    })?;
+    parse(&text)
+}
+
+#[cfg(test)]
+mod tests;

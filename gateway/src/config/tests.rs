@@ -1,0 +1,118 @@
+use super::*;
+use std::time::Duration;
+
+fn repo_file(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("config")
+        .join(name)
+}
+
+#[test]
+fn every_example_config_validates() {
+    let dir = repo_file("");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            if let Err(errors) = load(&path) {
+                panic!("{} does not validate: {errors:#?}", path.display());
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "expected example configs in {}", dir.display());
+}
+
+#[test]
+fn reference_config_parses_to_expected_struct() {
+    let config = load(&repo_file("gateway.yaml")).unwrap();
+    let pool = |name: &str, backends: &[&str]| PoolConfig {
+        name: name.into(),
+        backends: backends.iter().map(|b| b.parse().unwrap()).collect(),
+        balance: Balance::RoundRobin,
+        host: None,
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(300),
+        retries: 2,
+        failure_cooldown: Duration::from_secs(2),
+        max_idle_connections: 128,
+    };
+    let expected = Config {
+        listen: "127.0.0.1:8080".parse().unwrap(),
+        admin: Some("127.0.0.1:9090".parse().unwrap()),
+        threads: config.threads,
+        max_body_bytes: 4 * 1024 * 1024,
+        // pools are indexed in name order: heavy = 0, modern = 1
+        pools: vec![
+            pool("heavy", &["127.0.0.1:8203"]),
+            pool("modern", &["127.0.0.1:8201", "127.0.0.1:8202"]),
+        ],
+        routes: vec![RouteConfig {
+            path: PathMatch::Exact("/mcp".into()),
+            mode: Mode::Stateless,
+            pool: 1,
+            upstream_path: Some("/mcp".into()),
+            check_headers: true,
+            rules: vec![RuleConfig {
+                method: Some("tools/call".into()),
+                name: Some("report_*".into()),
+                pool: 0,
+            }],
+        }],
+    };
+    assert_eq!(config, expected);
+}
+
+#[test]
+fn every_problem_is_listed_with_its_key_path() {
+    let yaml = r#"
+listen: not-an-address
+colour: blue
+pools:
+  a: { backends: [127.0.0.1:1, "nope"], balance: fastest, extra: 1 }
+  b: { backends: [] }
+routes:
+  - path: mcp
+    pool: missing
+    rules:
+      - match: { method: "tools/[", nam: x }
+        pool: also-missing
+  - pool: a
+"#;
+    let errors = parse(yaml).unwrap_err();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    for expected in [
+        "colour",
+        "listen",
+        "pools.a.extra",
+        "pools.a.backends[1]",
+        "pools.a.balance",
+        "pools.b.backends",
+        "routes[0].path",
+        "routes[0].pool",
+        "routes[0].rules[0].match.nam",
+        "routes[0].rules[0].match.method",
+        "routes[0].rules[0].pool",
+        "routes[1]",
+    ] {
+        assert!(
+            paths.contains(&expected),
+            "missing {expected} in {errors:#?}"
+        );
+    }
+    assert_eq!(errors.len(), 12, "{errors:#?}");
+}
+
+#[test]
+fn yaml_syntax_errors_are_reported_not_panicked() {
+    let errors = parse("pools: [unclosed").unwrap_err();
+    assert_eq!(errors[0].path, "(file)");
+}
+
+#[test]
+fn session_modes_are_refused_until_sessions_exist() {
+    let yaml = "pools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p, mode: stateful } ]\n";
+    let errors = parse(yaml).unwrap_err();
+    assert_eq!(errors[0].path, "routes[0].mode");
+}

@@ -1,0 +1,345 @@
+//! The one place where gateway errors become HTTP answers: every error the gateway generates
+//! is a JSON-RPC error object carrying the request's id, a documented code, a message a person
+//! understands and a `data` object with machine-readable details.
+
+use crate::mcp::{InspectError, RequestId};
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+
+/// What went wrong, with its JSON-RPC code and HTTP status. The table in the README is this enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The body is not JSON. JSON-RPC -32700, HTTP 400.
+    ParseError,
+    /// JSON, but not one JSON-RPC message (batches included). JSON-RPC -32600, HTTP 400.
+    InvalidRequest,
+    /// `Mcp-Method`/`Mcp-Name`/`MCP-Protocol-Version` disagree with the body, are duplicated or
+    /// undecodable. JSON-RPC -32020 (2026-07-28 spec), HTTP 400.
+    HeaderMismatch,
+    /// No route for this path. -32010, HTTP 404.
+    NoRoute,
+    /// No backend could take the request (all refused or none configured). -32011, HTTP 503
+    /// with `Retry-After`.
+    BackendUnavailable,
+    /// The backend did not answer in time. -32012, HTTP 200 (see [`ErrorKind::http_status`]).
+    UpstreamTimeout,
+    /// The connection to the backend broke after the request was sent; the outcome is unknown.
+    /// -32013, HTTP 200 (see [`ErrorKind::http_status`]).
+    BackendLost,
+    /// The request body is larger than `max-body-bytes`. -32014, HTTP 413.
+    BodyTooLarge,
+    /// A bug or an unexpected state in the gateway. -32019, HTTP 500.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The JSON-RPC error code.
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::ParseError => -32700,
+            ErrorKind::InvalidRequest => -32600,
+            ErrorKind::HeaderMismatch => -32020,
+            ErrorKind::NoRoute => -32010,
+            ErrorKind::BackendUnavailable => -32011,
+            ErrorKind::UpstreamTimeout => -32012,
+            ErrorKind::BackendLost => -32013,
+            ErrorKind::BodyTooLarge => -32014,
+            ErrorKind::Internal => -32019,
+        }
+    }
+
+    /// The HTTP status of the answer.
+    ///
+    /// Measured with the real clients: the 2.3.0 Python SDK surfaces a JSON-RPC error body at
+    /// any status; the 1.30.0 Python SDK surfaces it only on HTTP 200 (any 4xx/5xx kills its
+    /// connection, 404 becomes "Session terminated"). Errors about one call's outcome (lost
+    /// backend, timeout) are therefore answered with 200 so every client shows the message;
+    /// protocol-level rejections keep the status HTTP infrastructure expects.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::ParseError | ErrorKind::InvalidRequest | ErrorKind::HeaderMismatch => 400,
+            ErrorKind::NoRoute => 404,
+            ErrorKind::BodyTooLarge => 413,
+            ErrorKind::BackendLost | ErrorKind::UpstreamTimeout => 200,
+            ErrorKind::BackendUnavailable => 503,
+            ErrorKind::Internal => 500,
+        }
+    }
+
+    /// `Retry-After` seconds, for errors a client should retry later.
+    pub fn retry_after_secs(self) -> Option<u32> {
+        match self {
+            ErrorKind::BackendUnavailable => Some(1),
+            _ => None,
+        }
+    }
+
+    /// Stable name, used as `data.kind` and as a metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::ParseError => "parse-error",
+            ErrorKind::InvalidRequest => "invalid-request",
+            ErrorKind::HeaderMismatch => "header-mismatch",
+            ErrorKind::NoRoute => "no-route",
+            ErrorKind::BackendUnavailable => "backend-unavailable",
+            ErrorKind::UpstreamTimeout => "upstream-timeout",
+            ErrorKind::BackendLost => "backend-lost",
+            ErrorKind::BodyTooLarge => "body-too-large",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+/// An error the gateway answers itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayError {
+    /// Code, status and name.
+    pub kind: ErrorKind,
+    /// For a person.
+    pub message: String,
+    /// Machine-readable details; `kind` is always added.
+    pub data: Map<String, Value>,
+}
+
+impl GatewayError {
+    /// An error with no details beyond its kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        GatewayError {
+            kind,
+            message: message.into(),
+            data: Map::new(),
+        }
+    }
+
+    /// Adds one machine-readable detail.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.data.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The body is not JSON.
+    pub fn parse_error(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::ParseError,
+            "Parse error: the request body is not valid JSON",
+        )
+        .with("detail", detail)
+    }
+
+    /// The body is JSON but not a single JSON-RPC message.
+    pub fn invalid_request(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::InvalidRequest,
+            format!("Invalid request: {detail}"),
+        )
+    }
+
+    /// A header disagrees with the body, or is duplicated or undecodable.
+    pub fn header_mismatch(
+        header: &str,
+        header_value: Option<&str>,
+        body_value: Option<&str>,
+    ) -> Self {
+        let message = match (header_value, body_value) {
+            (Some(h), Some(b)) => {
+                format!("Header mismatch: {header} is `{h}` but the body says `{b}`")
+            }
+            (Some(h), None) => {
+                format!("Header mismatch: {header} is `{h}` but the body has no such value")
+            }
+            (None, Some(b)) => {
+                format!("Header mismatch: {header} is missing but the body says `{b}`")
+            }
+            (None, None) => format!("Header mismatch: {header} is invalid"),
+        };
+        Self::new(ErrorKind::HeaderMismatch, message)
+            .with("header", header)
+            .with("headerValue", header_value.map_or(Value::Null, Value::from))
+            .with("bodyValue", body_value.map_or(Value::Null, Value::from))
+    }
+
+    /// An MCP header was sent more than once.
+    pub fn duplicate_header(header: &str) -> Self {
+        Self::new(
+            ErrorKind::HeaderMismatch,
+            format!("Header mismatch: {header} was sent more than once"),
+        )
+        .with("header", header)
+        .with("reason", "duplicated")
+    }
+
+    /// An MCP header cannot be decoded (bad `=?base64?...?=` sentinel or not UTF-8).
+    pub fn undecodable_header(header: &str) -> Self {
+        Self::new(
+            ErrorKind::HeaderMismatch,
+            format!("Header mismatch: {header} cannot be decoded"),
+        )
+        .with("header", header)
+        .with("reason", "undecodable")
+    }
+
+    /// No route takes this path.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(
+            ErrorKind::NoRoute,
+            format!("No MCP endpoint at {path} on this gateway"),
+        )
+        .with("path", path)
+    }
+
+    /// No backend of the pool could take the request.
+    pub fn unavailable(pool: &str, tried: usize) -> Self {
+        Self::new(
+            ErrorKind::BackendUnavailable,
+            format!("No backend of pool `{pool}` is reachable right now; retry shortly"),
+        )
+        .with("pool", pool)
+        .with("backendsTried", tried)
+    }
+
+    /// The backend did not answer in time.
+    pub fn upstream_timeout(pool: &str, backend: &str) -> Self {
+        Self::new(
+            ErrorKind::UpstreamTimeout,
+            format!("Backend {backend} did not answer in time"),
+        )
+        .with("pool", pool)
+        .with("backend", backend)
+    }
+
+    /// The backend connection broke after the request was sent.
+    pub fn backend_lost(pool: &str, backend: &str) -> Self {
+        Self::new(
+            ErrorKind::BackendLost,
+            format!("Lost the connection to backend {backend} before its answer was complete; the outcome is unknown"),
+        )
+        .with("pool", pool)
+        .with("backend", backend)
+        .with("outcome", "unknown")
+    }
+
+    /// The body exceeds the configured limit.
+    pub fn body_too_large(limit: u64) -> Self {
+        Self::new(
+            ErrorKind::BodyTooLarge,
+            format!("Request body is larger than this gateway accepts ({limit} bytes)"),
+        )
+        .with("limitBytes", limit)
+    }
+
+    /// An unexpected state inside the gateway.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, "Internal gateway error").with("detail", detail.into())
+    }
+
+    /// The JSON-RPC error response body answering the request with this id.
+    pub fn body(&self, id: &RequestId) -> Bytes {
+        let mut data = self.data.clone();
+        data.insert("kind".into(), self.kind.as_str().into());
+        if let Some(secs) = self.kind.retry_after_secs() {
+            data.insert("retryAfterMs".into(), (u64::from(secs) * 1000).into());
+        }
+        // The id is written verbatim (a 23-digit id must not become a float).
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'static str,
+            id: &'a serde_json::value::RawValue,
+            error: Value,
+        }
+        let body = Envelope {
+            jsonrpc: "2.0",
+            id: id.raw(),
+            error: json!({ "code": self.kind.code(), "message": self.message, "data": data }),
+        };
+        Bytes::from(serde_json::to_vec(&body).expect("JSON values serialize"))
+    }
+
+    /// HTTP status, headers and body of the answer. Headers are (name, value) pairs.
+    pub fn to_http(&self, id: &RequestId) -> (u16, Vec<(&'static str, String)>, Bytes) {
+        let body = self.body(id);
+        let mut headers = vec![
+            ("content-type", "application/json".to_owned()),
+            ("content-length", body.len().to_string()),
+            ("cache-control", "no-store".to_owned()),
+        ];
+        if let Some(secs) = self.kind.retry_after_secs() {
+            headers.push(("retry-after", secs.to_string()));
+        }
+        (self.kind.http_status(), headers, body)
+    }
+}
+
+impl std::fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.kind.as_str(),
+            self.kind.code(),
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for GatewayError {}
+
+impl From<InspectError> for GatewayError {
+    fn from(e: InspectError) -> Self {
+        match e {
+            InspectError::Parse(detail) => GatewayError::parse_error(&detail),
+            InspectError::Batch => {
+                GatewayError::invalid_request("batches are not supported by MCP")
+            }
+            InspectError::NotAMessage(detail) => GatewayError::invalid_request(&detail),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_body_echoes_the_request_id_verbatim() {
+        let id = RequestId::from_json("12345678901234567890123").unwrap();
+        let body = GatewayError::no_route("/x").body(&id);
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(text.contains("\"id\":12345678901234567890123"), "{text}");
+    }
+
+    #[test]
+    fn unavailable_carries_retry_after_everywhere() {
+        let (status, headers, body) = GatewayError::unavailable("p", 2).to_http(&RequestId::null());
+        assert_eq!(status, 503);
+        assert!(headers.contains(&("retry-after", "1".to_owned())));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["code"], -32011);
+        assert_eq!(v["error"]["data"]["retryAfterMs"], 1000);
+        assert_eq!(v["error"]["data"]["kind"], "backend-unavailable");
+        assert_eq!(v["id"], Value::Null);
+    }
+
+    #[test]
+    fn every_kind_has_a_distinct_code() {
+        use ErrorKind::*;
+        let kinds = [
+            ParseError,
+            InvalidRequest,
+            HeaderMismatch,
+            NoRoute,
+            BackendUnavailable,
+            UpstreamTimeout,
+            BackendLost,
+            BodyTooLarge,
+            Internal,
+        ];
+        let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), kinds.len());
+        for k in kinds {
+            let c = k.code();
+            assert!(c == -32700 || c == -32600 || c == -32020 || (-32019..=-32000).contains(&c));
+        }
+    }
+}

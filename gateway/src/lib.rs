@@ -1,0 +1,16 @@
+//! mcp-gateway: a session-terminating gateway for the Model Context Protocol (Streamable HTTP),
+//! built on pingora.
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod logging;
+pub mod mcp;
+pub mod metrics;
+pub mod proxy;
+pub mod routing;
+pub mod server;
+pub mod state;
+pub mod upstream;

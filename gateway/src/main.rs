@@ -1,0 +1,84 @@
+//! The `mcp-gateway` command: run, validate a config, or run the demo.
+
+use clap::{Parser, Subcommand};
+use mcp_gateway::{config, demo, logging, server};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A session-terminating gateway for MCP (Streamable HTTP).
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Config file to run with.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Log one JSON object per line.
+    #[arg(long)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a config file and list every problem (exit 1), or say OK (exit 0).
+    Validate {
+        /// The config file.
+        file: PathBuf,
+    },
+    /// Run the gateway in front of in-process demo MCP servers on 127.0.0.1.
+    Demo {
+        /// Gateway port; demo servers take the next three, admin port+10.
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Validate { file }) => match config::load(&file) {
+            Ok(_) => {
+                println!("{}: OK", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                eprintln!("{}: {} problem(s)", file.display(), errors.len());
+                for e in errors {
+                    eprintln!("  {e}");
+                }
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Demo { port }) => {
+            logging::init(cli.log_json);
+            let config = config::parse(&demo::config_yaml(port)).expect("demo config is valid");
+            println!("{}", demo::banner(&config));
+            let mut server = server::build(config);
+            for (i, name) in ["demo-a", "demo-b", "demo-c"].iter().enumerate() {
+                server.add_service(demo::demo_service(name, port + 1 + i as u16));
+            }
+            server.run_forever()
+        }
+        None => {
+            let Some(path) = cli.config else {
+                eprintln!("usage: mcp-gateway --config FILE | validate FILE | demo (see --help)");
+                return ExitCode::FAILURE;
+            };
+            logging::init(cli.log_json);
+            match config::load(&path) {
+                Ok(config) => {
+                    tracing::info!(listen = %config.listen, "mcp-gateway starting");
+                    server::build(config).run_forever()
+                }
+                Err(errors) => {
+                    eprintln!("{}: {} problem(s)", path.display(), errors.len());
+                    for e in errors {
+                        eprintln!("  {e}");
+                    }
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! MCP and JSON-RPC knowledge with no pingora types: header names, the two protocol eras,
+//! and cheap inspection of request bodies (never re-serialized).
+
+pub mod era;
+pub mod headers;
+pub mod inspect;
+
+pub use era::Era;
+pub use inspect::{inspect_body, BodyInfo, InspectError, RequestId};
+
+/// MCP methods known to the gateway: the only method values that become metric labels.
+pub const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/roots/list_changed",
+];
+
+/// A bounded label for a method: the method itself when known, else `other` (`none` if absent).
+pub fn method_label(method: Option<&str>) -> &'static str {
+    match method {
+        None => "none",
+        Some(m) => KNOWN_METHODS
+            .iter()
+            .find(|k| **k == m)
+            .copied()
+            .unwrap_or("other"),
+    }
+}

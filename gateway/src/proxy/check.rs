@@ -1,0 +1,127 @@
+//! Header/body agreement for 2026-07-28 requests: `Mcp-Method`, `Mcp-Name` and
+//! `MCP-Protocol-Version` must say what the body says (the 2.3.0 server's -32020 rules).
+
+use crate::error::GatewayError;
+use crate::mcp::headers::{read_mcp_headers, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::mcp::{inspect_body, BodyInfo, RequestId};
+
+/// Methods whose `Mcp-Name` mirrors a body field.
+const NAMED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// A body refused by the check: the error to answer and the request's id, when known.
+#[derive(Debug)]
+pub struct Rejected {
+    /// The request's id (`None` when the body could not be parsed).
+    pub id: Option<RequestId>,
+    /// What to answer.
+    pub error: GatewayError,
+}
+
+fn rejected(info: Option<&BodyInfo<'_>>, error: GatewayError) -> Box<Rejected> {
+    Box::new(Rejected {
+        id: info.map(BodyInfo::request_id),
+        error,
+    })
+}
+
+/// Inspects a complete body and checks it against the request's MCP headers.
+/// Returns the body's info or what to answer instead of forwarding it.
+pub fn check_body<'b>(
+    headers: &http::HeaderMap,
+    body: &'b [u8],
+) -> Result<BodyInfo<'b>, Box<Rejected>> {
+    let info = inspect_body(body).map_err(|e| rejected(None, e.into()))?;
+    // Notifications and responses are accepted before header checks, as the server does.
+    if info.id.is_none() || info.method.is_none() {
+        return Ok(info);
+    }
+    let h = match read_mcp_headers(headers, true) {
+        Ok(h) => h,
+        Err(_) => return Ok(info), // already answered in request_filter
+    };
+    let method = info.method.as_deref();
+    if h.method.as_deref() != method {
+        let err = GatewayError::header_mismatch(MCP_METHOD, h.method.as_deref(), method);
+        return Err(rejected(Some(&info), err));
+    }
+    if method.is_some_and(|m| NAMED_METHODS.contains(&m))
+        && h.name.as_deref() != info.name.as_deref()
+    {
+        let err = GatewayError::header_mismatch(MCP_NAME, h.name.as_deref(), info.name.as_deref());
+        return Err(rejected(Some(&info), err));
+    }
+    if let (Some(hv), Some(bv)) = (h.protocol_version, info.meta_protocol_version.as_deref()) {
+        if hv != bv {
+            let err = GatewayError::header_mismatch(MCP_PROTOCOL_VERSION, Some(hv), Some(bv));
+            return Err(rejected(Some(&info), err));
+        }
+    }
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
+        let mut m = http::HeaderMap::new();
+        for (k, v) in pairs {
+            m.append(*k, http::HeaderValue::from_static(v));
+        }
+        m
+    }
+
+    const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+
+    #[test]
+    fn agreeing_headers_pass() {
+        let h = headers(&[
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "whoami"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ]);
+        assert!(check_body(&h, CALL).is_ok());
+    }
+
+    #[test]
+    fn method_name_and_version_mismatches_are_caught() {
+        for (pairs, header) in [
+            (
+                vec![("mcp-method", "tools/list"), ("mcp-name", "whoami")],
+                MCP_METHOD,
+            ),
+            (
+                vec![("mcp-method", "tools/call"), ("mcp-name", "other")],
+                MCP_NAME,
+            ),
+            (vec![("mcp-method", "tools/call")], MCP_NAME),
+            (
+                vec![
+                    ("mcp-method", "tools/call"),
+                    ("mcp-name", "whoami"),
+                    ("mcp-protocol-version", "2027-01-01"),
+                ],
+                MCP_PROTOCOL_VERSION,
+            ),
+        ] {
+            let err = check_body(&headers(&pairs), CALL).unwrap_err().error;
+            assert_eq!(err.kind, ErrorKind::HeaderMismatch);
+            assert_eq!(err.data["header"], header, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn notifications_skip_header_checks() {
+        let body = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#;
+        assert!(check_body(&headers(&[("mcp-method", "tools/call")]), body).is_ok());
+    }
+
+    #[test]
+    fn malformed_bodies_are_parse_errors() {
+        let err = check_body(&headers(&[]), b"{oops").unwrap_err().error;
+        assert_eq!(err.kind, ErrorKind::ParseError);
+        let err = check_body(&headers(&[]), b"[]").unwrap_err().error;
+        assert_eq!(err.kind, ErrorKind::InvalidRequest);
+    }
+}

@@ -1,0 +1,65 @@
+//! Per-request context carried through the proxy phases.
+
+use crate::error::GatewayError;
+use crate::mcp::{Era, RequestId};
+use crate::state::State;
+use crate::upstream::InflightGuard;
+use bytes::BytesMut;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the gateway knows about one request as it moves through the phases.
+pub struct RequestCtx {
+    /// Snapshot of the running state for the whole request.
+    pub state: Option<Arc<State>>,
+    /// Route index, once matched.
+    pub route: Option<usize>,
+    /// Pool index chosen for this request.
+    pub pool: usize,
+    /// Backends already tried (connection failures), in order.
+    pub tried: Vec<usize>,
+    /// Backend the current attempt goes to.
+    pub backend: Option<usize>,
+    /// Counts the request in flight on its backend.
+    pub inflight: Option<InflightGuard>,
+    /// Bounded method label for metrics.
+    pub method_label: &'static str,
+    /// Protocol era by the `MCP-Protocol-Version` header.
+    pub era: Era,
+    /// Whether the body must be held back and checked against the MCP headers.
+    pub check_body: bool,
+    /// Request body held back for checking, or counted for the size limit.
+    pub body: BytesMut,
+    /// Bytes of request body seen.
+    pub body_seen: u64,
+    /// The JSON-RPC id of the request, once the body was read.
+    pub request_id: Option<RequestId>,
+    /// An error raised inside a body filter, answered by `fail_to_proxy`.
+    pub pending_error: Option<GatewayError>,
+    /// Outcome label for metrics when the gateway answered itself.
+    pub outcome: Option<&'static str>,
+    /// When the request head arrived.
+    pub start: Instant,
+}
+
+impl Default for RequestCtx {
+    fn default() -> Self {
+        RequestCtx {
+            state: None,
+            route: None,
+            pool: 0,
+            tried: Vec::new(),
+            backend: None,
+            inflight: None,
+            method_label: "none",
+            era: Era::Legacy,
+            check_body: false,
+            body: BytesMut::new(),
+            body_seen: 0,
+            request_id: None,
+            pending_error: None,
+            outcome: None,
+            start: Instant::now(),
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The pingora `ProxyHttp` implementation. Each phase is short and delegates: routing to
+//! `routing`, balancing to `upstream`, MCP knowledge to `mcp`, error answers to `respond`.
+//!
+//! Hot path (a 2026-07-28 request with `Mcp-Method`): route and pool are chosen from headers
+//! alone; the body streams to the backend, held back only while `check-headers` compares it
+//! with the headers; the response streams back untouched.
+
+mod check;
+pub mod ctx;
+mod exchange;
+pub mod respond;
+
+use crate::error::GatewayError;
+use crate::mcp::headers::{read_mcp_headers, HeaderProblem};
+use crate::mcp::{method_label, Era};
+use crate::metrics::Metrics;
+use crate::state::State;
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use bytes::Bytes;
+use check::Rejected;
+use ctx::RequestCtx;
+use pingora::connectors::http::Connector;
+use pingora::prelude::*;
+use pingora::proxy::FailToProxy;
+use std::sync::Arc;
+
+/// The gateway's proxy logic.
+pub struct Gateway {
+    state: Arc<ArcSwap<State>>,
+    metrics: Metrics,
+    connector: Connector,
+}
+
+impl Gateway {
+    /// A gateway serving the given (swappable) state.
+    pub fn new(state: Arc<ArcSwap<State>>, metrics: Metrics) -> Gateway {
+        Gateway {
+            state,
+            metrics,
+            connector: Connector::new(None),
+        }
+    }
+
+    fn max_body(ctx: &RequestCtx) -> u64 {
+        ctx.state
+            .as_ref()
+            .map_or(u64::MAX, |s| s.config.max_body_bytes)
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for Gateway {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> RequestCtx {
+        RequestCtx {
+            state: Some(self.state.load_full()),
+            ..RequestCtx::default()
+        }
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+        let state = ctx.state.clone().expect("state set in new_ctx");
+        let req = session.req_header();
+        let Some(route) = state.router.route(req.uri.path()) else {
+            let err = GatewayError::no_route(req.uri.path());
+            respond::answer(session, ctx, &err).await;
+            return Ok(true);
+        };
+        ctx.route = Some(route.index);
+        let declared = req
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > state.config.max_body_bytes) {
+            let err = GatewayError::body_too_large(state.config.max_body_bytes);
+            respond::answer(session, ctx, &err).await;
+            return Ok(true);
+        }
+        let headers = match read_mcp_headers(&req.headers, route.check_headers) {
+            Ok(h) => h,
+            Err(problem) => {
+                let err = match problem {
+                    HeaderProblem::Duplicated(h) => GatewayError::duplicate_header(h),
+                    HeaderProblem::Undecodable(h) => GatewayError::undecodable_header(h),
+                };
+                respond::answer(session, ctx, &err).await;
+                return Ok(true);
+            }
+        };
+        ctx.era = Era::of_version(headers.protocol_version);
+        ctx.method_label = method_label(headers.method.as_deref());
+        self.metrics
+            .requests_by_era
+            .with_label_values(&[ctx.era.as_str()])
+            .inc();
+        let has_body = req.method == http::Method::POST;
+        if headers.method.is_none() && route.has_rules() && has_body {
+            // A legacy body without MCP headers: the pool depends on the body's method.
+            return exchange::forward_by_body(&self.connector, session, ctx, route).await;
+        }
+        ctx.pool = route.pool_for(headers.method.as_deref(), headers.name.as_deref());
+        ctx.check_body = route.check_headers
+            && has_body
+            && (headers.method.is_some() || ctx.era == Era::Stateless);
+        Ok(false)
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        ctx: &mut RequestCtx,
+    ) -> Result<Box<HttpPeer>> {
+        let state = ctx.state.as_ref().expect("state set in new_ctx");
+        let pool = &state.pools[ctx.pool];
+        match pool.select(&ctx.tried) {
+            Some(b) => {
+                ctx.backend = Some(b);
+                ctx.tried.push(b);
+                ctx.inflight = Some(pool.track(b));
+                Ok(Box::new(pool.peer(b)))
+            }
+            None => {
+                let err = GatewayError::unavailable(&pool.name, ctx.tried.len());
+                Err(respond::stashed(ctx, err))
+            }
+        }
+    }
+
+    fn fail_to_connect(
+        &self,
+        _session: &mut Session,
+        _peer: &HttpPeer,
+        ctx: &mut RequestCtx,
+        mut e: Box<Error>,
+    ) -> Box<Error> {
+        let state = ctx.state.as_ref().expect("state set in new_ctx");
+        let pool = &state.pools[ctx.pool];
+        if let Some(b) = ctx.backend {
+            pool.mark_failed(b);
+            self.metrics
+                .upstream_connect_failures
+                .with_label_values(&[&pool.name, &pool.backends[b].label])
+                .inc();
+        }
+        // The body has not been read yet: trying another backend is always safe here.
+        let more = ctx.tried.len() <= pool.retries && ctx.tried.len() < pool.backends.len();
+        e.set_retry(more);
+        e
+    }
+
+    async fn connected_to_upstream(
+        &self,
+        _session: &mut Session,
+        _reused: bool,
+        _peer: &HttpPeer,
+        #[cfg(unix)] _fd: std::os::unix::io::RawFd,
+        #[cfg(windows)] _sock: std::os::windows::io::RawSocket,
+        _digest: Option<&pingora::protocols::Digest>,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let (Some(state), Some(b)) = (ctx.state.as_ref(), ctx.backend) {
+            state.pools[ctx.pool].mark_ok(b);
+        }
+        Ok(())
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        session: &mut Session,
+        upstream: &mut RequestHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        let state = ctx.state.as_ref().expect("state set in new_ctx");
+        let backend = &state.pools[ctx.pool].backends[ctx.backend.expect("peer chosen")];
+        upstream.insert_header(http::header::HOST, backend.host.as_str())?;
+        let route = state.router.get(ctx.route.expect("routed"));
+        let path = session.req_header().uri.path();
+        let target = route.upstream_path(path);
+        if target != path {
+            let uri = match session.req_header().uri.query() {
+                Some(q) => format!("{target}?{q}"),
+                None => target.into_owned(),
+            };
+            upstream.set_uri(uri.parse().map_err(|_| {
+                Error::explain(ErrorType::InternalError, "upstream path is not a valid URI")
+            })?);
+        }
+        Ok(())
+    }
+
+    async fn request_body_filter(
+        &self,
+        session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let Some(chunk) = body.as_ref() {
+            ctx.body_seen += chunk.len() as u64;
+            if ctx.body_seen > Self::max_body(ctx) {
+                let err = GatewayError::body_too_large(Self::max_body(ctx));
+                return Err(respond::stashed(ctx, err));
+            }
+        }
+        if !ctx.check_body {
+            return Ok(());
+        }
+        if let Some(chunk) = body.take() {
+            ctx.body.extend_from_slice(&chunk);
+        }
+        if !end_of_stream {
+            *body = respond::hold();
+            return Ok(());
+        }
+        let full = std::mem::take(&mut ctx.body).freeze();
+        match check::check_body(&session.req_header().headers, &full) {
+            Ok(_) => {
+                *body = Some(full);
+                Ok(())
+            }
+            Err(rejected) => {
+                let Rejected { id, error } = *rejected;
+                ctx.request_id = id;
+                Err(respond::stashed(ctx, error))
+            }
+        }
+    }
+
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        ctx: &mut RequestCtx,
+    ) -> FailToProxy {
+        let err = ctx
+            .pending_error
+            .take()
+            .or_else(|| respond::classify(e, ctx));
+        let code = match err {
+            Some(err) if session.response_written().is_none() => {
+                respond::answer(session, ctx, &err).await
+            }
+            // The client went away, or part of the answer already went out: nothing to write.
+            _ => 0,
+        };
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: code != 0,
+        }
+    }
+
+    async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
+        ctx.inflight = None;
+        let Some(state) = ctx.state.as_ref() else {
+            return;
+        };
+        let route = ctx
+            .route
+            .map_or("none", |r| state.router.get(r).label.as_str());
+        let outcome = ctx.outcome.unwrap_or_else(|| {
+            match session.response_written().map(|r| r.status.as_u16()) {
+                Some(100..=399) => "ok",
+                Some(400..=499) => "4xx",
+                Some(_) => "5xx",
+                None => "dropped",
+            }
+        });
+        self.metrics
+            .requests
+            .with_label_values(&[route, ctx.method_label, outcome])
+            .inc();
+        self.metrics
+            .request_duration
+            .with_label_values(&[route, ctx.method_label])
+            .observe(ctx.start.elapsed().as_secs_f64());
+    }
+}

@@ -1,0 +1,118 @@
+//! Writing gateway errors to the client, and classifying pingora errors into gateway errors.
+
+use super::ctx::RequestCtx;
+use crate::error::GatewayError;
+use crate::mcp::{inspect, RequestId};
+use bytes::{Bytes, BytesMut};
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::{ErrorSource, ErrorType};
+
+/// Bodies up to this size are read to find the request's id before answering an error.
+const ID_SCAN_LIMIT: usize = 64 * 1024;
+/// Bodies larger than this are not drained after an error; the connection is closed instead.
+const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Answers the client with `err`. The request id comes from the context when the body was
+/// inspected already; otherwise the unread body is read (its first 64 KiB scanned for the id)
+/// and drained, so the connection stays usable. Returns the HTTP status written, 0 if none.
+pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
+    ctx.outcome = Some(err.kind.as_str());
+    let id = match ctx.request_id.take() {
+        Some(id) => id,
+        None => read_id(session).await,
+    };
+    let (status, headers, body) = err.to_http(&id);
+    let mut resp = match ResponseHeader::build(status, Some(headers.len())) {
+        Ok(r) => r,
+        Err(_) => return 0,
+    };
+    for (name, value) in headers {
+        let _ = resp.insert_header(name, value);
+    }
+    if session
+        .write_response_header(Box::new(resp), false)
+        .await
+        .is_err()
+    {
+        return 0;
+    }
+    let _ = session.write_response_body(Some(body), true).await;
+    status
+}
+
+/// Finds the JSON-RPC id in the unread request body, then drains the rest.
+async fn read_id(session: &mut Session) -> RequestId {
+    let downstream = session.as_downstream_mut();
+    if downstream.is_body_done() {
+        return RequestId::null();
+    }
+    let declared = downstream
+        .req_header()
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let mut prefix = BytesMut::new();
+    while prefix.len() < ID_SCAN_LIMIT {
+        match downstream.read_request_body().await {
+            Ok(Some(chunk)) => prefix.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    let id = if downstream.is_body_done() {
+        inspect::inspect_body(&prefix)
+            .map(|info| info.request_id())
+            .unwrap_or_else(|_| inspect::scan_id(&prefix).unwrap_or_else(RequestId::null))
+    } else {
+        inspect::scan_id(&prefix).unwrap_or_else(RequestId::null)
+    };
+    if !downstream.is_body_done() {
+        if declared.is_some_and(|len| len <= DRAIN_LIMIT) {
+            let _ = downstream.drain_request_body().await;
+        } else {
+            downstream.set_keepalive(None);
+        }
+    }
+    id
+}
+
+/// The gateway error for a pingora error, or `None` when the client itself went away.
+pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
+    let state = ctx.state.as_ref()?;
+    let pool = &state.pools[ctx.pool];
+    let backend = ctx
+        .backend
+        .map(|b| pool.backends[b].label.as_str())
+        .unwrap_or("-");
+    match e.etype() {
+        ErrorType::ConnectTimedout
+        | ErrorType::ConnectRefused
+        | ErrorType::ConnectNoRoute
+        | ErrorType::ConnectError
+        | ErrorType::ConnectProxyFailure
+        | ErrorType::SocketError
+        | ErrorType::BindError => Some(GatewayError::unavailable(&pool.name, ctx.tried.len())),
+        ErrorType::ReadTimedout | ErrorType::WriteTimedout
+            if e.esource() == &ErrorSource::Upstream =>
+        {
+            Some(GatewayError::upstream_timeout(&pool.name, backend))
+        }
+        _ => match e.esource() {
+            ErrorSource::Upstream => Some(GatewayError::backend_lost(&pool.name, backend)),
+            ErrorSource::Downstream => None,
+            _ => Some(GatewayError::internal(e.to_string())),
+        },
+    }
+}
+
+/// A pingora error that carries a gateway error stashed in the context.
+pub fn stashed(ctx: &mut RequestCtx, err: GatewayError) -> Box<pingora::Error> {
+    let message = err.to_string();
+    ctx.pending_error = Some(err);
+    pingora::Error::explain(ErrorType::Custom("mcp-gateway"), message)
+}
+
+/// An empty body chunk: "nothing to send yet" to pingora's body pipe.
+pub fn hold() -> Option<Bytes> {
+    Some(Bytes::new())
+}

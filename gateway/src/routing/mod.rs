@@ -1,0 +1,200 @@
+//! Path routes and `Mcp-Method`/`Mcp-Name` rules, compiled once from config.
+
+use crate::config::{Config, Mode, PathMatch, RouteConfig};
+use globset::{Glob, GlobMatcher};
+
+/// A compiled route.
+#[derive(Debug)]
+pub struct Route {
+    /// Position in the config, for logs.
+    pub index: usize,
+    /// Label for metrics: the configured path or prefix.
+    pub label: String,
+    path: PathMatch,
+    /// Session handling.
+    pub mode: Mode,
+    /// Pool when no rule matches.
+    pub default_pool: usize,
+    upstream_path: Option<String>,
+    /// Whether header/body disagreement is answered with -32020.
+    pub check_headers: bool,
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug)]
+struct Rule {
+    method: Option<GlobMatcher>,
+    name: Option<GlobMatcher>,
+    pool: usize,
+}
+
+impl Rule {
+    fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
+        fn one(glob: &Option<GlobMatcher>, value: Option<&str>) -> bool {
+            match glob {
+                None => true,
+                Some(g) => value.is_some_and(|v| g.is_match(v)),
+            }
+        }
+        one(&self.method, method) && one(&self.name, name)
+    }
+}
+
+impl Route {
+    fn compile(index: usize, rc: &RouteConfig) -> Route {
+        // Globs were checked by config validation; a literal '/' must not act as a separator.
+        let glob = |g: &Option<String>| {
+            g.as_ref().map(|g| {
+                globset::GlobBuilder::new(g)
+                    .literal_separator(false)
+                    .build()
+                    .or_else(|_| Glob::new(g))
+                    .expect("validated glob")
+                    .compile_matcher()
+            })
+        };
+        Route {
+            index,
+            label: match &rc.path {
+                PathMatch::Exact(p) => p.clone(),
+                PathMatch::Prefix(p) => format!("{p}*"),
+            },
+            path: rc.path.clone(),
+            mode: rc.mode,
+            default_pool: rc.pool,
+            upstream_path: rc.upstream_path.clone(),
+            check_headers: rc.check_headers,
+            rules: rc
+                .rules
+                .iter()
+                .map(|r| Rule {
+                    method: glob(&r.method),
+                    name: glob(&r.name),
+                    pool: r.pool,
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether choosing the pool needs the MCP method or name at all.
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// The pool for a request with this method and name: the first matching rule's, else the
+    /// route's own.
+    pub fn pool_for(&self, method: Option<&str>, name: Option<&str>) -> usize {
+        self.rules
+            .iter()
+            .find(|r| r.matches(method, name))
+            .map_or(self.default_pool, |r| r.pool)
+    }
+
+    /// The path to send upstream for this request path (query kept by the caller).
+    pub fn upstream_path<'a>(&'a self, path: &'a str) -> std::borrow::Cow<'a, str> {
+        match (&self.path, &self.upstream_path) {
+            (_, None) => path.into(),
+            (PathMatch::Exact(_), Some(up)) => up.as_str().into(),
+            (PathMatch::Prefix(prefix), Some(up)) => {
+                format!("{up}{}", &path[prefix.len()..]).into()
+            }
+        }
+    }
+
+    fn matches_path(&self, path: &str) -> bool {
+        match &self.path {
+            PathMatch::Exact(p) => p == path,
+            PathMatch::Prefix(p) => path.starts_with(p.as_str()),
+        }
+    }
+}
+
+/// All routes, in match order.
+#[derive(Debug)]
+pub struct Router {
+    routes: Vec<Route>,
+}
+
+impl Router {
+    /// Compiles the config's routes.
+    pub fn new(config: &Config) -> Router {
+        Router {
+            routes: config
+                .routes
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Route::compile(i, r))
+                .collect(),
+        }
+    }
+
+    /// The first route taking this path (query excluded).
+    pub fn route(&self, path: &str) -> Option<&Route> {
+        self.routes.iter().find(|r| r.matches_path(path))
+    }
+
+    /// Route by index (as stored in a request context).
+    pub fn get(&self, index: usize) -> &Route {
+        &self.routes[index]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router(yaml: &str) -> Router {
+        Router::new(&crate::config::parse(yaml).unwrap())
+    }
+
+    const YAML: &str = r#"
+pools: { a: { backends: [127.0.0.1:1] }, b: { backends: [127.0.0.1:2] }, c: { backends: [127.0.0.1:3] } }
+routes:
+  - path: /mcp
+    pool: a
+    rules:
+      - match: { method: tools/call, name: "report_*" }
+        pool: b
+      - match: { method: "resources/*" }
+        pool: c
+  - path-prefix: /t/
+    upstream-path: /mcp/
+    pool: c
+"#;
+
+    #[test]
+    fn first_matching_rule_wins() {
+        let r = router(YAML);
+        let route = r.route("/mcp").unwrap();
+        assert_eq!(route.pool_for(Some("tools/call"), Some("report_q3")), 1);
+        assert_eq!(route.pool_for(Some("tools/call"), Some("whoami")), 0);
+        assert_eq!(route.pool_for(Some("tools/list"), None), 0);
+        assert_eq!(
+            route.pool_for(Some("resources/read"), Some("file:///a/b")),
+            2
+        );
+        assert_eq!(route.pool_for(None, None), 0);
+    }
+
+    #[test]
+    fn name_globs_cross_slashes_in_uris() {
+        let yaml = "pools: { a: { backends: [127.0.0.1:1] }, b: { backends: [127.0.0.1:2] } }\nroutes: [ { path: /mcp, pool: a, rules: [ { match: { name: \"file:///docs/*\" }, pool: b } ] } ]\n";
+        let r = router(yaml);
+        assert_eq!(
+            r.route("/mcp")
+                .unwrap()
+                .pool_for(Some("resources/read"), Some("file:///docs/a/b.md")),
+            1
+        );
+    }
+
+    #[test]
+    fn exact_and_prefix_paths() {
+        let r = router(YAML);
+        assert!(r.route("/mcp/").is_none());
+        assert!(r.route("/nope").is_none());
+        let t = r.route("/t/x/y").unwrap();
+        assert_eq!(t.upstream_path("/t/x/y"), "/mcp/x/y");
+        assert_eq!(r.route("/mcp").unwrap().upstream_path("/mcp"), "/mcp");
+    }
+}

@@ -1,0 +1,50 @@
+//! Building the pingora server from a validated config: the proxy service, the admin service,
+//! and the server settings that matter for throughput.
+
+use crate::admin::AdminApp;
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::proxy::Gateway;
+use crate::state::State;
+use arc_swap::ArcSwap;
+use pingora::server::configuration::ServerConf;
+use pingora::server::Server;
+use pingora::services::listening::Service;
+use pingora_prometheus::prometheus::Registry;
+use std::sync::Arc;
+
+/// Builds a ready-to-run server for `config`. Callers may add services (the demo adds its
+/// backends) before calling `run_forever`.
+pub fn build(config: Config) -> Server {
+    let conf = ServerConf {
+        threads: config.threads,
+        // Keep enough idle upstream connections that a busy pool never reconnects per request.
+        upstream_keepalive_pool_size: 1024,
+        grace_period_seconds: Some(0),
+        graceful_shutdown_timeout_seconds: Some(5),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    server.bootstrap();
+
+    let registry = Registry::new();
+    let metrics = Metrics::new(&registry);
+    let state = Arc::new(ArcSwap::from_pointee(State::new(config.clone())));
+
+    let mut proxy = pingora::proxy::http_proxy_service_with_name(
+        &server.configuration,
+        Gateway::new(state.clone(), metrics.clone()),
+        "mcp-gateway",
+    );
+    proxy.add_tcp(&config.listen.to_string());
+    proxy.threads = Some(config.threads);
+    server.add_service(proxy);
+
+    if let Some(admin) = config.admin {
+        let mut service = Service::new("admin".into(), AdminApp::new(state, registry, metrics));
+        service.add_tcp(&admin.to_string());
+        service.threads = Some(1);
+        server.add_service(service);
+    }
+    server
+}

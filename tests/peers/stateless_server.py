@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Stateless MCP backend for the gateway's real-peer tests (mcp==2.3.0, run under .venv-mcp2).
+
+Usage: stateless_server.py --port P --name NAME
+
+Serves MCP Streamable HTTP at http://127.0.0.1:P/mcp with stateless_http=True (answers both the
+2026-07-28 stateless era and per-request legacy initialize). --port 0 picks a free port.
+Prints "READY <port>" on stdout (flushed) once uvicorn is accepting connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+
+import anyio
+import uvicorn
+
+from mcp.server.mcpserver import Context, MCPServer
+
+HOST = "127.0.0.1"  # loopback only, always
+
+
+def build_server(name: str) -> MCPServer:
+    mcp = MCPServer(name, log_level="WARNING")
+
+    @mcp.tool()
+    def whoami() -> str:
+        """Return this backend's name."""
+        return name
+
+    @mcp.tool()
+    def report_sales(region: str = "all") -> str:
+        """Return a fake sales report tagged with the backend name."""
+        return f"{name}:report:{region}"
+
+    @mcp.tool()
+    def echo_size(text: str) -> str:
+        """Return the length of `text` (used with big arguments)."""
+        return str(len(text))
+
+    @mcp.tool()
+    async def slow_progress(ctx: Context, steps: int = 3, delay_ms: int = 300) -> str:
+        """Send `steps` progress notifications, delay_ms apart, then return "done"."""
+        for i in range(steps):
+            if i:
+                await anyio.sleep(delay_ms / 1000)
+            await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+        await anyio.sleep(delay_ms / 1000)
+        return "done"
+
+    return mcp
+
+
+async def serve(port: int, name: str) -> None:
+    app = build_server(name).streamable_http_app(stateless_http=True, host=HOST)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as e:
+        raise SystemExit(f"{name}: cannot bind {HOST}:{port}: {e}") from None
+    actual_port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    done = anyio.Event()
+
+    async def run() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        while not server.started:
+            if done.is_set():
+                raise SystemExit(f"{name}: uvicorn failed to start")
+            await anyio.sleep(0.01)
+        print(f"READY {actual_port}", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--name", required=True)
+    a = p.parse_args()
+    try:
+        anyio.run(serve, a.port, a.name)
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
