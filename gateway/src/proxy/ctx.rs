@@ -4,7 +4,7 @@ use crate::error::GatewayError;
 use crate::mcp::{Era, RequestId};
 use crate::state::State;
 use crate::upstream::InflightGuard;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,8 +32,11 @@ pub struct RequestCtx {
     pub body: BytesMut,
     /// Bytes of request body seen.
     pub body_seen: u64,
-    /// The JSON-RPC id of the request, once the body was read.
+    /// The JSON-RPC id of the request, when already known.
     pub request_id: Option<RequestId>,
+    /// The body as forwarded (checked bodies) or its first chunk (streamed bodies): a cheap
+    /// reference kept so an error after forwarding can still carry the request's id.
+    pub body_prefix: Option<Bytes>,
     /// An error raised inside a body filter, answered by `fail_to_proxy`.
     pub pending_error: Option<GatewayError>,
     /// Outcome label for metrics when the gateway answered itself.
@@ -57,6 +60,7 @@ impl Default for RequestCtx {
             body: BytesMut::new(),
             body_seen: 0,
             request_id: None,
+            body_prefix: None,
             pending_error: None,
             outcome: None,
             start: Instant::now(),

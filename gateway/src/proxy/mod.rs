@@ -198,6 +198,9 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         if let Some(chunk) = body.as_ref() {
+            if ctx.body_prefix.is_none() && !ctx.check_body {
+                ctx.body_prefix = Some(chunk.clone());
+            }
             ctx.body_seen += chunk.len() as u64;
             if ctx.body_seen > Self::max_body(ctx) {
                 let err = GatewayError::body_too_large(Self::max_body(ctx));
@@ -217,6 +220,7 @@ impl ProxyHttp for Gateway {
         let full = std::mem::take(&mut ctx.body).freeze();
         match check::check_body(&session.req_header().headers, &full) {
             Ok(_) => {
+                ctx.body_prefix = Some(full.clone());
                 *body = Some(full);
                 Ok(())
             }

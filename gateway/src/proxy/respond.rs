@@ -18,9 +18,10 @@ const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
 /// and drained, so the connection stays usable. Returns the HTTP status written, 0 if none.
 pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
     ctx.outcome = Some(err.kind.as_str());
-    let id = match ctx.request_id.take() {
-        Some(id) => id,
-        None => read_id(session).await,
+    let id = match (ctx.request_id.take(), ctx.body_prefix.take()) {
+        (Some(id), _) => id,
+        (None, Some(prefix)) => id_of(&prefix),
+        (None, None) => read_id(session).await,
     };
     let (status, headers, body) = err.to_http(&id);
     let mut resp = match ResponseHeader::build(status, Some(headers.len())) {
@@ -59,13 +60,7 @@ async fn read_id(session: &mut Session) -> RequestId {
             _ => break,
         }
     }
-    let id = if downstream.is_body_done() {
-        inspect::inspect_body(&prefix)
-            .map(|info| info.request_id())
-            .unwrap_or_else(|_| inspect::scan_id(&prefix).unwrap_or_else(RequestId::null))
-    } else {
-        inspect::scan_id(&prefix).unwrap_or_else(RequestId::null)
-    };
+    let id = id_of(&prefix);
     if !downstream.is_body_done() {
         if declared.is_some_and(|len| len <= DRAIN_LIMIT) {
             let _ = downstream.drain_request_body().await;
@@ -74,6 +69,15 @@ async fn read_id(session: &mut Session) -> RequestId {
         }
     }
     id
+}
+
+/// The id of a whole body or of a prefix of one; `null` when it has none.
+fn id_of(body: &[u8]) -> RequestId {
+    inspect::inspect_body(body)
+        .map(|info| info.request_id())
+        .ok()
+        .or_else(|| inspect::scan_id(body))
+        .unwrap_or_else(RequestId::null)
 }
 
 /// The gateway error for a pingora error, or `None` when the client itself went away.

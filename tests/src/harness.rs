@@ -1,0 +1,223 @@
+//! Running the real things on 127.0.0.1: the `mcp-gateway` binary with a generated config, and
+//! the real Python MCP SDK peers from `tests/peers/` (venvs made by `scripts/setup-peers`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("workspace")
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn gateway_bin() -> PathBuf {
+    if let Ok(bin) = std::env::var("MCPGW_BIN") {
+        return bin.into();
+    }
+    // target/<profile>/deps/<test binary> -> target/<profile>/mcp-gateway
+    let exe = std::env::current_exe().expect("test exe");
+    let bin = exe.parent().and_then(Path::parent).expect("target dir").join("mcp-gateway");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` (scripts/test does) or set MCPGW_BIN",
+        bin.display()
+    );
+    bin
+}
+
+async fn wait_for_port(addr: SocketAddr, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {addr}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A running gateway process, killed on drop.
+pub struct Gateway {
+    /// Client-facing address.
+    pub addr: SocketAddr,
+    /// Admin address.
+    pub admin: SocketAddr,
+    /// The config file it runs with.
+    pub config_path: PathBuf,
+    child: Child,
+}
+
+impl Gateway {
+    /// Starts the gateway with `yaml` (pools, routes, ...); `listen`, `admin` and `threads` are
+    /// added with free ports.
+    pub async fn start(yaml: &str) -> Gateway {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        let dir = std::env::temp_dir().join(format!("mcpgw-test-{}-{}", std::process::id(), addr.port()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config_path = dir.join("gateway.yaml");
+        let full = format!("listen: {addr}\nadmin: {admin}\nthreads: 2\n{yaml}");
+        std::fs::write(&config_path, full).expect("write config");
+        let child = Command::new(gateway_bin())
+            .arg("--config")
+            .arg(&config_path)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn mcp-gateway");
+        wait_for_port(addr, "mcp-gateway").await;
+        wait_for_port(admin, "mcp-gateway admin").await;
+        Gateway {
+            addr,
+            admin,
+            config_path,
+            child,
+        }
+    }
+
+    /// `http://addr{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The admin endpoint's answer (status, body).
+    pub async fn admin_get(&self, path: &str) -> (u16, String) {
+        let req = crate::Request {
+            method: "GET".into(),
+            path: path.into(),
+            headers: vec![],
+            body: vec![],
+            chunked: None,
+        };
+        let resp = req.send(self.admin).await;
+        (resp.status(), String::from_utf8_lossy(&resp.body).into_owned())
+    }
+
+    /// The value of one metric sample (exact labels text, e.g. `{pool="p"}`), 0 if absent.
+    pub async fn metric(&self, name_and_labels: &str) -> f64 {
+        let (_, text) = self.admin_get("/metrics").await;
+        metric_value(&text, name_and_labels)
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+/// Sum of the samples of `name` whose labels contain every `k="v"` pair given in `{...}`.
+pub fn metric_value(text: &str, name_and_labels: &str) -> f64 {
+    let (name, wanted) = match name_and_labels.find('{') {
+        Some(i) => (&name_and_labels[..i], name_and_labels[i + 1..].trim_end_matches('}')),
+        None => (name_and_labels, ""),
+    };
+    let wanted: Vec<&str> = wanted.split(',').filter(|s| !s.is_empty()).collect();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (n, labels) = match series.find('{') {
+                Some(i) => (&series[..i], &series[i..]),
+                None => (series, ""),
+            };
+            (n == name && wanted.iter().all(|w| labels.contains(w))).then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+/// The Python interpreter of a peer venv (`mcp1`: mcp 1.30.0, `mcp2`: mcp 2.3.0).
+pub fn python(venv: &str) -> PathBuf {
+    let py = workspace().join(format!(".venv-{venv}")).join("bin").join("python");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/setup-peers (scripts/test and .ci/run do)",
+        py.display()
+    );
+    py
+}
+
+/// A real MCP SDK server process, killed on drop.
+pub struct PythonPeer {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    child: Child,
+}
+
+impl PythonPeer {
+    /// Starts `tests/peers/<script>` under the venv with `args`; waits for `READY <port>`.
+    pub async fn start(venv: &str, script: &str, args: &[&str]) -> PythonPeer {
+        let mut child = Command::new(python(venv))
+            .arg(workspace().join("tests/peers").join(script))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn python peer");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let port = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(p) = line.strip_prefix("READY ") {
+                    return p.trim().parse::<u16>().ok();
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("{script} {args:?} did not print READY"));
+        // keep draining stdout so the peer never blocks on a full pipe
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        PythonPeer { port, child }
+    }
+
+    /// A 2.3.0 stateless server named `name` on a free port.
+    pub async fn stateless_v2(name: &str) -> PythonPeer {
+        Self::start("mcp2", "stateless_server.py", &["--port", "0", "--name", name]).await
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// Runs the 2.3.0 client script (`tests/peers/client_v2.py`) and returns its JSON verdict and
+/// whether it exited 0.
+pub async fn client_v2(url: &str, mode: &str, args: &[&str]) -> (bool, serde_json::Value) {
+    let out = Command::new(python("mcp2"))
+        .arg(workspace().join("tests/peers/client_v2.py"))
+        .args(["--url", url, "--mode", mode])
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run client_v2.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or("");
+    let verdict = serde_json::from_str(last).unwrap_or_else(|_| {
+        panic!(
+            "client_v2.py {args:?} printed no JSON verdict; stdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.success(), verdict)
+}
