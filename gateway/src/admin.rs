@@ -42,6 +42,10 @@ impl AdminApp {
                     .backend_up
                     .with_label_values(&labels)
                     .set(i64::from(!b.is_failed()));
+                self.metrics
+                    .sessions_active
+                    .with_label_values(&labels)
+                    .set(b.sessions() as i64);
             }
         }
     }

@@ -28,6 +28,11 @@ pub enum ErrorKind {
     BackendLost,
     /// The request body is larger than `max-body-bytes`. -32014, HTTP 413.
     BodyTooLarge,
+    /// The gateway session id is unknown, expired, deleted, or could not be moved to another
+    /// backend (`data.reason`). -32015, HTTP 404: the spec tells clients to re-initialize.
+    SessionNotFound,
+    /// The gateway holds its configured maximum of sessions. -32016, HTTP 503 + `Retry-After`.
+    SessionLimit,
     /// A bug or an unexpected state in the gateway. -32019, HTTP 500.
     Internal,
 }
@@ -44,6 +49,8 @@ impl ErrorKind {
             ErrorKind::UpstreamTimeout => -32012,
             ErrorKind::BackendLost => -32013,
             ErrorKind::BodyTooLarge => -32014,
+            ErrorKind::SessionNotFound => -32015,
+            ErrorKind::SessionLimit => -32016,
             ErrorKind::Internal => -32019,
         }
     }
@@ -58,10 +65,10 @@ impl ErrorKind {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::ParseError | ErrorKind::InvalidRequest | ErrorKind::HeaderMismatch => 400,
-            ErrorKind::NoRoute => 404,
+            ErrorKind::NoRoute | ErrorKind::SessionNotFound => 404,
             ErrorKind::BodyTooLarge => 413,
             ErrorKind::BackendLost | ErrorKind::UpstreamTimeout => 200,
-            ErrorKind::BackendUnavailable => 503,
+            ErrorKind::BackendUnavailable | ErrorKind::SessionLimit => 503,
             ErrorKind::Internal => 500,
         }
     }
@@ -70,6 +77,7 @@ impl ErrorKind {
     pub fn retry_after_secs(self) -> Option<u32> {
         match self {
             ErrorKind::BackendUnavailable => Some(1),
+            ErrorKind::SessionLimit => Some(5),
             _ => None,
         }
     }
@@ -85,6 +93,8 @@ impl ErrorKind {
             ErrorKind::UpstreamTimeout => "upstream-timeout",
             ErrorKind::BackendLost => "backend-lost",
             ErrorKind::BodyTooLarge => "body-too-large",
+            ErrorKind::SessionNotFound => "session-not-found",
+            ErrorKind::SessionLimit => "session-limit",
             ErrorKind::Internal => "internal",
         }
     }
@@ -225,6 +235,30 @@ impl GatewayError {
             format!("Request body is larger than this gateway accepts ({limit} bytes)"),
         )
         .with("limitBytes", limit)
+    }
+
+    /// The session id does not name a live session; `reason` is unknown, expired, deleted or
+    /// reinit-failed.
+    pub fn session_not_found(reason: &str) -> Self {
+        let message = match reason {
+            "expired" => "Session expired; start a new one with initialize",
+            "deleted" => "Session was deleted; start a new one with initialize",
+            "reinit-failed" => {
+                "Session was lost: no backend could take it over; start a new one with initialize"
+            }
+            _ => "Session not found; start a new one with initialize",
+        };
+        Self::new(ErrorKind::SessionNotFound, message).with("reason", reason)
+    }
+
+    /// The session table is full.
+    pub fn session_limit(max: usize) -> Self {
+        Self::new(
+            ErrorKind::SessionLimit,
+            "This gateway holds its maximum number of sessions; retry later",
+        )
+        .with("limit", max)
+        .with("scope", "gateway")
     }
 
     /// An unexpected state inside the gateway.

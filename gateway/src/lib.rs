@@ -12,5 +12,6 @@ pub mod metrics;
 pub mod proxy;
 pub mod routing;
 pub mod server;
+pub mod session;
 pub mod state;
 pub mod upstream;

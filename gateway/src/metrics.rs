@@ -22,6 +22,20 @@ pub struct Metrics {
     pub backend_inflight: IntGaugeVec,
     /// `mcpgw_backend_up{pool,backend}`: 1 unless a recent connect failure marks it.
     pub backend_up: IntGaugeVec,
+    /// `mcpgw_sessions_active{pool,backend}`: gateway sessions bound to each backend.
+    pub sessions_active: IntGaugeVec,
+    /// `mcpgw_sessions_created_total{pool}`: sessions created by a client's initialize.
+    pub sessions_created: IntCounterVec,
+    /// `mcpgw_session_reinits_total{pool,reason}`: sessions moved to another backend by
+    /// replaying initialize; reason is backend-down, connect-refused, session-unknown or
+    /// connection-lost.
+    pub session_reinits: IntCounterVec,
+    /// `mcpgw_sessions_ended_total{pool,reason}`: sessions ended: expired, deleted, or lost
+    /// (version-mismatch: no backend could take them over).
+    pub sessions_ended: IntCounterVec,
+    /// `mcpgw_inflight_calls_lost_total{pool,method}`: calls whose backend died mid-answer and
+    /// that were not safe to repeat (answered with -32013).
+    pub inflight_lost: IntCounterVec,
 }
 
 impl Metrics {
@@ -79,6 +93,31 @@ impl Metrics {
                 "mcpgw_backend_up",
                 "1 when the backend is not marked failed by a recent connect failure",
                 &["pool", "backend"],
+            ),
+            sessions_active: gauge(
+                "mcpgw_sessions_active",
+                "Gateway sessions bound to each backend",
+                &["pool", "backend"],
+            ),
+            sessions_created: counter(
+                "mcpgw_sessions_created_total",
+                "Sessions created by a client's initialize",
+                &["pool"],
+            ),
+            session_reinits: counter(
+                "mcpgw_session_reinits_total",
+                "Sessions re-initialized on another backend, by reason",
+                &["pool", "reason"],
+            ),
+            sessions_ended: counter(
+                "mcpgw_sessions_ended_total",
+                "Sessions ended, by reason (expired, deleted, version-mismatch)",
+                &["pool", "reason"],
+            ),
+            inflight_lost: counter(
+                "mcpgw_inflight_calls_lost_total",
+                "Calls lost with their backend that were not safe to repeat",
+                &["pool", "method"],
             ),
         }
     }

@@ -5,10 +5,14 @@ use crate::admin::AdminApp;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
+use crate::session::reinit::Sessions;
+use crate::session::{ExpiryService, MemoryStore};
 use crate::state::State;
+use crate::upstream::client::UpstreamClient;
 use arc_swap::ArcSwap;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
+use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 use pingora_prometheus::prometheus::Registry;
 use std::sync::Arc;
@@ -30,15 +34,26 @@ pub fn build(config: Config) -> Server {
     let registry = Registry::new();
     let metrics = Metrics::new(&registry);
     let state = Arc::new(ArcSwap::from_pointee(State::new(config.clone())));
+    let store = Arc::new(MemoryStore::new(config.sessions.max));
+    let sessions = Arc::new(Sessions::new(
+        store,
+        Arc::new(UpstreamClient::default()),
+        metrics.clone(),
+    ));
 
     let mut proxy = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,
-        Gateway::new(state.clone(), metrics.clone()),
+        Gateway::new(state.clone(), sessions.clone()),
         "mcp-gateway",
     );
     proxy.add_tcp(&config.listen.to_string());
     proxy.threads = Some(config.threads);
     server.add_service(proxy);
+
+    server.add_service(background_service(
+        "session expiry",
+        ExpiryService::new(sessions, state.clone()),
+    ));
 
     if let Some(admin) = config.admin {
         let mut service = Service::new("admin".into(), AdminApp::new(state, registry, metrics));

@@ -14,7 +14,12 @@ fn validate_says_ok_for_every_example_config() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let out = bin().arg("validate").arg(&path).output().unwrap();
-        assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stdout).contains("OK"));
     }
 }

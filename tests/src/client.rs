@@ -33,7 +33,10 @@ impl Request {
             path: path.into(),
             headers: vec![
                 ("Content-Type".into(), "application/json".into()),
-                ("Accept".into(), "application/json, text/event-stream".into()),
+                (
+                    "Accept".into(),
+                    "application/json, text/event-stream".into(),
+                ),
             ],
             body: body.into(),
             chunked: None,
@@ -85,7 +88,9 @@ impl Request {
         match self.chunked {
             Some(size) => {
                 for piece in self.body.chunks(size.max(1)) {
-                    stream.write_all(format!("{:x}\r\n", piece.len()).as_bytes()).await?;
+                    stream
+                        .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                        .await?;
                     stream.write_all(piece).await?;
                     stream.write_all(b"\r\n").await?;
                 }
@@ -106,16 +111,23 @@ impl Request {
     /// time it arrived (for checking that streams are not buffered).
     pub async fn send_timed(&self, addr: SocketAddr) -> (Head, Vec<(Instant, Vec<u8>)>) {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
-        self.write_to(&mut stream, addr).await.expect("write request");
+        self.write_to(&mut stream, addr)
+            .await
+            .expect("write request");
         let mut reader = BufReader::new(stream);
-        let head = read_head(&mut reader, false).await.expect("read head").expect("a response");
+        let head = read_head(&mut reader, false)
+            .await
+            .expect("read head")
+            .expect("a response");
         let mut chunks = Vec::new();
         if head.chunked() {
             while let Some(chunk) = read_chunk(&mut reader).await.expect("read chunk") {
                 chunks.push((Instant::now(), chunk));
             }
         } else {
-            let body = read_body(&mut reader, &head, false).await.expect("read body");
+            let body = read_body(&mut reader, &head, false)
+                .await
+                .expect("read body");
             chunks.push((Instant::now(), body));
         }
         (head, chunks)
@@ -140,12 +152,16 @@ impl Connection {
 
     /// Sends one request and reads its response.
     pub async fn send(&mut self, req: &Request) -> Response {
-        req.write_to(self.reader.get_mut(), self.addr).await.expect("write request");
+        req.write_to(self.reader.get_mut(), self.addr)
+            .await
+            .expect("write request");
         let head = read_head(&mut self.reader, false)
             .await
             .expect("read response head")
             .expect("connection closed before a response");
-        let body = read_body(&mut self.reader, &head, false).await.expect("read body");
+        let body = read_body(&mut self.reader, &head, false)
+            .await
+            .expect("read body");
         Response { head, body }
     }
 }
@@ -176,15 +192,18 @@ impl Response {
             text.lines()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .map(str::trim)
-                .filter(|d| !d.is_empty())
-                .last()
+                .rfind(|d| !d.is_empty())
                 .unwrap_or("")
                 .to_owned()
         } else {
             text.into_owned()
         };
-        serde_json::from_str(&json_text)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): status {} body {json_text:?}", self.status()))
+        serde_json::from_str(&json_text).unwrap_or_else(|e| {
+            panic!(
+                "not JSON ({e}): status {} body {json_text:?}",
+                self.status()
+            )
+        })
     }
 
     /// The text of the first content item of a tools/call result.

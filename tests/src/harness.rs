@@ -10,7 +10,10 @@ use tokio::process::{Child, Command};
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("workspace")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("workspace")
 }
 
 /// A port that was free a moment ago.
@@ -28,7 +31,11 @@ fn gateway_bin() -> PathBuf {
     }
     // target/<profile>/deps/<test binary> -> target/<profile>/mcp-gateway
     let exe = std::env::current_exe().expect("test exe");
-    let bin = exe.parent().and_then(Path::parent).expect("target dir").join("mcp-gateway");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("mcp-gateway");
     assert!(
         bin.exists(),
         "{} is missing: run `cargo build --workspace --bins` (scripts/test does) or set MCPGW_BIN",
@@ -62,7 +69,8 @@ impl Gateway {
     pub async fn start(yaml: &str) -> Gateway {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-        let dir = std::env::temp_dir().join(format!("mcpgw-test-{}-{}", std::process::id(), addr.port()));
+        let dir =
+            std::env::temp_dir().join(format!("mcpgw-test-{}-{}", std::process::id(), addr.port()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let config_path = dir.join("gateway.yaml");
         let full = format!("listen: {addr}\nadmin: {admin}\nthreads: 2\n{yaml}");
@@ -70,7 +78,10 @@ impl Gateway {
         let child = Command::new(gateway_bin())
             .arg("--config")
             .arg(&config_path)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -101,7 +112,10 @@ impl Gateway {
             chunked: None,
         };
         let resp = req.send(self.admin).await;
-        (resp.status(), String::from_utf8_lossy(&resp.body).into_owned())
+        (
+            resp.status(),
+            String::from_utf8_lossy(&resp.body).into_owned(),
+        )
     }
 
     /// The value of one metric sample (exact labels text, e.g. `{pool="p"}`), 0 if absent.
@@ -119,7 +133,10 @@ impl Gateway {
 /// Sum of the samples of `name` whose labels contain every `k="v"` pair given in `{...}`.
 pub fn metric_value(text: &str, name_and_labels: &str) -> f64 {
     let (name, wanted) = match name_and_labels.find('{') {
-        Some(i) => (&name_and_labels[..i], name_and_labels[i + 1..].trim_end_matches('}')),
+        Some(i) => (
+            &name_and_labels[..i],
+            name_and_labels[i + 1..].trim_end_matches('}'),
+        ),
         None => (name_and_labels, ""),
     };
     let wanted: Vec<&str> = wanted.split(',').filter(|s| !s.is_empty()).collect();
@@ -131,14 +148,18 @@ pub fn metric_value(text: &str, name_and_labels: &str) -> f64 {
                 Some(i) => (&series[..i], &series[i..]),
                 None => (series, ""),
             };
-            (n == name && wanted.iter().all(|w| labels.contains(w))).then(|| value.parse::<f64>().ok())?
+            (n == name && wanted.iter().all(|w| labels.contains(w)))
+                .then(|| value.parse::<f64>().ok())?
         })
         .sum()
 }
 
 /// The Python interpreter of a peer venv (`mcp1`: mcp 1.30.0, `mcp2`: mcp 2.3.0).
 pub fn python(venv: &str) -> PathBuf {
-    let py = workspace().join(format!(".venv-{venv}")).join("bin").join("python");
+    let py = workspace()
+        .join(format!(".venv-{venv}"))
+        .join("bin")
+        .join("python");
     assert!(
         py.exists(),
         "{} is missing: run scripts/setup-peers (scripts/test and .ci/run do)",
@@ -186,7 +207,12 @@ impl PythonPeer {
 
     /// A 2.3.0 stateless server named `name` on a free port.
     pub async fn stateless_v2(name: &str) -> PythonPeer {
-        Self::start("mcp2", "stateless_server.py", &["--port", "0", "--name", name]).await
+        Self::start(
+            "mcp2",
+            "stateless_server.py",
+            &["--port", "0", "--name", name],
+        )
+        .await
     }
 
     /// `127.0.0.1:port`.

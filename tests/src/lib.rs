@@ -16,7 +16,10 @@ pub use mock::MockServer;
 pub async fn eventually(what: &str, timeout: std::time::Duration, mut cond: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + timeout;
     while !cond() {
-        assert!(std::time::Instant::now() < deadline, "not settled in {timeout:?}: {what}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not settled in {timeout:?}: {what}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

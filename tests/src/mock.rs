@@ -51,7 +51,9 @@ impl MockServer {
 
     /// Starts a mock on a given port (0: any).
     pub async fn start_on(name: &str, port: u16) -> MockServer {
-        let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind mock");
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("bind mock");
         let addr = listener.local_addr().expect("addr");
         let captured = Arc::new(Mutex::new(Vec::new()));
         let (stop, stopped) = watch::channel(false);
@@ -107,8 +109,12 @@ impl Drop for MockServer {
 async fn serve(stream: TcpStream, name: &str, captured: &Mutex<Vec<Captured>>) {
     let mut reader = BufReader::new(stream);
     loop {
-        let Ok(Some(head)) = read_head(&mut reader, true).await else { return };
-        let Ok(body) = read_body(&mut reader, &head, true).await else { return };
+        let Ok(Some(head)) = read_head(&mut reader, true).await else {
+            return;
+        };
+        let Ok(body) = read_body(&mut reader, &head, true).await else {
+            return;
+        };
         captured.lock().expect("lock").push(Captured {
             head: head.clone(),
             body: body.clone(),
@@ -122,7 +128,13 @@ async fn serve(stream: TcpStream, name: &str, captured: &Mutex<Vec<Captured>>) {
 /// Answers one request; false when the connection must close.
 async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) -> bool {
     if head.method != "POST" {
-        return write(stream, 405, "application/json", br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"POST only"}}"#).await;
+        return write(
+            stream,
+            405,
+            "application/json",
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"POST only"}}"#,
+        )
+        .await;
     }
     // Read only what the mock needs, so bodies with numbers like 1e400 still get answered.
     let request: Value = match serde_json::from_slice::<Envelope>(body) {
@@ -134,14 +146,28 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
             }})
         }
         Err(_) => {
-            return write(stream, 400, "application/json", br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#).await
+            return write(
+                stream,
+                400,
+                "application/json",
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+            )
+            .await
         }
     };
     let Some(id) = request.get("id").cloned().filter(|id| !id.is_null()) else {
         return write(stream, 202, "application/json", b"").await;
     };
-    let tool = request.pointer("/params/name").and_then(Value::as_str).unwrap_or("");
-    let arg = |k: &str, d: u64| request.pointer(&format!("/params/arguments/{k}")).and_then(Value::as_u64).unwrap_or(d);
+    let tool = request
+        .pointer("/params/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let arg = |k: &str, d: u64| {
+        request
+            .pointer(&format!("/params/arguments/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(d)
+    };
     let result = |text: &str| {
         serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": {
             "content": [{"type": "text", "text": text}], "isError": false,
@@ -160,7 +186,11 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
             if stream.write_all(head.as_bytes()).await.is_err() {
                 return false;
             }
-            let steps = if tool == "drop_mid_sse" { 1 } else { arg("steps", 3) };
+            let steps = if tool == "drop_mid_sse" {
+                1
+            } else {
+                arg("steps", 3)
+            };
             for i in 0..steps {
                 let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
                     "params": {"progressToken": 1, "progress": i + 1, "total": steps}});

@@ -33,12 +33,16 @@ impl Head {
 
     /// Declared content length.
     pub fn content_length(&self) -> Option<usize> {
-        self.header("content-length").and_then(|v| v.trim().parse().ok())
+        self.header("content-length")
+            .and_then(|v| v.trim().parse().ok())
     }
 }
 
 /// Reads one head; `None` at a clean end of stream.
-pub async fn read_head<R: AsyncRead + Unpin>(r: &mut BufReader<R>, request: bool) -> std::io::Result<Option<Head>> {
+pub async fn read_head<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    request: bool,
+) -> std::io::Result<Option<Head>> {
     let mut raw = Vec::new();
     loop {
         let n = r.read_until(b'\n', &mut raw).await?;
@@ -46,7 +50,10 @@ pub async fn read_head<R: AsyncRead + Unpin>(r: &mut BufReader<R>, request: bool
             return if raw.is_empty() {
                 Ok(None)
             } else {
-                Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof in head"))
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "eof in head",
+                ))
             };
         }
         if raw.ends_with(b"\r\n\r\n") || raw == b"\r\n" {
@@ -55,7 +62,8 @@ pub async fn read_head<R: AsyncRead + Unpin>(r: &mut BufReader<R>, request: bool
     }
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut head = Head::default();
-    let bad = |e: httparse::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string());
+    let bad =
+        |e: httparse::Error| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string());
     let parsed: Vec<(String, String)> = if request {
         let mut req = httparse::Request::new(&mut headers);
         req.parse(&raw).map_err(bad)?;
@@ -80,11 +88,18 @@ fn pair(h: &httparse::Header<'_>) -> (String, String) {
 }
 
 /// Reads the next chunk of a chunked body (`None` after the last chunk).
-pub async fn read_chunk<R: AsyncRead + Unpin>(r: &mut BufReader<R>) -> std::io::Result<Option<Vec<u8>>> {
+pub async fn read_chunk<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut line = String::new();
     r.read_line(&mut line).await?;
-    let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad chunk size {line:?}")))?;
+    let size =
+        usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("bad chunk size {line:?}"),
+            )
+        })?;
     if size == 0 {
         // trailers until the empty line
         loop {
@@ -101,7 +116,11 @@ pub async fn read_chunk<R: AsyncRead + Unpin>(r: &mut BufReader<R>) -> std::io::
 }
 
 /// Reads a whole body as the head describes it (requests without length have none).
-pub async fn read_body<R: AsyncRead + Unpin>(r: &mut BufReader<R>, head: &Head, request: bool) -> std::io::Result<Vec<u8>> {
+pub async fn read_body<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    head: &Head,
+    request: bool,
+) -> std::io::Result<Vec<u8>> {
     if head.chunked() {
         let mut body = Vec::new();
         while let Some(chunk) = read_chunk(r).await? {

@@ -29,15 +29,36 @@ async fn real_client_lists_and_calls_tools_on_both_backends_through_the_gateway(
     let url = gw.url("/mcp");
     let (ok, v) = client_v2(&url, "stateless", &["list"]).await;
     assert!(ok, "{v}");
-    let tools: Vec<&str> = v["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(tools.contains(&"whoami") && tools.contains(&"report_sales"), "{tools:?}");
+    let tools: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"whoami") && tools.contains(&"report_sales"),
+        "{tools:?}"
+    );
 
     let (ok, v) = client_v2(&url, "stateless", &["call-many", "whoami", "{}", "8"]).await;
     assert!(ok, "{v}");
-    let texts: Vec<&str> = v["texts"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(texts.contains(&"py-a") && texts.contains(&"py-b"), "both backends must answer: {texts:?}");
+    let texts: Vec<&str> = v["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        texts.contains(&"py-a") && texts.contains(&"py-b"),
+        "both backends must answer: {texts:?}"
+    );
 
-    let (ok, v) = client_v2(&url, "stateless", &["call", "report_sales", r#"{"region":"emea"}"#]).await;
+    let (ok, v) = client_v2(
+        &url,
+        "stateless",
+        &["call", "report_sales", r#"{"region":"emea"}"#],
+    )
+    .await;
     assert!(ok, "{v}");
     assert_eq!(v["text"], "py-heavy:report:emea");
 }
@@ -63,22 +84,44 @@ async fn real_client_receives_progress_before_the_result_spread_in_time() {
     let (_a, _b, _heavy, gw) = setup().await;
     let (ok, v) = client_v2(&gw.url("/mcp"), "stateless", &["progress", "3", "400"]).await;
     assert!(ok, "{v}");
-    let times: Vec<f64> = v["progress_times"].as_array().unwrap().iter().filter_map(Value::as_f64).collect();
+    let times: Vec<f64> = v["progress_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
     let result = v["result_time"].as_f64().unwrap();
     assert_eq!(times.len(), 3, "{v}");
     for w in times.windows(2) {
         assert!(w[1] - w[0] > 0.25, "progress was buffered: {times:?}");
     }
-    assert!(result - times[0] > 0.7, "result came with the progress: {v}");
+    assert!(
+        result - times[0] > 0.7,
+        "result came with the progress: {v}"
+    );
 }
 
 #[tokio::test]
 async fn real_client_surfaces_the_gateways_json_rpc_error_when_no_backend_is_left() {
     let dead = format!("127.0.0.1:{}", free_port());
-    let gw = Gateway::start(&format!("pools: {{ p: {{ backends: [{dead}] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n")).await;
-    let (ok, v) = client_v2(&gw.url("/mcp"), "stateless", &["call-expect-error", "whoami", "{}"]).await;
+    let gw = Gateway::start(&format!(
+        "pools: {{ p: {{ backends: [{dead}] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
+    ))
+    .await;
+    let (ok, v) = client_v2(
+        &gw.url("/mcp"),
+        "stateless",
+        &["call-expect-error", "whoami", "{}"],
+    )
+    .await;
     assert!(ok, "{v}");
     assert_eq!(v["code"], -32011, "{v}");
-    assert!(v["message"].as_str().unwrap().contains("No backend of pool `p`"), "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("No backend of pool `p`"),
+        "{v}"
+    );
     assert_eq!(v["data"]["kind"], "backend-unavailable");
 }

@@ -48,11 +48,19 @@ async fn stateless_requests_are_balanced_across_the_pool() {
 async fn routing_rule_sends_report_calls_to_the_heavy_pool() {
     let (a, b, heavy, gw) = setup().await;
     for i in 0..4 {
-        let resp = Request::tools_call("/mcp", i, "report_q3").send(gw.addr).await;
+        let resp = Request::tools_call("/mcp", i, "report_q3")
+            .send(gw.addr)
+            .await;
         assert_eq!(resp.tool_text(), "heavy");
     }
-    let resp = Request::tools_call("/mcp", 9, "reporter").send(gw.addr).await;
-    assert_ne!(resp.tool_text(), "heavy", "report_* must not match `reporter`");
+    let resp = Request::tools_call("/mcp", 9, "reporter")
+        .send(gw.addr)
+        .await;
+    assert_ne!(
+        resp.tool_text(),
+        "heavy",
+        "report_* must not match `reporter`"
+    );
     assert_eq!(heavy.count(), 4);
     assert_eq!(a.count() + b.count(), 1);
 }
@@ -77,9 +85,12 @@ async fn stateless_body_is_forwarded_byte_identical_both_ways() {
 #[tokio::test]
 async fn header_body_mismatch_is_answered_with_32020_and_the_request_id() {
     let (a, b, _heavy, gw) = setup().await;
-    let body = format!(r#"{{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{{"name":"whoami",{META}}}}}"#);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{{"name":"whoami",{META}}}}}"#
+    );
     for (header, value) in [("Mcp-Name", "other"), ("Mcp-Method", "tools/list")] {
-        let mut req = Request::post("/mcp", body.clone()).header("MCP-Protocol-Version", "2026-07-28");
+        let mut req =
+            Request::post("/mcp", body.clone()).header("MCP-Protocol-Version", "2026-07-28");
         if header == "Mcp-Name" {
             req = req.header("Mcp-Method", "tools/call");
         }
@@ -97,8 +108,15 @@ async fn header_body_mismatch_is_answered_with_32020_and_the_request_id() {
         .header("Mcp-Name", "whoami")
         .send(gw.addr)
         .await;
-    assert_eq!(resp.json()["error"]["data"]["header"], "mcp-protocol-version");
-    assert_eq!(a.count() + b.count(), 0, "a refused request must not reach a backend");
+    assert_eq!(
+        resp.json()["error"]["data"]["header"],
+        "mcp-protocol-version"
+    );
+    assert_eq!(
+        a.count() + b.count(),
+        0,
+        "a refused request must not reach a backend"
+    );
 }
 
 #[tokio::test]
@@ -109,9 +127,12 @@ async fn duplicated_or_undecodable_mcp_headers_get_32020() {
     assert_eq!(resp.status(), 400);
     assert_eq!(resp.json()["error"]["data"]["reason"], "duplicated");
     assert_eq!(resp.json()["id"], 3);
-    let bad = Request::post("/mcp", r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#)
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", "=?base64?%%%?=");
+    let bad = Request::post(
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}"#,
+    )
+    .header("Mcp-Method", "tools/call")
+    .header("Mcp-Name", "=?base64?%%%?=");
     let resp = bad.send(gw.addr).await;
     assert_eq!(resp.json()["error"]["data"]["reason"], "undecodable");
     assert_eq!(resp.json()["id"], 4);
@@ -121,14 +142,21 @@ async fn duplicated_or_undecodable_mcp_headers_get_32020() {
 async fn base64_encoded_names_are_decoded_for_routing() {
     let (_a, _b, heavy, gw) = setup().await;
     // "report_é" — non-ASCII names travel as =?base64?...?=
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"report_\u00e9",{META}}}}}"#);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"report_\u00e9",{META}}}}}"#
+    );
     let resp = Request::post("/mcp", body)
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
         .header("Mcp-Name", "=?base64?cmVwb3J0X8Op?=")
         .send(gw.addr)
         .await;
-    assert_eq!(resp.status(), 200, "{}", String::from_utf8_lossy(&resp.body));
+    assert_eq!(
+        resp.status(),
+        200,
+        "{}",
+        String::from_utf8_lossy(&resp.body)
+    );
     assert_eq!(heavy.count(), 1);
 }
 
@@ -136,7 +164,9 @@ async fn base64_encoded_names_are_decoded_for_routing() {
 async fn a_one_mib_call_and_a_chunked_upload_work() {
     let (a, b, _heavy, gw) = setup().await;
     let text = "x".repeat(1024 * 1024);
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"whoami","arguments":{{"text":"{text}"}},{META}}}}}"#);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"whoami","arguments":{{"text":"{text}"}},{META}}}}}"#
+    );
     let req = Request::post("/mcp", body.clone())
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
@@ -159,8 +189,14 @@ async fn legacy_bodies_without_headers_are_routed_by_their_method_even_when_larg
     let resp = Request::post("/mcp", small).send(gw.addr).await;
     assert_eq!(resp.tool_text(), "heavy");
     // larger than pingora's 64 KiB retry buffer, chunked too
-    let big = format!(r#"{{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{{"name":"report_y","arguments":{{"pad":"{}"}}}}}}"#, "p".repeat(300_000));
-    let resp = Request::post("/mcp", big.clone()).chunked(65_000).send(gw.addr).await;
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{{"name":"report_y","arguments":{{"pad":"{}"}}}}}}"#,
+        "p".repeat(300_000)
+    );
+    let resp = Request::post("/mcp", big.clone())
+        .chunked(65_000)
+        .send(gw.addr)
+        .await;
     assert_eq!(resp.tool_text(), "heavy");
     assert_eq!(heavy.requests().last().unwrap().body, big.as_bytes());
     // streaming answers pass through this path too
@@ -177,7 +213,10 @@ async fn oversized_bodies_get_413_with_the_request_id() {
         a.addr
     ))
     .await;
-    let body = format!(r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"whoami","arguments":{{"pad":"{}"}}}}}}"#, "p".repeat(5000));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"whoami","arguments":{{"pad":"{}"}}}}}}"#,
+        "p".repeat(5000)
+    );
     let mut conn = Connection::open(gw.addr).await;
     let resp = conn.send(&Request::post("/mcp", body.clone())).await;
     assert_eq!(resp.status(), 413);
@@ -204,7 +243,11 @@ async fn malformed_json_and_batches_get_json_rpc_errors() {
     let cases: [(&str, i64, u16); 3] = [
         (r#"{"jsonrpc":"2.0","id":1,"method""#, -32700, 400),
         (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, -32600, 400),
-        (r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call"}"#, -32600, 400),
+        (
+            r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call"}"#,
+            -32600,
+            400,
+        ),
     ];
     for (body, code, status) in cases {
         let resp = Request::post("/mcp", body)
@@ -221,7 +264,12 @@ async fn malformed_json_and_batches_get_json_rpc_errors() {
 #[tokio::test]
 async fn unknown_paths_get_404_with_a_json_rpc_body() {
     let (_a, _b, _heavy, gw) = setup().await;
-    let resp = Request::post("/elsewhere", r#"{"jsonrpc":"2.0","id":"q","method":"ping"}"#).send(gw.addr).await;
+    let resp = Request::post(
+        "/elsewhere",
+        r#"{"jsonrpc":"2.0","id":"q","method":"ping"}"#,
+    )
+    .send(gw.addr)
+    .await;
     assert_eq!(resp.status(), 404);
     assert_eq!(resp.json()["id"], "q");
     assert_eq!(resp.json()["error"]["code"], -32010);
@@ -230,25 +278,38 @@ async fn unknown_paths_get_404_with_a_json_rpc_body() {
 #[tokio::test]
 async fn progress_events_stream_through_as_the_backend_sends_them() {
     let (_a, _b, _heavy, gw) = setup().await;
-    let body = format!(r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"sse_progress","arguments":{{"steps":3,"gap_ms":300}},{META}}}}}"#);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"sse_progress","arguments":{{"steps":3,"gap_ms":300}},{META}}}}}"#
+    );
     let req = Request::post("/mcp", body)
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/call")
         .header("Mcp-Name", "sse_progress");
     let (head, chunks) = req.send_timed(gw.addr).await;
     assert_eq!(head.header("content-type"), Some("text/event-stream"));
-    let text: Vec<String> = chunks.iter().map(|(_, c)| String::from_utf8_lossy(c).into_owned()).collect();
+    let text: Vec<String> = chunks
+        .iter()
+        .map(|(_, c)| String::from_utf8_lossy(c).into_owned())
+        .collect();
     let progress: Vec<_> = chunks
         .iter()
         .zip(&text)
         .filter(|(_, t)| t.contains("notifications/progress"))
         .map(|((at, _), _)| *at)
         .collect();
-    let result_at = chunks.iter().zip(&text).find(|(_, t)| t.contains("\"result\"")).map(|((at, _), _)| *at).expect("result event");
+    let result_at = chunks
+        .iter()
+        .zip(&text)
+        .find(|(_, t)| t.contains("\"result\""))
+        .map(|((at, _), _)| *at)
+        .expect("result event");
     assert_eq!(progress.len(), 3, "{text:?}");
     // spread in time as sent (300 ms apart), and all before the result
     for w in progress.windows(2) {
-        assert!(w[1] - w[0] >= Duration::from_millis(200), "events were buffered: {text:?}");
+        assert!(
+            w[1] - w[0] >= Duration::from_millis(200),
+            "events were buffered: {text:?}"
+        );
     }
     assert!(result_at - progress[0] >= Duration::from_millis(600));
 }
@@ -269,9 +330,17 @@ async fn a_refused_backend_is_retried_on_another_and_marked_down() {
     }
     assert_eq!(live.count(), 6);
     // marked failed after the first refusal: skipped from then on
-    let failures = gw.metric(&format!("mcpgw_upstream_connect_failures_total{{backend=\"{dead}\"}}")).await;
+    let failures = gw
+        .metric(&format!(
+            "mcpgw_upstream_connect_failures_total{{backend=\"{dead}\"}}"
+        ))
+        .await;
     assert_eq!(failures, 1.0);
-    assert_eq!(gw.metric(&format!("mcpgw_backend_up{{backend=\"{dead}\"}}")).await, 0.0);
+    assert_eq!(
+        gw.metric(&format!("mcpgw_backend_up{{backend=\"{dead}\"}}"))
+            .await,
+        0.0
+    );
 }
 
 #[tokio::test]
@@ -282,7 +351,9 @@ async fn no_backend_left_gets_503_retry_after_and_a_json_rpc_error() {
         "pools: {{ p: {{ backends: [{dead1}, {dead2}] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
     ))
     .await;
-    let resp = Request::tools_call("/mcp", 42, "whoami").send(gw.addr).await;
+    let resp = Request::tools_call("/mcp", 42, "whoami")
+        .send(gw.addr)
+        .await;
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.head.header("retry-after"), Some("1"));
     let v = resp.json();
@@ -297,7 +368,9 @@ async fn no_backend_left_gets_503_retry_after_and_a_json_rpc_error() {
 #[tokio::test]
 async fn a_backend_that_drops_the_connection_gets_a_json_rpc_error_with_the_id() {
     let (_a, _b, _heavy, gw) = setup().await;
-    let resp = Request::tools_call("/mcp", 31, "drop_connection").send(gw.addr).await;
+    let resp = Request::tools_call("/mcp", 31, "drop_connection")
+        .send(gw.addr)
+        .await;
     let v = resp.json();
     assert_eq!(v["id"], 31);
     assert_eq!(v["error"]["code"], -32013);
@@ -310,7 +383,13 @@ async fn admin_endpoints_answer_and_metrics_count_requests() {
     Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
     assert_eq!(gw.admin_get("/healthz").await.0, 200);
     assert_eq!(gw.admin_get("/readyz").await.0, 200);
-    let ok = gw.metric("mcpgw_requests_total{route=\"/mcp\",method=\"tools/call\",outcome=\"ok\"}").await;
+    let ok = gw
+        .metric("mcpgw_requests_total{route=\"/mcp\",method=\"tools/call\",outcome=\"ok\"}")
+        .await;
     assert_eq!(ok, 1.0);
-    assert_eq!(gw.metric("mcpgw_requests_by_era_total{era=\"stateless\"}").await, 1.0);
+    assert_eq!(
+        gw.metric("mcpgw_requests_by_era_total{era=\"stateless\"}")
+            .await,
+        1.0
+    );
 }

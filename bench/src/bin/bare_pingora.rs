@@ -87,7 +87,9 @@ fn parse_args() -> Args {
             "--listener-tasks" => a.listener_tasks = num(),
             "--keepalive-pool" => a.keepalive_pool = num(),
             "--idle-timeout-s" => {
-                a.idle_timeout = Some(num()).filter(|s| *s > 0).map(|s| Duration::from_secs(s as u64))
+                a.idle_timeout = Some(num())
+                    .filter(|s| *s > 0)
+                    .map(|s| Duration::from_secs(s as u64))
             }
             _ => usage(),
         }

@@ -20,9 +20,32 @@ pub struct FileConfig {
     pub max_body_bytes: Option<u64>,
     pub check_headers: Option<bool>,
     #[serde(default)]
+    pub sessions: FileSessions,
+    #[serde(default)]
     pub pools: BTreeMap<String, FilePool>,
     #[serde(default)]
     pub routes: Vec<FileRoute>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Gateway-owned sessions of stateful routes.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileSessions {
+    pub idle_timeout_s: Option<u64>,
+    pub max: Option<usize>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// How a backend says it does not know a session.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileNotFound {
+    pub status: Option<u16>,
+    pub code: Option<i64>,
+    pub message_contains: Option<String>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -40,6 +63,7 @@ pub struct FilePool {
     pub retries: Option<usize>,
     pub failure_cooldown_ms: Option<u64>,
     pub max_idle_connections: Option<usize>,
+    pub session_not_found: Option<Vec<FileNotFound>>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -2,7 +2,7 @@
 //! format and internal details. [`Config::from_file`] checks everything and returns every
 //! problem at once, each with its key path.
 
-use super::file::{FileConfig, FileMatch, FilePool, FileRoute, Unknown};
+use super::file::{FileConfig, FileMatch, FileNotFound, FilePool, FileRoute, Unknown};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
@@ -24,10 +24,58 @@ pub struct Config {
     pub threads: usize,
     /// Largest request body accepted, in bytes; larger ones get 413. Default 4 MiB.
     pub max_body_bytes: u64,
+    /// Gateway-owned sessions (stateful and auto routes).
+    pub sessions: SessionConfig,
     /// Upstream pools; routes refer to them by index.
     pub pools: Vec<PoolConfig>,
     /// Routes in match order.
     pub routes: Vec<RouteConfig>,
+}
+
+/// Gateway-owned sessions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionConfig {
+    /// A session unused this long is removed (with a best-effort DELETE upstream). Default 30 min.
+    pub idle_timeout: Duration,
+    /// Most sessions held at once; further initializes get -32015. Default 100 000.
+    pub max: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            idle_timeout: Duration::from_secs(1800),
+            max: 100_000,
+        }
+    }
+}
+
+/// One way a backend answers "I do not know this session". All given fields must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotFoundRule {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON-RPC error code; `None` matches any (or no) body.
+    pub code: Option<i64>,
+    /// Case-insensitive substring of the error message.
+    pub message_contains: Option<String>,
+}
+
+/// The defaults, from what the real servers answer: Python SDK 404 -32600, TypeScript SDK
+/// 404 -32001 (so: any 404), server-everything 400 -32000 "...session...".
+pub fn default_not_found() -> Vec<NotFoundRule> {
+    vec![
+        NotFoundRule {
+            status: 404,
+            code: None,
+            message_contains: None,
+        },
+        NotFoundRule {
+            status: 400,
+            code: Some(-32000),
+            message_contains: Some("session".into()),
+        },
+    ]
 }
 
 /// One upstream pool.
@@ -52,6 +100,8 @@ pub struct PoolConfig {
     pub failure_cooldown: Duration,
     /// Idle upstream connections kept per backend. Default 128.
     pub max_idle_connections: usize,
+    /// How backends of this pool say a session is unknown. Default [`default_not_found`].
+    pub session_not_found: Vec<NotFoundRule>,
 }
 
 /// Balancing algorithm of a pool.
@@ -176,7 +226,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, admin, threads, max-body-bytes, check-headers, pools, routes",
+            "listen, admin, threads, max-body-bytes, check-headers, sessions, pools, routes",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
@@ -189,6 +239,18 @@ impl Config {
             p.add("max-body-bytes", "must be at least 1");
         }
         let check_headers = file.check_headers.unwrap_or(true);
+        p.unknown("sessions", &file.sessions.unknown, "idle-timeout-s, max");
+        let defaults = SessionConfig::default();
+        let sessions = SessionConfig {
+            idle_timeout: file
+                .sessions
+                .idle_timeout_s
+                .map_or(defaults.idle_timeout, Duration::from_secs),
+            max: file.sessions.max.unwrap_or(defaults.max),
+        };
+        if sessions.idle_timeout.is_zero() {
+            p.add("sessions.idle-timeout-s", "must be at least 1");
+        }
 
         let pool_index: BTreeMap<&str, usize> = file
             .pools
@@ -227,6 +289,7 @@ impl Config {
                 admin,
                 threads,
                 max_body_bytes,
+                sessions,
                 pools,
                 routes,
             })
@@ -251,7 +314,7 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
         &at,
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
-         failure-cooldown-ms, max-idle-connections",
+         failure-cooldown-ms, max-idle-connections, session-not-found",
     );
     if pool.backends.is_empty() {
         p.add(
@@ -288,7 +351,36 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
         retries: pool.retries.unwrap_or(2),
         failure_cooldown: ms(pool.failure_cooldown_ms, 2_000),
         max_idle_connections: pool.max_idle_connections.unwrap_or(128),
+        session_not_found: match &pool.session_not_found {
+            None => default_not_found(),
+            Some(rules) => not_found_rules(p, &at, rules),
+        },
     }
+}
+
+fn not_found_rules(p: &mut Problems, at: &str, rules: &[FileNotFound]) -> Vec<NotFoundRule> {
+    rules
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let rat = format!("{at}.session-not-found[{i}]");
+            p.unknown(&rat, &r.unknown, "status, code, message-contains");
+            match r.status {
+                Some(status @ 100..=599) => Some(NotFoundRule {
+                    status,
+                    code: r.code,
+                    message_contains: r.message_contains.as_ref().map(|m| m.to_lowercase()),
+                }),
+                _ => {
+                    p.add(
+                        format!("{rat}.status"),
+                        "an HTTP status (100-599) is required",
+                    );
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 fn route_config(
@@ -330,17 +422,8 @@ fn route_config(
     }
     let mode = match route.mode.as_deref().unwrap_or("stateless") {
         "stateless" => Mode::Stateless,
-        m @ ("stateful" | "auto") => {
-            p.add(
-                format!("{at}.mode"),
-                format!("`{m}` needs gateway-owned sessions, which this release does not have yet"),
-            );
-            if m == "auto" {
-                Mode::Auto
-            } else {
-                Mode::Stateful
-            }
-        }
+        "stateful" => Mode::Stateful,
+        "auto" => Mode::Auto,
         other => {
             p.add(
                 format!("{at}.mode"),

@@ -37,12 +37,14 @@ fn reference_config_parses_to_expected_struct() {
         retries: 2,
         failure_cooldown: Duration::from_secs(2),
         max_idle_connections: 128,
+        session_not_found: default_not_found(),
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),
         admin: Some("127.0.0.1:9090".parse().unwrap()),
         threads: config.threads,
         max_body_bytes: 4 * 1024 * 1024,
+        sessions: SessionConfig::default(),
         // pools are indexed in name order: heavy = 0, modern = 1
         pools: vec![
             pool("heavy", &["127.0.0.1:8203"]),
@@ -111,8 +113,15 @@ fn yaml_syntax_errors_are_reported_not_panicked() {
 }
 
 #[test]
-fn session_modes_are_refused_until_sessions_exist() {
-    let yaml = "pools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p, mode: stateful } ]\n";
+fn session_not_found_rules_are_validated() {
+    let yaml = "pools: { p: { backends: [127.0.0.1:1], session-not-found: [ { code: 5 }, { status: 404, colour: x } ] } }\nroutes: [ { path: /mcp, pool: p, mode: stateful } ]\n";
     let errors = parse(yaml).unwrap_err();
-    assert_eq!(errors[0].path, "routes[0].mode");
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        vec![
+            "pools.p.session-not-found[0].status",
+            "pools.p.session-not-found[1].colour"
+        ]
+    );
 }

@@ -170,6 +170,16 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
     })
 }
 
+/// The raw `params` of a message (JSON text, verbatim), for storing or replaying it.
+pub fn params_raw(body: &[u8]) -> Option<&RawValue> {
+    #[derive(Deserialize)]
+    struct OnlyParams<'a> {
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+    }
+    serde_json::from_slice::<OnlyParams>(body).ok()?.params
+}
+
 /// Finds the top-level `"id"` of a JSON-RPC message from a prefix of its body (for answering
 /// errors about bodies too large to read whole). Returns `None` when the prefix does not reach
 /// a complete id.

@@ -4,6 +4,7 @@
 pub mod era;
 pub mod headers;
 pub mod inspect;
+pub mod sse;
 
 pub use era::Era;
 pub use inspect::{inspect_body, BodyInfo, InspectError, RequestId};

@@ -8,19 +8,23 @@
 mod check;
 pub mod ctx;
 mod exchange;
+mod forward;
 pub mod respond;
+mod stateful;
 
+use crate::config::Mode;
 use crate::error::GatewayError;
 use crate::mcp::headers::{read_mcp_headers, HeaderProblem};
 use crate::mcp::{method_label, Era};
 use crate::metrics::Metrics;
+use crate::session::reinit::Sessions;
 use crate::state::State;
+use crate::upstream::client::UpstreamClient;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
 use check::Rejected;
 use ctx::RequestCtx;
-use pingora::connectors::http::Connector;
 use pingora::prelude::*;
 use pingora::proxy::FailToProxy;
 use std::sync::Arc;
@@ -29,16 +33,18 @@ use std::sync::Arc;
 pub struct Gateway {
     state: Arc<ArcSwap<State>>,
     metrics: Metrics,
-    connector: Connector,
+    client: Arc<UpstreamClient>,
+    sessions: Arc<Sessions>,
 }
 
 impl Gateway {
-    /// A gateway serving the given (swappable) state.
-    pub fn new(state: Arc<ArcSwap<State>>, metrics: Metrics) -> Gateway {
+    /// A gateway serving the given (swappable) state and session table.
+    pub fn new(state: Arc<ArcSwap<State>>, sessions: Arc<Sessions>) -> Gateway {
         Gateway {
             state,
-            metrics,
-            connector: Connector::new(None),
+            metrics: sessions.metrics().clone(),
+            client: sessions.client.clone(),
+            sessions,
         }
     }
 
@@ -95,10 +101,17 @@ impl ProxyHttp for Gateway {
             .requests_by_era
             .with_label_values(&[ctx.era.as_str()])
             .inc();
+        match route.mode {
+            Mode::Stateful => return stateful::handle(self, session, ctx, route).await,
+            Mode::Auto if ctx.era == Era::Legacy => {
+                return stateful::handle(self, session, ctx, route).await;
+            }
+            _ => {}
+        }
         let has_body = req.method == http::Method::POST;
         if headers.method.is_none() && route.has_rules() && has_body {
             // A legacy body without MCP headers: the pool depends on the body's method.
-            return exchange::forward_by_body(&self.connector, session, ctx, route).await;
+            return exchange::forward_by_body(&self.client, session, ctx, route).await;
         }
         ctx.pool = route.pool_for(headers.method.as_deref(), headers.name.as_deref());
         ctx.check_body = route.check_headers

@@ -2,6 +2,7 @@
 //! (Discovery and active health checks arrive with the pools-for-rollouts work.)
 
 mod balance;
+pub mod client;
 
 use crate::config::{Balance, PoolConfig};
 use pingora::upstreams::peer::HttpPeer;
@@ -20,6 +21,7 @@ pub struct Backend {
     /// Host header sent to it.
     pub host: String,
     inflight: AtomicUsize,
+    sessions: AtomicUsize,
     /// Milliseconds since [`epoch`] until which the backend is skipped; 0 when healthy.
     failed_until_ms: AtomicU64,
 }
@@ -28,6 +30,11 @@ impl Backend {
     /// Requests in flight right now.
     pub fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Relaxed)
+    }
+
+    /// Gateway sessions bound to it.
+    pub fn sessions(&self) -> usize {
+        self.sessions.load(Ordering::Relaxed)
     }
 
     /// Whether a recent connection failure marks it to be skipped.
@@ -80,6 +87,7 @@ impl Pool {
                     label: addr.to_string(),
                     host: cfg.host.clone().unwrap_or_else(|| addr.to_string()),
                     inflight: AtomicUsize::new(0),
+                    sessions: AtomicUsize::new(0),
                     failed_until_ms: AtomicU64::new(0),
                 })
                 .collect(),
@@ -98,6 +106,39 @@ impl Pool {
         let eligible = |i: usize| !tried.contains(&i);
         let healthy = |i: usize| eligible(i) && !self.backends[i].is_failed();
         balance::pick(self, &healthy).or_else(|| balance::pick(self, &eligible))
+    }
+
+    /// Picks the backend for a new (or moving) session: the fewest sessions among those not
+    /// tried, preferring ones not marked failed, so a new pod gets new sessions at once.
+    pub fn select_for_session(&self, tried: &[usize]) -> Option<usize> {
+        let eligible = |i: &usize| !tried.contains(i);
+        let pick = |healthy_only: bool| {
+            let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
+            let n = self.backends.len().max(1);
+            (0..self.backends.len())
+                .filter(eligible)
+                .filter(|&i| !healthy_only || !self.backends[i].is_failed())
+                .min_by_key(|&i| (self.backends[i].sessions(), (i + n - offset % n) % n))
+        };
+        pick(true).or_else(|| pick(false))
+    }
+
+    /// The index of the backend at `addr`.
+    pub fn index_of(&self, addr: SocketAddr) -> Option<usize> {
+        self.backends.iter().position(|b| b.addr == addr)
+    }
+
+    /// Counts a session bound to (`opened`) or leaving (`!opened`) the backend at `addr`.
+    pub fn count_session(&self, addr: SocketAddr, opened: bool) {
+        if let Some(b) = self.index_of(addr) {
+            let counter = &self.backends[b].sessions;
+            if opened {
+                counter.fetch_add(1, Ordering::Relaxed);
+            } else {
+                let _ = counter
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            }
+        }
     }
 
     /// Counts a request in flight on a backend until the guard drops.

@@ -63,3 +63,20 @@ fn power_of_two_choices_avoids_the_busiest_backend() {
         assert_eq!(p.select(&[]), Some(1));
     }
 }
+
+#[test]
+fn new_sessions_go_to_the_backend_with_fewest_sessions() {
+    let p = pool("round-robin", 3);
+    let addr = |i: usize| p.backends[i].addr;
+    p.count_session(addr(0), true);
+    p.count_session(addr(0), true);
+    p.count_session(addr(1), true);
+    assert_eq!(p.select_for_session(&[]), Some(2));
+    assert_eq!(p.select_for_session(&[2]), Some(1));
+    p.mark_failed(2);
+    assert_eq!(p.select_for_session(&[]), Some(1));
+    p.count_session(addr(0), false);
+    p.count_session(addr(0), false);
+    p.count_session(addr(0), false); // never below zero
+    assert_eq!(p.backends[0].sessions(), 0);
+}

@@ -1,0 +1,166 @@
+//! Gateway-owned MCP sessions for legacy (2025-era) servers: the record the gateway keeps per
+//! session, the store it lives in (memory now, shared later), single-flight re-initialization
+//! on a surviving backend, and idle expiry.
+
+mod expiry;
+pub mod reinit;
+mod store;
+
+pub use expiry::ExpiryService;
+pub use store::{MemoryStore, SessionStore, StoreFull};
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Where a session lives right now. `generation` fences concurrent re-bindings: a binding is
+/// replaced only by someone who read the current generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The backend holding the session.
+    pub backend: SocketAddr,
+    /// The backend's own `Mcp-Session-Id`.
+    pub backend_session: Arc<str>,
+    /// Increments with every re-binding.
+    pub generation: u64,
+    /// Set when the binding is known bad (connection lost mid-call): the next request
+    /// re-initializes first.
+    pub stale: bool,
+}
+
+/// Session-scoped settings the client set, replayed after re-initialization.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// The `params` of the last successful `logging/setLevel`, as JSON text.
+    pub log_level: Option<Arc<str>>,
+    /// URIs of active `resources/subscribe`s.
+    pub subscriptions: Vec<Arc<str>>,
+}
+
+/// Everything the gateway keeps about one session.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    /// The gateway's session id (UUID v4), the only id the client sees.
+    pub id: Arc<str>,
+    /// Pool name.
+    pub pool: Arc<str>,
+    /// Upstream path the session was initialized on.
+    pub path: Arc<str>,
+    /// The client's `initialize` params, verbatim JSON.
+    pub init_params: Arc<str>,
+    /// The protocol version the first backend negotiated.
+    pub protocol_version: Arc<str>,
+    /// Current backend binding.
+    pub binding: Binding,
+    /// Settings to replay.
+    pub settings: Settings,
+    /// Milliseconds (gateway clock) of the last request.
+    pub last_use_ms: u64,
+}
+
+/// Why a session id no longer works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoneReason {
+    /// Idle past the timeout.
+    Expired,
+    /// The client sent DELETE.
+    Deleted,
+    /// No backend could take it over with the same protocol version.
+    ReinitFailed,
+}
+
+impl GoneReason {
+    /// Label for `data.reason` and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GoneReason::Expired => "expired",
+            GoneReason::Deleted => "deleted",
+            GoneReason::ReinitFailed => "reinit-failed",
+        }
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// A live session.
+    Live(SessionRecord),
+    /// A session that existed and ended.
+    Gone(GoneReason),
+    /// Never seen (or forgotten long ago).
+    Unknown,
+}
+
+/// A new gateway session id: UUID v4 (122 random bits).
+pub fn new_session_id() -> Arc<str> {
+    uuid::Uuid::new_v4().to_string().into()
+}
+
+/// A shortened session id for logs (never the whole id).
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
+
+/// Wall-clock milliseconds: session times are comparable across gateway replicas.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Whether a backend's answer means "I do not know this session", by the pool's rules.
+pub fn is_not_found(
+    rules: &[crate::config::NotFoundRule],
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> bool {
+    let error = crate::mcp::sse::response(content_type, body).and_then(|v| v.get("error").cloned());
+    let code = error.as_ref().and_then(|e| e.get("code")?.as_i64());
+    let message = error
+        .as_ref()
+        .and_then(|e| e.get("message")?.as_str().map(str::to_lowercase));
+    rules.iter().any(|r| {
+        r.status == status
+            && r.code.is_none_or(|c| code == Some(c))
+            && r.message_contains
+                .as_ref()
+                .is_none_or(|m| message.as_ref().is_some_and(|msg| msg.contains(m.as_str())))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::default_not_found;
+
+    #[test]
+    fn the_real_servers_session_not_found_answers_are_recognized() {
+        let rules = default_not_found();
+        let json = Some("application/json");
+        // Python SDK
+        assert!(is_not_found(&rules, 404, json, br#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Session not found"}}"#));
+        // TypeScript SDK
+        assert!(is_not_found(
+            &rules,
+            404,
+            json,
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#
+        ));
+        // server-everything
+        assert!(is_not_found(&rules, 400, json, br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#));
+        // other 400s are the client's problem, not a lost session
+        assert!(!is_not_found(
+            &rules,
+            400,
+            json,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params"}}"#
+        ));
+        assert!(!is_not_found(
+            &rules,
+            400,
+            json,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Tool failed"}}"#
+        ));
+        assert!(!is_not_found(&rules, 200, json, b"{}"));
+    }
+}

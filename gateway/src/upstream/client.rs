@@ -1,0 +1,185 @@
+//! Requests the gateway drives itself (stateful routes, body-routed requests, re-initialization)
+//! over pingora's connector, so they share pooled upstream connections.
+
+use bytes::{Bytes, BytesMut};
+use pingora::connectors::http::Connector;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::protocols::http::client::HttpSession;
+use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error, ErrorType};
+
+/// Where an upstream request failed: this decides whether repeating it is safe.
+#[derive(Debug)]
+pub enum CallError {
+    /// No connection: the request never reached the backend.
+    Connect(Box<Error>),
+    /// The connection broke after the request (or part of it) was written: the backend may
+    /// have acted on it.
+    Lost(Box<Error>),
+}
+
+impl CallError {
+    /// The underlying pingora error.
+    pub fn error(&self) -> &Error {
+        match self {
+            CallError::Connect(e) | CallError::Lost(e) => e,
+        }
+    }
+}
+
+/// Client for gateway-driven upstream requests.
+pub struct UpstreamClient {
+    connector: Connector,
+}
+
+impl Default for UpstreamClient {
+    fn default() -> Self {
+        UpstreamClient {
+            connector: Connector::new(None),
+        }
+    }
+}
+
+/// One request in progress on an upstream connection.
+pub struct Exchange {
+    session: HttpSession,
+    peer: HttpPeer,
+    /// Body already read for inspection, handed out by `chunk` first.
+    buffered: Option<Bytes>,
+}
+
+impl UpstreamClient {
+    /// Connects (reusing a pooled connection when one is idle), sends the request head and
+    /// body, and reads the response head. A pooled connection that turns out closed before any
+    /// answer is replaced by a fresh one when `repeatable` (the request is safe to send twice:
+    /// a close at that moment cannot tell "idle close" from "died while handling it").
+    pub async fn send(
+        &self,
+        peer: HttpPeer,
+        req: &RequestHeader,
+        body: Bytes,
+        repeatable: bool,
+    ) -> Result<Exchange, CallError> {
+        let (mut session, reused) = self
+            .connector
+            .get_http_session(&peer)
+            .await
+            .map_err(CallError::Connect)?;
+        match write_and_read_head(&mut session, req, body.clone()).await {
+            Ok(()) => Ok(Exchange {
+                session,
+                peer,
+                buffered: None,
+            }),
+            // A pooled connection the backend closed while idle: nothing reached it.
+            Err((reached, _)) if reused && (!reached || repeatable) => {
+                let (mut fresh, _) = self
+                    .connector
+                    .get_http_session(&peer)
+                    .await
+                    .map_err(CallError::Connect)?;
+                write_and_read_head(&mut fresh, req, body)
+                    .await
+                    .map_err(|(_, e)| CallError::Lost(e))?;
+                Ok(Exchange {
+                    session: fresh,
+                    peer,
+                    buffered: None,
+                })
+            }
+            Err((_, e)) => Err(CallError::Lost(e)),
+        }
+    }
+
+    /// Sends a repeatable request and reads the whole (bounded) answer.
+    pub async fn call(
+        &self,
+        peer: HttpPeer,
+        req: &RequestHeader,
+        body: Bytes,
+        limit: usize,
+    ) -> Result<(ResponseHeader, Bytes), CallError> {
+        let mut exchange = self.send(peer, req, body, true).await?;
+        let head = exchange.header().clone();
+        let body = exchange.read_all(limit).await.map_err(CallError::Lost)?;
+        self.release(exchange).await;
+        Ok((head, body))
+    }
+
+    /// Returns a finished exchange's connection to the pool.
+    pub async fn release(&self, mut exchange: Exchange) {
+        if exchange.session.response_done() {
+            let idle = exchange.peer.options.idle_timeout;
+            self.connector
+                .release_http_session(exchange.session, &exchange.peer, idle)
+                .await;
+        }
+    }
+}
+
+/// Writes the request and reads the answer's head; on error, says whether the backend may
+/// have received the whole request.
+async fn write_and_read_head(
+    session: &mut HttpSession,
+    req: &RequestHeader,
+    body: Bytes,
+) -> Result<(), (bool, Box<Error>)> {
+    session
+        .write_request_header(Box::new(req.clone()))
+        .await
+        .map_err(|e| (false, e))?;
+    if !body.is_empty() {
+        session
+            .write_request_body(body, true)
+            .await
+            .map_err(|e| (true, e))?;
+    }
+    session.finish_request_body().await.map_err(|e| (true, e))?;
+    // A close before any response byte may be the keep-alive race or a crash mid-request:
+    // the request may have been processed.
+    session.read_response_header().await.map_err(|e| (true, e))
+}
+
+impl Exchange {
+    /// The response head.
+    pub fn header(&self) -> &ResponseHeader {
+        self.session.response_header().expect("head read in send")
+    }
+
+    /// Whether the whole response body was read (and handed out).
+    pub fn done(&mut self) -> bool {
+        self.buffered.is_none() && self.session.response_done()
+    }
+
+    /// Puts a body read by [`Exchange::read_all`] back, to be relayed after all.
+    pub fn with_buffered(mut self, body: Bytes) -> Exchange {
+        self.buffered = (!body.is_empty()).then_some(body);
+        self
+    }
+
+    /// Next body chunk; `None` at the end.
+    pub async fn chunk(&mut self) -> pingora::Result<Option<Bytes>> {
+        if let Some(body) = self.buffered.take() {
+            return Ok(Some(body));
+        }
+        if self.session.response_done() {
+            return Ok(None);
+        }
+        self.session.read_response_body().await
+    }
+
+    /// The whole body, failing past `limit` bytes.
+    pub async fn read_all(&mut self, limit: usize) -> pingora::Result<Bytes> {
+        let mut body = BytesMut::new();
+        while let Some(chunk) = self.chunk().await? {
+            if body.len() + chunk.len() > limit {
+                return Err(Error::explain(
+                    ErrorType::InvalidHTTPHeader,
+                    "upstream answer too large",
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
+    }
+}

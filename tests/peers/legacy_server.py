@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Stateful (2025-11-25, sessions) MCP backend for the gateway's real-peer tests (mcp==1.30.0, run under .venv-mcp1).
+
+Usage: legacy_server.py --port P --name NAME
+
+Serves MCP Streamable HTTP at http://127.0.0.1:P/mcp with FastMCP 1.30.0 in its default stateful mode
+(server-minted Mcp-Session-Id, SSE responses: the SDK default json_response=False). --port 0 picks a free
+port. Prints "READY <port>" on stdout (flushed) once uvicorn is accepting connections; logs go to stderr.
+Per-session state (count, log level) lives in this process only, so a session re-created on another
+backend after failover starts from scratch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import weakref
+from typing import Any
+
+import anyio
+import uvicorn
+
+from mcp import types
+from mcp.server.fastmcp import Context, FastMCP
+
+HOST = "127.0.0.1"  # loopback only, always
+
+
+class PerSession:
+    """State keyed by the ServerSession object (one per MCP session in stateful mode)."""
+
+    def __init__(self) -> None:
+        self.counts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self.levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def build_server(name: str) -> FastMCP:
+    mcp = FastMCP(name, host=HOST, log_level="WARNING")
+    state = PerSession()
+    lowlevel = mcp._mcp_server  # noqa: SLF001 - FastMCP 1.x has no public hook for logging/setLevel
+
+    @lowlevel.set_logging_level()
+    async def set_level(level: types.LoggingLevel) -> None:
+        # Registering this handler also advertises the `logging` server capability.
+        state.levels[lowlevel.request_context.session] = str(level)
+
+    @mcp.tool()
+    def whoami() -> str:
+        """Return this backend's name."""
+        return name
+
+    @mcp.tool()
+    def count(ctx: Context) -> str:
+        """Increment this MCP session's counter (per process) and return the new value."""
+        session = ctx.request_context.session
+        state.counts[session] = state.counts.get(session, 0) + 1
+        return str(state.counts[session])
+
+    @mcp.tool()
+    def log_level(ctx: Context) -> str:
+        """Return the level this session set with logging/setLevel, or "unset"."""
+        return state.levels.get(ctx.request_context.session, "unset")
+
+    @mcp.tool()
+    def session_id(ctx: Context) -> str:
+        """Return the Mcp-Session-Id header of this request as this backend sees it (or "none")."""
+        req = ctx.request_context.request
+        sid = req.headers.get("mcp-session-id") if req is not None else None
+        return sid or "none"
+
+    @mcp.tool()
+    async def slow_progress(ctx: Context, steps: int = 3, delay_ms: int = 300) -> str:
+        """Send `steps` progress notifications, delay_ms apart, then return "done"."""
+        for i in range(steps):
+            if i:
+                await anyio.sleep(delay_ms / 1000)
+            await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+        await anyio.sleep(delay_ms / 1000)
+        return "done"
+
+    @mcp.tool()
+    async def sleep(ms: int) -> str:
+        """Sleep `ms` milliseconds, then return this backend's name."""
+        await anyio.sleep(ms / 1000)
+        return name
+
+    return mcp
+
+
+async def serve(port: int, name: str) -> None:
+    app = build_server(name).streamable_http_app()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as e:
+        raise SystemExit(f"{name}: cannot bind {HOST}:{port}: {e}") from None
+    actual_port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    done = anyio.Event()
+
+    async def run() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        while not server.started:
+            if done.is_set():
+                raise SystemExit(f"{name}: uvicorn failed to start")
+            await anyio.sleep(0.01)
+        print(f"READY {actual_port}", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--name", required=True)
+    a = p.parse_args()
+    try:
+        anyio.run(serve, a.port, a.name)
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
