@@ -114,16 +114,33 @@ impl Sessions {
         if current.binding.generation != seen.binding.generation {
             return Ok(current); // another request of this session already moved it
         }
-        // A backend that forgot the session may still be alive; one that is down is avoided.
-        let avoid = match reason {
+        // A backend that forgot the session may still be alive; one that is down is tried
+        // last (it may be the only one, and back by now).
+        let last_resort = match reason {
             Reason::SessionUnknown => None,
             _ => pool.index_of(current.binding.backend),
         };
-        let mut tried: Vec<usize> = avoid.into_iter().collect();
-        while let Some(b) = pool.select_for_session(&tried) {
-            tried.push(b);
+        let mut tried: Vec<usize> = last_resort.into_iter().collect();
+        let mut last_resort_tried = false;
+        loop {
+            let b = match pool.select_for_session(&tried) {
+                Some(b) => b,
+                None => match last_resort {
+                    Some(b) if !last_resort_tried => {
+                        last_resort_tried = true;
+                        b
+                    }
+                    _ => break,
+                },
+            };
+            if !tried.contains(&b) {
+                tried.push(b);
+            }
             match self.initialize_on(pool, b, &current).await {
-                Ok(binding) => return self.rebind(pool, &current, binding, reason).await,
+                Ok(binding) => {
+                    pool.mark_ok(b);
+                    return self.rebind(pool, &current, binding, reason).await;
+                }
                 Err(Attempt::Unreachable) => pool.mark_failed(b),
                 Err(Attempt::Refused) => {}
                 Err(Attempt::VersionMismatch(got)) => {

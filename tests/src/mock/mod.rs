@@ -10,7 +10,12 @@
 //! | `drop_mid_sse` | starts an SSE answer, sends one progress event, closes |
 //! | `slow` | waits `arguments.ms`, then answers |
 //!
-//! Every request is captured with its exact body bytes.
+//! | `sleep` | waits `arguments.ms`, then answers (legacy flavour) |
+//!
+//! Every request is captured with its exact body bytes. The legacy flavour ([`MockServer::legacy`])
+//! keeps sessions in memory like a 2025-era server: see [`legacy`].
+
+pub mod legacy;
 
 use crate::wire::{read_body, read_head, Head};
 use serde_json::{json, Value};
@@ -39,8 +44,14 @@ pub struct MockServer {
     pub addr: SocketAddr,
     /// Name it answers with.
     pub name: String,
-    captured: Arc<Mutex<Vec<Captured>>>,
+    shared: Arc<Shared>,
     stop: watch::Sender<bool>,
+}
+
+struct Shared {
+    name: String,
+    captured: Mutex<Vec<Captured>>,
+    legacy: Option<legacy::Sessions>,
 }
 
 impl MockServer {
@@ -51,23 +62,45 @@ impl MockServer {
 
     /// Starts a mock on a given port (0: any).
     pub async fn start_on(name: &str, port: u16) -> MockServer {
-        let listener = TcpListener::bind(("127.0.0.1", port))
-            .await
-            .expect("bind mock");
+        Self::spawn(name, port, None).await
+    }
+
+    /// Starts a legacy (session-keeping) mock that negotiates `version`, on `port` (0: any).
+    pub async fn legacy(name: &str, port: u16, version: &str) -> MockServer {
+        Self::spawn(name, port, Some(legacy::Sessions::new(version))).await
+    }
+
+    async fn spawn(name: &str, port: u16, legacy: Option<legacy::Sessions>) -> MockServer {
+        // A just-killed mock on the same port releases its listener asynchronously.
+        let mut attempts = 0;
+        let listener = loop {
+            match TcpListener::bind(("127.0.0.1", port)).await {
+                Ok(l) => break l,
+                Err(_) if port != 0 && attempts < 100 => {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => panic!("bind mock on port {port}: {e}"),
+            }
+        };
         let addr = listener.local_addr().expect("addr");
-        let captured = Arc::new(Mutex::new(Vec::new()));
+        let shared = Arc::new(Shared {
+            name: name.to_owned(),
+            captured: Mutex::new(Vec::new()),
+            legacy,
+        });
         let (stop, stopped) = watch::channel(false);
-        let (name_c, cap_c) = (name.to_owned(), captured.clone());
+        let serving = shared.clone();
         tokio::spawn(async move {
             let mut stopped_accept = stopped.clone();
             loop {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        let (name, cap, mut stopped) = (name_c.clone(), cap_c.clone(), stopped.clone());
+                        let (shared, mut stopped) = (serving.clone(), stopped.clone());
                         tokio::spawn(async move {
                             tokio::select! {
-                                _ = serve(stream, &name, &cap) => {}
+                                _ = serve(stream, &shared) => {}
                                 _ = stopped.changed() => {}
                             }
                         });
@@ -79,9 +112,14 @@ impl MockServer {
         MockServer {
             addr,
             name: name.to_owned(),
-            captured,
+            shared,
             stop,
         }
+    }
+
+    /// The legacy session table (legacy flavour only).
+    pub fn sessions(&self) -> &legacy::Sessions {
+        self.shared.legacy.as_ref().expect("a legacy mock")
     }
 
     /// Stops listening and drops every open connection (like a killed process).
@@ -91,12 +129,21 @@ impl MockServer {
 
     /// Requests received so far.
     pub fn requests(&self) -> Vec<Captured> {
-        self.captured.lock().expect("lock").clone()
+        self.shared.captured.lock().expect("lock").clone()
     }
 
     /// Number of requests received so far.
     pub fn count(&self) -> usize {
-        self.captured.lock().expect("lock").len()
+        self.shared.captured.lock().expect("lock").len()
+    }
+
+    /// Requests with this JSON-RPC method received so far.
+    pub fn count_method(&self, method: &str) -> usize {
+        let needle = format!("\"method\":\"{method}\"");
+        self.requests()
+            .iter()
+            .filter(|r| String::from_utf8_lossy(&r.body).contains(&needle))
+            .count()
     }
 }
 
@@ -106,7 +153,7 @@ impl Drop for MockServer {
     }
 }
 
-async fn serve(stream: TcpStream, name: &str, captured: &Mutex<Vec<Captured>>) {
+async fn serve(stream: TcpStream, shared: &Shared) {
     let mut reader = BufReader::new(stream);
     loop {
         let Ok(Some(head)) = read_head(&mut reader, true).await else {
@@ -115,11 +162,21 @@ async fn serve(stream: TcpStream, name: &str, captured: &Mutex<Vec<Captured>>) {
         let Ok(body) = read_body(&mut reader, &head, true).await else {
             return;
         };
-        captured.lock().expect("lock").push(Captured {
+        shared.captured.lock().expect("lock").push(Captured {
             head: head.clone(),
             body: body.clone(),
         });
-        if !answer(reader.get_mut(), name, &head, &body).await {
+        let name = shared.name.as_str();
+        let stream = reader.get_mut();
+        let keep = match &shared.legacy {
+            Some(sessions) => match sessions.gate(name, &head, &body) {
+                legacy::Gate::Answer(a) => write_with(stream, a.status, &a.headers, &a.body).await,
+                legacy::Gate::Stream => legacy::stream(stream).await,
+                legacy::Gate::Pass => answer(stream, name, &head, &body).await,
+            },
+            None => answer(stream, name, &head, &body).await,
+        };
+        if !keep {
             return;
         }
     }
@@ -177,7 +234,7 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
     match tool {
         "odd_response" => write(stream, 200, "application/json", ODD_RESPONSE.as_bytes()).await,
         "drop_connection" => false,
-        "slow" => {
+        "slow" | "sleep" => {
             tokio::time::sleep(Duration::from_millis(arg("ms", 1000))).await;
             write(stream, 200, "application/json", &result(name)).await
         }
@@ -234,15 +291,28 @@ async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
 }
 
 async fn write(stream: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) -> bool {
-    let reason = match status {
-        200 => "OK",
-        202 => "Accepted",
-        400 => "Bad Request",
-        _ => "Other",
-    };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+    write_with(
+        stream,
+        status,
+        &[("content-type".into(), content_type.into())],
+        body,
+    )
+    .await
+}
+
+async fn write_with(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> bool {
+    let mut head = format!(
+        "HTTP/1.1 {status} Mock\r\ncontent-length: {}\r\n",
         body.len()
     );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body).await.is_ok()
 }
