@@ -178,7 +178,34 @@ pub struct PythonPeer {
 impl PythonPeer {
     /// Starts `tests/peers/<script>` under the venv with `args`; waits for `READY <port>`.
     pub async fn start(venv: &str, script: &str, args: &[&str]) -> PythonPeer {
-        let mut child = Command::new(python(venv))
+        Self::spawn(python(venv), script, args).await
+    }
+
+    /// A FastMCP 1.30.0 (stateful, sessions in memory) server named `name` on `port` (0: any).
+    pub async fn legacy_v1(name: &str, port: u16) -> PythonPeer {
+        let port = port.to_string();
+        Self::start(
+            "mcp1",
+            "legacy_server.py",
+            &["--port", &port, "--name", name],
+        )
+        .await
+    }
+
+    /// npm `@modelcontextprotocol/server-everything` (stateful) named `name` on `port` (0: any).
+    pub async fn everything(name: &str, port: u16) -> PythonPeer {
+        let port = port.to_string();
+        let node = std::env::var("MCPGW_NODE").unwrap_or_else(|_| "node".into());
+        Self::spawn(
+            node.into(),
+            "node/everything.cjs",
+            &["--port", &port, "--name", name],
+        )
+        .await
+    }
+
+    async fn spawn(program: PathBuf, script: &str, args: &[&str]) -> PythonPeer {
+        let mut child = Command::new(program)
             .arg(workspace().join("tests/peers").join(script))
             .args(args)
             .stdout(Stdio::piped())
@@ -246,4 +273,82 @@ pub async fn client_v2(url: &str, mode: &str, args: &[&str]) -> (bool, serde_jso
         )
     });
     (out.status.success(), verdict)
+}
+
+/// A long-lived real SDK client (`tests/peers/repl_client.py`) driven one JSON command at a time.
+pub struct ReplClient {
+    child: Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// The first line it printed (`ready`, `protocol`, `sdk`).
+    pub hello: serde_json::Value,
+}
+
+impl ReplClient {
+    /// Starts the client under `venv` (`mcp1`: 1.30.0 ClientSession; `mcp2`: 2.3.0 Client
+    /// with `mode`) and waits for it to initialize.
+    pub async fn connect(venv: &str, url: &str, mode: Option<&str>) -> ReplClient {
+        let mut cmd = Command::new(python(venv));
+        cmd.arg(workspace().join("tests/peers/repl_client.py"))
+            .args(["--url", url]);
+        if let Some(m) = mode {
+            cmd.args(["--mode", m]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn repl_client.py");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let hello = next_json(&mut lines).await;
+        assert_eq!(hello["ready"], true, "client did not start: {hello}");
+        ReplClient {
+            child,
+            stdin,
+            lines,
+            hello,
+        }
+    }
+
+    /// Sends one command and returns its answer.
+    pub async fn cmd(&mut self, command: serde_json::Value) -> serde_json::Value {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{command}\n");
+        self.stdin
+            .write_all(line.as_bytes())
+            .await
+            .expect("write command");
+        self.stdin.flush().await.expect("flush");
+        next_json(&mut self.lines).await
+    }
+
+    /// Calls a tool and returns its text, panicking with the client's error otherwise.
+    pub async fn call_text(&mut self, name: &str, args: serde_json::Value) -> String {
+        let answer = self
+            .cmd(serde_json::json!({"op": "call", "name": name, "args": args}))
+            .await;
+        assert_eq!(answer["ok"], true, "call {name} failed: {answer}");
+        answer["text"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Closes the session (the SDK sends DELETE) and waits for the process; true if clean.
+    pub async fn close(mut self) -> bool {
+        let answer = self.cmd(serde_json::json!({"op": "close"})).await;
+        let status = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
+        answer["ok"] == true && matches!(status, Ok(Ok(s)) if s.success())
+    }
+}
+
+async fn next_json(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+) -> serde_json::Value {
+    let line = tokio::time::timeout(Duration::from_secs(90), lines.next_line())
+        .await
+        .expect("client answered in time")
+        .expect("read client output")
+        .expect("client exited without answering");
+    serde_json::from_str(&line).unwrap_or_else(|_| panic!("client printed non-JSON: {line}"))
 }

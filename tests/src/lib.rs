@@ -9,7 +9,7 @@ pub mod mock;
 pub mod wire;
 
 pub use client::{Request, Response};
-pub use harness::{free_port, Gateway, PythonPeer};
+pub use harness::{free_port, Gateway, PythonPeer, ReplClient};
 pub use mock::MockServer;
 
 /// Polls `cond` every 20 ms until it holds or `timeout` passes; panics with `what` on timeout.
