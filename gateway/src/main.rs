@@ -26,11 +26,22 @@ enum Command {
         /// The config file.
         file: PathBuf,
     },
-    /// Run the gateway in front of in-process demo MCP servers on 127.0.0.1.
+    /// Run the gateway in front of demo MCP servers of both eras on 127.0.0.1, with a
+    /// scripted failover.
     Demo {
-        /// Gateway port; demo servers take the next three, admin port+10.
+        /// Gateway port; demo servers take the next six, admin port+10.
         #[arg(long, default_value_t = 8080)]
         port: u16,
+    },
+    /// One legacy demo pod (started by `demo`).
+    #[command(hide = true)]
+    DemoPod {
+        /// Port on 127.0.0.1.
+        #[arg(long)]
+        port: u16,
+        /// Name it answers with.
+        #[arg(long)]
+        name: String,
     },
 }
 
@@ -52,14 +63,9 @@ fn main() -> ExitCode {
         },
         Some(Command::Demo { port }) => {
             logging::init(cli.log_json);
-            let config = config::parse(&demo::config_yaml(port)).expect("demo config is valid");
-            println!("{}", demo::banner(&config));
-            let mut server = server::build(config);
-            for (i, name) in ["demo-a", "demo-b", "demo-c"].iter().enumerate() {
-                server.add_service(demo::demo_service(name, port + 1 + i as u16));
-            }
-            server.run_forever()
+            demo::run(port)
         }
+        Some(Command::DemoPod { port, name }) => demo::run_pod(port, &name),
         None => {
             let Some(path) = cli.config else {
                 eprintln!("usage: mcp-gateway --config FILE | validate FILE | demo (see --help)");

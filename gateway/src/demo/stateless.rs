@@ -1,9 +1,5 @@
-//! `mcp-gateway demo`: the gateway in front of in-process demo MCP servers on 127.0.0.1, so a
-//! newcomer sees it work with one command. The demo servers speak the 2026-07-28 (stateless)
-//! dialect with three tools: `whoami` (which server answered), `report_sales` (routed to its
-//! own pool by a rule) and `echo`.
+//! The demo's 2026-07-28 (stateless) MCP server: `whoami`, `report_sales`, `echo`.
 
-use crate::config::Config;
 use async_trait::async_trait;
 use bytes::BytesMut;
 use http::Response;
@@ -11,30 +7,6 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use pingora::services::listening::Service;
 use serde_json::{json, Value};
-
-/// The demo's config: gateway on `port`, servers on `port+1..=port+3`.
-pub fn config_yaml(port: u16) -> String {
-    format!(
-        r#"listen: 127.0.0.1:{port}
-admin: 127.0.0.1:{admin}
-threads: 2
-pools:
-  modern: {{ backends: [127.0.0.1:{a}, 127.0.0.1:{b}], balance: round-robin }}
-  heavy:  {{ backends: [127.0.0.1:{c}] }}
-routes:
-  - path: /mcp
-    mode: stateless
-    pool: modern
-    rules:
-      - match: {{ method: tools/call, name: "report_*" }}
-        pool: heavy
-"#,
-        admin = port + 10,
-        a = port + 1,
-        b = port + 2,
-        c = port + 3,
-    )
-}
 
 /// A tiny 2026-07-28 MCP server answering from memory.
 pub struct DemoServer {
@@ -135,32 +107,4 @@ pub fn demo_service(
     service.add_tcp(&format!("127.0.0.1:{port}"));
     service.threads = Some(1);
     service
-}
-
-/// What to try, printed at start.
-pub fn banner(config: &Config) -> String {
-    let gw = config.listen;
-    let admin = config.admin.map(|a| a.to_string()).unwrap_or_default();
-    let curl = |method: &str, name: Option<&str>, params: &str| {
-        let name_header = name
-            .map(|n| format!(" -H 'Mcp-Name: {n}'"))
-            .unwrap_or_default();
-        format!(
-            "curl -s http://{gw}/mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n     -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: {method}'{name_header} \\\n     -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{method}\",\"params\":{params}}}'"
-        )
-    };
-    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-    format!(
-        "mcp-gateway demo: gateway on http://{gw}/mcp, admin on http://{admin}\n\
-         pools: modern = demo-a + demo-b (round robin), heavy = demo-c (report_* calls)\n\n\
-         Try (run whoami twice: the answer alternates between demo-a and demo-b):\n\n\
-         {}\n\n{}\n\n\
-         A header that disagrees with the body is refused by the gateway (400, JSON-RPC -32020):\n\n{}\n\n\
-         Metrics: curl -s http://{admin}/metrics | grep mcpgw_\n\
-         With the real Python SDK (after scripts/setup-peers):\n\
-         .venv-mcp2/bin/python tests/peers/client_v2.py --url http://{gw}/mcp call whoami '{{}}'\n",
-        curl("tools/call", Some("whoami"), &format!(r#"{{"name":"whoami",{meta}}}"#)),
-        curl("tools/call", Some("report_sales"), &format!(r#"{{"name":"report_sales",{meta}}}"#)),
-        curl("tools/call", Some("echo"), &format!(r#"{{"name":"whoami",{meta}}}"#)),
-    )
 }
