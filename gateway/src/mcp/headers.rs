@@ -14,6 +14,15 @@ pub const MCP_NAME: &str = "mcp-name";
 /// SSE resumption cursor.
 pub const LAST_EVENT_ID: &str = "last-event-id";
 
+use http::HeaderName;
+
+/// [`MCP_METHOD`] as a pre-built header name (no parsing per lookup).
+pub static MCP_METHOD_NAME: HeaderName = HeaderName::from_static(MCP_METHOD);
+/// [`MCP_NAME`] as a pre-built header name.
+pub static MCP_NAME_NAME: HeaderName = HeaderName::from_static(MCP_NAME);
+/// [`MCP_PROTOCOL_VERSION`] as a pre-built header name.
+pub static MCP_PROTOCOL_VERSION_NAME: HeaderName = HeaderName::from_static(MCP_PROTOCOL_VERSION);
+
 /// Decodes a header value, including the `=?base64?<b64>?=` sentinel form that 2026-07-28 clients
 /// use for values that are not visible ASCII. Returns `None` for a malformed sentinel or non-UTF-8.
 pub fn decode_value(raw: &[u8]) -> Option<Cow<'_, str>> {
@@ -61,13 +70,13 @@ pub fn read_mcp_headers(
 ) -> Result<McpHeaders<'_>, HeaderProblem> {
     fn one<'a>(
         headers: &'a http::HeaderMap,
-        name: &'static str,
+        name: &'static HeaderName,
         strict: bool,
     ) -> Result<Option<&'a [u8]>, HeaderProblem> {
         let mut all = headers.get_all(name).iter();
         let first = all.next();
-        if strict && all.next().is_some() {
-            return Err(HeaderProblem::Duplicated(name));
+        if strict && first.is_some() && all.next().is_some() {
+            return Err(HeaderProblem::Duplicated(name.as_str()));
         }
         Ok(first.map(|v| v.as_bytes()))
     }
@@ -83,9 +92,9 @@ pub fn read_mcp_headers(
             Some(None) => Ok(None),
         }
     }
-    let method = decode(MCP_METHOD, one(headers, MCP_METHOD, strict)?, strict)?;
-    let name = decode(MCP_NAME, one(headers, MCP_NAME, strict)?, strict)?;
-    let protocol_version = match one(headers, MCP_PROTOCOL_VERSION, strict)? {
+    let method = decode(MCP_METHOD, one(headers, &MCP_METHOD_NAME, strict)?, strict)?;
+    let name = decode(MCP_NAME, one(headers, &MCP_NAME_NAME, strict)?, strict)?;
+    let protocol_version = match one(headers, &MCP_PROTOCOL_VERSION_NAME, strict)? {
         None => None,
         Some(raw) => match std::str::from_utf8(raw) {
             Ok(v) => Some(v),

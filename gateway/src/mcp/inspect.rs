@@ -95,9 +95,10 @@ struct Wire<'a> {
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
+    params: Option<WireParams<'a>>,
 }
 
+/// `params`, read in the same pass as the envelope (MCP params are always an object).
 #[derive(Deserialize, Default)]
 struct WireParams<'a> {
     #[serde(borrow, default)]
@@ -146,11 +147,7 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
             ));
         }
     }
-    let params = match wire.params {
-        Some(raw) if raw.get().starts_with('{') => serde_json::from_str::<WireParams>(raw.get())
-            .map_err(|e| InspectError::NotAMessage(format!("params: {e}")))?,
-        _ => WireParams::default(),
-    };
+    let params = wire.params.unwrap_or_default();
     let method_is = |m: &str| wire.method.as_deref() == Some(m);
     let name = if method_is("resources/read")
         || method_is("resources/subscribe")

@@ -50,6 +50,7 @@ pub struct MockServer {
 
 struct Shared {
     name: String,
+    capture: std::sync::atomic::AtomicBool,
     captured: Mutex<Vec<Captured>>,
     legacy: Option<legacy::Sessions>,
 }
@@ -86,6 +87,7 @@ impl MockServer {
         let addr = listener.local_addr().expect("addr");
         let shared = Arc::new(Shared {
             name: name.to_owned(),
+            capture: std::sync::atomic::AtomicBool::new(true),
             captured: Mutex::new(Vec::new()),
             legacy,
         });
@@ -115,6 +117,13 @@ impl MockServer {
             shared,
             stop,
         }
+    }
+
+    /// Whether requests are recorded (on by default; off for long benchmark runs).
+    pub fn set_capture(&self, on: bool) {
+        self.shared
+            .capture
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The legacy session table (legacy flavour only).
@@ -162,10 +171,12 @@ async fn serve(stream: TcpStream, shared: &Shared) {
         let Ok(body) = read_body(&mut reader, &head, true).await else {
             return;
         };
-        shared.captured.lock().expect("lock").push(Captured {
-            head: head.clone(),
-            body: body.clone(),
-        });
+        if shared.capture.load(std::sync::atomic::Ordering::Relaxed) {
+            shared.captured.lock().expect("lock").push(Captured {
+                head: head.clone(),
+                body: body.clone(),
+            });
+        }
         let name = shared.name.as_str();
         let stream = reader.get_mut();
         let keep = match &shared.legacy {
