@@ -31,8 +31,14 @@ pub enum ErrorKind {
     /// The gateway session id is unknown, expired, deleted, or could not be moved to another
     /// backend (`data.reason`). -32015, HTTP 404: the spec tells clients to re-initialize.
     SessionNotFound,
-    /// The gateway holds its configured maximum of sessions. -32016, HTTP 503 + `Retry-After`.
+    /// The gateway, or this client, holds its configured maximum of sessions. -32016, HTTP 503
+    /// + `Retry-After`.
     SessionLimit,
+    /// A client (or client and tool) exceeded its request rate. -32017, HTTP 429 + `Retry-After`.
+    RateLimited,
+    /// A concurrency cap (in-flight requests, open streams) is reached. -32018, HTTP 503 +
+    /// `Retry-After`.
+    Overloaded,
     /// A bug or an unexpected state in the gateway. -32019, HTTP 500.
     Internal,
 }
@@ -51,6 +57,8 @@ impl ErrorKind {
             ErrorKind::BodyTooLarge => -32014,
             ErrorKind::SessionNotFound => -32015,
             ErrorKind::SessionLimit => -32016,
+            ErrorKind::RateLimited => -32017,
+            ErrorKind::Overloaded => -32018,
             ErrorKind::Internal => -32019,
         }
     }
@@ -68,7 +76,8 @@ impl ErrorKind {
             ErrorKind::NoRoute | ErrorKind::SessionNotFound => 404,
             ErrorKind::BodyTooLarge => 413,
             ErrorKind::BackendLost | ErrorKind::UpstreamTimeout => 200,
-            ErrorKind::BackendUnavailable | ErrorKind::SessionLimit => 503,
+            ErrorKind::BackendUnavailable | ErrorKind::SessionLimit | ErrorKind::Overloaded => 503,
+            ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
         }
     }
@@ -78,6 +87,7 @@ impl ErrorKind {
         match self {
             ErrorKind::BackendUnavailable => Some(1),
             ErrorKind::SessionLimit => Some(5),
+            ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             _ => None,
         }
     }
@@ -95,6 +105,8 @@ impl ErrorKind {
             ErrorKind::BodyTooLarge => "body-too-large",
             ErrorKind::SessionNotFound => "session-not-found",
             ErrorKind::SessionLimit => "session-limit",
+            ErrorKind::RateLimited => "rate-limited",
+            ErrorKind::Overloaded => "overloaded",
             ErrorKind::Internal => "internal",
         }
     }
@@ -109,6 +121,8 @@ pub struct GatewayError {
     pub message: String,
     /// Machine-readable details; `kind` is always added.
     pub data: Map<String, Value>,
+    /// When to retry, overriding the kind's default (`Retry-After`, `data.retryAfterMs`).
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl GatewayError {
@@ -118,6 +132,7 @@ impl GatewayError {
             kind,
             message: message.into(),
             data: Map::new(),
+            retry_after: None,
         }
     }
 
@@ -261,6 +276,72 @@ impl GatewayError {
         .with("scope", "gateway")
     }
 
+    /// A client (`scope: client`) or client and tool (`scope: tool`) is over its rate.
+    pub fn rate_limited(scope: &str, per_second: f64, wait: std::time::Duration) -> Self {
+        let mut e = Self::new(
+            ErrorKind::RateLimited,
+            format!("Too many requests ({scope} limit of {per_second} per second); retry later"),
+        )
+        .with("scope", scope)
+        .with("limit", per_second);
+        e.retry_after = Some(wait);
+        e
+    }
+
+    /// A concurrency cap is reached: `what` is inflight or streams, `scope` gateway or route.
+    pub fn overloaded(scope: &str, what: &str, limit: usize) -> Self {
+        let noun = if what == "streams" {
+            "open streams"
+        } else {
+            "requests in flight"
+        };
+        Self::new(
+            ErrorKind::Overloaded,
+            format!("The gateway is at its limit of {limit} {noun} ({scope}); retry shortly"),
+        )
+        .with("scope", scope)
+        .with("reason", what)
+        .with("limit", limit)
+    }
+
+    /// The client's share of sessions is used up.
+    pub fn client_session_limit(max: usize) -> Self {
+        Self::new(
+            ErrorKind::SessionLimit,
+            format!(
+                "This client already holds its maximum of {max} sessions; close one or retry later"
+            ),
+        )
+        .with("limit", max)
+        .with("scope", "client")
+    }
+
+    /// The backend did not finish within the route's or the tool's deadline; the upstream
+    /// request was cancelled.
+    pub fn deadline(pool: &str, backend: &str, after: std::time::Duration) -> Self {
+        Self::new(
+            ErrorKind::UpstreamTimeout,
+            format!(
+                "Backend {backend} did not finish within {} ms; the request was cancelled",
+                after.as_millis()
+            ),
+        )
+        .with("pool", pool)
+        .with("backend", backend)
+        .with("timeoutMs", after.as_millis() as u64)
+    }
+
+    /// `Retry-After` in whole seconds (rounded up) and milliseconds, if this error has one.
+    fn retry(&self) -> Option<(u64, u64)> {
+        let wait = self.retry_after.or_else(|| {
+            self.kind
+                .retry_after_secs()
+                .map(|s| std::time::Duration::from_secs(s.into()))
+        })?;
+        let ms = wait.as_millis().max(1) as u64;
+        Some((ms.div_ceil(1000).max(1), ms))
+    }
+
     /// An unexpected state inside the gateway.
     pub fn internal(detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, "Internal gateway error").with("detail", detail.into())
@@ -270,8 +351,8 @@ impl GatewayError {
     pub fn body(&self, id: &RequestId) -> Bytes {
         let mut data = self.data.clone();
         data.insert("kind".into(), self.kind.as_str().into());
-        if let Some(secs) = self.kind.retry_after_secs() {
-            data.insert("retryAfterMs".into(), (u64::from(secs) * 1000).into());
+        if let Some((_, ms)) = self.retry() {
+            data.insert("retryAfterMs".into(), ms.into());
         }
         // The id is written verbatim (a 23-digit id must not become a float).
         #[derive(serde::Serialize)]
@@ -296,7 +377,7 @@ impl GatewayError {
             ("content-length", body.len().to_string()),
             ("cache-control", "no-store".to_owned()),
         ];
-        if let Some(secs) = self.kind.retry_after_secs() {
+        if let Some((secs, _)) = self.retry() {
             headers.push(("retry-after", secs.to_string()));
         }
         (self.kind.http_status(), headers, body)

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod admission;
 pub mod config;
 pub mod demo;
 pub mod error;

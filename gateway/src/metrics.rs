@@ -33,6 +33,9 @@ pub struct Metrics {
     /// `mcpgw_sessions_ended_total{pool,reason}`: sessions ended: expired, deleted, or lost
     /// (version-mismatch: no backend could take them over).
     pub sessions_ended: IntCounterVec,
+    /// `mcpgw_rejections_total{reason}`: requests refused by admission control: rate-limited,
+    /// overloaded, session-limit, body-too-large.
+    pub rejections: IntCounterVec,
     /// `mcpgw_inflight_calls_lost_total{pool,method}`: calls whose backend died mid-answer and
     /// that were not safe to repeat (answered with -32013).
     pub inflight_lost: IntCounterVec,
@@ -113,6 +116,11 @@ impl Metrics {
                 "mcpgw_sessions_ended_total",
                 "Sessions ended, by reason (expired, deleted, version-mismatch)",
                 &["pool", "reason"],
+            ),
+            rejections: counter(
+                "mcpgw_rejections_total",
+                "Requests refused by admission control, by reason",
+                &["reason"],
             ),
             inflight_lost: counter(
                 "mcpgw_inflight_calls_lost_total",

@@ -39,6 +39,7 @@ pub fn build(config: Config) -> Server {
         store,
         Arc::new(UpstreamClient::default()),
         metrics.clone(),
+        config.limits.max_sessions_per_client,
     ));
 
     let mut proxy = pingora::proxy::http_proxy_service_with_name(

@@ -1,12 +1,12 @@
 //! Everything built from one config: router, pools. Swapped whole on reload.
 
+use crate::admission::Admission;
 use crate::config::Config;
 use crate::routing::Router;
 use crate::upstream::Pool;
 use std::sync::Arc;
 
 /// The running configuration, compiled.
-#[derive(Debug)]
 pub struct State {
     /// The validated config it was built from.
     pub config: Config,
@@ -14,6 +14,8 @@ pub struct State {
     pub router: Router,
     /// Pools, indexed as in `config.pools`.
     pub pools: Vec<Arc<Pool>>,
+    /// Admission limits.
+    pub admission: Admission,
 }
 
 impl State {
@@ -21,6 +23,7 @@ impl State {
     pub fn new(config: Config) -> State {
         State {
             router: Router::new(&config),
+            admission: Admission::new(&config.limits, &config.routes),
             pools: config
                 .pools
                 .iter()

@@ -22,6 +22,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub sessions: FileSessions,
     #[serde(default)]
+    pub limits: FileLimits,
+    #[serde(default)]
     pub pools: BTreeMap<String, FilePool>,
     #[serde(default)]
     pub routes: Vec<FileRoute>,
@@ -35,6 +37,55 @@ pub struct FileConfig {
 pub struct FileSessions {
     pub idle_timeout_s: Option<u64>,
     pub max: Option<usize>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Gateway-wide admission limits.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileLimits {
+    pub client_id_header: Option<String>,
+    pub max_inflight: Option<usize>,
+    pub max_streams: Option<usize>,
+    pub max_sessions_per_client: Option<usize>,
+    pub rate: Option<FileRate>,
+    pub tool_rate: Option<FileToolRate>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// A token bucket: sustained rate and burst.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileRate {
+    pub per_second: Option<f64>,
+    pub burst: Option<u32>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// A token bucket per client and tool, for the tools matching `tools` globs.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileToolRate {
+    pub per_second: Option<f64>,
+    pub burst: Option<u32>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Per-route limits.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileRouteLimits {
+    pub max_inflight: Option<usize>,
+    pub max_streams: Option<usize>,
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub tool_timeouts: BTreeMap<String, u64>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -78,6 +129,8 @@ pub struct FileRoute {
     pub pool: Option<String>,
     pub upstream_path: Option<String>,
     pub check_headers: Option<bool>,
+    #[serde(default)]
+    pub limits: FileRouteLimits,
     #[serde(default)]
     pub rules: Vec<FileRule>,
     #[serde(flatten)]

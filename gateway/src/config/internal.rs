@@ -2,7 +2,10 @@
 //! format and internal details. [`Config::from_file`] checks everything and returns every
 //! problem at once, each with its key path.
 
-use super::file::{FileConfig, FileMatch, FileNotFound, FilePool, FileRoute, Unknown};
+use super::file::{
+    FileConfig, FileLimits, FileMatch, FileNotFound, FilePool, FileRate, FileRoute,
+    FileRouteLimits, Unknown,
+};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
@@ -26,6 +29,8 @@ pub struct Config {
     pub max_body_bytes: u64,
     /// Gateway-owned sessions (stateful and auto routes).
     pub sessions: SessionConfig,
+    /// Gateway-wide admission limits.
+    pub limits: Limits,
     /// Upstream pools; routes refer to them by index.
     pub pools: Vec<PoolConfig>,
     /// Routes in match order.
@@ -48,6 +53,45 @@ impl Default for SessionConfig {
             max: 100_000,
         }
     }
+}
+
+/// Gateway-wide admission limits; `None` means unlimited.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Limits {
+    /// Header whose value identifies a client (an API key); the client IP otherwise.
+    pub client_id_header: Option<String>,
+    /// Concurrent requests through the gateway.
+    pub max_inflight: Option<usize>,
+    /// Open server→client SSE streams (GET).
+    pub max_streams: Option<usize>,
+    /// Sessions held by one client identity.
+    pub max_sessions_per_client: Option<usize>,
+    /// Token bucket per client identity.
+    pub rate: Option<Rate>,
+    /// Token bucket per client identity and tool, for the tools matching the globs.
+    pub tool_rate: Option<(Rate, Vec<String>)>,
+}
+
+/// A token bucket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    /// Sustained requests per second.
+    pub per_second: f64,
+    /// Requests allowed at once after idling.
+    pub burst: u32,
+}
+
+/// Per-route limits.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RouteLimits {
+    /// Concurrent requests on this route.
+    pub max_inflight: Option<usize>,
+    /// Open GET SSE streams on this route.
+    pub max_streams: Option<usize>,
+    /// Deadline for a whole request/answer exchange with the backend (streams excepted).
+    pub timeout: Option<Duration>,
+    /// Deadlines for `tools/call` of tools matching each glob (first match wins).
+    pub tool_timeouts: Vec<(String, Duration)>,
 }
 
 /// One way a backend answers "I do not know this session". All given fields must match.
@@ -148,6 +192,8 @@ pub struct RouteConfig {
     pub upstream_path: Option<String>,
     /// Answer header/body disagreement with 400 / -32020 instead of forwarding. Default true.
     pub check_headers: bool,
+    /// Admission limits and deadlines of this route.
+    pub limits: RouteLimits,
     /// Rules, first match wins.
     pub rules: Vec<RuleConfig>,
 }
@@ -226,7 +272,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, admin, threads, max-body-bytes, check-headers, sessions, pools, routes",
+            "listen, admin, threads, max-body-bytes, check-headers, sessions, limits, pools, routes",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
@@ -251,6 +297,7 @@ impl Config {
         if sessions.idle_timeout.is_zero() {
             p.add("sessions.idle-timeout-s", "must be at least 1");
         }
+        let limits = limits_config(&mut p, &file.limits);
 
         let pool_index: BTreeMap<&str, usize> = file
             .pools
@@ -290,6 +337,7 @@ impl Config {
                 threads,
                 max_body_bytes,
                 sessions,
+                limits,
                 pools,
                 routes,
             })
@@ -358,6 +406,85 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
     }
 }
 
+fn rate(p: &mut Problems, at: &str, per_second: Option<f64>, burst: Option<u32>) -> Option<Rate> {
+    match per_second {
+        Some(r) if r > 0.0 && r.is_finite() => Some(Rate {
+            per_second: r,
+            burst: burst.unwrap_or_else(|| r.ceil().max(1.0) as u32).max(1),
+        }),
+        _ => {
+            p.add(
+                format!("{at}.per-second"),
+                "a positive number of requests per second is required",
+            );
+            None
+        }
+    }
+}
+
+fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
+    p.unknown(
+        "limits",
+        &l.unknown,
+        "client-id-header, max-inflight, max-streams, max-sessions-per-client, rate, tool-rate",
+    );
+    let rate_of = |p: &mut Problems, at: &str, r: &FileRate| {
+        p.unknown(at, &r.unknown, "per-second, burst");
+        rate(p, at, r.per_second, r.burst)
+    };
+    let tool_rate = l.tool_rate.as_ref().and_then(|t| {
+        p.unknown("limits.tool-rate", &t.unknown, "per-second, burst, tools");
+        for (i, g) in t.tools.iter().enumerate() {
+            p.glob(format!("limits.tool-rate.tools[{i}]"), &Some(g.clone()));
+        }
+        if t.tools.is_empty() {
+            p.add(
+                "limits.tool-rate.tools",
+                "name the tools (globs) this rate applies to",
+            );
+        }
+        rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, t.tools.clone()))
+    });
+    if let Some(h) = &l.client_id_header {
+        if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
+            p.add(
+                "limits.client-id-header",
+                format!("`{h}` is not a header name"),
+            );
+        }
+    }
+    Limits {
+        client_id_header: l.client_id_header.as_ref().map(|h| h.to_ascii_lowercase()),
+        max_inflight: l.max_inflight,
+        max_streams: l.max_streams,
+        max_sessions_per_client: l.max_sessions_per_client,
+        rate: l.rate.as_ref().and_then(|r| rate_of(p, "limits.rate", r)),
+        tool_rate,
+    }
+}
+
+fn route_limits(p: &mut Problems, at: &str, l: &FileRouteLimits) -> RouteLimits {
+    p.unknown(
+        at,
+        &l.unknown,
+        "max-inflight, max-streams, timeout-ms, tool-timeouts",
+    );
+    let tool_timeouts = l
+        .tool_timeouts
+        .iter()
+        .map(|(glob, ms)| {
+            p.glob(format!("{at}.tool-timeouts.{glob}"), &Some(glob.clone()));
+            (glob.clone(), Duration::from_millis(*ms))
+        })
+        .collect();
+    RouteLimits {
+        max_inflight: l.max_inflight,
+        max_streams: l.max_streams,
+        timeout: l.timeout_ms.map(Duration::from_millis),
+        tool_timeouts,
+    }
+}
+
 fn not_found_rules(p: &mut Problems, at: &str, rules: &[FileNotFound]) -> Vec<NotFoundRule> {
     rules
         .iter()
@@ -394,7 +521,7 @@ fn route_config(
     p.unknown(
         &at,
         &route.unknown,
-        "path, path-prefix, mode, pool, upstream-path, check-headers, rules",
+        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules",
     );
     let path = match (&route.path, &route.path_prefix) {
         (Some(path), None) => PathMatch::Exact(path.clone()),
@@ -461,6 +588,7 @@ fn route_config(
         pool,
         upstream_path: route.upstream_path.clone(),
         check_headers: route.check_headers.unwrap_or(check_headers),
+        limits: route_limits(p, &format!("{at}.limits"), &route.limits),
         rules,
     }
 }

@@ -45,6 +45,7 @@ fn reference_config_parses_to_expected_struct() {
         threads: config.threads,
         max_body_bytes: 4 * 1024 * 1024,
         sessions: SessionConfig::default(),
+        limits: Limits::default(),
         // pools are indexed in name order: heavy = 0, modern = 1
         pools: vec![
             pool("heavy", &["127.0.0.1:8203"]),
@@ -56,6 +57,7 @@ fn reference_config_parses_to_expected_struct() {
             pool: 1,
             upstream_path: Some("/mcp".into()),
             check_headers: true,
+            limits: RouteLimits::default(),
             rules: vec![RuleConfig {
                 method: Some("tools/call".into()),
                 name: Some("report_*".into()),

@@ -39,6 +39,12 @@ pub struct RequestCtx {
     pub body_prefix: Option<Bytes>,
     /// An error raised inside a body filter, answered by `fail_to_proxy`.
     pub pending_error: Option<GatewayError>,
+    /// The client identity limits are keyed by (when a limit needs one).
+    pub identity: Option<std::sync::Arc<str>>,
+    /// Admission slots held while the request runs.
+    pub permit: Option<crate::admission::Permit>,
+    /// The per-tool rate was checked already (from the MCP headers).
+    pub tool_admitted: bool,
     /// Outcome label for metrics when the gateway answered itself.
     pub outcome: Option<&'static str>,
     /// When the request head arrived.
@@ -62,6 +68,9 @@ impl Default for RequestCtx {
             request_id: None,
             body_prefix: None,
             pending_error: None,
+            identity: None,
+            permit: None,
+            tool_admitted: false,
             outcome: None,
             start: Instant::now(),
         }

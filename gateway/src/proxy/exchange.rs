@@ -1,11 +1,17 @@
-//! Stateless requests whose pool depends on the body (legacy bodies without `Mcp-Method` on a
-//! route with rules). pingora's own pipeline cannot carry a body read before the upstream is
-//! chosen once it exceeds its 64 KiB retry buffer, so the gateway reads the body (bounded by
-//! `max-body-bytes`), picks the pool, and forwards it itself over pooled connections,
-//! streaming the answer back as it arrives.
+//! Stateless requests the gateway forwards itself instead of through pingora's pipeline:
+//! - legacy bodies without `Mcp-Method` on a route with rules (the pool depends on the body;
+//!   pingora cannot replay a pre-read body beyond its 64 KiB retry buffer);
+//! - requests under a deadline (`limits.timeout-ms`, `limits.tool-timeouts`): the whole
+//!   exchange is bounded, and a request past it is cancelled upstream by closing its
+//!   connection and answered with -32012.
+//!
+//! The body is read (bounded by `max-body-bytes`), checked against the MCP headers when the
+//! route checks them, and forwarded as the same bytes over pooled connections; the answer
+//! streams back as it arrives.
 
+use super::check;
 use super::ctx::RequestCtx;
-use super::forward::{forward_any, read_body};
+use super::forward::{forward_any, read_body, Outbound};
 use super::respond;
 use crate::error::GatewayError;
 use crate::mcp::{inspect_body, method_label};
@@ -13,8 +19,9 @@ use crate::routing::Route;
 use crate::upstream::client::UpstreamClient;
 use pingora::prelude::*;
 
-/// Reads the body, routes by its method and name, forwards it, and answers the client.
-pub async fn forward_by_body(
+/// Reads the body, routes it (by its method and name), applies the per-tool rate and the
+/// deadline, forwards it, and answers the client.
+pub async fn forward_buffered(
     client: &UpstreamClient,
     session: &mut Session,
     ctx: &mut RequestCtx,
@@ -22,30 +29,56 @@ pub async fn forward_by_body(
 ) -> Result<bool> {
     let state = ctx.state.clone().expect("state set in new_ctx");
     let routed = match read_body(session, state.config.max_body_bytes).await {
-        Ok(body) => match inspect_body(&body) {
-            Ok(info) => {
-                ctx.request_id = Some(info.request_id());
-                ctx.method_label = method_label(info.method.as_deref());
-                let pool = route.pool_for(info.method.as_deref(), info.name.as_deref());
-                drop(info);
-                Ok((pool, body))
+        Ok(body) => {
+            let inspected = if ctx.check_body {
+                check::check_body(&session.req_header().headers, &body).map_err(|r| (r.id, r.error))
+            } else {
+                inspect_body(&body).map_err(|e| (None, GatewayError::from(e)))
+            };
+            match inspected {
+                Ok(info) => {
+                    ctx.request_id = Some(info.request_id());
+                    ctx.method_label = method_label(info.method.as_deref());
+                    let method = info.method.as_deref();
+                    let name = info.name.as_deref();
+                    let pool = route.pool_for(method, name);
+                    let deadline = route.deadline(method, name);
+                    let tool_ok = match (method, name, ctx.tool_admitted) {
+                        (Some("tools/call"), Some(tool), false) => {
+                            state.admission.admit_tool(ctx.identity.as_deref(), tool)
+                        }
+                        _ => Ok(()),
+                    };
+                    drop(info);
+                    tool_ok
+                        .map(|()| (pool, deadline, body))
+                        .map_err(|e| (None, e))
+                }
+                Err(rejected) => Err(rejected),
             }
-            Err(e) => Err(GatewayError::from(e)),
-        },
-        Err(e) => Err(e),
+        }
+        Err(e) => Err((None, e)),
     };
-    let (pool, body) = match routed {
+    let (pool, deadline, body) = match routed {
         Ok(ok) => ok,
-        Err(e) => {
+        Err((id, e)) => {
+            if id.is_some() {
+                ctx.request_id = id;
+            }
             respond::answer(session, ctx, &e).await;
             return Ok(true);
         }
     };
     ctx.pool = pool;
     let pool = state.pools[pool].clone();
-    let path = route
-        .upstream_path(session.req_header().uri.path())
-        .into_owned();
-    // Not repeatable: a stateless call may have effects.
-    forward_any(client, session, ctx, &pool, &path, body, false).await
+    let out = Outbound {
+        path: route
+            .upstream_path(session.req_header().uri.path())
+            .into_owned(),
+        body,
+        // A stateless call may have effects: never sent twice.
+        repeatable: false,
+        deadline,
+    };
+    forward_any(client, session, ctx, &pool, out).await
 }

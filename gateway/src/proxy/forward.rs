@@ -11,6 +11,7 @@ use crate::upstream::Pool;
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
+use tokio::time::Instant;
 
 /// Reads the whole request body, refusing more than `max` bytes.
 pub async fn read_body(
@@ -87,6 +88,12 @@ pub async fn write_whole(session: &mut Session, head: ResponseHeader, body: Byte
 pub enum Relayed {
     /// Complete.
     Done,
+    /// The deadline passed after the client got the head; the upstream request is dropped
+    /// (closing its connection cancels it).
+    TimedOut {
+        /// The response is `text/event-stream`.
+        sse: bool,
+    },
     /// The upstream broke after the client got the head; `sse` tells whether the client is
     /// reading an event stream (so a final event can still be written).
     Broken {
@@ -101,6 +108,7 @@ pub async fn relay(
     exchange: &mut Exchange,
     session: &mut Session,
     head: ResponseHeader,
+    until: Option<Instant>,
 ) -> Result<Relayed> {
     let sse = crate::mcp::sse::is_event_stream(
         head.headers
@@ -113,7 +121,10 @@ pub async fn relay(
         return Ok(Relayed::Done);
     }
     loop {
-        match exchange.chunk().await {
+        let Some(next) = within(until, exchange.chunk()).await else {
+            return Ok(Relayed::TimedOut { sse });
+        };
+        match next {
             Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
             Ok(None) => {
                 session.write_response_body(None, true).await?;
@@ -124,6 +135,45 @@ pub async fn relay(
     }
 }
 
+/// Runs `fut` until the optional deadline; `None` when the deadline passed first.
+pub async fn within<F: std::future::Future>(until: Option<Instant>, fut: F) -> Option<F::Output> {
+    match until {
+        Some(at) => tokio::time::timeout_at(at, fut).await.ok(),
+        None => Some(fut.await),
+    }
+}
+
+/// Ends a relayed answer that cannot complete: as a final SSE event carrying `err` when the
+/// client reads a stream; otherwise by failing the request so the connection closes (a JSON
+/// body cut midway cannot be mended).
+pub async fn end_with_error(
+    session: &mut Session,
+    sse: bool,
+    err: &GatewayError,
+    id: &crate::mcp::RequestId,
+) -> Result<()> {
+    if !sse {
+        return Err(Error::explain(
+            ErrorType::ConnectionClosed,
+            err.message.clone(),
+        ));
+    }
+    let event = crate::mcp::sse::event(&err.body(id));
+    session.write_response_body(Some(event), true).await
+}
+
+/// A buffered request on its way upstream.
+pub struct Outbound {
+    /// Upstream path.
+    pub path: String,
+    /// The whole body.
+    pub body: Bytes,
+    /// Safe to send twice (a pooled connection found closed is then replaced).
+    pub repeatable: bool,
+    /// Deadline for the whole exchange.
+    pub deadline: Option<std::time::Duration>,
+}
+
 /// Forwards a buffered request to any backend of `pool` (retrying others after connection
 /// refusals, bounded by the pool's retries) and relays the answer, session ids removed.
 /// Always answers the client.
@@ -132,10 +182,15 @@ pub async fn forward_any(
     session: &mut Session,
     ctx: &mut RequestCtx,
     pool: &Pool,
-    path: &str,
-    body: Bytes,
-    repeatable: bool,
+    out: Outbound,
 ) -> Result<bool> {
+    let Outbound {
+        path,
+        body,
+        repeatable,
+        deadline,
+    } = out;
+    let until = deadline.map(|d| Instant::now() + d);
     let len = (session.req_header().method == http::Method::POST).then_some(body.len());
     while let Some(b) = pool.select(&ctx.tried) {
         if ctx.tried.len() > pool.retries {
@@ -143,28 +198,46 @@ pub async fn forward_any(
         }
         ctx.tried.push(b);
         ctx.backend = Some(b);
+        let label = &pool.backends[b].label;
         let req = upstream_request(
             session.req_header(),
-            path,
+            &path,
             &pool.backends[b].host,
             None,
             len,
         )?;
-        match client
-            .send(pool.peer(b), &req, body.clone(), repeatable)
-            .await
-        {
+        let sending = client.send(pool.peer(b), &req, body.clone(), repeatable);
+        let Some(sent) = within(until, sending).await else {
+            // Dropping the exchange closes its connection: the backend sees the cancel.
+            let e = GatewayError::deadline(&pool.name, label, deadline.unwrap_or_default());
+            respond::answer(session, ctx, &e).await;
+            return Ok(true);
+        };
+        match sent {
             Err(CallError::Connect(_)) => pool.mark_failed(b),
             Err(CallError::Lost(_)) => {
-                let e = GatewayError::backend_lost(&pool.name, &pool.backends[b].label);
+                let e = GatewayError::backend_lost(&pool.name, label);
                 respond::answer(session, ctx, &e).await;
                 return Ok(true);
             }
             Ok(mut ex) => {
                 pool.mark_ok(b);
                 let head = client_response(ex.header(), None);
-                if let Relayed::Done = relay(&mut ex, session, head).await? {
-                    client.release(ex).await;
+                let id = ctx
+                    .request_id
+                    .clone()
+                    .unwrap_or_else(crate::mcp::RequestId::null);
+                match relay(&mut ex, session, head, until).await? {
+                    Relayed::Done => client.release(ex).await,
+                    Relayed::TimedOut { sse } => {
+                        let e =
+                            GatewayError::deadline(&pool.name, label, deadline.unwrap_or_default());
+                        end_with_error(session, sse, &e, &id).await?;
+                    }
+                    Relayed::Broken { sse } => {
+                        let e = GatewayError::backend_lost(&pool.name, label);
+                        end_with_error(session, sse, &e, &id).await?;
+                    }
                 }
                 return Ok(true);
             }

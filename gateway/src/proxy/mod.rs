@@ -101,6 +101,31 @@ impl ProxyHttp for Gateway {
             .requests_by_era
             .with_label_values(&[ctx.era.as_str()])
             .inc();
+        let has_body = req.method == http::Method::POST;
+        let client_ip = session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .map(|a| a.ip());
+        let req = session.req_header();
+        ctx.identity = state.admission.identity(&req.headers, client_ip);
+        let stream = req.method == http::Method::GET;
+        let admitted = state
+            .admission
+            .admit(route.index, ctx.identity.as_deref(), stream)
+            .and_then(|permit| {
+                ctx.permit = Some(permit);
+                match (headers.method.as_deref(), headers.name.as_deref()) {
+                    (Some("tools/call"), Some(tool)) => {
+                        ctx.tool_admitted = true;
+                        state.admission.admit_tool(ctx.identity.as_deref(), tool)
+                    }
+                    _ => Ok(()),
+                }
+            });
+        if let Err(err) = admitted {
+            respond::answer(session, ctx, &err).await;
+            return Ok(true);
+        }
         match route.mode {
             Mode::Stateful => return stateful::handle(self, session, ctx, route).await,
             Mode::Auto if ctx.era == Era::Legacy => {
@@ -108,15 +133,20 @@ impl ProxyHttp for Gateway {
             }
             _ => {}
         }
-        let has_body = req.method == http::Method::POST;
-        if headers.method.is_none() && route.has_rules() && has_body {
-            // A legacy body without MCP headers: the pool depends on the body's method.
-            return exchange::forward_by_body(&self.client, session, ctx, route).await;
-        }
-        ctx.pool = route.pool_for(headers.method.as_deref(), headers.name.as_deref());
         ctx.check_body = route.check_headers
             && has_body
             && (headers.method.is_some() || ctx.era == Era::Stateless);
+        let by_body = headers.method.is_none() && route.has_rules();
+        let bounded = route.has_deadlines()
+            && (headers.method.is_none()
+                || route
+                    .deadline(headers.method.as_deref(), headers.name.as_deref())
+                    .is_some());
+        if has_body && (by_body || bounded) {
+            // The pool depends on the body, or the exchange runs under a deadline.
+            return exchange::forward_buffered(&self.client, session, ctx, route).await;
+        }
+        ctx.pool = route.pool_for(headers.method.as_deref(), headers.name.as_deref());
         Ok(false)
     }
 
@@ -270,6 +300,12 @@ impl ProxyHttp for Gateway {
 
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
         ctx.inflight = None;
+        ctx.permit = None;
+        if let Some(kind @ ("rate-limited" | "overloaded" | "session-limit" | "body-too-large")) =
+            ctx.outcome
+        {
+            self.metrics.rejections.with_label_values(&[kind]).inc();
+        }
         let Some(state) = ctx.state.as_ref() else {
             return;
         };

@@ -6,7 +6,8 @@
 
 use super::ctx::RequestCtx;
 use super::forward::{
-    client_response, forward_any, read_body, relay, upstream_request, write_whole, Relayed,
+    client_response, end_with_error, forward_any, read_body, relay, upstream_request, within,
+    write_whole, Outbound, Relayed,
 };
 use super::{respond, Gateway};
 use crate::config::Mode;
@@ -14,7 +15,7 @@ use crate::error::GatewayError;
 use crate::mcp::headers::MCP_SESSION_ID;
 use crate::mcp::{inspect, method_label, sse, Era, RequestId};
 use crate::routing::Route;
-use crate::session::reinit::Reason;
+use crate::session::reinit::{self, Reason};
 use crate::session::{self, Binding, GoneReason, Lookup, SessionRecord, Settings};
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::Pool;
@@ -96,6 +97,15 @@ pub async fn handle(
     };
     ctx.method_label = method_label(call.method.as_deref());
     ctx.request_id = Some(call.id.clone());
+    if let (true, false, Some(tool)) = (
+        call.is("tools/call"),
+        ctx.tool_admitted,
+        call.name.as_deref(),
+    ) {
+        if let Err(e) = state.admission.admit_tool(ctx.identity.as_deref(), tool) {
+            return answered(session, ctx, &e).await;
+        }
+    }
     if route.mode == Mode::Auto && call.stateless {
         // A 2026-07-28 body without the version header: no session, rules apply.
         ctx.pool = route.pool_for(call.method.as_deref(), call.name.as_deref());
@@ -103,21 +113,18 @@ pub async fn handle(
         let path = route
             .upstream_path(session.req_header().uri.path())
             .into_owned();
-        return forward_any(
-            &gw.client,
-            session,
-            ctx,
-            &pool,
-            &path,
-            call.body,
-            call.repeatable,
-        )
-        .await;
+        let out = Outbound {
+            path,
+            body: call.body,
+            repeatable: call.repeatable,
+            deadline: route.deadline(call.method.as_deref(), call.name.as_deref()),
+        };
+        return forward_any(&gw.client, session, ctx, &pool, out).await;
     }
     match sid {
         None if call.is("initialize") => initialize(gw, session, ctx, &pool, route, call).await,
         None => sessionless(gw, session, ctx, &pool, route, call.body, call.repeatable).await,
-        Some(sid) => in_session(gw, session, ctx, &pool, &sid, call).await,
+        Some(sid) => in_session(gw, session, ctx, (&pool, route), &sid, call).await,
     }
 }
 
@@ -170,7 +177,13 @@ async fn sessionless(
     let path = route
         .upstream_path(session.req_header().uri.path())
         .into_owned();
-    forward_any(&gw.client, session, ctx, pool, &path, body, repeatable).await
+    let out = Outbound {
+        path,
+        body,
+        repeatable,
+        deadline: None,
+    };
+    forward_any(&gw.client, session, ctx, pool, out).await
 }
 
 /// A client's initialize: creates the gateway session on the least-loaded backend.
@@ -187,6 +200,15 @@ async fn initialize(
     if gw.sessions.store.len() >= max {
         return answered(session, ctx, &GatewayError::session_limit(max)).await;
     }
+    let client: Arc<str> = ctx.identity.clone().unwrap_or_else(|| "".into());
+    if let Err(e) = gw.sessions.open_for(&client) {
+        return answered(session, ctx, &e).await;
+    }
+    let mut slot = ClientSlot {
+        sessions: &gw.sessions,
+        client,
+        kept: false,
+    };
     let path: Arc<str> = route.upstream_path(session.req_header().uri.path()).into();
     while let Some(b) = pool.select_for_session(&ctx.tried) {
         if ctx.tried.len() > pool.retries {
@@ -225,7 +247,7 @@ async fn initialize(
         else {
             // A refusal (maybe with a throwaway session id): the client sees it, minus the id.
             let head = client_response(ex.header(), None);
-            if let Relayed::Done = relay(&mut ex, session, head).await? {
+            if let Relayed::Done = relay(&mut ex, session, head, None).await? {
                 gw.client.release(ex).await;
             }
             return Ok(true);
@@ -253,6 +275,7 @@ async fn initialize(
         let record = SessionRecord {
             id: session::new_session_id(),
             pool: pool.name.as_str().into(),
+            client: slot.client.clone(),
             path: path.clone(),
             init_params: call.params.clone().unwrap_or_else(|| "{}".into()),
             protocol_version: version,
@@ -270,6 +293,7 @@ async fn initialize(
             gw.sessions.delete_upstream(pool, &record).await;
             return answered(session, ctx, &GatewayError::session_limit(full.max)).await;
         }
+        slot.kept = true;
         pool.count_session(backend.addr, true);
         gw.metrics
             .sessions_created
@@ -281,6 +305,21 @@ async fn initialize(
     }
     let e = GatewayError::unavailable(&pool.name, ctx.tried.len());
     answered(session, ctx, &e).await
+}
+
+/// A client's share of sessions taken for an initialize, given back unless a session was made.
+struct ClientSlot<'a> {
+    sessions: &'a crate::session::reinit::Sessions,
+    client: Arc<str>,
+    kept: bool,
+}
+
+impl Drop for ClientSlot<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.sessions.close_for(&self.client);
+        }
+    }
 }
 
 /// The live record for a client's session id, or the 404 to answer.
@@ -411,7 +450,7 @@ async fn in_session(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    pool: &Arc<Pool>,
+    (pool, route): (&Arc<Pool>, &Route),
     sid: &str,
     call: Call,
 ) -> Result<bool> {
@@ -419,20 +458,21 @@ async fn in_session(
         Ok(r) => r,
         Err(e) => return answered(session, ctx, &e).await,
     };
+    let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
+    let until = deadline.map(|d| tokio::time::Instant::now() + d);
     let client_req = session.req_header().clone();
-    let sent = send_in_session(
-        gw,
-        ctx,
-        pool,
-        &client_req,
-        rec,
-        Outgoing {
-            body: &call.body,
-            repeatable: call.repeatable,
-            is_post: true,
-        },
-    )
-    .await;
+    let out = Outgoing {
+        body: &call.body,
+        repeatable: call.repeatable,
+        is_post: true,
+    };
+    let sending = send_in_session(gw, ctx, pool, &client_req, rec.clone(), out);
+    let Some(sent) = within(until, sending).await else {
+        cancel_upstream(gw, pool, &rec, &call).await;
+        let backend = rec.binding.backend.to_string();
+        let e = GatewayError::deadline(&pool.name, &backend, deadline.unwrap_or_default());
+        return answered(session, ctx, &e).await;
+    };
     let (mut ex, rec) = match sent {
         Ok(ok) => ok,
         Err(e) => return answered(session, ctx, &e).await,
@@ -441,8 +481,15 @@ async fn in_session(
         remember_setting(gw, &rec, &call).await;
     }
     let head = client_response(ex.header(), None);
-    match relay(&mut ex, session, head).await? {
+    let backend = rec.binding.backend.to_string();
+    match relay(&mut ex, session, head, until).await? {
         Relayed::Done => gw.client.release(ex).await,
+        Relayed::TimedOut { sse } => {
+            drop(ex);
+            cancel_upstream(gw, pool, &rec, &call).await;
+            let e = GatewayError::deadline(&pool.name, &backend, deadline.unwrap_or_default());
+            end_with_error(session, sse, &e, &call.id).await?;
+        }
         Relayed::Broken { sse } => {
             gw.sessions
                 .store
@@ -452,21 +499,40 @@ async fn in_session(
                 .inflight_lost
                 .with_label_values(&[&pool.name, ctx.method_label])
                 .inc();
-            if !sse {
-                // A JSON answer cut mid-body cannot be completed: closing tells the client.
-                return Err(Error::explain(
-                    ErrorType::ConnectionClosed,
-                    "backend lost mid-answer",
-                ));
-            }
-            let backend = &pool.backends[ctx.backend.unwrap_or(0)].label;
-            let err = GatewayError::backend_lost(&pool.name, backend);
-            let event = sse::event(&err.body(&call.id));
-            session.write_response_body(Some(event), true).await?;
+            let e = GatewayError::backend_lost(&pool.name, &backend);
+            end_with_error(session, sse, &e, &call.id).await?;
         }
     }
     gw.sessions.store.touch(&rec.id, session::now_ms()).await;
     Ok(true)
+}
+
+/// Tells the backend session that a request past its deadline is cancelled
+/// (`notifications/cancelled`), so the server can stop working on it. Best effort.
+async fn cancel_upstream(gw: &Gateway, pool: &Pool, rec: &SessionRecord, call: &Call) {
+    let Some(b) = pool.index_of(rec.binding.backend) else {
+        return;
+    };
+    let params = format!(
+        r#"{{"requestId":{},"reason":"deadline exceeded at the gateway"}}"#,
+        call.id.as_json()
+    );
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{params}}}"#);
+    let session_id = Some(&*rec.binding.backend_session);
+    let Ok(req) = reinit::request(
+        &rec.path,
+        &pool.backends[b].host,
+        session_id,
+        Some(&rec.protocol_version),
+        body.len(),
+    ) else {
+        return;
+    };
+    let sent = gw
+        .client
+        .call(pool.peer(b), &req, Bytes::from(body), 64 * 1024);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), sent).await;
 }
 
 async fn remember_setting(gw: &Gateway, rec: &SessionRecord, call: &Call) {
@@ -518,9 +584,9 @@ async fn stream(
         Err(e) => return answered(session, ctx, &e).await,
     };
     let head = client_response(ex.header(), None);
-    match relay(&mut ex, session, head).await? {
+    match relay(&mut ex, session, head, None).await? {
         Relayed::Done => gw.client.release(ex).await,
-        Relayed::Broken { .. } => {
+        Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
             gw.sessions
                 .store
                 .mark_stale(&rec.id, rec.binding.generation)

@@ -19,6 +19,8 @@ pub struct Route {
     /// Whether header/body disagreement is answered with -32020.
     pub check_headers: bool,
     rules: Vec<Rule>,
+    timeout: Option<std::time::Duration>,
+    tool_timeouts: Vec<(GlobMatcher, std::time::Duration)>,
 }
 
 #[derive(Debug)]
@@ -64,6 +66,13 @@ impl Route {
             default_pool: rc.pool,
             upstream_path: rc.upstream_path.clone(),
             check_headers: rc.check_headers,
+            timeout: rc.limits.timeout,
+            tool_timeouts: rc
+                .limits
+                .tool_timeouts
+                .iter()
+                .map(|(g, d)| (glob(&Some(g.clone())).expect("a glob"), *d))
+                .collect(),
             rules: rc
                 .rules
                 .iter()
@@ -74,6 +83,28 @@ impl Route {
                 })
                 .collect(),
         }
+    }
+
+    /// Whether any deadline is configured on this route.
+    pub fn has_deadlines(&self) -> bool {
+        self.timeout.is_some() || !self.tool_timeouts.is_empty()
+    }
+
+    /// The deadline for a request: the first matching tool timeout for `tools/call`, else the
+    /// route's timeout.
+    pub fn deadline(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<std::time::Duration> {
+        let tool = (method == Some("tools/call")).then_some(name).flatten();
+        tool.and_then(|t| {
+            self.tool_timeouts
+                .iter()
+                .find(|(g, _)| g.is_match(t))
+                .map(|(_, d)| *d)
+        })
+        .or(self.timeout)
     }
 
     /// Whether choosing the pool needs the MCP method or name at all.
@@ -186,6 +217,23 @@ routes:
                 .pool_for(Some("resources/read"), Some("file:///docs/a/b.md")),
             1
         );
+    }
+
+    #[test]
+    fn tool_deadlines_win_over_the_route_deadline() {
+        let yaml = "pools: { a: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: a, limits: { timeout-ms: 1000, tool-timeouts: { \"slow_*\": 5000 } } } ]\n";
+        let r = router(yaml);
+        let route = r.route("/mcp").unwrap();
+        let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_millis());
+        assert_eq!(
+            ms(route.deadline(Some("tools/call"), Some("slow_report"))),
+            Some(5000)
+        );
+        assert_eq!(
+            ms(route.deadline(Some("tools/call"), Some("fast"))),
+            Some(1000)
+        );
+        assert_eq!(ms(route.deadline(Some("tools/list"), None)), Some(1000));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Idle expiry: a background sweep that ends sessions unused for `sessions.idle-timeout-s`,
-//! with a best-effort DELETE to their backend, and forgets old tombstones.
+//! with a best-effort DELETE to their backend, and forgets old tombstones and idle
+//! rate-limiter keys.
 
 use super::reinit::Sessions;
 use super::{now_ms, GoneReason};
@@ -50,6 +51,7 @@ impl ExpiryService {
                 ended += 1;
             }
         }
+        state.admission.prune();
         let keep = idle.max(TOMBSTONE_MIN).as_millis() as u64;
         self.sessions
             .store

@@ -43,6 +43,9 @@ pub struct SessionRecord {
     pub id: Arc<str>,
     /// Pool name.
     pub pool: Arc<str>,
+    /// The client identity that opened it (empty when no limit needs one); later, the
+    /// authenticated principal the session is bound to.
+    pub client: Arc<str>,
     /// Upstream path the session was initialized on.
     pub path: Arc<str>,
     /// The client's `initialize` params, verbatim JSON.
@@ -80,6 +83,8 @@ impl GoneReason {
 }
 
 /// What a lookup found.
+// Returned by value once per request; boxing the live record would add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Lookup {
     /// A live session.

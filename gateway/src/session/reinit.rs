@@ -51,6 +51,8 @@ pub struct Sessions {
     pub client: Arc<UpstreamClient>,
     metrics: Metrics,
     locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
+    max_per_client: Option<usize>,
+    per_client: DashMap<Arc<str>, usize>,
 }
 
 enum Attempt {
@@ -65,12 +67,39 @@ impl Sessions {
         store: Arc<dyn SessionStore>,
         client: Arc<UpstreamClient>,
         metrics: Metrics,
+        max_per_client: Option<usize>,
     ) -> Sessions {
         Sessions {
             store,
             client,
             metrics,
             locks: DashMap::new(),
+            max_per_client,
+            per_client: DashMap::new(),
+        }
+    }
+
+    /// Counts a new session of client `identity`, or refuses it when the client holds
+    /// `limits.max-sessions-per-client` already.
+    pub fn open_for(&self, identity: &Arc<str>) -> Result<(), GatewayError> {
+        let Some(max) = self.max_per_client.filter(|_| !identity.is_empty()) else {
+            return Ok(());
+        };
+        let mut held = self.per_client.entry(identity.clone()).or_insert(0);
+        if *held >= max {
+            return Err(GatewayError::client_session_limit(max));
+        }
+        *held += 1;
+        Ok(())
+    }
+
+    /// Gives back a session counted by [`Sessions::open_for`].
+    pub fn close_for(&self, identity: &str) {
+        if self.max_per_client.is_some() && !identity.is_empty() {
+            self.per_client.remove_if_mut(identity, |_, held| {
+                *held = held.saturating_sub(1);
+                *held == 0
+            });
         }
     }
 
@@ -200,6 +229,7 @@ impl Sessions {
     ) -> Option<SessionRecord> {
         let record = self.store.remove(id, reason).await?;
         pool.count_session(record.binding.backend, false);
+        self.close_for(&record.client);
         self.metrics
             .sessions_ended
             .with_label_values(&[&pool.name, label])

@@ -171,6 +171,7 @@ mod tests {
         SessionRecord {
             id: id.into(),
             pool: "p".into(),
+            client: "".into(),
             path: "/mcp".into(),
             init_params: "{}".into(),
             protocol_version: "2025-11-25".into(),
