@@ -288,6 +288,18 @@ impl ReplClient {
     /// Starts the client under `venv` (`mcp1`: 1.30.0 ClientSession; `mcp2`: 2.3.0 Client
     /// with `mode`) and waits for it to initialize.
     pub async fn connect(venv: &str, url: &str, mode: Option<&str>) -> ReplClient {
+        match Self::try_connect(venv, url, mode).await {
+            Ok(client) => client,
+            Err(hello) => panic!("client did not start: {hello}"),
+        }
+    }
+
+    /// Like [`ReplClient::connect`], returning the client's first line when it fails to start.
+    pub async fn try_connect(
+        venv: &str,
+        url: &str,
+        mode: Option<&str>,
+    ) -> Result<ReplClient, serde_json::Value> {
         let mut cmd = Command::new(python(venv));
         cmd.arg(workspace().join("tests/peers/repl_client.py"))
             .args(["--url", url]);
@@ -304,13 +316,15 @@ impl ReplClient {
         let stdin = child.stdin.take().expect("stdin");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let hello = next_json(&mut lines).await;
-        assert_eq!(hello["ready"], true, "client did not start: {hello}");
-        ReplClient {
+        if hello["ready"] != true {
+            return Err(hello);
+        }
+        Ok(ReplClient {
             child,
             stdin,
             lines,
             hello,
-        }
+        })
     }
 
     /// Sends one command and returns its answer.

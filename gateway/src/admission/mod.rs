@@ -190,6 +190,12 @@ impl Admission {
         Ok(Permit { _slots: slots })
     }
 
+    /// Whether a per-tool rate is configured (requests without MCP headers must then be read
+    /// to learn their tool).
+    pub fn has_tool_rate(&self) -> bool {
+        self.tool_rate.is_some()
+    }
+
     /// Checks the per-tool rate of `tool` for this client.
     pub fn admit_tool(&self, identity: Option<&str>, tool: &str) -> Result<(), GatewayError> {
         match (&self.tool_rate, identity) {

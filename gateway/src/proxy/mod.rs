@@ -136,7 +136,8 @@ impl ProxyHttp for Gateway {
         ctx.check_body = route.check_headers
             && has_body
             && (headers.method.is_some() || ctx.era == Era::Stateless);
-        let by_body = headers.method.is_none() && route.has_rules();
+        let by_body =
+            headers.method.is_none() && (route.has_rules() || state.admission.has_tool_rate());
         let bounded = route.has_deadlines()
             && (headers.method.is_none()
                 || route

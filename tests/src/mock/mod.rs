@@ -50,6 +50,8 @@ pub struct MockServer {
 
 struct Shared {
     name: String,
+    inflight: std::sync::atomic::AtomicUsize,
+    max_inflight: std::sync::atomic::AtomicUsize,
     capture: std::sync::atomic::AtomicBool,
     captured: Mutex<Vec<Captured>>,
     legacy: Option<legacy::Sessions>,
@@ -87,6 +89,8 @@ impl MockServer {
         let addr = listener.local_addr().expect("addr");
         let shared = Arc::new(Shared {
             name: name.to_owned(),
+            inflight: Default::default(),
+            max_inflight: Default::default(),
             capture: std::sync::atomic::AtomicBool::new(true),
             captured: Mutex::new(Vec::new()),
             legacy,
@@ -124,6 +128,13 @@ impl MockServer {
         self.shared
             .capture
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The most requests this mock was answering at once.
+    pub fn max_concurrent(&self) -> usize {
+        self.shared
+            .max_inflight
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The legacy session table (legacy flavour only).
@@ -179,6 +190,14 @@ async fn serve(stream: TcpStream, shared: &Shared) {
         }
         let name = shared.name.as_str();
         let stream = reader.get_mut();
+        let now = shared
+            .inflight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        shared
+            .max_inflight
+            .fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+        let _done = Decrement(&shared.inflight);
         let keep = match &shared.legacy {
             Some(sessions) => match sessions.gate(name, &head, &body) {
                 legacy::Gate::Answer(a) => write_with(stream, a.status, &a.headers, &a.body).await,
@@ -299,6 +318,14 @@ struct EnvelopeParams {
 async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
     let framed = format!("{:x}\r\n{data}\r\n", data.len());
     stream.write_all(framed.as_bytes()).await.is_ok() && stream.flush().await.is_ok()
+}
+
+struct Decrement<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 async fn write(stream: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) -> bool {
