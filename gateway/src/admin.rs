@@ -32,7 +32,7 @@ impl AdminApp {
     fn refresh_gauges(&self) {
         let state = self.state.load();
         for pool in &state.pools {
-            for b in &pool.backends {
+            for b in pool.backends().iter() {
                 let labels = [pool.name.as_str(), b.label.as_str()];
                 self.metrics
                     .backend_inflight

@@ -124,3 +124,8 @@ fn main() {
     server.add_service(proxy);
     server.run_forever()
 }
+
+/// The allocator follows the gateway's (see bench/Cargo.toml).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -115,6 +115,33 @@ pub struct FilePool {
     pub failure_cooldown_ms: Option<u64>,
     pub max_idle_connections: Option<usize>,
     pub session_not_found: Option<Vec<FileNotFound>>,
+    pub drain_timeout_s: Option<u64>,
+    pub discovery: Option<FileDiscovery>,
+    pub health: Option<FileHealth>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Where a pool's members come from besides the static list.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileDiscovery {
+    pub file: Option<String>,
+    pub dns: Option<String>,
+    pub interval_ms: Option<u64>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Active health checks.
+#[derive(Debug, Deserialize, Default, Clone)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileHealth {
+    pub path: Option<String>,
+    pub interval_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub fall: Option<u32>,
+    pub rise: Option<u32>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

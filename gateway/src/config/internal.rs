@@ -146,6 +146,49 @@ pub struct PoolConfig {
     pub max_idle_connections: usize,
     /// How backends of this pool say a session is unknown. Default [`default_not_found`].
     pub session_not_found: Vec<NotFoundRule>,
+    /// How long sessions stay on a draining backend before they move. Default 120 s.
+    pub drain_timeout: Duration,
+    /// Dynamic membership source. Default: the static `backends` only.
+    pub discovery: Option<Discovery>,
+    /// Active health checks. Default: none (passive marking only).
+    pub health: Option<HealthCheck>,
+}
+
+/// A dynamic membership source; the static `backends` are the initial members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discovery {
+    /// A file of `ip:port` lines (`#` comments), re-read when it changes.
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// How often to look for changes.
+        interval: Duration,
+    },
+    /// A DNS name re-resolved on an interval (a Kubernetes headless Service: one address per pod).
+    Dns {
+        /// The name to resolve.
+        name: String,
+        /// The port of every resolved address.
+        port: u16,
+        /// How often to re-resolve.
+        interval: Duration,
+    },
+}
+
+/// An active HTTP health probe: any answer below 500 counts as alive (session servers refuse
+/// sessionless requests with 4xx, and that still means alive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCheck {
+    /// Path probed with GET. Default `/`.
+    pub path: String,
+    /// Between probes. Default 2 s.
+    pub interval: Duration,
+    /// Probe timeout. Default 1 s.
+    pub timeout: Duration,
+    /// Failed probes in a row that mark a backend down. Default 2.
+    pub fall: u32,
+    /// Good probes in a row that bring it back. Default 2.
+    pub rise: u32,
 }
 
 /// Balancing algorithm of a pool.
@@ -362,7 +405,8 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
         &at,
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
-         failure-cooldown-ms, max-idle-connections, session-not-found",
+         failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
+         discovery, health",
     );
     if pool.backends.is_empty() {
         p.add(
@@ -403,6 +447,45 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
             None => default_not_found(),
             Some(rules) => not_found_rules(p, &at, rules),
         },
+        drain_timeout: Duration::from_secs(pool.drain_timeout_s.unwrap_or(120)),
+        discovery: pool.discovery.as_ref().and_then(|d| discovery(p, &at, d)),
+        health: pool.health.as_ref().map(|h| {
+            p.unknown(&format!("{at}.health"), &h.unknown, "path, interval-ms, timeout-ms, fall, rise");
+            HealthCheck {
+                path: h.path.clone().unwrap_or_else(|| "/".into()),
+                interval: ms(h.interval_ms, 2_000),
+                timeout: ms(h.timeout_ms, 1_000),
+                fall: h.fall.unwrap_or(2).max(1),
+                rise: h.rise.unwrap_or(2).max(1),
+            }
+        }),
+    }
+}
+
+fn discovery(p: &mut Problems, at: &str, d: &super::file::FileDiscovery) -> Option<Discovery> {
+    let at = format!("{at}.discovery");
+    p.unknown(&at, &d.unknown, "file, dns, interval-ms");
+    let interval = Duration::from_millis(d.interval_ms.unwrap_or(5_000).max(100));
+    match (&d.file, &d.dns) {
+        (Some(file), None) => Some(Discovery::File {
+            path: file.into(),
+            interval,
+        }),
+        (None, Some(dns)) => match dns.rsplit_once(':').map(|(n, port)| (n, port.parse::<u16>())) {
+            Some((name, Ok(port))) if !name.is_empty() => Some(Discovery::Dns {
+                name: name.to_owned(),
+                port,
+                interval,
+            }),
+            _ => {
+                p.add(format!("{at}.dns"), format!("`{dns}` is not name:port"));
+                None
+            }
+        },
+        _ => {
+            p.add(&at, "give exactly one of file or dns");
+            None
+        }
     }
 }
 

@@ -38,6 +38,9 @@ fn reference_config_parses_to_expected_struct() {
         failure_cooldown: Duration::from_secs(2),
         max_idle_connections: 128,
         session_not_found: default_not_found(),
+        drain_timeout: Duration::from_secs(120),
+        discovery: None,
+        health: None,
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),

@@ -17,9 +17,9 @@ pub struct RequestCtx {
     /// Pool index chosen for this request.
     pub pool: usize,
     /// Backends already tried (connection failures), in order.
-    pub tried: Vec<usize>,
+    pub tried: Vec<std::net::SocketAddr>,
     /// Backend the current attempt goes to.
-    pub backend: Option<usize>,
+    pub backend: Option<std::sync::Arc<crate::upstream::Backend>>,
     /// Counts the request in flight on its backend.
     pub inflight: Option<InflightGuard>,
     /// Bounded method label for metrics.

@@ -196,17 +196,11 @@ pub async fn forward_any(
         if ctx.tried.len() > pool.retries {
             break;
         }
-        ctx.tried.push(b);
-        ctx.backend = Some(b);
-        let label = &pool.backends[b].label;
-        let req = upstream_request(
-            session.req_header(),
-            &path,
-            &pool.backends[b].host,
-            None,
-            len,
-        )?;
-        let sending = client.send(pool.peer(b), &req, body.clone(), repeatable);
+        ctx.tried.push(b.addr);
+        ctx.backend = Some(b.clone());
+        let label = &b.label;
+        let req = upstream_request(session.req_header(), &path, &b.host, None, len)?;
+        let sending = client.send(pool.peer(&b), &req, body.clone(), repeatable);
         let Some(sent) = within(until, sending).await else {
             // Dropping the exchange closes its connection: the backend sees the cancel.
             let e = GatewayError::deadline(&pool.name, label, deadline.unwrap_or_default());
@@ -214,14 +208,14 @@ pub async fn forward_any(
             return Ok(true);
         };
         match sent {
-            Err(CallError::Connect(_)) => pool.mark_failed(b),
+            Err(CallError::Connect(_)) => pool.mark_failed(&b),
             Err(CallError::Lost(_)) => {
                 let e = GatewayError::backend_lost(&pool.name, label);
                 respond::answer(session, ctx, &e).await;
                 return Ok(true);
             }
             Ok(mut ex) => {
-                pool.mark_ok(b);
+                pool.mark_ok(&b);
                 let head = client_response(ex.header(), None);
                 let id = ctx
                     .request_id

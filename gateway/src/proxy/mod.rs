@@ -20,6 +20,7 @@ use crate::metrics::Metrics;
 use crate::session::reinit::Sessions;
 use crate::state::State;
 use crate::upstream::client::UpstreamClient;
+use crate::upstream::Pool;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -160,10 +161,11 @@ impl ProxyHttp for Gateway {
         let pool = &state.pools[ctx.pool];
         match pool.select(&ctx.tried) {
             Some(b) => {
+                ctx.tried.push(b.addr);
+                ctx.inflight = Some(Pool::track(&b));
+                let peer = pool.peer(&b);
                 ctx.backend = Some(b);
-                ctx.tried.push(b);
-                ctx.inflight = Some(pool.track(b));
-                Ok(Box::new(pool.peer(b)))
+                Ok(Box::new(peer))
             }
             None => {
                 let err = GatewayError::unavailable(&pool.name, ctx.tried.len());
@@ -181,15 +183,15 @@ impl ProxyHttp for Gateway {
     ) -> Box<Error> {
         let state = ctx.state.as_ref().expect("state set in new_ctx");
         let pool = &state.pools[ctx.pool];
-        if let Some(b) = ctx.backend {
+        if let Some(b) = &ctx.backend {
             pool.mark_failed(b);
             self.metrics
                 .upstream_connect_failures
-                .with_label_values(&[&pool.name, &pool.backends[b].label])
+                .with_label_values(&[&pool.name, &b.label])
                 .inc();
         }
         // The body has not been read yet: trying another backend is always safe here.
-        let more = ctx.tried.len() <= pool.retries && ctx.tried.len() < pool.backends.len();
+        let more = ctx.tried.len() <= pool.retries && ctx.tried.len() < pool.backends().len();
         e.set_retry(more);
         e
     }
@@ -204,7 +206,7 @@ impl ProxyHttp for Gateway {
         _digest: Option<&pingora::protocols::Digest>,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        if let (Some(state), Some(b)) = (ctx.state.as_ref(), ctx.backend) {
+        if let (Some(state), Some(b)) = (ctx.state.as_ref(), ctx.backend.as_ref()) {
             state.pools[ctx.pool].mark_ok(b);
         }
         Ok(())
@@ -217,7 +219,7 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         let state = ctx.state.as_ref().expect("state set in new_ctx");
-        let backend = &state.pools[ctx.pool].backends[ctx.backend.expect("peer chosen")];
+        let backend = ctx.backend.as_ref().expect("peer chosen");
         upstream.insert_header(http::header::HOST, backend.host.as_str())?;
         let route = state.router.get(ctx.route.expect("routed"));
         let path = session.req_header().uri.path();

@@ -84,10 +84,7 @@ fn id_of(body: &[u8]) -> RequestId {
 pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
     let state = ctx.state.as_ref()?;
     let pool = &state.pools[ctx.pool];
-    let backend = ctx
-        .backend
-        .map(|b| pool.backends[b].label.as_str())
-        .unwrap_or("-");
+    let backend = ctx.backend.as_ref().map_or("-", |b| b.label.as_str());
     match e.etype() {
         ErrorType::ConnectTimedout
         | ErrorType::ConnectRefused

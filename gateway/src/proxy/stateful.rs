@@ -18,7 +18,7 @@ use crate::routing::Route;
 use crate::session::reinit::{self, Reason};
 use crate::session::{self, Binding, GoneReason, Lookup, SessionRecord, Settings};
 use crate::upstream::client::{CallError, Exchange};
-use crate::upstream::Pool;
+use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -210,14 +210,13 @@ async fn initialize(
         kept: false,
     };
     let path: Arc<str> = route.upstream_path(session.req_header().uri.path()).into();
-    while let Some(b) = pool.select_for_session(&ctx.tried) {
+    while let Some(backend) = pool.select_for_session(&ctx.tried) {
         if ctx.tried.len() > pool.retries {
             break;
         }
-        ctx.tried.push(b);
-        ctx.backend = Some(b);
-        ctx.inflight = Some(pool.track(b));
-        let backend = &pool.backends[b];
+        ctx.tried.push(backend.addr);
+        ctx.backend = Some(backend.clone());
+        ctx.inflight = Some(Pool::track(&backend));
         let req = upstream_request(
             session.req_header(),
             &path,
@@ -227,16 +226,16 @@ async fn initialize(
         )?;
         let mut ex = match gw
             .client
-            .send(pool.peer(b), &req, call.body.clone(), true)
+            .send(pool.peer(&backend), &req, call.body.clone(), true)
             .await
         {
             Ok(ex) => ex,
             Err(_) => {
-                pool.mark_failed(b);
+                pool.mark_failed(&backend);
                 continue;
             }
         };
-        pool.mark_ok(b);
+        pool.mark_ok(&backend);
         let backend_session = ex
             .header()
             .headers
@@ -253,7 +252,7 @@ async fn initialize(
             return Ok(true);
         };
         let Ok(answer) = ex.read_all(ANSWER_LIMIT).await else {
-            pool.mark_failed(b);
+            pool.mark_failed(&backend);
             continue;
         };
         let upstream_head = ex.header().clone();
@@ -331,13 +330,14 @@ async fn live(gw: &Gateway, sid: &str) -> std::result::Result<SessionRecord, Gat
     }
 }
 
-/// Why the current binding cannot be used as it is.
-fn binding_problem(pool: &Pool, rec: &SessionRecord) -> Option<(Reason, Option<usize>)> {
-    match pool.index_of(rec.binding.backend) {
-        None => Some((Reason::BackendDown, None)),
-        Some(b) if pool.backends[b].is_failed() => Some((Reason::BackendDown, Some(b))),
-        Some(b) if rec.binding.stale => Some((Reason::ConnectionLost, Some(b))),
-        Some(_) => None,
+/// The session's backend, or why the binding cannot be used as it is.
+fn bound_backend(pool: &Pool, rec: &SessionRecord, drain: std::time::Duration) -> std::result::Result<Arc<Backend>, Reason> {
+    match pool.find(rec.binding.backend) {
+        None => Err(Reason::BackendGone),
+        Some(b) if b.is_failed() => Err(Reason::BackendDown),
+        Some(_) if rec.binding.stale => Err(Reason::ConnectionLost),
+        Some(b) if b.draining_for().is_some_and(|d| d >= drain) => Err(Reason::Drained),
+        Some(b) => Ok(b),
     }
 }
 
@@ -363,23 +363,26 @@ async fn send_in_session(
         repeatable,
         is_post,
     } = out;
-    let rules = &ctx.state.as_ref().expect("state").config.pools;
-    let not_found = rules
-        .iter()
-        .find(|p| p.name == pool.name)
-        .map(|p| p.session_not_found.clone())
+    let pool_config = ctx
+        .state
+        .as_ref()
+        .expect("state")
+        .config
+        .pool_named(&pool.name)
+        .cloned();
+    let (not_found, drain) = pool_config
+        .map(|p| (p.session_not_found, p.drain_timeout))
         .unwrap_or_default();
-    for _ in 0..=pool.backends.len() + 1 {
-        if let Some((reason, _)) = binding_problem(pool, &rec) {
-            rec = gw.sessions.recover(pool, &rec, reason).await?;
-            continue;
-        }
-        let b = pool
-            .index_of(rec.binding.backend)
-            .expect("checked by binding_problem");
-        ctx.backend = Some(b);
-        ctx.inflight = Some(pool.track(b));
-        let backend = &pool.backends[b];
+    for _ in 0..=pool.backends().len() + 1 {
+        let backend = match bound_backend(pool, &rec, drain) {
+            Ok(b) => b,
+            Err(reason) => {
+                rec = gw.sessions.recover(pool, &rec, reason).await?;
+                continue;
+            }
+        };
+        ctx.backend = Some(backend.clone());
+        ctx.inflight = Some(Pool::track(&backend));
         let len = is_post.then_some(body.len());
         let req = upstream_request(
             client_req,
@@ -391,11 +394,11 @@ async fn send_in_session(
         .map_err(|e| GatewayError::internal(e.to_string()))?;
         match gw
             .client
-            .send(pool.peer(b), &req, body.clone(), repeatable)
+            .send(pool.peer(&backend), &req, body.clone(), repeatable)
             .await
         {
             Err(CallError::Connect(_)) => {
-                pool.mark_failed(b);
+                pool.mark_failed(&backend);
                 rec = gw
                     .sessions
                     .recover(pool, &rec, Reason::ConnectRefused)
@@ -442,7 +445,7 @@ async fn send_in_session(
             }
         }
     }
-    Err(GatewayError::unavailable(&pool.name, pool.backends.len()))
+    Err(GatewayError::unavailable(&pool.name, pool.backends().len()))
 }
 
 /// A POST within a session.
@@ -510,7 +513,7 @@ async fn in_session(
 /// Tells the backend session that a request past its deadline is cancelled
 /// (`notifications/cancelled`), so the server can stop working on it. Best effort.
 async fn cancel_upstream(gw: &Gateway, pool: &Pool, rec: &SessionRecord, call: &Call) {
-    let Some(b) = pool.index_of(rec.binding.backend) else {
+    let Some(b) = pool.find(rec.binding.backend) else {
         return;
     };
     let params = format!(
@@ -522,7 +525,7 @@ async fn cancel_upstream(gw: &Gateway, pool: &Pool, rec: &SessionRecord, call: &
     let session_id = Some(&*rec.binding.backend_session);
     let Ok(req) = reinit::request(
         &rec.path,
-        &pool.backends[b].host,
+        &b.host,
         session_id,
         Some(&rec.protocol_version),
         body.len(),
@@ -531,7 +534,7 @@ async fn cancel_upstream(gw: &Gateway, pool: &Pool, rec: &SessionRecord, call: &
     };
     let sent = gw
         .client
-        .call(pool.peer(b), &req, Bytes::from(body), 64 * 1024);
+        .call(pool.peer(&b), &req, Bytes::from(body), 64 * 1024);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), sent).await;
 }
 

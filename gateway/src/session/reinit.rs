@@ -9,7 +9,8 @@ use crate::mcp::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::mcp::sse;
 use crate::metrics::Metrics;
 use crate::upstream::client::{CallError, UpstreamClient};
-use crate::upstream::Pool;
+use crate::upstream::{Backend, Pool};
+use std::net::SocketAddr;
 use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::RequestHeader;
@@ -23,6 +24,10 @@ const REPLAY_ANSWER_LIMIT: usize = 1024 * 1024;
 pub enum Reason {
     /// Health or a recent failure marks the pinned backend down.
     BackendDown,
+    /// The pinned backend left the pool (discovery removed it).
+    BackendGone,
+    /// The pinned backend has drained past the pool's `drain-timeout-s`.
+    Drained,
     /// The pinned backend refused the connection.
     ConnectRefused,
     /// The pinned backend answered that it does not know the session.
@@ -36,6 +41,8 @@ impl Reason {
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::BackendDown => "backend-down",
+            Reason::BackendGone => "backend-gone",
+            Reason::Drained => "drained",
             Reason::ConnectRefused => "connect-refused",
             Reason::SessionUnknown => "session-unknown",
             Reason::ConnectionLost => "connection-lost",
@@ -147,30 +154,31 @@ impl Sessions {
         // last (it may be the only one, and back by now).
         let last_resort = match reason {
             Reason::SessionUnknown => None,
-            _ => pool.index_of(current.binding.backend),
+            _ => pool.find(current.binding.backend),
         };
-        let mut tried: Vec<usize> = last_resort.into_iter().collect();
+        let mut tried: Vec<SocketAddr> = last_resort.iter().map(|b| b.addr).collect();
         let mut last_resort_tried = false;
         loop {
             let b = match pool.select_for_session(&tried) {
                 Some(b) => b,
-                None => match last_resort {
-                    Some(b) if !last_resort_tried => {
+                None => match &last_resort {
+                    // a drained backend is never the last resort: that is what it drains from
+                    Some(b) if !last_resort_tried && reason != Reason::Drained => {
                         last_resort_tried = true;
-                        b
+                        b.clone()
                     }
                     _ => break,
                 },
             };
-            if !tried.contains(&b) {
-                tried.push(b);
+            if !tried.contains(&b.addr) {
+                tried.push(b.addr);
             }
-            match self.initialize_on(pool, b, &current).await {
+            match self.initialize_on(pool, &b, &current).await {
                 Ok(binding) => {
-                    pool.mark_ok(b);
+                    pool.mark_ok(&b);
                     return self.rebind(pool, &current, binding, reason).await;
                 }
-                Err(Attempt::Unreachable) => pool.mark_failed(b),
+                Err(Attempt::Unreachable) => pool.mark_failed(&b),
                 Err(Attempt::Refused) => {}
                 Err(Attempt::VersionMismatch(got)) => {
                     tracing::warn!(session = super::short(&current.id), expected = %current.protocol_version, got, "re-initialization negotiated another protocol version");
@@ -239,12 +247,12 @@ impl Sessions {
 
     /// Best-effort DELETE of the backend's session (expiry, client DELETE, a lost race).
     pub async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord) {
-        let Some(b) = pool.index_of(rec.binding.backend) else {
+        let Some(b) = pool.find(rec.binding.backend) else {
             return;
         };
         let Ok(mut req) = request(
             &rec.path,
-            &pool.backends[b].host,
+            &b.host,
             Some(&rec.binding.backend_session),
             Some(&rec.protocol_version),
             0,
@@ -255,7 +263,7 @@ impl Sessions {
         let _ = req.remove_header("content-length");
         if let Err(e) = self
             .client
-            .call(pool.peer(b), &req, Bytes::new(), REPLAY_ANSWER_LIMIT)
+            .call(pool.peer(&b), &req, Bytes::new(), REPLAY_ANSWER_LIMIT)
             .await
         {
             tracing::debug!(session = super::short(&rec.id), error = %e.error(), "upstream DELETE failed");
@@ -265,10 +273,10 @@ impl Sessions {
     async fn initialize_on(
         &self,
         pool: &Pool,
-        b: usize,
+        backend: &Backend,
         rec: &SessionRecord,
     ) -> Result<Binding, Attempt> {
-        let backend = &pool.backends[b];
+        let b = backend;
         let generation = rec.binding.generation + 1;
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":"mcpgw-reinit-{generation}","method":"initialize","params":{}}}"#,
@@ -336,14 +344,14 @@ impl Sessions {
     async fn replay(
         &self,
         pool: &Pool,
-        b: usize,
+        b: &Backend,
         rec: &SessionRecord,
         binding: &Binding,
         body: &str,
     ) {
         let Ok(req) = request(
             &rec.path,
-            &pool.backends[b].host,
+            &b.host,
             Some(&binding.backend_session),
             Some(&rec.protocol_version),
             body.len(),

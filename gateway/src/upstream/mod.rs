@@ -1,17 +1,20 @@
-//! Upstream pools: backends, balancing and passive failure marking.
-//! (Discovery and active health checks arrive with the pools-for-rollouts work.)
+//! Upstream pools: a membership that discovery can change at any time, backend states
+//! (up, down by active health, draining), passive failure marking, and balancing.
+//! Backends are handed out as `Arc<Backend>` and identified by address, so a request or a
+//! session keeps its backend even while the membership changes under it.
 
 mod balance;
 pub mod client;
 
 use crate::config::{Balance, PoolConfig};
+use arc_swap::ArcSwap;
 use pingora::upstreams::peer::HttpPeer;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// One backend of a pool and its live counters.
+/// One backend of a pool and its live state.
 #[derive(Debug)]
 pub struct Backend {
     /// Where it listens.
@@ -24,9 +27,48 @@ pub struct Backend {
     sessions: AtomicUsize,
     /// Milliseconds since [`epoch`] until which the backend is skipped; 0 when healthy.
     failed_until_ms: AtomicU64,
+    /// Active health checks say it is down.
+    down: AtomicBool,
+    /// Milliseconds since [`epoch`] at which draining started; 0 when not draining.
+    draining_since_ms: AtomicU64,
+}
+
+/// What a backend is doing, for admin and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendState {
+    /// Takes new sessions and requests.
+    Up,
+    /// Active health checks fail (or a recent connection was refused).
+    Down,
+    /// Takes no new sessions; existing ones stay until the drain deadline.
+    Draining,
+}
+
+impl BackendState {
+    /// Label for JSON and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendState::Up => "up",
+            BackendState::Down => "down",
+            BackendState::Draining => "draining",
+        }
+    }
 }
 
 impl Backend {
+    fn new(addr: SocketAddr, host: Option<&str>) -> Backend {
+        Backend {
+            addr,
+            label: addr.to_string(),
+            host: host.map_or_else(|| addr.to_string(), str::to_owned),
+            inflight: AtomicUsize::new(0),
+            sessions: AtomicUsize::new(0),
+            failed_until_ms: AtomicU64::new(0),
+            down: AtomicBool::new(false),
+            draining_since_ms: AtomicU64::new(0),
+        }
+    }
+
     /// Requests in flight right now.
     pub fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Relaxed)
@@ -37,9 +79,51 @@ impl Backend {
         self.sessions.load(Ordering::Relaxed)
     }
 
-    /// Whether a recent connection failure marks it to be skipped.
+    /// Whether a recent connection failure or the health checks mark it to be skipped.
     pub fn is_failed(&self) -> bool {
-        self.failed_until_ms.load(Ordering::Relaxed) > now_ms()
+        self.down.load(Ordering::Relaxed) || self.failed_until_ms.load(Ordering::Relaxed) > now_ms()
+    }
+
+    /// Whether it is draining (no new sessions).
+    pub fn is_draining(&self) -> bool {
+        self.draining_since_ms.load(Ordering::Relaxed) != 0
+    }
+
+    /// How long it has been draining.
+    pub fn draining_for(&self) -> Option<Duration> {
+        match self.draining_since_ms.load(Ordering::Relaxed) {
+            0 => None,
+            since => Some(Duration::from_millis(now_ms().saturating_sub(since))),
+        }
+    }
+
+    /// Starts (or stops) draining.
+    pub fn set_draining(&self, on: bool) {
+        let value = if on { now_ms() } else { 0 };
+        if !on || !self.is_draining() {
+            self.draining_since_ms.store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// Records an active health check result.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::Relaxed);
+    }
+
+    /// The state shown to operators.
+    pub fn state(&self) -> BackendState {
+        if self.is_failed() {
+            BackendState::Down
+        } else if self.is_draining() {
+            BackendState::Draining
+        } else {
+            BackendState::Up
+        }
+    }
+
+    /// Whether it may take new work: not failed, not draining.
+    fn eligible(&self) -> bool {
+        !self.is_failed() && !self.is_draining()
     }
 }
 
@@ -48,8 +132,8 @@ impl Backend {
 pub struct Pool {
     /// Name from config.
     pub name: String,
-    /// Backends in config order.
-    pub backends: Vec<Backend>,
+    members: ArcSwap<Vec<Arc<Backend>>>,
+    host: Option<String>,
     balance: Balance,
     cursor: AtomicUsize,
     connect_timeout: Duration,
@@ -61,36 +145,35 @@ pub struct Pool {
 
 /// Decrements a backend's in-flight count when dropped.
 #[derive(Debug)]
-pub struct InflightGuard {
-    pool: std::sync::Arc<Pool>,
-    backend: usize,
-}
+pub struct InflightGuard(Arc<Backend>);
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {
-        self.pool.backends[self.backend]
-            .inflight
-            .fetch_sub(1, Ordering::Relaxed);
+        self.0.inflight.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// A change of membership.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct MembershipChange {
+    /// Addresses that joined.
+    pub added: Vec<SocketAddr>,
+    /// Addresses that left.
+    pub removed: Vec<SocketAddr>,
 }
 
 impl Pool {
     /// Builds a pool from its config.
     pub fn new(cfg: &PoolConfig) -> Pool {
+        let members = cfg
+            .backends
+            .iter()
+            .map(|addr| Arc::new(Backend::new(*addr, cfg.host.as_deref())))
+            .collect();
         Pool {
             name: cfg.name.clone(),
-            backends: cfg
-                .backends
-                .iter()
-                .map(|addr| Backend {
-                    addr: *addr,
-                    label: addr.to_string(),
-                    host: cfg.host.clone().unwrap_or_else(|| addr.to_string()),
-                    inflight: AtomicUsize::new(0),
-                    sessions: AtomicUsize::new(0),
-                    failed_until_ms: AtomicU64::new(0),
-                })
-                .collect(),
+            members: ArcSwap::from_pointee(members),
+            host: cfg.host.clone(),
             balance: cfg.balance,
             cursor: AtomicUsize::new(0),
             connect_timeout: cfg.connect_timeout,
@@ -100,82 +183,110 @@ impl Pool {
         }
     }
 
-    /// Picks a backend not in `tried`, preferring ones not marked failed. A failed mark is a
-    /// hint, not a verdict: when only marked backends are left, one of them is tried.
-    pub fn select(&self, tried: &[usize]) -> Option<usize> {
-        let eligible = |i: usize| !tried.contains(&i);
-        let healthy = |i: usize| eligible(i) && !self.backends[i].is_failed();
-        balance::pick(self, &healthy).or_else(|| balance::pick(self, &eligible))
+    /// The current members (a snapshot: later changes do not affect it).
+    pub fn backends(&self) -> Arc<Vec<Arc<Backend>>> {
+        self.members.load_full()
+    }
+
+    /// Replaces the membership with `addrs`; backends that stay keep their state and counters.
+    pub fn set_members(&self, addrs: &[SocketAddr]) -> MembershipChange {
+        let current = self.backends();
+        let mut change = MembershipChange::default();
+        let next: Vec<Arc<Backend>> = addrs
+            .iter()
+            .map(|addr| match current.iter().find(|b| b.addr == *addr) {
+                Some(b) => b.clone(),
+                None => {
+                    change.added.push(*addr);
+                    Arc::new(Backend::new(*addr, self.host.as_deref()))
+                }
+            })
+            .collect();
+        change.removed = current
+            .iter()
+            .filter(|b| !addrs.contains(&b.addr))
+            .map(|b| b.addr)
+            .collect();
+        if !change.added.is_empty() || !change.removed.is_empty() {
+            self.members.store(Arc::new(next));
+        }
+        change
+    }
+
+    /// Picks a backend for a request, not in `tried`, preferring eligible ones (not failed,
+    /// not draining). A failed mark is a hint, not a verdict: when only marked or draining
+    /// backends are left, one of them is tried.
+    pub fn select(&self, tried: &[SocketAddr]) -> Option<Arc<Backend>> {
+        let members = self.backends();
+        let untried = |b: &Backend| !tried.contains(&b.addr);
+        let good = |b: &Backend| untried(b) && b.eligible();
+        balance::pick(self, &members, &good)
+            .or_else(|| balance::pick(self, &members, &untried))
+            .map(|i| members[i].clone())
     }
 
     /// Picks the backend for a new (or moving) session: the fewest sessions among those not
-    /// tried, preferring ones not marked failed, so a new pod gets new sessions at once.
-    pub fn select_for_session(&self, tried: &[usize]) -> Option<usize> {
-        let eligible = |i: &usize| !tried.contains(i);
-        let pick = |healthy_only: bool| {
+    /// tried, preferring eligible ones, so a new pod gets new sessions at once. Draining
+    /// backends take new sessions only when nothing else is left.
+    pub fn select_for_session(&self, tried: &[SocketAddr]) -> Option<Arc<Backend>> {
+        let members = self.backends();
+        let pick = |eligible_only: bool| {
             let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
-            let n = self.backends.len().max(1);
-            (0..self.backends.len())
-                .filter(eligible)
-                .filter(|&i| !healthy_only || !self.backends[i].is_failed())
-                .min_by_key(|&i| (self.backends[i].sessions(), (i + n - offset % n) % n))
+            let n = members.len().max(1);
+            (0..members.len())
+                .filter(|&i| !tried.contains(&members[i].addr))
+                .filter(|&i| !eligible_only || members[i].eligible())
+                .min_by_key(|&i| (members[i].sessions(), (i + n - offset % n) % n))
+                .map(|i| members[i].clone())
         };
         pick(true).or_else(|| pick(false))
     }
 
-    /// The index of the backend at `addr`.
-    pub fn index_of(&self, addr: SocketAddr) -> Option<usize> {
-        self.backends.iter().position(|b| b.addr == addr)
+    /// The member at `addr`, if it is still one.
+    pub fn find(&self, addr: SocketAddr) -> Option<Arc<Backend>> {
+        self.backends().iter().find(|b| b.addr == addr).cloned()
     }
 
     /// Counts a session bound to (`opened`) or leaving (`!opened`) the backend at `addr`.
     pub fn count_session(&self, addr: SocketAddr, opened: bool) {
-        if let Some(b) = self.index_of(addr) {
-            let counter = &self.backends[b].sessions;
+        if let Some(b) = self.find(addr) {
             if opened {
-                counter.fetch_add(1, Ordering::Relaxed);
+                b.sessions.fetch_add(1, Ordering::Relaxed);
             } else {
-                let _ = counter
+                let _ = b
+                    .sessions
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
             }
         }
     }
 
     /// Counts a request in flight on a backend until the guard drops.
-    pub fn track(self: &std::sync::Arc<Self>, backend: usize) -> InflightGuard {
-        self.backends[backend]
-            .inflight
-            .fetch_add(1, Ordering::Relaxed);
-        InflightGuard {
-            pool: self.clone(),
-            backend,
-        }
+    pub fn track(backend: &Arc<Backend>) -> InflightGuard {
+        backend.inflight.fetch_add(1, Ordering::Relaxed);
+        InflightGuard(backend.clone())
     }
 
     /// Marks a backend to be skipped for the failure cooldown (passive health).
-    pub fn mark_failed(&self, backend: usize) {
+    pub fn mark_failed(&self, backend: &Backend) {
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
-        self.backends[backend]
-            .failed_until_ms
-            .store(until, Ordering::Relaxed);
+        backend.failed_until_ms.store(until, Ordering::Relaxed);
     }
 
     /// Clears a failure mark after a successful connection.
-    pub fn mark_ok(&self, backend: usize) {
-        let b = &self.backends[backend];
-        if b.failed_until_ms.load(Ordering::Relaxed) != 0 {
-            b.failed_until_ms.store(0, Ordering::Relaxed);
+    pub fn mark_ok(&self, backend: &Backend) {
+        if backend.failed_until_ms.load(Ordering::Relaxed) != 0 {
+            backend.failed_until_ms.store(0, Ordering::Relaxed);
         }
     }
 
-    /// Whether any backend is not marked failed.
+    /// Whether any backend may take work.
     pub fn any_ready(&self) -> bool {
-        self.backends.iter().any(|b| !b.is_failed())
+        self.backends().iter().any(|b| b.eligible())
     }
 
     /// The pingora peer for a backend, with this pool's timeouts.
-    pub fn peer(&self, backend: usize) -> HttpPeer {
-        let mut peer = HttpPeer::new(self.backends[backend].addr, false, String::new());
+    pub fn peer(&self, backend: &Backend) -> HttpPeer {
+        let mut peer = HttpPeer::new(backend.addr, false, String::new());
         peer.options.connection_timeout = Some(self.connect_timeout);
         peer.options.read_timeout = Some(self.read_timeout);
         peer.options.idle_timeout = Some(Duration::from_secs(60));

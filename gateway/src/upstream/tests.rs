@@ -1,6 +1,5 @@
 use super::*;
 use crate::config::parse;
-use std::sync::Arc;
 
 fn pool(balance: &str, n: usize) -> Arc<Pool> {
     let backends: Vec<String> = (0..n).map(|i| format!("127.0.0.1:{}", 9000 + i)).collect();
@@ -11,72 +10,110 @@ fn pool(balance: &str, n: usize) -> Arc<Pool> {
     Arc::new(Pool::new(&parse(&yaml).unwrap().pools[0]))
 }
 
+fn port(b: Option<Arc<Backend>>) -> u16 {
+    b.expect("a backend").addr.port() - 9000
+}
+
+fn addr(i: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 9000 + i))
+}
+
 #[test]
 fn round_robin_visits_every_backend_in_turn() {
     let p = pool("round-robin", 3);
-    let picks: Vec<usize> = (0..6).map(|_| p.select(&[]).unwrap()).collect();
+    let picks: Vec<u16> = (0..6).map(|_| port(p.select(&[]))).collect();
     assert_eq!(picks, vec![0, 1, 2, 0, 1, 2]);
 }
 
 #[test]
 fn failed_backends_are_skipped_until_nothing_else_is_left() {
     let p = pool("round-robin", 2);
-    p.mark_failed(0);
+    let b0 = p.find(addr(0)).unwrap();
+    p.mark_failed(&b0);
     for _ in 0..4 {
-        assert_eq!(p.select(&[]), Some(1));
+        assert_eq!(port(p.select(&[])), 1);
     }
     // backend 1 was tried already: the failed mark is only a hint
-    assert_eq!(p.select(&[1]), Some(0));
-    assert_eq!(p.select(&[0, 1]), None);
-    p.mark_ok(0);
-    assert!(!p.backends[0].is_failed());
+    assert_eq!(port(p.select(&[addr(1)])), 0);
+    assert!(p.select(&[addr(0), addr(1)]).is_none());
+    p.mark_ok(&b0);
+    assert!(!b0.is_failed());
 }
 
 #[test]
 fn least_requests_prefers_the_idle_backend() {
     let p = pool("least-requests", 3);
-    let _a = p.track(0);
-    let _b = p.track(1);
-    assert_eq!(p.select(&[]), Some(2));
-    let _c = p.track(2);
-    let _d = p.track(2);
+    let _a = Pool::track(&p.find(addr(0)).unwrap());
+    let _b = Pool::track(&p.find(addr(1)).unwrap());
+    assert_eq!(port(p.select(&[])), 2);
+    let c = p.find(addr(2)).unwrap();
+    let _c = Pool::track(&c);
+    let _d = Pool::track(&c);
     for _ in 0..4 {
-        assert_ne!(p.select(&[]), Some(2));
+        assert_ne!(port(p.select(&[])), 2);
     }
 }
 
 #[test]
 fn inflight_guard_counts_down_on_drop() {
     let p = pool("least-requests", 1);
+    let b = p.find(addr(0)).unwrap();
     {
-        let _g = p.track(0);
-        assert_eq!(p.backends[0].inflight(), 1);
+        let _g = Pool::track(&b);
+        assert_eq!(b.inflight(), 1);
     }
-    assert_eq!(p.backends[0].inflight(), 0);
+    assert_eq!(b.inflight(), 0);
 }
 
 #[test]
 fn power_of_two_choices_avoids_the_busiest_backend() {
     let p = pool("power-of-two-choices", 2);
-    let _busy: Vec<_> = (0..5).map(|_| p.track(0)).collect();
+    let busy = p.find(addr(0)).unwrap();
+    let _busy: Vec<_> = (0..5).map(|_| Pool::track(&busy)).collect();
     for _ in 0..20 {
-        assert_eq!(p.select(&[]), Some(1));
+        assert_eq!(port(p.select(&[])), 1);
     }
 }
 
 #[test]
 fn new_sessions_go_to_the_backend_with_fewest_sessions() {
     let p = pool("round-robin", 3);
-    let addr = |i: usize| p.backends[i].addr;
     p.count_session(addr(0), true);
     p.count_session(addr(0), true);
     p.count_session(addr(1), true);
-    assert_eq!(p.select_for_session(&[]), Some(2));
-    assert_eq!(p.select_for_session(&[2]), Some(1));
-    p.mark_failed(2);
-    assert_eq!(p.select_for_session(&[]), Some(1));
-    p.count_session(addr(0), false);
-    p.count_session(addr(0), false);
-    p.count_session(addr(0), false); // never below zero
-    assert_eq!(p.backends[0].sessions(), 0);
+    assert_eq!(port(p.select_for_session(&[])), 2);
+    assert_eq!(port(p.select_for_session(&[addr(2)])), 1);
+    p.mark_failed(&p.find(addr(2)).unwrap());
+    assert_eq!(port(p.select_for_session(&[])), 1);
+    for _ in 0..3 {
+        p.count_session(addr(0), false); // never below zero
+    }
+    assert_eq!(p.find(addr(0)).unwrap().sessions(), 0);
+}
+
+#[test]
+fn draining_backends_take_no_new_work_while_others_can() {
+    let p = pool("round-robin", 2);
+    let b0 = p.find(addr(0)).unwrap();
+    b0.set_draining(true);
+    assert_eq!(b0.state(), BackendState::Draining);
+    for _ in 0..4 {
+        assert_eq!(port(p.select_for_session(&[])), 1);
+        assert_eq!(port(p.select(&[])), 1);
+    }
+    assert_eq!(port(p.select_for_session(&[addr(1)])), 0, "the last resort");
+    b0.set_draining(false);
+    assert_eq!(b0.state(), BackendState::Up);
+}
+
+#[test]
+fn membership_changes_keep_the_state_of_backends_that_stay() {
+    let p = pool("round-robin", 2);
+    p.count_session(addr(1), true);
+    let change = p.set_members(&[addr(1), addr(2)]);
+    assert_eq!(change.added, vec![addr(2)]);
+    assert_eq!(change.removed, vec![addr(0)]);
+    assert_eq!(p.find(addr(1)).unwrap().sessions(), 1);
+    assert!(p.find(addr(0)).is_none());
+    assert_eq!(p.set_members(&[addr(1), addr(2)]), MembershipChange::default());
 }
