@@ -1,7 +1,15 @@
-//! The admin listener: `/healthz` (process alive), `/readyz` (every pool has a backend not
-//! marked failed) and `/metrics` (Prometheus text format).
+//! The admin listener:
+//! - `GET /healthz`: the process is alive;
+//! - `GET /readyz`: every pool has a backend that may take work;
+//! - `GET /metrics`: Prometheus text format;
+//! - `GET /admin/backends`: every backend with its state, sessions and requests in flight;
+//! - `POST /admin/backends/drain?pool=P&backend=IP:PORT` (and `/undrain`): no new sessions on
+//!   it; its sessions move after the pool's `drain-timeout-s`;
+//! - `GET /admin/sessions`: session counts per backend; `GET /admin/sessions/ID`: one session.
 
 use crate::metrics::Metrics;
+use crate::session::reinit::Sessions;
+use crate::session::Lookup;
 use crate::state::State;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -9,22 +17,121 @@ use http::Response;
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use pingora_prometheus::prometheus::{Encoder, Registry, TextEncoder};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// The admin HTTP application.
 pub struct AdminApp {
     state: Arc<ArcSwap<State>>,
+    sessions: Arc<Sessions>,
     registry: Registry,
     metrics: Metrics,
 }
 
 impl AdminApp {
-    /// Serves the given state and metrics.
-    pub fn new(state: Arc<ArcSwap<State>>, registry: Registry, metrics: Metrics) -> AdminApp {
+    /// Serves the given state, sessions and metrics.
+    pub fn new(
+        state: Arc<ArcSwap<State>>,
+        sessions: Arc<Sessions>,
+        registry: Registry,
+        metrics: Metrics,
+    ) -> AdminApp {
         AdminApp {
             state,
+            sessions,
             registry,
             metrics,
+        }
+    }
+
+    fn backends_json(&self) -> Value {
+        let state = self.state.load();
+        let pools: Vec<Value> = state
+            .pools
+            .iter()
+            .map(|pool| {
+                let backends: Vec<Value> = pool
+                    .backends()
+                    .iter()
+                    .map(|b| {
+                        json!({
+                            "address": b.label,
+                            "state": b.state().as_str(),
+                            "sessions": b.sessions(),
+                            "inflight": b.inflight(),
+                            "drainingForMs": b.draining_for().map(|d| d.as_millis() as u64),
+                        })
+                    })
+                    .collect();
+                json!({"pool": pool.name, "backends": backends})
+            })
+            .collect();
+        json!({ "pools": pools })
+    }
+
+    fn sessions_json(&self) -> Value {
+        let state = self.state.load();
+        let per_backend: Vec<Value> = state
+            .pools
+            .iter()
+            .flat_map(|pool| {
+                pool.backends()
+                    .iter()
+                    .map(|b| json!({"pool": pool.name, "backend": b.label, "sessions": b.sessions()}))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        json!({"total": self.sessions.store.len(), "perBackend": per_backend})
+    }
+
+    async fn session_json(&self, id: &str) -> Option<Value> {
+        match self.sessions.store.lookup(id).await {
+            Lookup::Live(r) => Some(json!({
+                "id": r.id.as_ref(),
+                "pool": r.pool.as_ref(),
+                "backend": r.binding.backend.to_string(),
+                "generation": r.binding.generation,
+                "stale": r.binding.stale,
+                "protocolVersion": r.protocol_version.as_ref(),
+                "lastUseMs": r.last_use_ms,
+                "logLevelSet": r.settings.log_level.is_some(),
+                "subscriptions": r.settings.subscriptions.len(),
+            })),
+            Lookup::Gone(reason) => Some(json!({"id": id, "gone": reason.as_str()})),
+            Lookup::Unknown => None,
+        }
+    }
+
+    fn drain(&self, query: &str, on: bool) -> Response<Vec<u8>> {
+        let param = |key: &str| {
+            query
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_owned())
+        };
+        let (Some(pool_name), Some(addr)) = (param("pool"), param("backend")) else {
+            return reply_json(400, &json!({"error": "give ?pool=NAME&backend=IP:PORT"}));
+        };
+        let state = self.state.load();
+        let backend = state
+            .pools
+            .iter()
+            .find(|p| p.name == pool_name)
+            .and_then(|p| addr.parse().ok().and_then(|a| p.find(a)));
+        match backend {
+            Some(b) => {
+                b.set_draining(on);
+                tracing::info!(pool = %pool_name, backend = %addr, draining = on, "drain changed by the admin API");
+                reply_json(
+                    200,
+                    &json!({"pool": pool_name, "backend": addr, "state": b.state().as_str()}),
+                )
+            }
+            None => reply_json(
+                404,
+                &json!({"error": format!("no backend {addr} in pool {pool_name}")}),
+            ),
         }
     }
 
@@ -46,6 +153,10 @@ impl AdminApp {
                     .sessions_active
                     .with_label_values(&labels)
                     .set(b.sessions() as i64);
+                self.metrics
+                    .backend_draining
+                    .with_label_values(&labels)
+                    .set(i64::from(b.is_draining()));
             }
         }
     }
@@ -56,6 +167,14 @@ impl AdminApp {
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out
     }
+}
+
+fn reply_json(status: u16, value: &Value) -> Response<Vec<u8>> {
+    reply(
+        status,
+        "application/json",
+        serde_json::to_vec_pretty(value).expect("JSON"),
+    )
 }
 
 fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
@@ -71,7 +190,19 @@ fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let path = session.req_header().uri.path().to_owned();
+        let query = session.req_header().uri.query().unwrap_or("").to_owned();
+        let post = session.req_header().method == http::Method::POST;
         match path.as_str() {
+            "/admin/backends" => reply_json(200, &self.backends_json()),
+            "/admin/backends/drain" if post => self.drain(&query, true),
+            "/admin/backends/undrain" if post => self.drain(&query, false),
+            "/admin/sessions" => reply_json(200, &self.sessions_json()),
+            p if p.starts_with("/admin/sessions/") => {
+                match self.session_json(&p["/admin/sessions/".len()..]).await {
+                    Some(v) => reply_json(200, &v),
+                    None => reply_json(404, &json!({"error": "no such session"})),
+                }
+            }
             "/healthz" => reply(200, "text/plain", b"ok\n".to_vec()),
             "/readyz" => {
                 let state = self.state.load();

@@ -33,6 +33,11 @@ pub struct Metrics {
     /// `mcpgw_sessions_ended_total{pool,reason}`: sessions ended: expired, deleted, or lost
     /// (version-mismatch: no backend could take them over).
     pub sessions_ended: IntCounterVec,
+    /// `mcpgw_discovery_changes_total{pool,change}`: members added, draining (no longer
+    /// discovered) and removed by discovery.
+    pub discovery_changes: IntCounterVec,
+    /// `mcpgw_backend_draining{pool,backend}`: 1 while a backend drains.
+    pub backend_draining: IntGaugeVec,
     /// `mcpgw_rejections_total{reason}`: requests refused by admission control: rate-limited,
     /// overloaded, session-limit, body-too-large.
     pub rejections: IntCounterVec,
@@ -116,6 +121,16 @@ impl Metrics {
                 "mcpgw_sessions_ended_total",
                 "Sessions ended, by reason (expired, deleted, version-mismatch)",
                 &["pool", "reason"],
+            ),
+            discovery_changes: counter(
+                "mcpgw_discovery_changes_total",
+                "Pool membership changes by discovery: added, draining, removed",
+                &["pool", "change"],
+            ),
+            backend_draining: gauge(
+                "mcpgw_backend_draining",
+                "1 while a backend drains (no new sessions)",
+                &["pool", "backend"],
             ),
             rejections: counter(
                 "mcpgw_rejections_total",

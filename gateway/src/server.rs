@@ -9,6 +9,8 @@ use crate::session::reinit::Sessions;
 use crate::session::{ExpiryService, MemoryStore};
 use crate::state::State;
 use crate::upstream::client::UpstreamClient;
+use crate::upstream::discovery::DiscoveryService;
+use crate::upstream::health::HealthService;
 use arc_swap::ArcSwap;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
@@ -53,11 +55,22 @@ pub fn build(config: Config) -> Server {
 
     server.add_service(background_service(
         "session expiry",
-        ExpiryService::new(sessions, state.clone()),
+        ExpiryService::new(sessions.clone(), state.clone()),
     ));
+    if config.pools.iter().any(|p| p.discovery.is_some()) {
+        let discovery = DiscoveryService::new(state.clone(), metrics.clone());
+        server.add_service(background_service("discovery", discovery));
+    }
+    if config.pools.iter().any(|p| p.health.is_some()) {
+        server.add_service(background_service(
+            "health checks",
+            HealthService::new(state.clone()),
+        ));
+    }
 
     if let Some(admin) = config.admin {
-        let mut service = Service::new("admin".into(), AdminApp::new(state, registry, metrics));
+        let app = AdminApp::new(state, sessions, registry, metrics);
+        let mut service = Service::new("admin".into(), app);
         service.add_tcp(&admin.to_string());
         service.threads = Some(1);
         server.add_service(service);

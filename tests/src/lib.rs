@@ -23,3 +23,19 @@ pub async fn eventually(what: &str, timeout: std::time::Duration, mut cond: impl
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// Like [`eventually`], for conditions that need to await (an admin endpoint, a metric).
+pub async fn eventually_async<F, Fut>(what: &str, timeout: std::time::Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + timeout;
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not settled in {timeout:?}: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -408,10 +408,10 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
          failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
          discovery, health",
     );
-    if pool.backends.is_empty() {
+    if pool.backends.is_empty() && pool.discovery.is_none() {
         p.add(
             format!("{at}.backends"),
-            "a pool needs at least one backend",
+            "a pool needs backends or discovery",
         );
     }
     let backends = pool
@@ -450,7 +450,11 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
         drain_timeout: Duration::from_secs(pool.drain_timeout_s.unwrap_or(120)),
         discovery: pool.discovery.as_ref().and_then(|d| discovery(p, &at, d)),
         health: pool.health.as_ref().map(|h| {
-            p.unknown(&format!("{at}.health"), &h.unknown, "path, interval-ms, timeout-ms, fall, rise");
+            p.unknown(
+                &format!("{at}.health"),
+                &h.unknown,
+                "path, interval-ms, timeout-ms, fall, rise",
+            );
             HealthCheck {
                 path: h.path.clone().unwrap_or_else(|| "/".into()),
                 interval: ms(h.interval_ms, 2_000),
@@ -471,7 +475,10 @@ fn discovery(p: &mut Problems, at: &str, d: &super::file::FileDiscovery) -> Opti
             path: file.into(),
             interval,
         }),
-        (None, Some(dns)) => match dns.rsplit_once(':').map(|(n, port)| (n, port.parse::<u16>())) {
+        (None, Some(dns)) => match dns
+            .rsplit_once(':')
+            .map(|(n, port)| (n, port.parse::<u16>()))
+        {
             Some((name, Ok(port))) if !name.is_empty() => Some(Discovery::Dns {
                 name: name.to_owned(),
                 port,

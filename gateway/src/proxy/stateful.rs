@@ -331,7 +331,11 @@ async fn live(gw: &Gateway, sid: &str) -> std::result::Result<SessionRecord, Gat
 }
 
 /// The session's backend, or why the binding cannot be used as it is.
-fn bound_backend(pool: &Pool, rec: &SessionRecord, drain: std::time::Duration) -> std::result::Result<Arc<Backend>, Reason> {
+fn bound_backend(
+    pool: &Pool,
+    rec: &SessionRecord,
+    drain: std::time::Duration,
+) -> std::result::Result<Arc<Backend>, Reason> {
     match pool.find(rec.binding.backend) {
         None => Err(Reason::BackendGone),
         Some(b) if b.is_failed() => Err(Reason::BackendDown),

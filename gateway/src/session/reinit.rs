@@ -10,10 +10,10 @@ use crate::mcp::sse;
 use crate::metrics::Metrics;
 use crate::upstream::client::{CallError, UpstreamClient};
 use crate::upstream::{Backend, Pool};
-use std::net::SocketAddr;
 use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::RequestHeader;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Largest answer read from a replayed request.

@@ -7,12 +7,18 @@ use std::sync::Arc;
 
 /// Picks the index (in `members`) of one backend for which `eligible` holds, by the pool's
 /// algorithm.
-pub(super) fn pick(pool: &Pool, members: &[Arc<Backend>], eligible: &dyn Fn(&Backend) -> bool) -> Option<usize> {
+pub(super) fn pick(
+    pool: &Pool,
+    members: &[Arc<Backend>],
+    eligible: &dyn Fn(&Backend) -> bool,
+) -> Option<usize> {
     let n = members.len();
     match pool.balance {
         Balance::RoundRobin => {
             let start = pool.cursor.fetch_add(1, Ordering::Relaxed);
-            (0..n).map(|k| (start + k) % n).find(|&i| eligible(&members[i]))
+            (0..n)
+                .map(|k| (start + k) % n)
+                .find(|&i| eligible(&members[i]))
         }
         Balance::LeastRequests => least(pool, members, (0..n).filter(|&i| eligible(&members[i]))),
         Balance::PowerOfTwoChoices => {
@@ -32,7 +38,11 @@ pub(super) fn pick(pool: &Pool, members: &[Arc<Backend>], eligible: &dyn Fn(&Bac
 
 /// The candidate with the fewest requests in flight; ties go round-robin so an idle pool
 /// still spreads load.
-fn least(pool: &Pool, members: &[Arc<Backend>], candidates: impl Iterator<Item = usize>) -> Option<usize> {
+fn least(
+    pool: &Pool,
+    members: &[Arc<Backend>],
+    candidates: impl Iterator<Item = usize>,
+) -> Option<usize> {
     let offset = pool.cursor.fetch_add(1, Ordering::Relaxed);
     let n = members.len().max(1);
     candidates.min_by_key(|&i| (members[i].inflight(), (i + n - offset % n) % n))

@@ -5,6 +5,8 @@
 
 mod balance;
 pub mod client;
+pub mod discovery;
+pub mod health;
 
 use crate::config::{Balance, PoolConfig};
 use arc_swap::ArcSwap;
@@ -31,6 +33,10 @@ pub struct Backend {
     down: AtomicBool,
     /// Milliseconds since [`epoch`] at which draining started; 0 when not draining.
     draining_since_ms: AtomicU64,
+    /// Draining because discovery no longer lists it (not an operator's drain).
+    discovery_drained: AtomicBool,
+    /// Consecutive active health probe results (positive: successes, negative: failures).
+    probe_streak: std::sync::atomic::AtomicI32,
 }
 
 /// What a backend is doing, for admin and metrics.
@@ -66,6 +72,8 @@ impl Backend {
             failed_until_ms: AtomicU64::new(0),
             down: AtomicBool::new(false),
             draining_since_ms: AtomicU64::new(0),
+            discovery_drained: AtomicBool::new(false),
+            probe_streak: std::sync::atomic::AtomicI32::new(0),
         }
     }
 
@@ -105,9 +113,28 @@ impl Backend {
         }
     }
 
-    /// Records an active health check result.
-    pub fn set_down(&self, down: bool) {
-        self.down.store(down, Ordering::Relaxed);
+    /// Records one active health probe; after `fall` failures in a row the backend is down,
+    /// after `rise` successes in a row it is up again. Returns the new down state when it
+    /// changed.
+    pub fn record_probe(&self, ok: bool, fall: u32, rise: u32) -> Option<bool> {
+        // One prober per backend: a plain load and store cannot race.
+        let streak = match (ok, self.probe_streak.load(Ordering::Relaxed)) {
+            (true, s) if s > 0 => s.saturating_add(1),
+            (true, _) => 1,
+            (false, s) if s < 0 => s.saturating_sub(1),
+            (false, _) => -1,
+        };
+        self.probe_streak.store(streak, Ordering::Relaxed);
+        let down = self.down.load(Ordering::Relaxed);
+        if !down && !ok && streak <= -(fall as i32) {
+            self.down.store(true, Ordering::Relaxed);
+            return Some(true);
+        }
+        if down && ok && streak >= rise as i32 {
+            self.down.store(false, Ordering::Relaxed);
+            return Some(false);
+        }
+        None
     }
 
     /// The state shown to operators.
@@ -160,6 +187,8 @@ pub struct MembershipChange {
     pub added: Vec<SocketAddr>,
     /// Addresses that left.
     pub removed: Vec<SocketAddr>,
+    /// Members no longer discovered, draining until they leave.
+    pub drained: Vec<SocketAddr>,
 }
 
 impl Pool {
@@ -186,6 +215,35 @@ impl Pool {
     /// The current members (a snapshot: later changes do not affect it).
     pub fn backends(&self) -> Arc<Vec<Arc<Backend>>> {
         self.members.load_full()
+    }
+
+    /// Applies a discovered membership: new addresses join at once; members that are no
+    /// longer discovered drain (no new sessions; their sessions stay until `drain_timeout`)
+    /// and leave the pool after it; a drained member that is discovered again is undrained.
+    pub fn sync(&self, discovered: &[SocketAddr], drain_timeout: Duration) -> MembershipChange {
+        let current = self.backends();
+        let mut keep: Vec<SocketAddr> = discovered.to_vec();
+        for b in current.iter() {
+            if discovered.contains(&b.addr) {
+                if b.discovery_drained.swap(false, Ordering::Relaxed) {
+                    b.set_draining(false);
+                }
+            } else {
+                if !b.discovery_drained.swap(true, Ordering::Relaxed) {
+                    b.set_draining(true);
+                }
+                if b.draining_for().is_some_and(|d| d < drain_timeout) {
+                    keep.push(b.addr);
+                }
+            }
+        }
+        let mut change = self.set_members(&keep);
+        change.drained = current
+            .iter()
+            .filter(|b| !discovered.contains(&b.addr) && keep.contains(&b.addr))
+            .map(|b| b.addr)
+            .collect();
+        change
     }
 
     /// Replaces the membership with `addrs`; backends that stay keep their state and counters.

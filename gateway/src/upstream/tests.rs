@@ -115,5 +115,40 @@ fn membership_changes_keep_the_state_of_backends_that_stay() {
     assert_eq!(change.removed, vec![addr(0)]);
     assert_eq!(p.find(addr(1)).unwrap().sessions(), 1);
     assert!(p.find(addr(0)).is_none());
-    assert_eq!(p.set_members(&[addr(1), addr(2)]), MembershipChange::default());
+    assert_eq!(
+        p.set_members(&[addr(1), addr(2)]),
+        MembershipChange::default()
+    );
+}
+
+#[test]
+fn discovery_removals_drain_first_and_leave_after_the_deadline() {
+    let p = pool("round-robin", 2);
+    let change = p.sync(&[addr(1), addr(2)], Duration::from_secs(60));
+    assert_eq!(change.added, vec![addr(2)]);
+    assert_eq!(change.drained, vec![addr(0)]);
+    assert!(change.removed.is_empty());
+    let b0 = p.find(addr(0)).unwrap();
+    assert_eq!(b0.state(), BackendState::Draining);
+    // back in discovery: undrained
+    p.sync(&[addr(0), addr(1), addr(2)], Duration::from_secs(60));
+    assert_eq!(b0.state(), BackendState::Up);
+    // gone with no drain time: leaves at once
+    let change = p.sync(&[addr(1), addr(2)], Duration::ZERO);
+    assert_eq!(change.removed, vec![addr(0)]);
+    assert!(p.find(addr(0)).is_none());
+}
+
+#[test]
+fn health_probes_need_fall_failures_and_rise_successes() {
+    let p = pool("round-robin", 1);
+    let b = p.find(addr(0)).unwrap();
+    assert_eq!(b.record_probe(false, 2, 2), None);
+    assert_eq!(b.record_probe(false, 2, 2), Some(true));
+    assert_eq!(b.state(), BackendState::Down);
+    assert_eq!(b.record_probe(true, 2, 2), None);
+    assert_eq!(b.record_probe(false, 2, 2), None);
+    assert_eq!(b.record_probe(true, 2, 2), None);
+    assert_eq!(b.record_probe(true, 2, 2), Some(false));
+    assert_eq!(b.state(), BackendState::Up);
 }

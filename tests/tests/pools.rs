@@ -1,0 +1,234 @@
+//! Pools for rollouts against Rust mocks: file discovery (join at once, drain on removal,
+//! leave after the deadline), the admin drain API, active health checks, admin views.
+
+use mcp_gateway_tests::{eventually_async, free_port, Gateway, MockServer, Request};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+const V: &str = "2025-11-25";
+
+async fn initialize(gw: SocketAddr) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let resp = Request::post("/mcp", body).send(gw).await;
+    assert_eq!(
+        resp.status(),
+        200,
+        "{}",
+        String::from_utf8_lossy(&resp.body)
+    );
+    resp.head.header("mcp-session-id").unwrap().to_owned()
+}
+
+async fn whoami(gw: SocketAddr, sid: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}}"#;
+    let resp = Request::post("/mcp", body)
+        .header("Mcp-Session-Id", sid)
+        .header("MCP-Protocol-Version", V)
+        .send(gw)
+        .await;
+    resp.tool_text()
+}
+
+async fn backends(gw: &Gateway) -> Value {
+    let (status, body) = gw.admin_get("/admin/backends").await;
+    assert_eq!(status, 200);
+    serde_json::from_str(&body).unwrap()
+}
+
+fn state_of(view: &Value, addr: SocketAddr) -> Option<String> {
+    view["pools"][0]["backends"]
+        .as_array()?
+        .iter()
+        .find(|b| b["address"] == addr.to_string())
+        .map(|b| b["state"].as_str().unwrap_or("").to_owned())
+}
+
+async fn post_admin(gw: &Gateway, path: &str) -> u16 {
+    let req = Request {
+        method: "POST".into(),
+        path: path.into(),
+        headers: vec![],
+        body: vec![],
+        chunked: None,
+    };
+    req.send(gw.admin).await.status()
+}
+
+#[tokio::test]
+async fn discovered_pods_join_at_once_and_removed_ones_drain_then_leave() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let b = MockServer::legacy("b", 0, V).await;
+    let file = std::env::temp_dir().join(format!("mcpgw-endpoints-{}", free_port()));
+    std::fs::write(&file, format!("{}\n", a.addr)).unwrap();
+    let gw = Gateway::start(&format!(
+        "pools:\n  pods: {{ backends: [], drain-timeout-s: 2, discovery: {{ file: {}, interval-ms: 100 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
+        file.display()
+    ))
+    .await;
+    let on_a = initialize(gw.addr).await;
+    assert_eq!(whoami(gw.addr, &on_a).await, "a");
+
+    // b appears: the next session goes to it (fewest sessions)
+    std::fs::write(&file, format!("{}\n{}\n", a.addr, b.addr)).unwrap();
+    eventually_async("b joins", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, b.addr).as_deref() == Some("up")
+    })
+    .await;
+    let on_b = initialize(gw.addr).await;
+    assert_eq!(whoami(gw.addr, &on_b).await, "b");
+    // a (found at start: the static list is empty) and b
+    assert_eq!(
+        gw.metric("mcpgw_discovery_changes_total{change=\"added\"}")
+            .await,
+        2.0
+    );
+
+    // a disappears from discovery: it drains; its session keeps working until the deadline
+    std::fs::write(&file, format!("{}\n", b.addr)).unwrap();
+    eventually_async("a drains", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, a.addr).as_deref() == Some("draining")
+    })
+    .await;
+    assert_eq!(
+        whoami(gw.addr, &on_a).await,
+        "a",
+        "sessions stay during the drain"
+    );
+    let fresh = initialize(gw.addr).await;
+    assert_eq!(
+        whoami(gw.addr, &fresh).await,
+        "b",
+        "no new sessions on a draining pod"
+    );
+
+    // after the drain deadline: a leaves, and its session moves at its next request
+    eventually_async("a leaves", Duration::from_secs(6), || async {
+        state_of(&backends(&gw).await, a.addr).is_none()
+    })
+    .await;
+    assert_eq!(whoami(gw.addr, &on_a).await, "b");
+    assert_eq!(
+        gw.metric("mcpgw_discovery_changes_total{change=\"removed\"}")
+            .await,
+        1.0
+    );
+    let _ = std::fs::remove_file(file);
+}
+
+#[tokio::test]
+async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadline() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let b = MockServer::legacy("b", 0, V).await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  pods: {{ backends: [{}, {}], drain-timeout-s: 1 }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
+        a.addr, b.addr
+    ))
+    .await;
+    let first = initialize(gw.addr).await;
+    let pinned = whoami(gw.addr, &first).await;
+    let (pinned_addr, other) = if pinned == "a" {
+        (a.addr, "b")
+    } else {
+        (b.addr, "a")
+    };
+    let status = post_admin(
+        &gw,
+        &format!("/admin/backends/drain?pool=pods&backend={pinned_addr}"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        state_of(&backends(&gw).await, pinned_addr).as_deref(),
+        Some("draining")
+    );
+    assert_eq!(
+        gw.metric(&format!(
+            "mcpgw_backend_draining{{backend=\"{pinned_addr}\"}}"
+        ))
+        .await,
+        1.0
+    );
+    for _ in 0..3 {
+        let s = initialize(gw.addr).await;
+        assert_eq!(whoami(gw.addr, &s).await, other);
+    }
+    assert_eq!(
+        whoami(gw.addr, &first).await,
+        pinned,
+        "kept until the deadline"
+    );
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(whoami(gw.addr, &first).await, other, "moved after it");
+    assert_eq!(
+        gw.metric("mcpgw_session_reinits_total{reason=\"drained\"}")
+            .await,
+        1.0
+    );
+    assert_eq!(
+        post_admin(
+            &gw,
+            &format!("/admin/backends/undrain?pool=pods&backend={pinned_addr}")
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        state_of(&backends(&gw).await, pinned_addr).as_deref(),
+        Some("up")
+    );
+    assert_eq!(
+        post_admin(&gw, "/admin/backends/drain?pool=pods&backend=127.0.0.1:1").await,
+        404
+    );
+}
+
+#[tokio::test]
+async fn active_health_checks_mark_a_dead_backend_down_and_bring_it_back() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let port = a.addr.port();
+    let gw = Gateway::start(&format!(
+        "pools:\n  pods: {{ backends: [{}], health: {{ path: /mcp, interval-ms: 100, timeout-ms: 200, fall: 2, rise: 2 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
+        a.addr
+    ))
+    .await;
+    let addr = a.addr;
+    // a sessionless GET is refused with 400 by a legacy server: that still counts as alive
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(state_of(&backends(&gw).await, addr).as_deref(), Some("up"));
+    a.kill();
+    drop(a);
+    eventually_async("marked down", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, addr).as_deref() == Some("down")
+    })
+    .await;
+    assert_eq!(gw.admin_get("/readyz").await.0, 503);
+    let _back = MockServer::legacy("a2", port, V).await;
+    eventually_async("back up", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, addr).as_deref() == Some("up")
+    })
+    .await;
+    assert_eq!(gw.admin_get("/readyz").await.0, 200);
+}
+
+#[tokio::test]
+async fn the_admin_api_shows_sessions_per_backend_and_one_session() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  pods: {{ backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
+        a.addr
+    ))
+    .await;
+    let sid = initialize(gw.addr).await;
+    initialize(gw.addr).await;
+    let (_, body) = gw.admin_get("/admin/sessions").await;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["total"], 2);
+    assert_eq!(v["perBackend"][0]["sessions"], 2);
+    let (status, body) = gw.admin_get(&format!("/admin/sessions/{sid}")).await;
+    assert_eq!(status, 200);
+    let one: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(one["backend"], a.addr.to_string());
+    assert_eq!(one["generation"], 1);
+    assert_eq!(gw.admin_get("/admin/sessions/nope").await.0, 404);
+}
