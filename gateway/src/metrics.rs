@@ -44,12 +44,16 @@ pub struct Metrics {
     /// `mcpgw_inflight_calls_lost_total{pool,method}`: calls whose backend died mid-answer and
     /// that were not safe to repeat (answered with -32013).
     pub inflight_lost: IntCounterVec,
+    /// Every family name registered, for checking dashboards and alerts against.
+    pub names: Vec<String>,
 }
 
 impl Metrics {
     /// Creates the families and registers them.
     pub fn new(registry: &Registry) -> Metrics {
+        let names = std::cell::RefCell::new(vec!["mcpgw_request_duration_seconds".to_owned()]);
         let counter = |name: &str, help: &str, labels: &[&str]| {
+            names.borrow_mut().push(name.to_owned());
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
             registry
                 .register(Box::new(c.clone()))
@@ -57,6 +61,7 @@ impl Metrics {
             c
         };
         let gauge = |name: &str, help: &str, labels: &[&str]| {
+            names.borrow_mut().push(name.to_owned());
             let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
             registry
                 .register(Box::new(g.clone()))
@@ -75,7 +80,8 @@ impl Metrics {
         registry
             .register(Box::new(request_duration.clone()))
             .expect("unique metric");
-        Metrics {
+        let mut metrics = Metrics {
+            names: Vec::new(),
             requests: counter(
                 "mcpgw_requests_total",
                 "Finished requests by route, MCP method and outcome",
@@ -142,6 +148,8 @@ impl Metrics {
                 "Calls lost with their backend that were not safe to repeat",
                 &["pool", "method"],
             ),
-        }
+        };
+        metrics.names = names.into_inner();
+        metrics
     }
 }

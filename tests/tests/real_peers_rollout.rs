@@ -22,7 +22,9 @@ fn sessions_on(view: &Value, addr: &str) -> Option<u64> {
 async fn all_calls_succeed(clients: &mut [ReplClient], step: &str) -> Vec<String> {
     let mut answered_by = Vec::new();
     for c in clients.iter_mut() {
-        let answer = c.cmd(json!({"op": "call", "name": "whoami", "args": {}})).await;
+        let answer = c
+            .cmd(json!({"op": "call", "name": "whoami", "args": {}}))
+            .await;
         assert_eq!(answer["ok"], true, "{step}: {answer}");
         answered_by.push(answer["text"].as_str().unwrap().to_owned());
     }
@@ -45,7 +47,10 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     ))
     .await;
     eventually_async("pods discovered", Duration::from_secs(5), || async {
-        view(&gw).await["pools"][0]["backends"].as_array().map_or(0, Vec::len) == 3
+        view(&gw).await["pools"][0]["backends"]
+            .as_array()
+            .map_or(0, Vec::len)
+            == 3
     })
     .await;
     let url = gw.url("/mcp");
@@ -55,7 +60,11 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     }
     let spread = all_calls_succeed(&mut clients, "start").await;
     for i in 0..3 {
-        assert_eq!(spread.iter().filter(|n| **n == format!("pod-{i}")).count(), 2, "least-sessions spread: {spread:?}");
+        assert_eq!(
+            spread.iter().filter(|n| **n == format!("pod-{i}")).count(),
+            2,
+            "least-sessions spread: {spread:?}"
+        );
     }
 
     // 1. a fourth pod appears: it gets the new sessions at once
@@ -63,7 +72,10 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     listed.push(pods[3].addr());
     write_endpoints(&listed);
     let fourth = pods[3].addr();
-    eventually_async("pod-3 joins", Duration::from_secs(5), || async { sessions_on(&view(&gw).await, &fourth).is_some() }).await;
+    eventually_async("pod-3 joins", Duration::from_secs(5), || async {
+        sessions_on(&view(&gw).await, &fourth).is_some()
+    })
+    .await;
     for _ in 0..2 {
         let mut c = ReplClient::connect("mcp1", &url, None).await;
         assert_eq!(c.call_text("whoami", json!({})).await, "pod-3");
@@ -84,23 +96,46 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     all_calls_succeed(&mut clients, "while pod-0 drains").await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let after_drain = all_calls_succeed(&mut clients, "after the drain deadline").await;
-    assert!(!after_drain.contains(&"pod-0".to_owned()), "{after_drain:?}");
+    assert!(
+        !after_drain.contains(&"pod-0".to_owned()),
+        "{after_drain:?}"
+    );
     assert_eq!(sessions_on(&view(&gw).await, &drained), Some(0));
-    assert_eq!(gw.metric("mcpgw_session_reinits_total{reason=\"drained\"}").await, 2.0);
+    assert_eq!(
+        gw.metric("mcpgw_session_reinits_total{reason=\"drained\"}")
+            .await,
+        2.0
+    );
 
     // 3. pod-1 is SIGKILLed: its sessions move at their next call, nothing fails
     pods[1].kill().await;
     let after_kill = all_calls_succeed(&mut clients, "after pod-1 was killed").await;
     assert!(!after_kill.contains(&"pod-1".to_owned()), "{after_kill:?}");
-    assert!(gw.metric("mcpgw_session_reinits_total{reason=\"connect-refused\"}").await >= 1.0);
+    assert!(
+        gw.metric("mcpgw_session_reinits_total{reason=\"connect-refused\"}")
+            .await
+            >= 1.0
+    );
     let states: Vec<String> = view(&gw).await["pools"][0]["backends"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| format!("{}={}", b["address"].as_str().unwrap(), b["state"].as_str().unwrap()))
+        .map(|b| {
+            format!(
+                "{}={}",
+                b["address"].as_str().unwrap(),
+                b["state"].as_str().unwrap()
+            )
+        })
         .collect();
-    assert!(states.contains(&format!("{}=down", pods[1].addr())), "{states:?}");
-    assert!(states.contains(&format!("{drained}=draining")), "{states:?}");
+    assert!(
+        states.contains(&format!("{}=down", pods[1].addr())),
+        "{states:?}"
+    );
+    assert!(
+        states.contains(&format!("{drained}=draining")),
+        "{states:?}"
+    );
     for c in clients {
         assert!(c.close().await);
     }
