@@ -11,6 +11,7 @@ pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod proxy;
+pub mod reload;
 pub mod routing;
 pub mod server;
 pub mod session;

@@ -80,7 +80,7 @@ fn main() -> ExitCode {
             match config::load(&path) {
                 Ok(config) => {
                     tracing::info!(listen = %config.listen, "mcp-gateway starting");
-                    server::build(config).run_forever()
+                    server::build(config, Some(path)).run_forever()
                 }
                 Err(errors) => {
                     eprintln!("{}: {} problem(s)", path.display(), errors.len());

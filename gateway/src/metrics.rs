@@ -38,6 +38,8 @@ pub struct Metrics {
     pub discovery_changes: IntCounterVec,
     /// `mcpgw_backend_draining{pool,backend}`: 1 while a backend drains.
     pub backend_draining: IntGaugeVec,
+    /// `mcpgw_config_reloads_total{result}`: reloads applied or rejected (invalid config).
+    pub config_reloads: IntCounterVec,
     /// `mcpgw_rejections_total{reason}`: requests refused by admission control: rate-limited,
     /// overloaded, session-limit, body-too-large.
     pub rejections: IntCounterVec,
@@ -137,6 +139,11 @@ impl Metrics {
                 "mcpgw_backend_draining",
                 "1 while a backend drains (no new sessions)",
                 &["pool", "backend"],
+            ),
+            config_reloads: counter(
+                "mcpgw_config_reloads_total",
+                "Config reloads, applied or rejected",
+                &["result"],
             ),
             rejections: counter(
                 "mcpgw_rejections_total",

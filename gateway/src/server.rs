@@ -5,6 +5,7 @@ use crate::admin::AdminApp;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
+use crate::reload::ReloadService;
 use crate::session::reinit::Sessions;
 use crate::session::{ExpiryService, MemoryStore};
 use crate::state::State;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 /// Builds a ready-to-run server for `config`. Callers may add services (the demo adds its
 /// backends) before calling `run_forever`.
-pub fn build(config: Config) -> Server {
+pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server {
     let conf = ServerConf {
         threads: config.threads,
         // Keep enough idle upstream connections that a busy pool never reconnects per request.
@@ -57,6 +58,10 @@ pub fn build(config: Config) -> Server {
         "session expiry",
         ExpiryService::new(sessions.clone(), state.clone()),
     ));
+    if let Some(path) = config_path {
+        let reload = ReloadService::new(path, state.clone(), metrics.clone());
+        server.add_service(background_service("config reload", reload));
+    }
     if config.pools.iter().any(|p| p.discovery.is_some()) {
         let discovery = DiscoveryService::new(state.clone(), metrics.clone());
         server.add_service(background_service("discovery", discovery));

@@ -32,4 +32,25 @@ impl State {
             config,
         }
     }
+
+    /// Compiles a reloaded config, carrying over what must survive a reload: backends that
+    /// stay keep their sessions, health and drain state; discovered members stay until the
+    /// next discovery round. (Admission counts restart: requests admitted under the old limits
+    /// give their slots back to the old counters.)
+    pub fn reload(config: Config, old: &State) -> State {
+        let pools = config
+            .pools
+            .iter()
+            .map(|cfg| match old.pools.iter().find(|p| p.name == cfg.name) {
+                Some(previous) => Arc::new(Pool::carry_over(cfg, previous)),
+                None => Arc::new(Pool::new(cfg)),
+            })
+            .collect();
+        State {
+            router: Router::new(&config),
+            admission: Admission::new(&config.limits, &config.routes),
+            pools,
+            config,
+        }
+    }
 }

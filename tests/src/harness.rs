@@ -124,6 +124,20 @@ impl Gateway {
         metric_value(&text, name_and_labels)
     }
 
+    /// The process id (to send it signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Rewrites the config file with `yaml` (listen, admin and threads kept as started).
+    pub fn rewrite_config(&self, yaml: &str) {
+        let full = format!(
+            "listen: {}\nadmin: {}\nthreads: 2\n{yaml}",
+            self.addr, self.admin
+        );
+        std::fs::write(&self.config_path, full).expect("write config");
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

@@ -232,3 +232,89 @@ async fn the_admin_api_shows_sessions_per_backend_and_one_session() {
     assert_eq!(one["generation"], 1);
     assert_eq!(gw.admin_get("/admin/sessions/nope").await.0, 404);
 }
+
+#[tokio::test]
+async fn a_config_reload_keeps_sessions_and_a_bad_config_is_refused() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let b = MockServer::start("b").await;
+    let first = format!("pools:\n  pods: {{ backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n", a.addr);
+    let gw = Gateway::start(&first).await;
+    let sid = initialize(gw.addr).await;
+    assert_eq!(whoami(gw.addr, &sid).await, "a");
+
+    // a new route and pool appear; the session keeps its backend without a re-initialization
+    let second = format!(
+        "pools:\n  pods: {{ backends: [{}] }}\n  modern: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, pool: pods, mode: stateful }}\n  - {{ path: /v2, pool: modern }}\n",
+        a.addr, b.addr
+    );
+    gw.rewrite_config(&second);
+    eventually_async("reloaded", Duration::from_secs(5), || async {
+        gw.metric("mcpgw_config_reloads_total{result=\"applied\"}")
+            .await
+            == 1.0
+    })
+    .await;
+    assert_eq!(
+        Request::tools_call("/v2", 1, "whoami")
+            .send(gw.addr)
+            .await
+            .tool_text(),
+        "b"
+    );
+    assert_eq!(whoami(gw.addr, &sid).await, "a");
+    assert_eq!(gw.metric("mcpgw_session_reinits_total").await, 0.0);
+    assert_eq!(
+        gw.metric("mcpgw_sessions_active").await,
+        1.0,
+        "session counts carried over"
+    );
+
+    // an invalid config is refused; the running one stays
+    gw.rewrite_config("pools: { pods: { backends: [nowhere] } }\nroutes: []\n");
+    eventually_async("refused", Duration::from_secs(5), || async {
+        gw.metric("mcpgw_config_reloads_total{result=\"rejected\"}")
+            .await
+            == 1.0
+    })
+    .await;
+    assert_eq!(whoami(gw.addr, &sid).await, "a");
+    assert_eq!(
+        Request::tools_call("/v2", 2, "whoami")
+            .send(gw.addr)
+            .await
+            .tool_text(),
+        "b"
+    );
+
+    // SIGHUP reloads even when the file's time did not change
+    let modified = std::fs::metadata(&gw.config_path)
+        .unwrap()
+        .modified()
+        .unwrap();
+    gw.rewrite_config(&first);
+    std::fs::File::options()
+        .write(true)
+        .open(&gw.config_path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &gw.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    eventually_async("reloaded by SIGHUP", Duration::from_secs(5), || async {
+        gw.metric("mcpgw_config_reloads_total{result=\"applied\"}")
+            .await
+            == 2.0
+    })
+    .await;
+    assert_eq!(
+        Request::tools_call("/v2", 3, "whoami")
+            .send(gw.addr)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(whoami(gw.addr, &sid).await, "a");
+}

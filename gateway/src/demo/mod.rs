@@ -71,7 +71,7 @@ pub fn run(port: u16) -> ! {
         })
         .collect();
     println!("{}", banner(&config));
-    let mut server = crate::server::build(config);
+    let mut server = crate::server::build(config, None);
     for (i, name) in ["demo-a", "demo-b", "demo-c"].iter().enumerate() {
         server.add_service(demo_service(name, port + 1 + i as u16));
     }

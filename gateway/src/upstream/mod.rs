@@ -212,6 +212,27 @@ impl Pool {
         }
     }
 
+    /// A pool with `cfg`'s settings whose members carry over from `previous`: backends that
+    /// stay keep their state and counters; with discovery, the discovered members stay.
+    pub fn carry_over(cfg: &PoolConfig, previous: &Pool) -> Pool {
+        let pool = Pool::new(cfg);
+        let old = previous.backends();
+        let addrs: Vec<SocketAddr> = if cfg.discovery.is_some() {
+            old.iter().map(|b| b.addr).collect()
+        } else {
+            cfg.backends.clone()
+        };
+        let members = addrs
+            .iter()
+            .map(|a| match old.iter().find(|b| b.addr == *a) {
+                Some(b) => b.clone(),
+                None => Arc::new(Backend::new(*a, cfg.host.as_deref())),
+            })
+            .collect();
+        pool.members.store(Arc::new(members));
+        pool
+    }
+
     /// The current members (a snapshot: later changes do not affect it).
     pub fn backends(&self) -> Arc<Vec<Arc<Backend>>> {
         self.members.load_full()

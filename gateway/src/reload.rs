@@ -1,0 +1,108 @@
+//! Config reload without dropping connections or sessions: on SIGHUP, and when the config
+//! file changes. An invalid new config is refused with every problem logged, and the running
+//! one is kept. Listener addresses and thread counts need a restart (logged).
+
+use crate::config::{self, Config};
+use crate::metrics::Metrics;
+use crate::state::State;
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Watches the config file and SIGHUP.
+pub struct ReloadService {
+    path: PathBuf,
+    state: Arc<ArcSwap<State>>,
+    metrics: Metrics,
+}
+
+impl ReloadService {
+    /// Reloads `path` into `state`.
+    pub fn new(path: PathBuf, state: Arc<ArcSwap<State>>, metrics: Metrics) -> ReloadService {
+        ReloadService {
+            path,
+            state,
+            metrics,
+        }
+    }
+
+    fn modified(&self) -> Option<SystemTime> {
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
+    }
+
+    /// Loads the file and swaps it in if it is valid. Returns whether it was applied.
+    pub fn reload(&self) -> bool {
+        let outcome = match config::load(&self.path) {
+            Ok(next) => {
+                self.apply(next);
+                "applied"
+            }
+            Err(errors) => {
+                for e in &errors {
+                    tracing::error!(problem = %e, "config reload refused; keeping the running config");
+                }
+                "rejected"
+            }
+        };
+        self.metrics
+            .config_reloads
+            .with_label_values(&[outcome])
+            .inc();
+        outcome == "applied"
+    }
+
+    fn apply(&self, next: Config) {
+        let old = self.state.load_full();
+        if next.listen != old.config.listen
+            || next.admin != old.config.admin
+            || next.threads != old.config.threads
+        {
+            tracing::warn!("listen, admin and threads changes take effect after a restart");
+        }
+        self.state.store(Arc::new(State::reload(next, &old)));
+        tracing::info!(path = %self.path.display(), "config reloaded");
+    }
+}
+
+#[async_trait]
+impl BackgroundService for ReloadService {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "no SIGHUP handler; reloading on file change only");
+                None
+            }
+        };
+        let mut seen = self.modified();
+        loop {
+            let sighup = async {
+                match hangup.as_mut() {
+                    Some(h) => h.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = sighup => {
+                    self.reload();
+                    seen = self.modified();
+                }
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                    let now = self.modified();
+                    if now != seen {
+                        seen = now;
+                        self.reload();
+                    }
+                }
+            }
+        }
+    }
+}
