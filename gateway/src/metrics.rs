@@ -14,6 +14,12 @@ pub struct Metrics {
     pub requests: IntCounterVec,
     /// `mcpgw_request_duration_seconds{route,method}`: time from request head to last byte.
     pub request_duration: HistogramVec,
+    /// `mcpgw_upstream_duration_seconds{pool}`: from sending a request upstream to its
+    /// response head.
+    pub upstream_duration: HistogramVec,
+    /// `mcpgw_tool_calls_total{route,tool,outcome}`: `tools/call` requests; `tool` only from
+    /// the configured `metric-tools`, else `other`.
+    pub tool_calls: IntCounterVec,
     /// `mcpgw_requests_by_era_total{era}`: requests by protocol era.
     pub requests_by_era: IntCounterVec,
     /// `mcpgw_upstream_connect_failures_total{pool,backend}`: refused or timed-out connects.
@@ -53,7 +59,10 @@ pub struct Metrics {
 impl Metrics {
     /// Creates the families and registers them.
     pub fn new(registry: &Registry) -> Metrics {
-        let names = std::cell::RefCell::new(vec!["mcpgw_request_duration_seconds".to_owned()]);
+        let names = std::cell::RefCell::new(vec![
+            "mcpgw_request_duration_seconds".to_owned(),
+            "mcpgw_upstream_duration_seconds".to_owned(),
+        ]);
         let counter = |name: &str, help: &str, labels: &[&str]| {
             names.borrow_mut().push(name.to_owned());
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
@@ -82,8 +91,26 @@ impl Metrics {
         registry
             .register(Box::new(request_duration.clone()))
             .expect("unique metric");
+        let upstream_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "mcpgw_upstream_duration_seconds",
+                "From sending a request upstream to its response head",
+            )
+            .buckets(exponential_buckets(0.0005, 2.0, 16).expect("valid buckets")),
+            &["pool"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(upstream_duration.clone()))
+            .expect("unique metric");
         let mut metrics = Metrics {
             names: Vec::new(),
+            upstream_duration,
+            tool_calls: counter(
+                "mcpgw_tool_calls_total",
+                "tools/call requests by route, tool (configured metric-tools only) and outcome",
+                &["route", "tool", "outcome"],
+            ),
             requests: counter(
                 "mcpgw_requests_total",
                 "Finished requests by route, MCP method and outcome",

@@ -36,7 +36,10 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
 
     let registry = Registry::new();
     let metrics = Metrics::new(&registry);
-    let state = Arc::new(ArcSwap::from_pointee(State::new(config.clone())));
+    let state = Arc::new(ArcSwap::from_pointee(State::new(
+        config.clone(),
+        metrics.clone(),
+    )));
     let store = Arc::new(MemoryStore::new(config.sessions.max));
     let sessions = Arc::new(Sessions::new(
         store,

@@ -2,6 +2,7 @@
 
 use crate::admission::Admission;
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::routing::Router;
 use crate::upstream::Pool;
 use std::sync::Arc;
@@ -16,12 +17,24 @@ pub struct State {
     pub pools: Vec<Arc<Pool>>,
     /// Admission limits.
     pub admission: Admission,
+    /// Metric families (the same registry across reloads).
+    pub metrics: Metrics,
 }
 
 impl State {
+    /// The `tool` label for a tool name: itself when `metric-tools` lists it, else `other`.
+    pub fn tool_label(&self, tool: &str) -> &str {
+        self.config
+            .metric_tools
+            .iter()
+            .find(|t| *t == tool)
+            .map_or("other", String::as_str)
+    }
+
     /// Compiles a validated config.
-    pub fn new(config: Config) -> State {
+    pub fn new(config: Config, metrics: Metrics) -> State {
         State {
+            metrics,
             router: Router::new(&config),
             admission: Admission::new(&config.limits, &config.routes),
             pools: config
@@ -47,6 +60,7 @@ impl State {
             })
             .collect();
         State {
+            metrics: old.metrics.clone(),
             router: Router::new(&config),
             admission: Admission::new(&config.limits, &config.routes),
             pools,

@@ -379,17 +379,44 @@ async fn a_backend_that_drops_the_connection_gets_a_json_rpc_error_with_the_id()
 
 #[tokio::test]
 async fn admin_endpoints_answer_and_metrics_count_requests() {
-    let (_a, _b, _heavy, gw) = setup().await;
+    let a = MockServer::start("a").await;
+    let b = MockServer::start("b").await;
+    let heavy = MockServer::start("heavy").await;
+    let gw = Gateway::start(&format!(
+        "metric-tools: [whoami]\n{}",
+        two_pools(&[&a, &b], &heavy)
+    ))
+    .await;
     Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
+    Request::tools_call("/mcp", 2, "secret_tool_name")
+        .send(gw.addr)
+        .await;
+    assert_eq!(
+        gw.metric("mcpgw_tool_calls_total{tool=\"whoami\",outcome=\"ok\"}")
+            .await,
+        1.0
+    );
+    assert_eq!(
+        gw.metric("mcpgw_tool_calls_total{tool=\"other\"}").await,
+        1.0,
+        "unlisted tools are not labels"
+    );
+    let (_, text) = gw.admin_get("/metrics").await;
+    assert!(!text.contains("secret_tool_name"));
+    assert_eq!(
+        gw.metric("mcpgw_upstream_duration_seconds_count{pool=\"modern\"}")
+            .await,
+        2.0
+    );
     assert_eq!(gw.admin_get("/healthz").await.0, 200);
     assert_eq!(gw.admin_get("/readyz").await.0, 200);
     let ok = gw
         .metric("mcpgw_requests_total{route=\"/mcp\",method=\"tools/call\",outcome=\"ok\"}")
         .await;
-    assert_eq!(ok, 1.0);
+    assert_eq!(ok, 2.0);
     assert_eq!(
         gw.metric("mcpgw_requests_by_era_total{era=\"stateless\"}")
             .await,
-        1.0
+        2.0
     );
 }

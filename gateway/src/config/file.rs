@@ -24,6 +24,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub limits: FileLimits,
     #[serde(default)]
+    pub metric_tools: Vec<String>,
+    #[serde(default)]
     pub pools: BTreeMap<String, FilePool>,
     #[serde(default)]
     pub routes: Vec<FileRoute>,

@@ -31,6 +31,9 @@ pub struct Config {
     pub sessions: SessionConfig,
     /// Gateway-wide admission limits.
     pub limits: Limits,
+    /// Tool names that may appear as the `tool` label of `mcpgw_tool_calls_total` (others
+    /// count as `other`): tool names come from clients, so only a configured list is bounded.
+    pub metric_tools: Vec<String>,
     /// Upstream pools; routes refer to them by index.
     pub pools: Vec<PoolConfig>,
     /// Routes in match order.
@@ -315,7 +318,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, admin, threads, max-body-bytes, check-headers, sessions, limits, pools, routes",
+            "listen, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
@@ -381,6 +384,7 @@ impl Config {
                 max_body_bytes,
                 sessions,
                 limits,
+                metric_tools: file.metric_tools,
                 pools,
                 routes,
             })

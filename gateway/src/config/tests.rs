@@ -49,6 +49,7 @@ fn reference_config_parses_to_expected_struct() {
         max_body_bytes: 4 * 1024 * 1024,
         sessions: SessionConfig::default(),
         limits: Limits::default(),
+        metric_tools: vec![],
         // pools are indexed in name order: heavy = 0, modern = 1
         pools: vec![
             pool("heavy", &["127.0.0.1:8203"]),

@@ -45,10 +45,27 @@ pub struct RequestCtx {
     pub permit: Option<crate::admission::Permit>,
     /// The per-tool rate was checked already (from the MCP headers).
     pub tool_admitted: bool,
+    /// For `tools/call`: index of the tool in `metric-tools`, or `usize::MAX` for `other`.
+    pub tool: Option<usize>,
+    /// When the request head went upstream (native path), for the upstream latency.
+    pub upstream_sent: Option<Instant>,
     /// Outcome label for metrics when the gateway answered itself.
     pub outcome: Option<&'static str>,
     /// When the request head arrived.
     pub start: Instant,
+}
+
+impl RequestCtx {
+    /// Notes the tool of a `tools/call`, for `mcpgw_tool_calls_total`.
+    pub fn note_tool(&mut self, method: Option<&str>, name: Option<&str>) {
+        if let (Some("tools/call"), Some(state)) = (method, self.state.as_ref()) {
+            let tools = &state.config.metric_tools;
+            self.tool = Some(
+                name.and_then(|n| tools.iter().position(|t| t == n))
+                    .unwrap_or(usize::MAX),
+            );
+        }
+    }
 }
 
 impl Default for RequestCtx {
@@ -71,6 +88,8 @@ impl Default for RequestCtx {
             identity: None,
             permit: None,
             tool_admitted: false,
+            tool: None,
+            upstream_sent: None,
             outcome: None,
             start: Instant::now(),
         }

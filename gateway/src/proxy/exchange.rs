@@ -41,6 +41,7 @@ pub async fn forward_buffered(
                     ctx.method_label = method_label(info.method.as_deref());
                     let method = info.method.as_deref();
                     let name = info.name.as_deref();
+                    ctx.note_tool(method, name);
                     let pool = route.pool_for(method, name);
                     let deadline = route.deadline(method, name);
                     let tool_ok = match (method, name, ctx.tool_admitted) {

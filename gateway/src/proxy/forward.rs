@@ -200,6 +200,7 @@ pub async fn forward_any(
         ctx.backend = Some(b.clone());
         let label = &b.label;
         let req = upstream_request(session.req_header(), &path, &b.host, None, len)?;
+        let started = std::time::Instant::now();
         let sending = client.send(pool.peer(&b), &req, body.clone(), repeatable);
         let Some(sent) = within(until, sending).await else {
             // Dropping the exchange closes its connection: the backend sees the cancel.
@@ -216,6 +217,13 @@ pub async fn forward_any(
             }
             Ok(mut ex) => {
                 pool.mark_ok(&b);
+                if let Some(state) = &ctx.state {
+                    state
+                        .metrics
+                        .upstream_duration
+                        .with_label_values(&[&pool.name])
+                        .observe(started.elapsed().as_secs_f64());
+                }
                 let head = client_response(ex.header(), None);
                 let id = ctx
                     .request_id

@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use check::Rejected;
 use ctx::RequestCtx;
+use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::FailToProxy;
 use std::sync::Arc;
@@ -98,6 +99,7 @@ impl ProxyHttp for Gateway {
         };
         ctx.era = Era::of_version(headers.protocol_version);
         ctx.method_label = method_label(headers.method.as_deref());
+        ctx.note_tool(headers.method.as_deref(), headers.name.as_deref());
         self.metrics
             .requests_by_era
             .with_label_values(&[ctx.era.as_str()])
@@ -221,6 +223,7 @@ impl ProxyHttp for Gateway {
         let state = ctx.state.as_ref().expect("state set in new_ctx");
         let backend = ctx.backend.as_ref().expect("peer chosen");
         upstream.insert_header(http::header::HOST, backend.host.as_str())?;
+        ctx.upstream_sent = Some(std::time::Instant::now());
         let route = state.router.get(ctx.route.expect("routed"));
         let path = session.req_header().uri.path();
         let target = route.upstream_path(path);
@@ -232,6 +235,21 @@ impl ProxyHttp for Gateway {
             upstream.set_uri(uri.parse().map_err(|_| {
                 Error::explain(ErrorType::InternalError, "upstream path is not a valid URI")
             })?);
+        }
+        Ok(())
+    }
+
+    async fn upstream_response_filter(
+        &self,
+        _session: &mut Session,
+        _upstream: &mut ResponseHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let (Some(sent), Some(state)) = (ctx.upstream_sent.take(), ctx.state.as_ref()) {
+            self.metrics
+                .upstream_duration
+                .with_label_values(&[&state.pools[ctx.pool].name])
+                .observe(sent.elapsed().as_secs_f64());
         }
         Ok(())
     }
@@ -331,5 +349,16 @@ impl ProxyHttp for Gateway {
             .request_duration
             .with_label_values(&[route, ctx.method_label])
             .observe(ctx.start.elapsed().as_secs_f64());
+        if let Some(i) = ctx.tool {
+            let tool = state
+                .config
+                .metric_tools
+                .get(i)
+                .map_or("other", String::as_str);
+            self.metrics
+                .tool_calls
+                .with_label_values(&[route, tool, outcome])
+                .inc();
+        }
     }
 }

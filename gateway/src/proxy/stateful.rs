@@ -97,6 +97,7 @@ pub async fn handle(
     };
     ctx.method_label = method_label(call.method.as_deref());
     ctx.request_id = Some(call.id.clone());
+    ctx.note_tool(call.method.as_deref(), call.name.as_deref());
     if let (true, false, Some(tool)) = (
         call.is("tools/call"),
         ctx.tool_admitted,
@@ -396,6 +397,7 @@ async fn send_in_session(
             len,
         )
         .map_err(|e| GatewayError::internal(e.to_string()))?;
+        let started = std::time::Instant::now();
         match gw
             .client
             .send(pool.peer(&backend), &req, body.clone(), repeatable)
@@ -426,6 +428,10 @@ async fn send_in_session(
                     .await?;
             }
             Ok(mut ex) => {
+                gw.metrics
+                    .upstream_duration
+                    .with_label_values(&[&pool.name])
+                    .observe(started.elapsed().as_secs_f64());
                 let status = ex.header().status.as_u16();
                 if !not_found.iter().any(|r| r.status == status) {
                     return Ok((ex, rec));
