@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod dns;
 pub mod harness;
 pub mod mock;
 pub mod wire;

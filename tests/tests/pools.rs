@@ -318,3 +318,45 @@ async fn a_config_reload_keeps_sessions_and_a_bad_config_is_refused() {
     );
     assert_eq!(whoami(gw.addr, &sid).await, "a");
 }
+
+#[tokio::test]
+async fn dns_discovery_follows_a_headless_service_as_pods_come_and_go() {
+    use mcp_gateway_tests::dns::DnsServer;
+    use std::net::Ipv4Addr;
+    let port = free_port();
+    let pod1 = MockServer::legacy_at("pod-1", "127.0.0.11", port, V).await;
+    let pod2 = MockServer::legacy_at("pod-2", "127.0.0.12", port, V).await;
+    let ip = |last: u8| Ipv4Addr::new(127, 0, 0, last);
+    let dns = DnsServer::start(&[ip(11)]).await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  pods: {{ backends: [], drain-timeout-s: 0, discovery: {{ dns: \"mcp-backends.default.svc.cluster.local:{port}\", resolver: \"{}\", interval-ms: 100 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
+        dns.addr
+    ))
+    .await;
+    eventually_async("pod-1 resolved", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, pod1.addr).is_some()
+    })
+    .await;
+    let sid = initialize(gw.addr).await;
+    assert_eq!(whoami(gw.addr, &sid).await, "pod-1");
+    // a new pod is ready: it joins and takes the next session
+    dns.set(&[ip(11), ip(12)]);
+    eventually_async("pod-2 resolved", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, pod2.addr).is_some()
+    })
+    .await;
+    let sid2 = initialize(gw.addr).await;
+    assert_eq!(whoami(gw.addr, &sid2).await, "pod-2");
+    // pod-1 leaves the Service: with no drain time it leaves the pool, its session moves
+    dns.set(&[ip(12)]);
+    eventually_async("pod-1 gone", Duration::from_secs(5), || async {
+        state_of(&backends(&gw).await, pod1.addr).is_none()
+    })
+    .await;
+    assert_eq!(whoami(gw.addr, &sid).await, "pod-2");
+    assert_eq!(
+        gw.metric("mcpgw_session_reinits_total{reason=\"backend-gone\"}")
+            .await,
+        1.0
+    );
+}

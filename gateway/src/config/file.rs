@@ -130,6 +130,7 @@ pub struct FilePool {
 pub struct FileDiscovery {
     pub file: Option<String>,
     pub dns: Option<String>,
+    pub resolver: Option<String>,
     pub interval_ms: Option<u64>,
     #[serde(flatten)]
     pub unknown: Unknown,

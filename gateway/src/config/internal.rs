@@ -175,6 +175,8 @@ pub enum Discovery {
         port: u16,
         /// How often to re-resolve.
         interval: Duration,
+        /// A DNS server to ask instead of the system resolver.
+        resolver: Option<SocketAddr>,
     },
 }
 
@@ -472,7 +474,11 @@ fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
 
 fn discovery(p: &mut Problems, at: &str, d: &super::file::FileDiscovery) -> Option<Discovery> {
     let at = format!("{at}.discovery");
-    p.unknown(&at, &d.unknown, "file, dns, interval-ms");
+    p.unknown(&at, &d.unknown, "file, dns, resolver, interval-ms");
+    let resolver = d
+        .resolver
+        .as_deref()
+        .and_then(|r| p.addr(&format!("{at}.resolver"), r));
     let interval = Duration::from_millis(d.interval_ms.unwrap_or(5_000).max(100));
     match (&d.file, &d.dns) {
         (Some(file), None) => Some(Discovery::File {
@@ -487,6 +493,7 @@ fn discovery(p: &mut Problems, at: &str, d: &super::file::FileDiscovery) -> Opti
                 name: name.to_owned(),
                 port,
                 interval,
+                resolver,
             }),
             _ => {
                 p.add(format!("{at}.dns"), format!("`{dns}` is not name:port"));

@@ -23,7 +23,12 @@ pub async fn read_source(source: &Discovery) -> Option<Vec<SocketAddr>> {
             let text = tokio::fs::read_to_string(path).await.ok()?;
             Some(parse_endpoints(&text))
         }
-        Discovery::Dns { name, port, .. } => {
+        Discovery::Dns {
+            name,
+            port,
+            resolver: None,
+            ..
+        } => {
             let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
                 .await
                 .ok()?
@@ -32,7 +37,40 @@ pub async fn read_source(source: &Discovery) -> Option<Vec<SocketAddr>> {
             addrs.dedup();
             Some(addrs)
         }
+        Discovery::Dns {
+            name,
+            port,
+            resolver: Some(server),
+            ..
+        } => resolve_with(*server, name, *port).await,
     }
+}
+
+/// Resolves `name` with the DNS server at `server` (UDP), bypassing the system resolver.
+async fn resolve_with(server: SocketAddr, name: &str, port: u16) -> Option<Vec<SocketAddr>> {
+    use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
+    use hickory_resolver::net::runtime::TokioRuntimeProvider;
+    let mut udp = ConnectionConfig::udp();
+    udp.port = server.port();
+    let config = ResolverConfig::from_name_servers(vec![NameServerConfig::new(
+        server.ip(),
+        true,
+        vec![udp],
+    )]);
+    let resolver =
+        hickory_resolver::Resolver::builder_with_config(config, TokioRuntimeProvider::default())
+            .build()
+            .ok()?;
+    let fqdn = if name.ends_with('.') {
+        name.to_owned()
+    } else {
+        format!("{name}.")
+    };
+    let lookup = resolver.lookup_ip(fqdn.as_str()).await.ok()?;
+    let mut addrs: Vec<SocketAddr> = lookup.iter().map(|ip| SocketAddr::new(ip, port)).collect();
+    addrs.sort();
+    addrs.dedup();
+    Some(addrs)
 }
 
 /// `ip:port` per line; blank lines and `#` comments ignored; bad lines skipped.

@@ -65,19 +65,33 @@ impl MockServer {
 
     /// Starts a mock on a given port (0: any).
     pub async fn start_on(name: &str, port: u16) -> MockServer {
-        Self::spawn(name, port, None).await
+        Self::spawn(name, ("127.0.0.1", port), None).await
     }
 
     /// Starts a legacy (session-keeping) mock that negotiates `version`, on `port` (0: any).
     pub async fn legacy(name: &str, port: u16, version: &str) -> MockServer {
-        Self::spawn(name, port, Some(legacy::Sessions::new(version))).await
+        Self::spawn(
+            name,
+            ("127.0.0.1", port),
+            Some(legacy::Sessions::new(version)),
+        )
+        .await
     }
 
-    async fn spawn(name: &str, port: u16, legacy: Option<legacy::Sessions>) -> MockServer {
+    /// A legacy mock on another loopback address (127.0.0.0/8), like pods that share a port.
+    pub async fn legacy_at(name: &str, ip: &str, port: u16, version: &str) -> MockServer {
+        Self::spawn(name, (ip, port), Some(legacy::Sessions::new(version))).await
+    }
+
+    async fn spawn(
+        name: &str,
+        (ip, port): (&str, u16),
+        legacy: Option<legacy::Sessions>,
+    ) -> MockServer {
         // A just-killed mock on the same port releases its listener asynchronously.
         let mut attempts = 0;
         let listener = loop {
-            match TcpListener::bind(("127.0.0.1", port)).await {
+            match TcpListener::bind((ip, port)).await {
                 Ok(l) => break l,
                 Err(_) if port != 0 && attempts < 100 => {
                     attempts += 1;
