@@ -44,6 +44,8 @@ pub struct Metrics {
     pub discovery_changes: IntCounterVec,
     /// `mcpgw_backend_draining{pool,backend}`: 1 while a backend drains.
     pub backend_draining: IntGaugeVec,
+    /// `mcpgw_open_streams{route}`: server→client SSE streams (GET) open right now.
+    pub open_streams: IntGaugeVec,
     /// `mcpgw_config_reloads_total{result}`: reloads applied or rejected (invalid config).
     pub config_reloads: IntCounterVec,
     /// `mcpgw_rejections_total{reason}`: requests refused by admission control: rate-limited,
@@ -166,6 +168,11 @@ impl Metrics {
                 "mcpgw_backend_draining",
                 "1 while a backend drains (no new sessions)",
                 &["pool", "backend"],
+            ),
+            open_streams: gauge(
+                "mcpgw_open_streams",
+                "Server-to-client SSE streams (GET) open right now",
+                &["route"],
             ),
             config_reloads: counter(
                 "mcpgw_config_reloads_total",

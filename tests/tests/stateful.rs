@@ -425,6 +425,7 @@ async fn the_get_stream_ends_cleanly_when_its_backend_dies_and_reopens_elsewhere
     let (first, addr) = (get.clone(), gw.addr);
     let open = tokio::spawn(async move { first.send_timed(addr).await });
     tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(gw.metric("mcpgw_open_streams").await, 1.0);
     pinned.kill();
     let (head, chunks) = tokio::time::timeout(Duration::from_secs(5), open)
         .await
@@ -432,6 +433,12 @@ async fn the_get_stream_ends_cleanly_when_its_backend_dies_and_reopens_elsewhere
         .unwrap();
     assert_eq!(head.status, 200);
     assert!(!chunks.is_empty());
+    mcp_gateway_tests::eventually_async(
+        "the stream is uncounted",
+        Duration::from_secs(2),
+        || async { gw.metric("mcpgw_open_streams").await == 0.0 },
+    )
+    .await;
     // the next GET opens on the survivor (reading a few keepalives, then giving up)
     let before = survivor
         .requests()

@@ -43,6 +43,8 @@ pub struct RequestCtx {
     pub identity: Option<std::sync::Arc<str>>,
     /// Admission slots held while the request runs.
     pub permit: Option<crate::admission::Permit>,
+    /// A GET stream counted in `mcpgw_open_streams` (uncounted when the request ends).
+    pub stream_counted: bool,
     /// The per-tool rate was checked already (from the MCP headers).
     pub tool_admitted: bool,
     /// For `tools/call`: index of the tool in `metric-tools`, or `usize::MAX` for `other`.
@@ -87,6 +89,7 @@ impl Default for RequestCtx {
             pending_error: None,
             identity: None,
             permit: None,
+            stream_counted: false,
             tool_admitted: false,
             tool: None,
             upstream_sent: None,

@@ -129,6 +129,13 @@ impl ProxyHttp for Gateway {
             respond::answer(session, ctx, &err).await;
             return Ok(true);
         }
+        if stream {
+            self.metrics
+                .open_streams
+                .with_label_values(&[&route.label])
+                .inc();
+            ctx.stream_counted = true;
+        }
         match route.mode {
             Mode::Stateful => return stateful::handle(self, session, ctx, route).await,
             Mode::Auto if ctx.era == Era::Legacy => {
@@ -345,6 +352,9 @@ impl ProxyHttp for Gateway {
             .requests
             .with_label_values(&[route, ctx.method_label, outcome])
             .inc();
+        if ctx.stream_counted {
+            self.metrics.open_streams.with_label_values(&[route]).dec();
+        }
         self.metrics
             .request_duration
             .with_label_values(&[route, ctx.method_label])
