@@ -420,3 +420,33 @@ async fn admin_endpoints_answer_and_metrics_count_requests() {
         2.0
     );
 }
+
+#[tokio::test]
+async fn request_ids_reach_the_backend_and_come_back_on_gateway_errors() {
+    let (a, b, _heavy, gw) = setup().await;
+    Request::tools_call("/mcp", 1, "whoami")
+        .header("X-Request-Id", "trace-abc")
+        .send(gw.addr)
+        .await;
+    Request::tools_call("/mcp", 2, "whoami").send(gw.addr).await;
+    let seen: Vec<String> = a
+        .requests()
+        .into_iter()
+        .chain(b.requests())
+        .filter_map(|r| r.head.header("x-request-id").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        seen.len(),
+        2,
+        "every upstream request carries an id: {seen:?}"
+    );
+    assert!(
+        seen.contains(&"trace-abc".to_owned()),
+        "the client's id is kept: {seen:?}"
+    );
+    let resp = Request::post("/nowhere", "{}")
+        .header("X-Request-Id", "trace-err")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.head.header("x-request-id"), Some("trace-err"));
+}

@@ -32,6 +32,9 @@ pub struct RequestCtx {
     pub body: BytesMut,
     /// Bytes of request body seen.
     pub body_seen: u64,
+    /// The `X-Request-Id` of this request: the client's, or one the gateway made; sent
+    /// upstream, on error answers and in the access log.
+    pub trace_id: Option<String>,
     /// The JSON-RPC id of the request, when already known.
     pub request_id: Option<RequestId>,
     /// The body as forwarded (checked bodies) or its first chunk (streamed bodies): a cheap
@@ -84,6 +87,7 @@ impl Default for RequestCtx {
             check_body: false,
             body: BytesMut::new(),
             body_seen: 0,
+            trace_id: None,
             request_id: None,
             body_prefix: None,
             pending_error: None,

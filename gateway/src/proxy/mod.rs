@@ -11,6 +11,7 @@ mod exchange;
 mod forward;
 pub mod respond;
 mod stateful;
+mod trace;
 
 use crate::config::Mode;
 use crate::error::GatewayError;
@@ -69,6 +70,7 @@ impl ProxyHttp for Gateway {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+        ctx.trace_id = Some(trace::request_id(session.req_header_mut()));
         let state = ctx.state.clone().expect("state set in new_ctx");
         let req = session.req_header();
         let Some(route) = state.router.route(req.uri.path()) else {
@@ -355,6 +357,17 @@ impl ProxyHttp for Gateway {
         if ctx.stream_counted {
             self.metrics.open_streams.with_label_values(&[route]).dec();
         }
+        tracing::debug!(
+            target: "mcp_gateway::access",
+            request_id = ctx.trace_id.as_deref().unwrap_or("-"),
+            route,
+            method = ctx.method_label,
+            outcome,
+            status = session.response_written().map_or(0, |r| r.status.as_u16()),
+            backend = ctx.backend.as_ref().map_or("-", |b| b.label.as_str()),
+            duration_ms = ctx.start.elapsed().as_secs_f64() * 1000.0,
+            "request"
+        );
         self.metrics
             .request_duration
             .with_label_values(&[route, ctx.method_label])

@@ -31,6 +31,9 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
     for (name, value) in headers {
         let _ = resp.insert_header(name, value);
     }
+    if let Some(id) = &ctx.trace_id {
+        let _ = resp.insert_header(super::trace::REQUEST_ID, id.as_str());
+    }
     if session
         .write_response_header(Box::new(resp), false)
         .await
