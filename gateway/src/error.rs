@@ -250,6 +250,8 @@ impl GatewayError {
             format!("Request body is larger than this gateway accepts ({limit} bytes)"),
         )
         .with("limitBytes", limit)
+        .with("limit", limit)
+        .with("scope", "request")
     }
 
     /// The session id does not name a live session; `reason` is unknown, expired, deleted or

@@ -223,6 +223,7 @@ async fn oversized_bodies_get_413_with_the_request_id() {
     assert_eq!(resp.json()["id"], 77);
     assert_eq!(resp.json()["error"]["code"], -32014);
     assert_eq!(resp.json()["error"]["data"]["limitBytes"], 1000);
+    assert_eq!(resp.json()["error"]["data"]["scope"], "request");
     // the body was drained: the same connection still works
     let ok = conn.send(&Request::tools_call("/mcp", 78, "whoami")).await;
     assert_eq!(ok.status(), 200);
