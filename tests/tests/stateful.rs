@@ -61,22 +61,38 @@ fn text(resp: &Response) -> String {
     resp.tool_text()
 }
 
-async fn pinned_mock<'a>(sid: &str, gw: SocketAddr, mocks: &'a [&'a MockServer]) -> &'a MockServer {
-    let name = text(&call(sid, 99, "whoami", "{}").send(gw).await);
-    mocks
-        .iter()
-        .find(|m| m.name == name)
-        .expect("a known backend")
+/// Two legacy pods behind a stateful route, and one session.
+struct TwoPods {
+    a: MockServer,
+    b: MockServer,
+    gw: Gateway,
+    sid: String,
+}
+
+impl TwoPods {
+    async fn start() -> TwoPods {
+        let a = MockServer::legacy("a", 0, V).await;
+        let b = MockServer::legacy("b", 0, V).await;
+        let gw = Gateway::start(&route(&[&a, &b], "")).await;
+        let sid = initialize(gw.addr).await;
+        TwoPods { a, b, gw, sid }
+    }
+
+    /// The pod holding the session, and the other one.
+    async fn pinned(&self) -> (&MockServer, &MockServer) {
+        let name = text(&call(&self.sid, 99, "whoami", "{}").send(self.gw.addr).await);
+        if name == self.a.name {
+            (&self.a, &self.b)
+        } else {
+            (&self.b, &self.a)
+        }
+    }
 }
 
 #[tokio::test]
 async fn a_session_gets_a_gateway_id_and_stays_on_one_backend() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
     assert_eq!(sid.len(), 36, "a UUID: {sid}");
     assert!(
         !sid.contains("session"),
@@ -89,7 +105,7 @@ async fn a_session_gets_a_gateway_id_and_stays_on_one_backend() {
             first
         );
     }
-    let pinned = if first == "a" { &a } else { &b };
+    let (pinned, _) = pods.pinned().await;
     let backend_id = text(&call(&sid, 60, "session_id", "{}").send(gw.addr).await);
     assert!(pinned.sessions().knows(&backend_id));
     assert_eq!(gw.metric("mcpgw_sessions_created_total").await, 1.0);
@@ -103,16 +119,10 @@ async fn a_session_gets_a_gateway_id_and_stays_on_one_backend() {
 
 #[tokio::test]
 async fn legacy_session_survives_backend_kill() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
     assert_eq!(text(&call(&sid, 1, "count", "{}").send(gw.addr).await), "1");
-    let mocks = [&a, &b];
-    let pinned = pinned_mock(&sid, gw.addr, &mocks).await;
-    let survivor = if pinned.name == "a" { &b } else { &a };
+    let (pinned, survivor) = pods.pinned().await;
     pinned.kill();
     let resp = call(&sid, 2, "whoami", "{}").send(gw.addr).await;
     assert_eq!(resp.status(), 200);
@@ -151,19 +161,14 @@ async fn a_restarted_backend_that_forgot_the_session_is_recovered() {
 
 #[tokio::test]
 async fn concurrent_calls_during_a_failover_cause_exactly_one_reinit() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
-    let mocks = [&a, &b];
-    let pinned = pinned_mock(&sid, gw.addr, &mocks).await;
-    let survivor = if pinned.name == "a" { &b } else { &a };
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
+    let (pinned, survivor) = pods.pinned().await;
     pinned.kill();
+    let addr = gw.addr;
     let calls = (0..10).map(|i| {
-        let req = call(&sid, 100 + i, "whoami", "{}");
-        async move { req.send(gw.addr).await }
+        let req = call(sid, 100 + i, "whoami", "{}");
+        async move { req.send(addr).await }
     });
     for resp in futures_join_all(calls).await {
         assert_eq!(text(&resp), survivor.name);
@@ -189,12 +194,8 @@ async fn futures_join_all<F: std::future::Future<Output = Response> + Send + 'st
 
 #[tokio::test]
 async fn logging_level_is_replayed_after_failover() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
     assert_eq!(
         rpc(&sid, 1, "logging/setLevel", r#"{"level":"debug"}"#)
             .send(gw.addr)
@@ -202,8 +203,7 @@ async fn logging_level_is_replayed_after_failover() {
             .status(),
         200
     );
-    let mocks = [&a, &b];
-    pinned_mock(&sid, gw.addr, &mocks).await.kill();
+    pods.pinned().await.0.kill();
     assert_eq!(
         text(&call(&sid, 2, "log_level", "{}").send(gw.addr).await),
         "debug"
@@ -297,14 +297,9 @@ async fn the_session_cap_answers_initialize_with_a_json_rpc_error() {
 
 #[tokio::test]
 async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_error() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
-    let mocks = [&a, &b];
-    let pinned = pinned_mock(&sid, gw.addr, &mocks).await;
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
+    let (pinned, _) = pods.pinned().await;
     let (req, addr) = (call(&sid, 41, "sleep", r#"{"ms":3000}"#), gw.addr);
     let in_flight = tokio::spawn(async move { req.send(addr).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -323,12 +318,8 @@ async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_err
 
 #[tokio::test]
 async fn a_broken_sse_answer_ends_with_the_error_as_its_final_event() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
     let resp = call(&sid, 8, "drop_mid_sse", "{}").send(gw.addr).await;
     assert_eq!(resp.head.header("content-type"), Some("text/event-stream"));
     let body = String::from_utf8_lossy(&resp.body);
@@ -340,15 +331,9 @@ async fn a_broken_sse_answer_ends_with_the_error_as_its_final_event() {
 
 #[tokio::test]
 async fn a_repeatable_request_lost_mid_flight_is_retried_transparently() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
-    let mocks = [&a, &b];
-    let pinned = pinned_mock(&sid, gw.addr, &mocks).await;
-    let survivor = if pinned.name == "a" { &b } else { &a };
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
+    let (pinned, survivor) = pods.pinned().await;
     // prompts/get is safe to repeat; the mock's `sleep` behaviour keys on params.name
     let req = rpc(
         &sid,
@@ -403,20 +388,14 @@ async fn with_no_surviving_backend_the_session_waits_with_503_and_recovers_later
 
 #[tokio::test]
 async fn the_get_stream_ends_cleanly_when_its_backend_dies_and_reopens_elsewhere() {
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let gw = Gateway::start(&route(&[&a, &b], "")).await;
-    let sid = initialize(gw.addr).await;
-    let mocks = [&a, &b];
-    let pinned = pinned_mock(&sid, gw.addr, &mocks).await;
-    let survivor = if pinned.name == "a" { &b } else { &a };
+    let pods = TwoPods::start().await;
+    let (gw, sid) = (&pods.gw, pods.sid.as_str());
+    let (pinned, survivor) = pods.pinned().await;
     let get = Request {
         method: "GET".into(),
         path: "/mcp".into(),
         headers: vec![
-            ("Mcp-Session-Id".into(), sid.clone()),
+            ("Mcp-Session-Id".into(), sid.to_owned()),
             ("Accept".into(), "text/event-stream".into()),
         ],
         body: vec![],
