@@ -98,15 +98,15 @@ async fn a_session_gets_a_gateway_id_and_stays_on_one_backend() {
         !sid.contains("session"),
         "backend ids never reach the client: {sid}"
     );
-    let first = text(&call(&sid, 1, "whoami", "{}").send(gw.addr).await);
+    let first = text(&call(sid, 1, "whoami", "{}").send(gw.addr).await);
     for i in 2..=50 {
         assert_eq!(
-            text(&call(&sid, i, "whoami", "{}").send(gw.addr).await),
+            text(&call(sid, i, "whoami", "{}").send(gw.addr).await),
             first
         );
     }
     let (pinned, _) = pods.pinned().await;
-    let backend_id = text(&call(&sid, 60, "session_id", "{}").send(gw.addr).await);
+    let backend_id = text(&call(sid, 60, "session_id", "{}").send(gw.addr).await);
     assert!(pinned.sessions().knows(&backend_id));
     assert_eq!(gw.metric("mcpgw_sessions_created_total").await, 1.0);
     // a second session goes to the other backend (least sessions)
@@ -121,14 +121,14 @@ async fn a_session_gets_a_gateway_id_and_stays_on_one_backend() {
 async fn legacy_session_survives_backend_kill() {
     let pods = TwoPods::start().await;
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
-    assert_eq!(text(&call(&sid, 1, "count", "{}").send(gw.addr).await), "1");
+    assert_eq!(text(&call(sid, 1, "count", "{}").send(gw.addr).await), "1");
     let (pinned, survivor) = pods.pinned().await;
     pinned.kill();
-    let resp = call(&sid, 2, "whoami", "{}").send(gw.addr).await;
+    let resp = call(sid, 2, "whoami", "{}").send(gw.addr).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(text(&resp), survivor.name);
     // a fresh backend session: per-session state restarts, the client's id does not change
-    assert_eq!(text(&call(&sid, 3, "count", "{}").send(gw.addr).await), "1");
+    assert_eq!(text(&call(sid, 3, "count", "{}").send(gw.addr).await), "1");
     assert_eq!(survivor.sessions().initializes(), 1);
     assert_eq!(
         survivor.count_method("notifications/initialized"),
@@ -197,7 +197,7 @@ async fn logging_level_is_replayed_after_failover() {
     let pods = TwoPods::start().await;
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
     assert_eq!(
-        rpc(&sid, 1, "logging/setLevel", r#"{"level":"debug"}"#)
+        rpc(sid, 1, "logging/setLevel", r#"{"level":"debug"}"#)
             .send(gw.addr)
             .await
             .status(),
@@ -205,7 +205,7 @@ async fn logging_level_is_replayed_after_failover() {
     );
     pods.pinned().await.0.kill();
     assert_eq!(
-        text(&call(&sid, 2, "log_level", "{}").send(gw.addr).await),
+        text(&call(sid, 2, "log_level", "{}").send(gw.addr).await),
         "debug"
     );
 }
@@ -300,7 +300,7 @@ async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_err
     let pods = TwoPods::start().await;
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
     let (pinned, _) = pods.pinned().await;
-    let (req, addr) = (call(&sid, 41, "sleep", r#"{"ms":3000}"#), gw.addr);
+    let (req, addr) = (call(sid, 41, "sleep", r#"{"ms":3000}"#), gw.addr);
     let in_flight = tokio::spawn(async move { req.send(addr).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     pinned.kill();
@@ -311,7 +311,7 @@ async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_err
     assert_eq!(v["error"]["code"], -32013);
     assert_eq!(v["error"]["data"]["outcome"], "unknown");
     // the session is re-pinned for the next call
-    let next = call(&sid, 42, "whoami", "{}").send(gw.addr).await;
+    let next = call(sid, 42, "whoami", "{}").send(gw.addr).await;
     assert_ne!(text(&next), pinned.name);
     assert_eq!(gw.metric("mcpgw_inflight_calls_lost_total").await, 1.0);
 }
@@ -320,7 +320,7 @@ async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_err
 async fn a_broken_sse_answer_ends_with_the_error_as_its_final_event() {
     let pods = TwoPods::start().await;
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
-    let resp = call(&sid, 8, "drop_mid_sse", "{}").send(gw.addr).await;
+    let resp = call(sid, 8, "drop_mid_sse", "{}").send(gw.addr).await;
     assert_eq!(resp.head.header("content-type"), Some("text/event-stream"));
     let body = String::from_utf8_lossy(&resp.body);
     assert!(body.contains("notifications/progress"), "{body}");
@@ -336,7 +336,7 @@ async fn a_repeatable_request_lost_mid_flight_is_retried_transparently() {
     let (pinned, survivor) = pods.pinned().await;
     // prompts/get is safe to repeat; the mock's `sleep` behaviour keys on params.name
     let req = rpc(
-        &sid,
+        sid,
         9,
         "prompts/get",
         r#"{"name":"sleep","arguments":{"ms":1500}}"#,

@@ -139,9 +139,11 @@ impl ProxyHttp for Gateway {
             ctx.stream_counted = true;
         }
         match route.mode {
-            Mode::Stateful => return stateful::handle(self, session, ctx, route).await,
+            // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
+            // into every request's state, the fast path's too (about 30 KB a request).
+            Mode::Stateful => return Box::pin(stateful::handle(self, session, ctx, route)).await,
             Mode::Auto if ctx.era == Era::Legacy => {
-                return stateful::handle(self, session, ctx, route).await;
+                return Box::pin(stateful::handle(self, session, ctx, route)).await;
             }
             _ => {}
         }
@@ -157,7 +159,13 @@ impl ProxyHttp for Gateway {
                     .is_some());
         if has_body && (by_body || bounded) {
             // The pool depends on the body, or the exchange runs under a deadline.
-            return exchange::forward_buffered(&self.client, session, ctx, route).await;
+            return Box::pin(exchange::forward_buffered(
+                &self.client,
+                session,
+                ctx,
+                route,
+            ))
+            .await;
         }
         ctx.pool = route.pool_for(headers.method.as_deref(), headers.name.as_deref());
         Ok(false)
