@@ -3,6 +3,7 @@
 
 mod file;
 mod internal;
+mod validate;
 
 pub use file::FileConfig;
 pub use internal::*;

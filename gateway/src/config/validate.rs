@@ -1,0 +1,458 @@
+//! Validation: a parsed [`FileConfig`](super::file::FileConfig) becomes a [`Config`], or the
+//! list of every problem found, each with its key path (river panics on the first; we list all).
+
+use super::file::{
+    FileConfig, FileLimits, FileMatch, FileNotFound, FilePool, FileRate, FileRoute,
+    FileRouteLimits, Unknown,
+};
+use super::internal::*;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Default)]
+struct Problems(Vec<ConfigError>);
+
+impl Problems {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ConfigError {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
+        for key in unknown.keys() {
+            let at = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            self.add(at, format!("unknown key (known keys: {known})"));
+        }
+    }
+
+    fn addr(&mut self, path: &str, value: &str) -> Option<SocketAddr> {
+        match value.parse() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                self.add(path, format!("`{value}` is not an IP:port address"));
+                None
+            }
+        }
+    }
+
+    fn glob(&mut self, path: String, glob: &Option<String>) {
+        if let Some(g) = glob {
+            if let Err(e) = globset::Glob::new(g) {
+                self.add(path, format!("bad glob `{g}`: {}", e.kind()));
+            }
+        }
+    }
+}
+
+impl Config {
+    /// Validates a parsed file, returning every problem found.
+    pub fn from_file(file: FileConfig) -> Result<Config, Vec<ConfigError>> {
+        let mut p = Problems::default();
+        p.unknown(
+            "",
+            &file.unknown,
+            "listen, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes",
+        );
+        let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
+        let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
+        let threads = file.threads.unwrap_or_else(default_threads);
+        if threads == 0 {
+            p.add("threads", "must be at least 1");
+        }
+        let max_body_bytes = file.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if max_body_bytes == 0 {
+            p.add("max-body-bytes", "must be at least 1");
+        }
+        let check_headers = file.check_headers.unwrap_or(true);
+        p.unknown("sessions", &file.sessions.unknown, "idle-timeout-s, max");
+        let defaults = SessionConfig::default();
+        let sessions = SessionConfig {
+            idle_timeout: file
+                .sessions
+                .idle_timeout_s
+                .map_or(defaults.idle_timeout, Duration::from_secs),
+            max: file.sessions.max.unwrap_or(defaults.max),
+        };
+        if sessions.idle_timeout.is_zero() {
+            p.add("sessions.idle-timeout-s", "must be at least 1");
+        }
+        let limits = limits_config(&mut p, &file.limits);
+
+        let pool_index: BTreeMap<&str, usize> = file
+            .pools
+            .keys()
+            .enumerate()
+            .map(|(i, name)| (name.as_str(), i))
+            .collect();
+        let pools: Vec<PoolConfig> = file
+            .pools
+            .iter()
+            .map(|(name, pool)| pool_config(&mut p, name, pool))
+            .collect();
+        if pools.is_empty() {
+            p.add("pools", "at least one pool is needed");
+        }
+        let routes: Vec<RouteConfig> = file
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| route_config(&mut p, i, r, &pool_index, check_headers))
+            .collect();
+        if routes.is_empty() {
+            p.add("routes", "at least one route is needed");
+        }
+        for (i, a) in routes.iter().enumerate() {
+            if routes[..i].iter().any(|b| b.path == a.path) {
+                p.add(
+                    format!("routes[{i}]"),
+                    "same path as an earlier route, which always wins",
+                );
+            }
+        }
+        if p.0.is_empty() {
+            Ok(Config {
+                listen: listen.expect("checked"),
+                admin,
+                threads,
+                max_body_bytes,
+                sessions,
+                limits,
+                metric_tools: file.metric_tools,
+                pools,
+                routes,
+            })
+        } else {
+            Err(p.0)
+        }
+    }
+
+    /// The pool with this name.
+    pub fn pool_named(&self, name: &str) -> Option<&PoolConfig> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
+    let at = format!("pools.{name}");
+    p.unknown(
+        &at,
+        &pool.unknown,
+        "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
+         failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
+         discovery, health",
+    );
+    if pool.backends.is_empty() && pool.discovery.is_none() {
+        p.add(
+            format!("{at}.backends"),
+            "a pool needs backends or discovery",
+        );
+    }
+    let backends = pool
+        .backends
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| p.addr(&format!("{at}.backends[{i}]"), b))
+        .collect();
+    let balance = match pool.balance.as_deref().unwrap_or("round-robin") {
+        "round-robin" => Balance::RoundRobin,
+        "least-requests" => Balance::LeastRequests,
+        "power-of-two-choices" | "p2c" => Balance::PowerOfTwoChoices,
+        other => {
+            p.add(
+                format!("{at}.balance"),
+                format!("unknown `{other}` (round-robin, least-requests, power-of-two-choices)"),
+            );
+            Balance::RoundRobin
+        }
+    };
+    let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
+    PoolConfig {
+        name: name.to_owned(),
+        backends,
+        balance,
+        host: pool.host.clone(),
+        connect_timeout: ms(pool.connect_timeout_ms, 2_000),
+        read_timeout: ms(pool.read_timeout_ms, 300_000),
+        retries: pool.retries.unwrap_or(2),
+        failure_cooldown: ms(pool.failure_cooldown_ms, 2_000),
+        max_idle_connections: pool.max_idle_connections.unwrap_or(128),
+        session_not_found: match &pool.session_not_found {
+            None => default_not_found(),
+            Some(rules) => not_found_rules(p, &at, rules),
+        },
+        drain_timeout: Duration::from_secs(pool.drain_timeout_s.unwrap_or(120)),
+        discovery: pool.discovery.as_ref().and_then(|d| discovery(p, &at, d)),
+        health: pool.health.as_ref().map(|h| {
+            p.unknown(
+                &format!("{at}.health"),
+                &h.unknown,
+                "path, interval-ms, timeout-ms, fall, rise",
+            );
+            HealthCheck {
+                path: h.path.clone().unwrap_or_else(|| "/".into()),
+                interval: ms(h.interval_ms, 2_000),
+                timeout: ms(h.timeout_ms, 1_000),
+                fall: h.fall.unwrap_or(2).max(1),
+                rise: h.rise.unwrap_or(2).max(1),
+            }
+        }),
+    }
+}
+
+fn discovery(p: &mut Problems, at: &str, d: &super::file::FileDiscovery) -> Option<Discovery> {
+    let at = format!("{at}.discovery");
+    p.unknown(&at, &d.unknown, "file, dns, resolver, interval-ms");
+    let resolver = d
+        .resolver
+        .as_deref()
+        .and_then(|r| p.addr(&format!("{at}.resolver"), r));
+    let interval = Duration::from_millis(d.interval_ms.unwrap_or(5_000).max(100));
+    match (&d.file, &d.dns) {
+        (Some(file), None) => Some(Discovery::File {
+            path: file.into(),
+            interval,
+        }),
+        (None, Some(dns)) => match dns
+            .rsplit_once(':')
+            .map(|(n, port)| (n, port.parse::<u16>()))
+        {
+            Some((name, Ok(port))) if !name.is_empty() => Some(Discovery::Dns {
+                name: name.to_owned(),
+                port,
+                interval,
+                resolver,
+            }),
+            _ => {
+                p.add(format!("{at}.dns"), format!("`{dns}` is not name:port"));
+                None
+            }
+        },
+        _ => {
+            p.add(&at, "give exactly one of file or dns");
+            None
+        }
+    }
+}
+
+fn rate(p: &mut Problems, at: &str, per_second: Option<f64>, burst: Option<u32>) -> Option<Rate> {
+    match per_second {
+        Some(r) if r > 0.0 && r.is_finite() => Some(Rate {
+            per_second: r,
+            burst: burst.unwrap_or_else(|| r.ceil().max(1.0) as u32).max(1),
+        }),
+        _ => {
+            p.add(
+                format!("{at}.per-second"),
+                "a positive number of requests per second is required",
+            );
+            None
+        }
+    }
+}
+
+fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
+    p.unknown(
+        "limits",
+        &l.unknown,
+        "client-id-header, max-inflight, max-streams, max-sessions-per-client, rate, tool-rate",
+    );
+    let rate_of = |p: &mut Problems, at: &str, r: &FileRate| {
+        p.unknown(at, &r.unknown, "per-second, burst");
+        rate(p, at, r.per_second, r.burst)
+    };
+    let tool_rate = l.tool_rate.as_ref().and_then(|t| {
+        p.unknown("limits.tool-rate", &t.unknown, "per-second, burst, tools");
+        for (i, g) in t.tools.iter().enumerate() {
+            p.glob(format!("limits.tool-rate.tools[{i}]"), &Some(g.clone()));
+        }
+        if t.tools.is_empty() {
+            p.add(
+                "limits.tool-rate.tools",
+                "name the tools (globs) this rate applies to",
+            );
+        }
+        rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, t.tools.clone()))
+    });
+    if let Some(h) = &l.client_id_header {
+        if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
+            p.add(
+                "limits.client-id-header",
+                format!("`{h}` is not a header name"),
+            );
+        }
+    }
+    Limits {
+        client_id_header: l.client_id_header.as_ref().map(|h| h.to_ascii_lowercase()),
+        max_inflight: l.max_inflight,
+        max_streams: l.max_streams,
+        max_sessions_per_client: l.max_sessions_per_client,
+        rate: l.rate.as_ref().and_then(|r| rate_of(p, "limits.rate", r)),
+        tool_rate,
+    }
+}
+
+fn route_limits(p: &mut Problems, at: &str, l: &FileRouteLimits) -> RouteLimits {
+    p.unknown(
+        at,
+        &l.unknown,
+        "max-inflight, max-streams, timeout-ms, tool-timeouts",
+    );
+    let tool_timeouts = l
+        .tool_timeouts
+        .iter()
+        .map(|(glob, ms)| {
+            p.glob(format!("{at}.tool-timeouts.{glob}"), &Some(glob.clone()));
+            (glob.clone(), Duration::from_millis(*ms))
+        })
+        .collect();
+    RouteLimits {
+        max_inflight: l.max_inflight,
+        max_streams: l.max_streams,
+        timeout: l.timeout_ms.map(Duration::from_millis),
+        tool_timeouts,
+    }
+}
+
+fn not_found_rules(p: &mut Problems, at: &str, rules: &[FileNotFound]) -> Vec<NotFoundRule> {
+    rules
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let rat = format!("{at}.session-not-found[{i}]");
+            p.unknown(&rat, &r.unknown, "status, code, message-contains");
+            match r.status {
+                Some(status @ 100..=599) => Some(NotFoundRule {
+                    status,
+                    code: r.code,
+                    message_contains: r.message_contains.as_ref().map(|m| m.to_lowercase()),
+                }),
+                _ => {
+                    p.add(
+                        format!("{rat}.status"),
+                        "an HTTP status (100-599) is required",
+                    );
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+fn route_config(
+    p: &mut Problems,
+    i: usize,
+    route: &FileRoute,
+    pools: &BTreeMap<&str, usize>,
+    check_headers: bool,
+) -> RouteConfig {
+    let at = format!("routes[{i}]");
+    p.unknown(
+        &at,
+        &route.unknown,
+        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules",
+    );
+    let path = match (&route.path, &route.path_prefix) {
+        (Some(path), None) => PathMatch::Exact(path.clone()),
+        (None, Some(prefix)) => PathMatch::Prefix(prefix.clone()),
+        (Some(_), Some(_)) => {
+            p.add(&at, "give either path or path-prefix, not both");
+            PathMatch::Exact(String::new())
+        }
+        (None, None) => {
+            p.add(&at, "needs path (exact) or path-prefix");
+            PathMatch::Exact(String::new())
+        }
+    };
+    let (PathMatch::Exact(s) | PathMatch::Prefix(s)) = &path;
+    if !s.is_empty() && !s.starts_with('/') {
+        p.add(format!("{at}.path"), format!("`{s}` must start with /"));
+    }
+    if let Some(up) = &route.upstream_path {
+        if !up.starts_with('/') {
+            p.add(
+                format!("{at}.upstream-path"),
+                format!("`{up}` must start with /"),
+            );
+        }
+    }
+    let mode = match route.mode.as_deref().unwrap_or("stateless") {
+        "stateless" => Mode::Stateless,
+        "stateful" => Mode::Stateful,
+        "auto" => Mode::Auto,
+        other => {
+            p.add(
+                format!("{at}.mode"),
+                format!("unknown `{other}` (stateless, stateful, auto)"),
+            );
+            Mode::Stateless
+        }
+    };
+    let pool = pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools);
+    let rules = route
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(j, rule)| {
+            let rat = format!("{at}.rules[{j}]");
+            p.unknown(&rat, &rule.unknown, "match, pool");
+            let FileMatch {
+                method,
+                name,
+                unknown,
+            } = &rule.matches;
+            p.unknown(&format!("{rat}.match"), unknown, "method, name");
+            p.glob(format!("{rat}.match.method"), method);
+            p.glob(format!("{rat}.match.name"), name);
+            RuleConfig {
+                method: method.clone(),
+                name: name.clone(),
+                pool: pool_ref(p, format!("{rat}.pool"), rule.pool.as_deref(), pools),
+            }
+        })
+        .collect();
+    RouteConfig {
+        path,
+        mode,
+        pool,
+        upstream_path: route.upstream_path.clone(),
+        check_headers: route.check_headers.unwrap_or(check_headers),
+        limits: route_limits(p, &format!("{at}.limits"), &route.limits),
+        rules,
+    }
+}
+
+fn pool_ref(
+    p: &mut Problems,
+    at: String,
+    name: Option<&str>,
+    pools: &BTreeMap<&str, usize>,
+) -> usize {
+    match name {
+        None => {
+            p.add(at, "missing: name a pool");
+            0
+        }
+        Some(name) => match pools.get(name) {
+            Some(&i) => i,
+            None => {
+                let known: Vec<&str> = pools.keys().copied().collect();
+                p.add(
+                    at,
+                    format!("no pool named `{name}` (pools: {})", known.join(", ")),
+                );
+                0
+            }
+        },
+    }
+}
