@@ -43,6 +43,29 @@ impl Request {
         }
     }
 
+    /// A request without a body (GET, DELETE, admin POSTs).
+    pub fn bare(method: &str, path: &str) -> Request {
+        Request {
+            method: method.into(),
+            path: path.into(),
+            headers: vec![],
+            body: vec![],
+            chunked: None,
+        }
+    }
+
+    /// The server→client SSE stream of a legacy session.
+    pub fn session_stream(sid: &str) -> Request {
+        Request::bare("GET", "/mcp")
+            .header("Mcp-Session-Id", sid)
+            .header("Accept", "text/event-stream")
+    }
+
+    /// The DELETE ending a legacy session.
+    pub fn session_delete(sid: &str) -> Request {
+        Request::bare("DELETE", "/mcp").header("Mcp-Session-Id", sid)
+    }
+
     /// A 2026-07-28 `tools/call` with matching headers.
     pub fn tools_call(path: &str, id: u64, tool: &str) -> Request {
         let body = format!(

@@ -104,14 +104,7 @@ impl Gateway {
 
     /// The admin endpoint's answer (status, body).
     pub async fn admin_get(&self, path: &str) -> (u16, String) {
-        let req = crate::Request {
-            method: "GET".into(),
-            path: path.into(),
-            headers: vec![],
-            body: vec![],
-            chunked: None,
-        };
-        let resp = req.send(self.admin).await;
+        let resp = crate::Request::bare("GET", path).send(self.admin).await;
         (
             resp.status(),
             String::from_utf8_lossy(&resp.body).into_owned(),

@@ -40,3 +40,29 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// Opens a legacy (2025-11-25) session through the gateway at `addr` on `/mcp` the way the SDKs
+/// do (`initialize`, then `notifications/initialized`); returns the gateway's session id.
+pub async fn open_session(addr: std::net::SocketAddr) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let resp = Request::post("/mcp", body).send(addr).await;
+    assert_eq!(
+        resp.status(),
+        200,
+        "{}",
+        String::from_utf8_lossy(&resp.body)
+    );
+    let sid = resp
+        .head
+        .header("mcp-session-id")
+        .expect("a gateway session id")
+        .to_owned();
+    let note = Request::post(
+        "/mcp",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .header("Mcp-Session-Id", &sid)
+    .header("MCP-Protocol-Version", "2025-11-25");
+    assert_eq!(note.send(addr).await.status(), 202);
+    sid
+}

@@ -182,13 +182,7 @@ async fn sessions_per_client_are_capped_and_given_back_on_delete() {
         1,
         "refused before reaching the backend"
     );
-    let delete = Request {
-        method: "DELETE".into(),
-        path: "/mcp".into(),
-        headers: vec![("Mcp-Session-Id".into(), sid)],
-        body: vec![],
-        chunked: None,
-    };
+    let delete = Request::session_delete(&sid);
     assert_eq!(delete.send(gw.addr).await.status(), 200);
     assert_eq!(init(3).send(gw.addr).await.status(), 200);
 }
@@ -209,16 +203,7 @@ async fn the_stream_cap_counts_open_get_streams() {
         .header("mcp-session-id")
         .unwrap()
         .to_owned();
-    let get = Request {
-        method: "GET".into(),
-        path: "/mcp".into(),
-        headers: vec![
-            ("Mcp-Session-Id".into(), sid),
-            ("Accept".into(), "text/event-stream".into()),
-        ],
-        body: vec![],
-        chunked: None,
-    };
+    let get = Request::session_stream(&sid);
     let (first, addr) = (get.clone(), gw.addr);
     let open = tokio::spawn(async move {
         tokio::time::timeout(Duration::from_secs(2), first.send_timed(addr)).await
@@ -230,7 +215,6 @@ async fn the_stream_cap_counts_open_get_streams() {
     assert_eq!(resp.json()["error"]["code"], -32018);
     // POSTs are not streams: the session works while its stream is open
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami"}}"#;
-    let sid = get.headers[0].1.clone();
     let resp = Request::post("/mcp", call)
         .header("Mcp-Session-Id", &sid)
         .send(gw.addr)

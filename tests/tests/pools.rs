@@ -1,24 +1,12 @@
 //! Pools for rollouts against Rust mocks: file discovery (join at once, drain on removal,
 //! leave after the deadline), the admin drain API, active health checks, admin views.
 
-use mcp_gateway_tests::{eventually_async, free_port, Gateway, MockServer, Request};
+use mcp_gateway_tests::{eventually_async, free_port, open_session, Gateway, MockServer, Request};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 const V: &str = "2025-11-25";
-
-async fn initialize(gw: SocketAddr) -> String {
-    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let resp = Request::post("/mcp", body).send(gw).await;
-    assert_eq!(
-        resp.status(),
-        200,
-        "{}",
-        String::from_utf8_lossy(&resp.body)
-    );
-    resp.head.header("mcp-session-id").unwrap().to_owned()
-}
 
 async fn whoami(gw: SocketAddr, sid: &str) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}}"#;
@@ -45,14 +33,7 @@ fn state_of(view: &Value, addr: SocketAddr) -> Option<String> {
 }
 
 async fn post_admin(gw: &Gateway, path: &str) -> u16 {
-    let req = Request {
-        method: "POST".into(),
-        path: path.into(),
-        headers: vec![],
-        body: vec![],
-        chunked: None,
-    };
-    req.send(gw.admin).await.status()
+    Request::bare("POST", path).send(gw.admin).await.status()
 }
 
 #[tokio::test]
@@ -66,7 +47,7 @@ async fn discovered_pods_join_at_once_and_removed_ones_drain_then_leave() {
         file.display()
     ))
     .await;
-    let on_a = initialize(gw.addr).await;
+    let on_a = open_session(gw.addr).await;
     assert_eq!(whoami(gw.addr, &on_a).await, "a");
 
     // b appears: the next session goes to it (fewest sessions)
@@ -75,7 +56,7 @@ async fn discovered_pods_join_at_once_and_removed_ones_drain_then_leave() {
         state_of(&backends(&gw).await, b.addr).as_deref() == Some("up")
     })
     .await;
-    let on_b = initialize(gw.addr).await;
+    let on_b = open_session(gw.addr).await;
     assert_eq!(whoami(gw.addr, &on_b).await, "b");
     // a (found at start: the static list is empty) and b
     assert_eq!(
@@ -95,7 +76,7 @@ async fn discovered_pods_join_at_once_and_removed_ones_drain_then_leave() {
         "a",
         "sessions stay during the drain"
     );
-    let fresh = initialize(gw.addr).await;
+    let fresh = open_session(gw.addr).await;
     assert_eq!(
         whoami(gw.addr, &fresh).await,
         "b",
@@ -125,7 +106,7 @@ async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadlin
         a.addr, b.addr
     ))
     .await;
-    let first = initialize(gw.addr).await;
+    let first = open_session(gw.addr).await;
     let pinned = whoami(gw.addr, &first).await;
     let (pinned_addr, other) = if pinned == "a" {
         (a.addr, "b")
@@ -150,7 +131,7 @@ async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadlin
         1.0
     );
     for _ in 0..3 {
-        let s = initialize(gw.addr).await;
+        let s = open_session(gw.addr).await;
         assert_eq!(whoami(gw.addr, &s).await, other);
     }
     assert_eq!(
@@ -219,8 +200,8 @@ async fn the_admin_api_shows_sessions_per_backend_and_one_session() {
         a.addr
     ))
     .await;
-    let sid = initialize(gw.addr).await;
-    initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
+    open_session(gw.addr).await;
     let (_, body) = gw.admin_get("/admin/sessions").await;
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["total"], 2);
@@ -239,7 +220,7 @@ async fn a_config_reload_keeps_sessions_and_a_bad_config_is_refused() {
     let b = MockServer::start("b").await;
     let first = format!("pools:\n  pods: {{ backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n", a.addr);
     let gw = Gateway::start(&first).await;
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     assert_eq!(whoami(gw.addr, &sid).await, "a");
 
     // a new route and pool appear; the session keeps its backend without a re-initialization
@@ -337,7 +318,7 @@ async fn dns_discovery_follows_a_headless_service_as_pods_come_and_go() {
         state_of(&backends(&gw).await, pod1.addr).is_some()
     })
     .await;
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     assert_eq!(whoami(gw.addr, &sid).await, "pod-1");
     // a new pod is ready: it joins and takes the next session
     dns.set(&[ip(11), ip(12)]);
@@ -345,7 +326,7 @@ async fn dns_discovery_follows_a_headless_service_as_pods_come_and_go() {
         state_of(&backends(&gw).await, pod2.addr).is_some()
     })
     .await;
-    let sid2 = initialize(gw.addr).await;
+    let sid2 = open_session(gw.addr).await;
     assert_eq!(whoami(gw.addr, &sid2).await, "pod-2");
     // pod-1 leaves the Service: with no drain time it leaves the pool, its session moves
     dns.set(&[ip(12)]);

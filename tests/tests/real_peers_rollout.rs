@@ -85,13 +85,10 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
 
     // 2. pod-0 is drained: its sessions keep working, then move after the drain deadline
     let drained = pods[0].addr();
-    let drain = Request {
-        method: "POST".into(),
-        path: format!("/admin/backends/drain?pool=pods&backend={drained}"),
-        headers: vec![],
-        body: vec![],
-        chunked: None,
-    };
+    let drain = Request::bare(
+        "POST",
+        &format!("/admin/backends/drain?pool=pods&backend={drained}"),
+    );
     assert_eq!(drain.send(gw.admin).await.status(), 200);
     all_calls_succeed(&mut clients, "while pod-0 drains").await;
     tokio::time::sleep(Duration::from_millis(1200)).await;

@@ -3,7 +3,7 @@
 //! `ClientSession` and the 2.3.0 `Client` (legacy and auto modes). Backends are SIGKILLed and
 //! restarted; the clients must not notice. Needs `scripts/setup-peers`.
 
-use mcp_gateway_tests::{Gateway, PythonPeer, ReplClient, Request};
+use mcp_gateway_tests::{open_session, Gateway, PythonPeer, ReplClient, Request};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -210,26 +210,11 @@ fn legacy_call(sid: &str, id: u64, tool: &str) -> Request {
         .header("MCP-Protocol-Version", "2025-11-25")
 }
 
-async fn raw_session(gw: &Gateway) -> String {
-    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-    let resp = Request::post("/mcp", init).send(gw.addr).await;
-    assert_eq!(resp.status(), 200);
-    let sid = resp.head.header("mcp-session-id").unwrap().to_owned();
-    let note = Request::post(
-        "/mcp",
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .header("Mcp-Session-Id", &sid)
-    .header("MCP-Protocol-Version", "2025-11-25");
-    assert_eq!(note.send(gw.addr).await.status(), 202);
-    sid
-}
-
 #[tokio::test]
 async fn ten_concurrent_calls_during_a_failover_cause_exactly_one_reinit() {
     let mut pods = Pods::legacy(3).await;
     let gw = Gateway::start(&pods.yaml("stateful", "")).await;
-    let sid = raw_session(&gw).await;
+    let sid = open_session(gw.addr).await;
     let pinned = legacy_call(&sid, 1, "whoami")
         .send(gw.addr)
         .await
@@ -282,7 +267,7 @@ async fn delete_and_expiry_remove_real_sessions() {
             .await,
         1.0
     );
-    let sid = raw_session(&gw).await;
+    let sid = open_session(gw.addr).await;
     let mut expired = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(200)).await;

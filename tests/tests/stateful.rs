@@ -1,8 +1,7 @@
 //! Stateful routes against Rust legacy mocks (sessions in process memory): session creation and
 //! pinning, transparent failover by re-initialization, what cannot be recovered, expiry, limits.
 
-use mcp_gateway_tests::{eventually, Gateway, MockServer, Request, Response};
-use std::net::SocketAddr;
+use mcp_gateway_tests::{eventually, open_session, Gateway, MockServer, Request, Response};
 use std::time::Duration;
 
 const V: &str = "2025-11-25";
@@ -13,32 +12,6 @@ fn route(backends: &[&MockServer], extra: &str) -> String {
         "{extra}pools:\n  legacy: {{ backends: [{}], failure-cooldown-ms: 60000 }}\nroutes:\n  - path: /mcp\n    mode: stateful\n    pool: legacy\n",
         list.join(", ")
     )
-}
-
-async fn initialize(gw: SocketAddr) -> String {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{V}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    );
-    let resp = Request::post("/mcp", body).send(gw).await;
-    assert_eq!(
-        resp.status(),
-        200,
-        "{}",
-        String::from_utf8_lossy(&resp.body)
-    );
-    let sid = resp
-        .head
-        .header("mcp-session-id")
-        .expect("gateway session id")
-        .to_owned();
-    let note = Request::post(
-        "/mcp",
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .header("Mcp-Session-Id", &sid)
-    .header("MCP-Protocol-Version", V);
-    assert_eq!(note.send(gw).await.status(), 202);
-    sid
 }
 
 fn rpc(sid: &str, id: u64, method: &str, params: &str) -> Request {
@@ -74,7 +47,7 @@ impl TwoPods {
         let a = MockServer::legacy("a", 0, V).await;
         let b = MockServer::legacy("b", 0, V).await;
         let gw = Gateway::start(&route(&[&a, &b], "")).await;
-        let sid = initialize(gw.addr).await;
+        let sid = open_session(gw.addr).await;
         TwoPods { a, b, gw, sid }
     }
 
@@ -110,7 +83,7 @@ async fn a_session_gets_a_gateway_id_and_stays_on_one_backend() {
     assert!(pinned.sessions().knows(&backend_id));
     assert_eq!(gw.metric("mcpgw_sessions_created_total").await, 1.0);
     // a second session goes to the other backend (least sessions)
-    let sid2 = initialize(gw.addr).await;
+    let sid2 = open_session(gw.addr).await;
     assert_ne!(
         text(&call(&sid2, 1, "whoami", "{}").send(gw.addr).await),
         first
@@ -147,7 +120,7 @@ async fn a_restarted_backend_that_forgot_the_session_is_recovered() {
     let a = MockServer::legacy("a", 0, V).await;
     let port = a.addr.port();
     let gw = Gateway::start(&route(&[&a], "")).await;
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     assert_eq!(text(&call(&sid, 1, "count", "{}").send(gw.addr).await), "1");
     a.kill();
     drop(a);
@@ -223,15 +196,9 @@ async fn unknown_and_deleted_sessions_get_404_with_the_request_id_and_a_reason()
     assert_eq!(v["error"]["code"], -32015);
     assert_eq!(v["error"]["data"]["reason"], "unknown");
 
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     let backend_id = text(&call(&sid, 1, "session_id", "{}").send(gw.addr).await);
-    let delete = Request {
-        method: "DELETE".into(),
-        path: "/mcp".into(),
-        headers: vec![("Mcp-Session-Id".into(), sid.clone())],
-        body: vec![],
-        chunked: None,
-    };
+    let delete = Request::session_delete(&sid);
     assert_eq!(delete.send(gw.addr).await.status(), 200);
     assert!(
         !a.sessions().knows(&backend_id),
@@ -242,12 +209,9 @@ async fn unknown_and_deleted_sessions_get_404_with_the_request_id_and_a_reason()
     assert_eq!(resp.json()["error"]["data"]["reason"], "deleted");
     assert_eq!(resp.json()["id"], 6);
     // DELETE of a session whose backend is down still ends it at the gateway
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     a.kill();
-    let delete = Request {
-        headers: vec![("Mcp-Session-Id".into(), sid.clone())],
-        ..delete
-    };
+    let delete = Request::session_delete(&sid);
     assert_eq!(delete.send(gw.addr).await.status(), 200);
     assert_eq!(
         call(&sid, 7, "whoami", "{}").send(gw.addr).await.json()["error"]["data"]["reason"],
@@ -259,7 +223,7 @@ async fn unknown_and_deleted_sessions_get_404_with_the_request_id_and_a_reason()
 async fn idle_sessions_expire_with_a_delete_upstream() {
     let a = MockServer::legacy("a", 0, V).await;
     let gw = Gateway::start(&route(&[&a], "sessions: { idle-timeout-s: 1 }\n")).await;
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     assert_eq!(a.sessions().live(), 1);
     eventually(
         "the backend session is deleted",
@@ -281,7 +245,7 @@ async fn idle_sessions_expire_with_a_delete_upstream() {
 async fn the_session_cap_answers_initialize_with_a_json_rpc_error() {
     let a = MockServer::legacy("a", 0, V).await;
     let gw = Gateway::start(&route(&[&a], "sessions: { max: 1 }\n")).await;
-    initialize(gw.addr).await;
+    open_session(gw.addr).await;
     let body = r#"{"jsonrpc":"2.0","id":"init-2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let resp = Request::post("/mcp", body).send(gw.addr).await;
     assert_eq!(resp.status(), 503);
@@ -356,7 +320,7 @@ async fn a_repeatable_request_lost_mid_flight_is_retried_transparently() {
 async fn a_backend_negotiating_another_version_cannot_take_the_session() {
     let a = MockServer::legacy("a", 0, V).await;
     let gw = Gateway::start(&route(&[&a], "")).await;
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     let port = a.addr.port();
     a.kill();
     drop(a);
@@ -372,7 +336,7 @@ async fn with_no_surviving_backend_the_session_waits_with_503_and_recovers_later
     let a = MockServer::legacy("a", 0, V).await;
     let port = a.addr.port();
     let gw = Gateway::start(&route(&[&a], "")).await;
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     a.kill();
     drop(a);
     let resp = call(&sid, 11, "whoami", "{}").send(gw.addr).await;
@@ -391,16 +355,7 @@ async fn the_get_stream_ends_cleanly_when_its_backend_dies_and_reopens_elsewhere
     let pods = TwoPods::start().await;
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
     let (pinned, survivor) = pods.pinned().await;
-    let get = Request {
-        method: "GET".into(),
-        path: "/mcp".into(),
-        headers: vec![
-            ("Mcp-Session-Id".into(), sid.to_owned()),
-            ("Accept".into(), "text/event-stream".into()),
-        ],
-        body: vec![],
-        chunked: None,
-    };
+    let get = Request::session_stream(sid);
     let (first, addr) = (get.clone(), gw.addr);
     let open = tokio::spawn(async move { first.send_timed(addr).await });
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -456,7 +411,7 @@ async fn auto_routes_send_2026_requests_stateless_and_legacy_ones_through_sessio
     .await;
     let resp = Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
     assert_eq!(text(&resp), "modern");
-    let sid = initialize(gw.addr).await;
+    let sid = open_session(gw.addr).await;
     assert_eq!(
         text(&call(&sid, 2, "whoami", "{}").send(gw.addr).await),
         "a"
