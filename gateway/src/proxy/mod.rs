@@ -15,9 +15,10 @@ mod trace;
 
 use crate::config::Mode;
 use crate::error::GatewayError;
-use crate::mcp::headers::{read_mcp_headers, HeaderProblem};
+use crate::mcp::headers::{read_mcp_headers, HeaderProblem, McpHeaders};
 use crate::mcp::{method_label, Era};
 use crate::metrics::Metrics;
+use crate::routing::Route;
 use crate::session::reinit::Sessions;
 use crate::state::State;
 use crate::upstream::client::UpstreamClient;
@@ -55,6 +56,46 @@ impl Gateway {
         ctx.state
             .as_ref()
             .map_or(u64::MAX, |s| s.config.max_body_bytes)
+    }
+}
+
+impl Gateway {
+    /// Admission for one request: concurrency caps (a GET is a stream), the client's rate and,
+    /// for a `tools/call` named in the headers, the tool's rate. Holds the slots in `ctx`.
+    fn admit(
+        &self,
+        session: &Session,
+        ctx: &mut RequestCtx,
+        state: &State,
+        route: &Route,
+        headers: &McpHeaders<'_>,
+    ) -> std::result::Result<(), GatewayError> {
+        let client_ip = session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .map(|a| a.ip());
+        let req = session.req_header();
+        ctx.identity = state.admission.identity(&req.headers, client_ip);
+        let stream = req.method == http::Method::GET;
+        ctx.permit = Some(
+            state
+                .admission
+                .admit(route.index, ctx.identity.as_deref(), stream)?,
+        );
+        if let (Some("tools/call"), Some(tool)) =
+            (headers.method.as_deref(), headers.name.as_deref())
+        {
+            ctx.tool_admitted = true;
+            state.admission.admit_tool(ctx.identity.as_deref(), tool)?;
+        }
+        if stream {
+            self.metrics
+                .open_streams
+                .with_label_values(&[&route.label])
+                .inc();
+            ctx.stream_counted = true;
+        }
+        Ok(())
     }
 }
 
@@ -107,36 +148,9 @@ impl ProxyHttp for Gateway {
             .with_label_values(&[ctx.era.as_str()])
             .inc();
         let has_body = req.method == http::Method::POST;
-        let client_ip = session
-            .client_addr()
-            .and_then(|a| a.as_inet())
-            .map(|a| a.ip());
-        let req = session.req_header();
-        ctx.identity = state.admission.identity(&req.headers, client_ip);
-        let stream = req.method == http::Method::GET;
-        let admitted = state
-            .admission
-            .admit(route.index, ctx.identity.as_deref(), stream)
-            .and_then(|permit| {
-                ctx.permit = Some(permit);
-                match (headers.method.as_deref(), headers.name.as_deref()) {
-                    (Some("tools/call"), Some(tool)) => {
-                        ctx.tool_admitted = true;
-                        state.admission.admit_tool(ctx.identity.as_deref(), tool)
-                    }
-                    _ => Ok(()),
-                }
-            });
-        if let Err(err) = admitted {
+        if let Err(err) = self.admit(session, ctx, &state, route, &headers) {
             respond::answer(session, ctx, &err).await;
             return Ok(true);
-        }
-        if stream {
-            self.metrics
-                .open_streams
-                .with_label_values(&[&route.label])
-                .inc();
-            ctx.stream_counted = true;
         }
         match route.mode {
             // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
