@@ -3,7 +3,7 @@
 //! kept; and a retry storm never pushes the backend past its cap.
 
 use mcp_gateway_tests::client::Connection;
-use mcp_gateway_tests::{Gateway, MockServer, Request, Response};
+use mcp_gateway_tests::{open_session, Gateway, MockServer, Request, Response};
 use std::time::{Duration, Instant};
 
 fn stateless(mock: &MockServer, limits: &str, route_limits: &str) -> String {
@@ -195,14 +195,7 @@ async fn the_stream_cap_counts_open_get_streams() {
         mock.addr
     ))
     .await;
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let sid = Request::post("/mcp", init)
-        .send(gw.addr)
-        .await
-        .head
-        .header("mcp-session-id")
-        .unwrap()
-        .to_owned();
+    let sid = open_session(gw.addr).await;
     let get = Request::session_stream(&sid);
     let (first, addr) = (get.clone(), gw.addr);
     let open = tokio::spawn(async move {
@@ -277,14 +270,7 @@ async fn a_session_call_past_its_deadline_is_cancelled_in_the_backend_session() 
         mock.addr
     ))
     .await;
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let sid = Request::post("/mcp", init)
-        .send(gw.addr)
-        .await
-        .head
-        .header("mcp-session-id")
-        .unwrap()
-        .to_owned();
+    let sid = open_session(gw.addr).await;
     let call = r#"{"jsonrpc":"2.0","id":"long-1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":3000}}}"#;
     let resp = Request::post("/mcp", call)
         .header("Mcp-Session-Id", &sid)
