@@ -198,6 +198,7 @@ pub async fn forward_any(
         }
         ctx.tried.push(b.addr);
         ctx.backend = Some(b.clone());
+        ctx.inflight = Some(Pool::track(&b));
         let label = &b.label;
         let req = upstream_request(session.req_header(), &path, &b.host, None, len)?;
         let started = std::time::Instant::now();
