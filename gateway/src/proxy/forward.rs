@@ -153,8 +153,10 @@ pub async fn end_with_error(
     id: &crate::mcp::RequestId,
 ) -> Result<()> {
     if !sse {
+        // Not a client disconnect: the connection must close, so a type of its own keeps this
+        // an error all the way up.
         return Err(Error::explain(
-            ErrorType::ConnectionClosed,
+            ErrorType::Custom("answer-cut-midway"),
             err.message.clone(),
         ));
     }

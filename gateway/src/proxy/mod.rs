@@ -59,6 +59,27 @@ impl Gateway {
     }
 }
 
+/// A client that went away while the gateway answered it (it closed its GET stream, say) is
+/// the end of that request, not an error worth logging.
+fn client_gone_is_done(handled: Result<bool>, ctx: &mut RequestCtx) -> Result<bool> {
+    match handled {
+        Err(e)
+            if e.esource() == &pingora::ErrorSource::Downstream
+                || (e.esource() != &pingora::ErrorSource::Upstream
+                    && matches!(
+                        e.etype(),
+                        ErrorType::WriteError
+                            | ErrorType::WriteTimedout
+                            | ErrorType::ConnectionClosed
+                    )) =>
+        {
+            ctx.outcome.get_or_insert("client-gone");
+            Ok(true)
+        }
+        other => other,
+    }
+}
+
 impl Gateway {
     /// Admission for one request: concurrency caps (a GET is a stream), the client's rate and,
     /// for a `tools/call` named in the headers, the tool's rate. Holds the slots in `ctx`.
@@ -155,9 +176,13 @@ impl ProxyHttp for Gateway {
         match route.mode {
             // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
             // into every request's state, the fast path's too (about 30 KB a request).
-            Mode::Stateful => return Box::pin(stateful::handle(self, session, ctx, route)).await,
+            Mode::Stateful => {
+                let handled = Box::pin(stateful::handle(self, session, ctx, route)).await;
+                return client_gone_is_done(handled, ctx);
+            }
             Mode::Auto if ctx.era == Era::Legacy => {
-                return Box::pin(stateful::handle(self, session, ctx, route)).await;
+                let handled = Box::pin(stateful::handle(self, session, ctx, route)).await;
+                return client_gone_is_done(handled, ctx);
             }
             _ => {}
         }
@@ -173,13 +198,14 @@ impl ProxyHttp for Gateway {
                     .is_some());
         if has_body && (by_body || bounded) {
             // The pool depends on the body, or the exchange runs under a deadline.
-            return Box::pin(exchange::forward_buffered(
+            let handled = Box::pin(exchange::forward_buffered(
                 &self.client,
                 session,
                 ctx,
                 route,
             ))
             .await;
+            return client_gone_is_done(handled, ctx);
         }
         ctx.pool = route.pool_for(headers.method.as_deref(), headers.name.as_deref());
         Ok(false)
