@@ -10,16 +10,13 @@ Prints "READY <port>" on stdout (flushed) once uvicorn is accepting connections.
 
 from __future__ import annotations
 
-import argparse
-import socket
-import sys
 
 import anyio
-import uvicorn
 
 from mcp.server.mcpserver import Context, MCPServer
 
-HOST = "127.0.0.1"  # loopback only, always
+import peer_serve
+from peer_serve import HOST
 
 
 def build_server(name: str) -> MCPServer:
@@ -53,46 +50,5 @@ def build_server(name: str) -> MCPServer:
     return mcp
 
 
-async def serve(port: int, name: str) -> None:
-    app = build_server(name).streamable_http_app(stateless_http=True, host=HOST)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-    except OSError as e:
-        raise SystemExit(f"{name}: cannot bind {HOST}:{port}: {e}") from None
-    actual_port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-
-    done = anyio.Event()
-
-    async def run() -> None:
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            done.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        while not server.started:
-            if done.is_set():
-                raise SystemExit(f"{name}: uvicorn failed to start")
-            await anyio.sleep(0.01)
-        print(f"READY {actual_port}", flush=True)
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--name", required=True)
-    a = p.parse_args()
-    try:
-        anyio.run(serve, a.port, a.name)
-    except KeyboardInterrupt:
-        pass
-    sys.exit(0)
-
-
 if __name__ == "__main__":
-    main()
+    peer_serve.main(__doc__, lambda name: build_server(name).streamable_http_app(stateless_http=True, host=HOST))
