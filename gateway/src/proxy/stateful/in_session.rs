@@ -19,7 +19,10 @@ use pingora::prelude::*;
 use std::sync::Arc;
 
 /// The live record for a client's session id, or the 404 to answer.
-async fn live(gw: &Gateway, sid: &str) -> std::result::Result<SessionRecord, GatewayError> {
+pub(super) async fn live(
+    gw: &Gateway,
+    sid: &str,
+) -> std::result::Result<SessionRecord, GatewayError> {
     match gw.sessions.store.lookup(sid).await {
         Lookup::Live(r) => Ok(r),
         Lookup::Gone(reason) => Err(GatewayError::session_not_found(reason.as_str())),
@@ -160,13 +163,9 @@ pub(super) async fn in_session(
     session: &mut Session,
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
-    sid: &str,
+    rec: SessionRecord,
     call: Call,
 ) -> Result<bool> {
-    let rec = match live(gw, sid).await {
-        Ok(r) => r,
-        Err(e) => return answered(session, ctx, &e).await,
-    };
     let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
     let client_req = session.req_header().clone();
@@ -268,12 +267,8 @@ pub(super) async fn stream(
     session: &mut Session,
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
-    sid: &str,
+    rec: SessionRecord,
 ) -> Result<bool> {
-    let rec = match live(gw, sid).await {
-        Ok(r) => r,
-        Err(e) => return answered(session, ctx, &e).await,
-    };
     let client_req = session.req_header().clone();
     let (mut ex, rec) = match send_in_session(
         gw,
@@ -310,14 +305,9 @@ pub(super) async fn stream(
 pub(super) async fn delete(
     gw: &Gateway,
     session: &mut Session,
-    ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
-    sid: &str,
+    rec: SessionRecord,
 ) -> Result<bool> {
-    let rec = match live(gw, sid).await {
-        Ok(r) => r,
-        Err(e) => return answered(session, ctx, &e).await,
-    };
     if let Some(rec) = gw
         .sessions
         .end(pool, &rec.id, GoneReason::Deleted, "deleted")

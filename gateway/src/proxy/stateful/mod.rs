@@ -20,7 +20,7 @@ use crate::routing::Route;
 use crate::session::{self, Binding, SessionRecord, Settings};
 use crate::upstream::Pool;
 use bytes::Bytes;
-use in_session::{delete, in_session, stream};
+use in_session::{delete, in_session, live, stream};
 use pingora::prelude::*;
 use std::sync::Arc;
 
@@ -81,10 +81,11 @@ pub async fn handle(
     if method == http::Method::GET || method == http::Method::DELETE {
         return match sid {
             None => sessionless(gw, session, ctx, &pool, route, Bytes::new(), true).await,
-            Some(sid) if method == http::Method::DELETE => {
-                delete(gw, session, ctx, &pool, &sid).await
-            }
-            Some(sid) => stream(gw, session, ctx, &pool, &sid).await,
+            Some(sid) => match live(gw, &sid).await {
+                Err(e) => answered(session, ctx, &e).await,
+                Ok(rec) if method == http::Method::DELETE => delete(gw, session, &pool, rec).await,
+                Ok(rec) => stream(gw, session, ctx, &pool, rec).await,
+            },
         };
     }
     let body = match read_body(session, state.config.max_body_bytes).await {
@@ -125,7 +126,11 @@ pub async fn handle(
     match sid {
         None if call.is("initialize") => initialize(gw, session, ctx, &pool, route, call).await,
         None => sessionless(gw, session, ctx, &pool, route, call.body, call.repeatable).await,
-        Some(sid) => in_session(gw, session, ctx, (&pool, route), &sid, call).await,
+        // Looked up after the body is read, so a 404 carries the request's id.
+        Some(sid) => match live(gw, &sid).await {
+            Err(e) => answered(session, ctx, &e).await,
+            Ok(rec) => in_session(gw, session, ctx, (&pool, route), rec, call).await,
+        },
     }
 }
 
