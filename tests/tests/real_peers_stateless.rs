@@ -5,6 +5,15 @@ use mcp_gateway_tests::harness::client_v2;
 use mcp_gateway_tests::{free_port, Gateway, PythonPeer};
 use serde_json::Value;
 
+/// The strings of a JSON array (empty when it is not one).
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 async fn setup() -> (PythonPeer, PythonPeer, PythonPeer, Gateway) {
     let (a, b, heavy) = tokio::join!(
         PythonPeer::stateless_v2("py-a"),
@@ -29,12 +38,7 @@ async fn real_client_lists_and_calls_tools_on_both_backends_through_the_gateway(
     let url = gw.url("/mcp");
     let (ok, v) = client_v2(&url, "stateless", &["list"]).await;
     assert!(ok, "{v}");
-    let tools: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let tools = strings(&v["tools"]);
     assert!(
         tools.contains(&"whoami") && tools.contains(&"report_sales"),
         "{tools:?}"
@@ -42,12 +46,7 @@ async fn real_client_lists_and_calls_tools_on_both_backends_through_the_gateway(
 
     let (ok, v) = client_v2(&url, "stateless", &["call-many", "whoami", "{}", "8"]).await;
     assert!(ok, "{v}");
-    let texts: Vec<&str> = v["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let texts = strings(&v["texts"]);
     assert!(
         texts.contains(&"py-a") && texts.contains(&"py-b"),
         "both backends must answer: {texts:?}"
