@@ -41,6 +41,14 @@ pub enum ErrorKind {
     Overloaded,
     /// A bug or an unexpected state in the gateway. -32019, HTTP 500.
     Internal,
+    /// The `Host` header names a host this listener does not serve (`allowed-hosts`):
+    /// DNS-rebinding protection. -32009, HTTP 421.
+    HostNotAllowed,
+    /// The `Origin` header names an origin not in `allowed-origins`. -32008, HTTP 403.
+    OriginNotAllowed,
+    /// A stateless route's backend opened a session (it is a legacy, session-based server):
+    /// the route must be `stateful` or `auto`. -32007, HTTP 200 (every client shows it).
+    SessionRequired,
 }
 
 impl ErrorKind {
@@ -60,6 +68,9 @@ impl ErrorKind {
             ErrorKind::RateLimited => -32017,
             ErrorKind::Overloaded => -32018,
             ErrorKind::Internal => -32019,
+            ErrorKind::HostNotAllowed => -32009,
+            ErrorKind::OriginNotAllowed => -32008,
+            ErrorKind::SessionRequired => -32007,
         }
     }
 
@@ -75,7 +86,9 @@ impl ErrorKind {
             ErrorKind::ParseError | ErrorKind::InvalidRequest | ErrorKind::HeaderMismatch => 400,
             ErrorKind::NoRoute | ErrorKind::SessionNotFound => 404,
             ErrorKind::BodyTooLarge => 413,
-            ErrorKind::BackendLost | ErrorKind::UpstreamTimeout => 200,
+            ErrorKind::BackendLost | ErrorKind::UpstreamTimeout | ErrorKind::SessionRequired => 200,
+            ErrorKind::HostNotAllowed => 421,
+            ErrorKind::OriginNotAllowed => 403,
             ErrorKind::BackendUnavailable | ErrorKind::SessionLimit | ErrorKind::Overloaded => 503,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
@@ -108,6 +121,9 @@ impl ErrorKind {
             ErrorKind::RateLimited => "rate-limited",
             ErrorKind::Overloaded => "overloaded",
             ErrorKind::Internal => "internal",
+            ErrorKind::HostNotAllowed => "host-not-allowed",
+            ErrorKind::OriginNotAllowed => "origin-not-allowed",
+            ErrorKind::SessionRequired => "session-required",
         }
     }
 }
@@ -342,6 +358,39 @@ impl GatewayError {
         })?;
         let ms = wait.as_millis().max(1) as u64;
         Some((ms.div_ceil(1000).max(1), ms))
+    }
+
+    /// The `Host` is not one this listener serves.
+    pub fn host_not_allowed(host: Option<&str>) -> Self {
+        let message = match host {
+            Some(h) => format!("Host `{h}` is not served by this gateway (allowed-hosts)"),
+            None => "A Host header is required by this gateway (allowed-hosts)".to_owned(),
+        };
+        Self::new(ErrorKind::HostNotAllowed, message)
+            .with("host", host.map_or(Value::Null, Value::from))
+    }
+
+    /// The `Origin` is not allowed to call this gateway.
+    pub fn origin_not_allowed(origin: &str) -> Self {
+        Self::new(
+            ErrorKind::OriginNotAllowed,
+            format!("Origin `{origin}` may not call this gateway (allowed-origins)"),
+        )
+        .with("origin", origin)
+    }
+
+    /// A stateless route's backend answered with a session of its own.
+    pub fn session_required(route: &str, backend: &str) -> Self {
+        Self::new(
+            ErrorKind::SessionRequired,
+            format!(
+                "Backend {backend} requires MCP sessions, but route {route} is stateless; \
+                 use a 2026-07-28 client, or ask the operator to set the route's mode to stateful or auto"
+            ),
+        )
+        .with("route", route)
+        .with("backend", backend)
+        .with("routeMode", "stateless")
     }
 
     /// An unexpected state inside the gateway.

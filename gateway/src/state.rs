@@ -3,6 +3,7 @@
 use crate::admission::Admission;
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::proxy::guard::PeerGuard;
 use crate::routing::Router;
 use crate::upstream::Pool;
 use std::sync::Arc;
@@ -19,6 +20,8 @@ pub struct State {
     pub admission: Admission,
     /// Metric families (the same registry across reloads).
     pub metrics: Metrics,
+    /// The listener's allowed hosts and origins.
+    pub guard: PeerGuard,
 }
 
 impl State {
@@ -35,6 +38,7 @@ impl State {
     pub fn new(config: Config, metrics: Metrics) -> State {
         State {
             metrics,
+            guard: PeerGuard::new(&config),
             router: Router::new(&config),
             admission: Admission::new(&config.limits, &config.routes),
             pools: config
@@ -61,6 +65,7 @@ impl State {
             .collect();
         State {
             metrics: old.metrics.clone(),
+            guard: PeerGuard::new(&config),
             router: Router::new(&config),
             admission: Admission::new(&config.limits, &config.routes),
             pools,

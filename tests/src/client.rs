@@ -90,7 +90,15 @@ impl Request {
     }
 
     fn head_bytes(&self, addr: SocketAddr) -> Vec<u8> {
-        let mut out = format!("{} {} HTTP/1.1\r\nHost: {addr}\r\n", self.method, self.path);
+        let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.path);
+        // A Host given with `header` replaces the default one.
+        if !self
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("host"))
+        {
+            out.push_str(&format!("Host: {addr}\r\n"));
+        }
         for (k, v) in &self.headers {
             out.push_str(&format!("{k}: {v}\r\n"));
         }

@@ -15,6 +15,10 @@ pub type Unknown = BTreeMap<String, IgnoredAny>;
 #[serde(rename_all = "kebab-case")]
 pub struct FileConfig {
     pub listen: Option<String>,
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
     pub admin: Option<String>,
     pub threads: Option<usize>,
     pub max_body_bytes: Option<u64>,

@@ -16,6 +16,12 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 4 * 1024 * 1024;
 pub struct Config {
     /// Client-facing listener. Default `127.0.0.1:8080`.
     pub listen: SocketAddr,
+    /// `Host` values the listener answers (globs, case-insensitive; `name:*` also matches a
+    /// bare `name`). Empty: any. Others get 421 / -32009 (DNS-rebinding protection).
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted (globs, case-insensitive). Empty: any. A request without an
+    /// `Origin` (not from a browser) is always accepted. Others get 403 / -32008.
+    pub allowed_origins: Vec<String>,
     /// Admin listener for `/metrics`, `/healthz`, `/readyz`. Default: none.
     pub admin: Option<SocketAddr>,
     /// Proxy worker threads. Default: the number of CPUs.

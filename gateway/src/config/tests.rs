@@ -44,6 +44,8 @@ fn reference_config_parses_to_expected_struct() {
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),
+        allowed_hosts: vec![],
+        allowed_origins: vec![],
         admin: Some("127.0.0.1:9090".parse().unwrap()),
         threads: config.threads,
         max_body_bytes: 4 * 1024 * 1024,

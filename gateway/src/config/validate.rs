@@ -58,9 +58,19 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
+        for (key, globs) in [
+            ("allowed-hosts", &file.allowed_hosts),
+            ("allowed-origins", &file.allowed_origins),
+        ] {
+            for (i, g) in globs.iter().enumerate() {
+                if g.trim().is_empty() {
+                    p.add(format!("{key}[{i}]"), "must not be empty");
+                }
+            }
+        }
         let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
         let threads = file.threads.unwrap_or_else(default_threads);
         if threads == 0 {
@@ -119,6 +129,8 @@ impl Config {
         if p.0.is_empty() {
             Ok(Config {
                 listen: listen.expect("checked"),
+                allowed_hosts: file.allowed_hosts,
+                allowed_origins: file.allowed_origins,
                 admin,
                 threads,
                 max_body_bytes,

@@ -80,6 +80,7 @@ pub async fn forward_buffered(
         // A stateless call may have effects: never sent twice.
         repeatable: false,
         deadline,
+        stateless: true,
     };
     forward_any(client, session, ctx, &pool, out).await
 }

@@ -6,6 +6,7 @@ use super::ctx::RequestCtx;
 use super::respond;
 use crate::error::GatewayError;
 use crate::mcp::headers::MCP_SESSION_ID;
+use crate::session::reinit::delete_backend_session;
 use crate::upstream::client::{CallError, Exchange, UpstreamClient};
 use crate::upstream::Pool;
 use bytes::{Bytes, BytesMut};
@@ -164,6 +165,28 @@ pub async fn end_with_error(
     session.write_response_body(Some(event), true).await
 }
 
+/// A stateless route cannot carry sessions: when its backend answers with a session of its own
+/// (a legacy server behind a stateless route), that session is closed again and the client
+/// gets -32007 instead of an id that the next backend would not know.
+pub async fn refuse_backend_session(
+    client: &UpstreamClient,
+    session: &Session,
+    ctx: &RequestCtx,
+    upstream: &ResponseHeader,
+) -> Option<GatewayError> {
+    if !upstream.status.is_success() {
+        return None;
+    }
+    let sid = upstream.headers.get(MCP_SESSION_ID)?.to_str().ok()?;
+    let state = ctx.state.as_ref()?;
+    let backend = ctx.backend.as_ref()?;
+    let route = state.router.get(ctx.route?);
+    let pool = &state.pools[ctx.pool];
+    let path = route.upstream_path(session.req_header().uri.path());
+    delete_backend_session(client, pool, backend, &path, sid, None).await;
+    Some(GatewayError::session_required(&route.label, &backend.label))
+}
+
 /// A buffered request on its way upstream.
 pub struct Outbound {
     /// Upstream path.
@@ -174,6 +197,8 @@ pub struct Outbound {
     pub repeatable: bool,
     /// Deadline for the whole exchange.
     pub deadline: Option<std::time::Duration>,
+    /// The route is stateless: a backend session in the answer is refused (-32007).
+    pub stateless: bool,
 }
 
 /// Forwards a buffered request to any backend of `pool` (retrying others after connection
@@ -191,6 +216,7 @@ pub async fn forward_any(
         body,
         repeatable,
         deadline,
+        stateless,
     } = out;
     let until = deadline.map(|d| Instant::now() + d);
     let len = (session.req_header().method == http::Method::POST).then_some(body.len());
@@ -220,6 +246,14 @@ pub async fn forward_any(
             }
             Ok(mut ex) => {
                 pool.mark_ok(&b);
+                if stateless {
+                    if let Some(e) = refuse_backend_session(client, session, ctx, ex.header()).await
+                    {
+                        drop(ex);
+                        respond::answer(session, ctx, &e).await;
+                        return Ok(true);
+                    }
+                }
                 if let Some(state) = &ctx.state {
                     state
                         .metrics

@@ -9,6 +9,7 @@ mod check;
 pub mod ctx;
 mod exchange;
 mod forward;
+pub mod guard;
 pub mod respond;
 mod stateful;
 mod trace;
@@ -135,6 +136,10 @@ impl ProxyHttp for Gateway {
         ctx.trace_id = Some(trace::request_id(session.req_header_mut()));
         let state = ctx.state.clone().expect("state set in new_ctx");
         let req = session.req_header();
+        if let Err(err) = state.guard.check(req) {
+            respond::answer(session, ctx, &err).await;
+            return Ok(true);
+        }
         let Some(route) = state.router.route(req.uri.path()) else {
             let err = GatewayError::no_route(req.uri.path());
             respond::answer(session, ctx, &err).await;
@@ -298,8 +303,8 @@ impl ProxyHttp for Gateway {
 
     async fn upstream_response_filter(
         &self,
-        _session: &mut Session,
-        _upstream: &mut ResponseHeader,
+        session: &mut Session,
+        upstream: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         if let (Some(sent), Some(state)) = (ctx.upstream_sent.take(), ctx.state.as_ref()) {
@@ -307,6 +312,11 @@ impl ProxyHttp for Gateway {
                 .upstream_duration
                 .with_label_values(&[&state.pools[ctx.pool].name])
                 .observe(sent.elapsed().as_secs_f64());
+        }
+        if let Some(err) =
+            forward::refuse_backend_session(&self.client, session, ctx, upstream).await
+        {
+            return Err(respond::stashed(ctx, err));
         }
         Ok(())
     }
@@ -351,6 +361,12 @@ impl ProxyHttp for Gateway {
                 Err(respond::stashed(ctx, error))
             }
         }
+    }
+
+    /// Errors the gateway answers itself (stashed in the context) and clients that leave are
+    /// outcomes, counted and in the access log; pingora's error log is for failures.
+    fn suppress_error_log(&self, _session: &Session, _ctx: &RequestCtx, error: &Error) -> bool {
+        error.etype() == &respond::ANSWERED || error.esource() == &pingora::ErrorSource::Downstream
     }
 
     async fn fail_to_proxy(

@@ -109,11 +109,14 @@ pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
     }
 }
 
+/// The pingora error type of [`stashed`] errors: answered by the gateway, not failures.
+pub const ANSWERED: ErrorType = ErrorType::Custom("mcp-gateway");
+
 /// A pingora error that carries a gateway error stashed in the context.
 pub fn stashed(ctx: &mut RequestCtx, err: GatewayError) -> Box<pingora::Error> {
     let message = err.to_string();
     ctx.pending_error = Some(err);
-    pingora::Error::explain(ErrorType::Custom("mcp-gateway"), message)
+    pingora::Error::explain(ANSWERED, message)
 }
 
 /// An empty body chunk: "nothing to send yet" to pingora's body pipe.

@@ -250,24 +250,16 @@ impl Sessions {
         let Some(b) = pool.find(rec.binding.backend) else {
             return;
         };
-        let Ok(mut req) = request(
+        let sid = &rec.binding.backend_session;
+        delete_backend_session(
+            &self.client,
+            pool,
+            &b,
             &rec.path,
-            &b.host,
-            Some(&rec.binding.backend_session),
+            sid,
             Some(&rec.protocol_version),
-            0,
-        ) else {
-            return;
-        };
-        req.set_method(http::Method::DELETE);
-        let _ = req.remove_header("content-length");
-        if let Err(e) = self
-            .client
-            .call(pool.peer(&b), &req, Bytes::new(), REPLAY_ANSWER_LIMIT)
-            .await
-        {
-            tracing::debug!(session = super::short(&rec.id), error = %e.error(), "upstream DELETE failed");
-        }
+        )
+        .await;
     }
 
     async fn initialize_on(
@@ -379,6 +371,34 @@ impl Sessions {
 }
 
 /// A POST the gateway sends on its own.
+/// Ends a backend's session with a best-effort DELETE (failures are logged at debug).
+pub async fn delete_backend_session(
+    client: &UpstreamClient,
+    pool: &Pool,
+    backend: &Backend,
+    path: &str,
+    backend_session: &str,
+    protocol_version: Option<&str>,
+) {
+    let Ok(mut req) = request(
+        path,
+        &backend.host,
+        Some(backend_session),
+        protocol_version,
+        0,
+    ) else {
+        return;
+    };
+    req.set_method(http::Method::DELETE);
+    let _ = req.remove_header("content-length");
+    if let Err(e) = client
+        .call(pool.peer(backend), &req, Bytes::new(), REPLAY_ANSWER_LIMIT)
+        .await
+    {
+        tracing::debug!(backend = %backend.label, error = %e.error(), "upstream DELETE failed");
+    }
+}
+
 pub fn request(
     path: &str,
     host: &str,

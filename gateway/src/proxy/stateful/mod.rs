@@ -120,6 +120,7 @@ pub async fn handle(
             body: call.body,
             repeatable: call.repeatable,
             deadline: route.deadline(call.method.as_deref(), call.name.as_deref()),
+            stateless: true,
         };
         return forward_any(&gw.client, session, ctx, &pool, out).await;
     }
@@ -192,6 +193,7 @@ async fn sessionless(
         body,
         repeatable,
         deadline: None,
+        stateless: false,
     };
     forward_any(&gw.client, session, ctx, pool, out).await
 }
