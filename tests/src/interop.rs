@@ -1,0 +1,313 @@
+//! The interop matrix: every real SDK client against every real SDK server, through a gateway
+//! route of every mode. A cell that can work must list tools, call a tool that reports progress
+//! (notifications over SSE) and end its session; a cell that cannot must be refused with the
+//! documented JSON-RPC error at connect time, not hang and not end in a bare HTTP error.
+
+use crate::harness::{Gateway, PythonPeer, ReplClient};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A server implementation, run as two replicas behind one pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// FastMCP from PyPI `mcp==1.30.0`: legacy sessions only.
+    FastMcp1,
+    /// MCPServer from `mcp==2.3.0` with `stateless_http=True`.
+    Stateless2,
+    /// MCPServer from `mcp==2.3.0`, default transport: legacy sessions, and 2026-07-28
+    /// requests served statelessly.
+    Sessions2,
+    /// npm `@modelcontextprotocol/server-everything@2026.8.31`: legacy sessions only.
+    Everything,
+}
+
+/// A client implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// `mcp==1.30.0` `ClientSession` (2025-11-25 handshake).
+    Py1,
+    /// `mcp==2.3.0` `Client(mode="auto")`: probes `server/discover`, falls back to initialize.
+    Py2Auto,
+    /// `mcp==2.3.0` `Client(mode="legacy")`.
+    Py2Legacy,
+    /// `@modelcontextprotocol/sdk@1.32.2` `Client` over Streamable HTTP.
+    Ts,
+}
+
+/// A route mode (the gateway's `mode:` values).
+pub const MODES: [&str; 3] = ["stateful", "stateless", "auto"];
+/// Every server, in table order.
+pub const SERVERS: [Server; 4] = [
+    Server::FastMcp1,
+    Server::Stateless2,
+    Server::Sessions2,
+    Server::Everything,
+];
+/// Every client, in table order.
+pub const CLIENTS: [Client; 4] = [Client::Py1, Client::Py2Auto, Client::Py2Legacy, Client::Ts];
+/// The JSON-RPC code a stateless route answers when its backend opens a session.
+pub const SESSION_REQUIRED: i64 = -32007;
+
+impl Server {
+    /// Column heading / row label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Server::FastMcp1 => "FastMCP 1.30.0",
+            Server::Stateless2 => "MCPServer 2.3.0 stateless",
+            Server::Sessions2 => "MCPServer 2.3.0 default",
+            Server::Everything => "server-everything 2026.8.31",
+        }
+    }
+
+    /// The pool (and route path segment) serving it.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Server::FastMcp1 => "fastmcp1",
+            Server::Stateless2 => "stateless2",
+            Server::Sessions2 => "sessions2",
+            Server::Everything => "everything",
+        }
+    }
+
+    /// Whether it keeps legacy sessions (and so cannot sit behind a stateless route).
+    fn needs_sessions(self) -> bool {
+        self != Server::Stateless2
+    }
+
+    /// Whether it also serves 2026-07-28 requests.
+    fn speaks_2026(self) -> bool {
+        matches!(self, Server::Stateless2 | Server::Sessions2)
+    }
+
+    /// Starts one replica.
+    pub async fn start(self, name: &str) -> PythonPeer {
+        match self {
+            Server::FastMcp1 => PythonPeer::legacy_v1(name, 0).await,
+            Server::Stateless2 => PythonPeer::stateless_v2(name).await,
+            Server::Sessions2 => PythonPeer::sessions_v2(name).await,
+            Server::Everything => PythonPeer::everything(name, 0).await,
+        }
+    }
+
+    /// A tool call that reports three progress notifications, and the tool that must be listed.
+    fn progress_command(self) -> (Value, &'static str) {
+        match self {
+            Server::Everything => (
+                json!({"op": "progress", "name": "trigger-long-running-operation",
+                       "args": {"duration": 0.3, "steps": 3}}),
+                "trigger-long-running-operation",
+            ),
+            _ => (
+                json!({"op": "progress", "steps": 3, "delay_ms": 50}),
+                "slow_progress",
+            ),
+        }
+    }
+}
+
+impl Client {
+    /// Column heading.
+    pub fn label(self) -> &'static str {
+        match self {
+            Client::Py1 => "Python 1.30.0 ClientSession",
+            Client::Py2Auto => "Python 2.3.0 Client auto",
+            Client::Py2Legacy => "Python 2.3.0 Client legacy",
+            Client::Ts => "TypeScript SDK 1.32.2",
+        }
+    }
+
+    async fn connect(self, url: &str) -> Result<ReplClient, Value> {
+        match self {
+            Client::Py1 => ReplClient::try_connect("mcp1", url, None).await,
+            Client::Py2Auto => ReplClient::try_connect("mcp2", url, Some("auto")).await,
+            Client::Py2Legacy => ReplClient::try_connect("mcp2", url, Some("legacy")).await,
+            Client::Ts => ReplClient::try_connect_ts(url).await,
+        }
+    }
+}
+
+/// What a cell must do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// List, call with progress, end the session.
+    Works,
+    /// Be refused at connect with this JSON-RPC code.
+    Refused(i64),
+}
+
+/// The documented behaviour: a session-keeping server behind a stateless route refuses every
+/// client that needs a session (-32007); everything else works. The 2.3.0 auto client reaches
+/// the 2.3.0 default server statelessly (its `server/discover` probe succeeds).
+pub fn expected(client: Client, server: Server, mode: &str) -> Expect {
+    let stateless_client = client == Client::Py2Auto && server.speaks_2026();
+    if mode == "stateless" && server.needs_sessions() && !stateless_client {
+        Expect::Refused(SESSION_REQUIRED)
+    } else {
+        Expect::Works
+    }
+}
+
+/// What a cell did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Listed, called with progress and ended its session.
+    Worked {
+        /// The negotiated protocol version (tells the era used).
+        protocol: String,
+        /// Progress notifications received.
+        progress: usize,
+    },
+    /// Refused at connect with a JSON-RPC error.
+    Refused {
+        /// Its code.
+        code: i64,
+        /// Its message.
+        message: String,
+    },
+    /// Anything else: what broke.
+    Broken(String),
+}
+
+impl Outcome {
+    /// Whether it is what `expect` asks for.
+    pub fn meets(&self, expect: Expect) -> bool {
+        match (self, expect) {
+            (Outcome::Worked { progress, .. }, Expect::Works) => *progress >= 3,
+            (Outcome::Refused { code, .. }, Expect::Refused(want)) => *code == want,
+            _ => false,
+        }
+    }
+
+    fn short(&self) -> String {
+        match self {
+            Outcome::Worked { protocol, .. } => format!("✓ {protocol}"),
+            Outcome::Refused { code, .. } => format!("{code}"),
+            Outcome::Broken(why) => format!("✗ {why}"),
+        }
+    }
+}
+
+/// Runs one cell: connect, list, call with progress, close; bounded so a hang is a failure.
+pub async fn run_cell(client: Client, server: Server, url: &str) -> Outcome {
+    match tokio::time::timeout(Duration::from_secs(60), cell(client, server, url)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Outcome::Broken("hung for 60 s".into()),
+    }
+}
+
+async fn cell(client: Client, server: Server, url: &str) -> Outcome {
+    let mut c = match client.connect(url).await {
+        Ok(c) => c,
+        Err(hello) => {
+            return match hello["code"].as_i64() {
+                Some(code) => Outcome::Refused {
+                    code,
+                    message: hello["message"].as_str().unwrap_or_default().to_owned(),
+                },
+                None => Outcome::Broken(format!("connect: {}", hello["error"])),
+            }
+        }
+    };
+    let protocol = c.hello["protocol"].as_str().unwrap_or("?").to_owned();
+    let (progress_cmd, tool) = server.progress_command();
+    let listed = c.cmd(json!({"op": "list"})).await;
+    let has_tool = listed["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|n| n == tool));
+    if listed["ok"] != true || !has_tool {
+        return Outcome::Broken(format!("list: {listed}"));
+    }
+    let called = c.cmd(progress_cmd).await;
+    if called["ok"] != true || called["isError"] != false {
+        return Outcome::Broken(format!("call: {called}"));
+    }
+    let progress = called["progress_times"].as_array().map_or(0, Vec::len);
+    if !c.close().await {
+        return Outcome::Broken("close failed".into());
+    }
+    Outcome::Worked { protocol, progress }
+}
+
+/// The gateway config: one pool per server (its two replicas), one route per server and mode
+/// at `/<server>/<mode>`.
+pub fn gateway_config(pools: &[(Server, Vec<String>)]) -> String {
+    let mut yaml = String::from("pools:\n");
+    for (server, addrs) in pools {
+        let _ = writeln!(
+            yaml,
+            "  {}: {{ backends: [{}] }}",
+            server.slug(),
+            addrs.join(", ")
+        );
+    }
+    yaml.push_str("routes:\n");
+    for (server, _) in pools {
+        for mode in MODES {
+            let _ = write!(
+                yaml,
+                "  - path: /{slug}/{mode}\n    mode: {mode}\n    pool: {slug}\n    upstream-path: /mcp\n",
+                slug = server.slug()
+            );
+        }
+    }
+    yaml
+}
+
+/// One row of results: a server behind a route mode, each client's outcome.
+pub type Row = (Server, &'static str, Vec<(Client, Outcome)>);
+
+/// The matrix as a Markdown table (a failed expectation is marked `MISMATCH`).
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::from("| server | route mode |");
+    for c in CLIENTS {
+        let _ = write!(out, " {} |", c.label());
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---|".repeat(CLIENTS.len()));
+    out.push('\n');
+    for (server, mode, cells) in rows {
+        let _ = write!(out, "| {} | {mode} |", server.label());
+        for (client, outcome) in cells {
+            let mark = if outcome.meets(expected(*client, *server, mode)) {
+                ""
+            } else {
+                " MISMATCH"
+            };
+            let _ = write!(out, " {}{mark} |", outcome.short());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Runs the whole matrix through `gw` (routes from [`gateway_config`]), a few cells at a time.
+pub async fn run_matrix(gw: &Gateway) -> Vec<Row> {
+    let limit = std::sync::Arc::new(tokio::sync::Semaphore::new(3));
+    let mut tasks = Vec::new();
+    for server in SERVERS {
+        for mode in MODES {
+            for client in CLIENTS {
+                let url = gw.url(&format!("/{}/{mode}", server.slug()));
+                let limit = limit.clone();
+                tasks.push(tokio::spawn(async move {
+                    let _slot = limit.acquire_owned().await.expect("semaphore");
+                    run_cell(client, server, &url).await
+                }));
+            }
+        }
+    }
+    let mut results = tasks.into_iter();
+    let mut rows = Vec::new();
+    for server in SERVERS {
+        for mode in MODES {
+            let mut cells = Vec::new();
+            for client in CLIENTS {
+                let task = results.next().expect("one task per cell");
+                cells.push((client, task.await.expect("cell task")));
+            }
+            rows.push((server, mode, cells));
+        }
+    }
+    rows
+}
