@@ -29,16 +29,22 @@ fn gateway_bin() -> PathBuf {
     if let Ok(bin) = std::env::var("MCPGW_BIN") {
         return bin.into();
     }
-    // target/<profile>/deps/<test binary> -> target/<profile>/mcp-gateway
+    workspace_bin("mcp-gateway")
+}
+
+/// A binary of this workspace, built next to the test binaries (`cargo build --workspace
+/// --bins`, which scripts/test runs).
+pub fn workspace_bin(name: &str) -> PathBuf {
+    // target/<profile>/deps/<test binary> -> target/<profile>/<name>
     let exe = std::env::current_exe().expect("test exe");
     let bin = exe
         .parent()
         .and_then(Path::parent)
         .expect("target dir")
-        .join("mcp-gateway");
+        .join(name);
     assert!(
         bin.exists(),
-        "{} is missing: run `cargo build --workspace --bins` (scripts/test does) or set MCPGW_BIN",
+        "{} is missing: run `cargo build --workspace --bins` (scripts/test does)",
         bin.display()
     );
     bin

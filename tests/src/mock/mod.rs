@@ -117,6 +117,9 @@ impl MockServer {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
+                        // Like real servers (uvicorn, node): a head and body written apart must
+                        // not wait for a delayed ACK.
+                        let _ = stream.set_nodelay(true);
                         let (shared, mut stopped) = (serving.clone(), stopped.clone());
                         tokio::spawn(async move {
                             tokio::select! {

@@ -1,0 +1,149 @@
+//! `mcp-load`: a dual-dialect MCP load generator (legacy sessions and 2026-07-28 stateless),
+//! open loop by default, and the resilience benchmark suite built on it.
+//!
+//! `mcp-load run --target 127.0.0.1:8080 --dialect legacy --rate 200 --duration 60`
+//! `mcp-load suite --out bench/out/resilience` (see `mcp-load suite --help`)
+
+mod chart;
+mod http;
+mod mcp;
+mod run;
+mod suite;
+
+use clap::{Args, Parser, Subcommand};
+use mcp::Dialect;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "mcp-load",
+    version,
+    about = "Dual-dialect MCP load generator and resilience benchmark"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// One load run against one target; prints a summary, writes JSON and an SVG chart.
+    Run(RunArgs),
+    /// The resilience benchmark: scale-out, pod kills, overhead and memory, against mock and
+    /// real backends; writes a Markdown report with charts.
+    Suite(suite::SuiteArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Target address (127.0.0.1:PORT).
+    #[arg(long)]
+    target: SocketAddr,
+    /// MCP endpoint path.
+    #[arg(long, default_value = "/mcp")]
+    path: String,
+    /// Protocol era the client speaks.
+    #[arg(long, value_enum, default_value = "legacy")]
+    dialect: Dialect,
+    /// Offered requests per second (open loop); 0 = closed loop, as fast as answers come.
+    #[arg(long, default_value_t = 200.0)]
+    rate: f64,
+    /// Seconds during which requests are started.
+    #[arg(long, default_value_t = 60.0)]
+    duration: f64,
+    /// Most requests in flight at once.
+    #[arg(long, default_value_t = 256)]
+    concurrency: usize,
+    /// Legacy dialect: sessions (virtual clients) the requests are spread over.
+    #[arg(long, default_value_t = 20)]
+    sessions: usize,
+    /// Connection mode: `reuse` (keep-alive) or `new` (a connection per request).
+    #[arg(long, default_value = "reuse", value_parser = ["reuse", "new"])]
+    connections: String,
+    /// The tool every call invokes.
+    #[arg(long, default_value = "whoami")]
+    tool: String,
+    /// Per-request timeout in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Write the JSON result here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the SVG chart here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let code = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => run_once(args).await,
+            Command::Suite(args) => suite::main(args).await,
+        }
+    });
+    std::process::exit(code);
+}
+
+async fn run_once(args: RunArgs) -> i32 {
+    let cfg = run::LoadConfig {
+        target: args.target,
+        path: args.path,
+        dialect: args.dialect,
+        rate: args.rate,
+        duration: Duration::from_secs_f64(args.duration),
+        concurrency: args.concurrency,
+        sessions: args.sessions,
+        reuse: args.connections == "reuse",
+        tool: args.tool,
+        timeout: Duration::from_millis(args.timeout_ms),
+        progress: std::io::stderr().is_terminal(),
+    };
+    let result = run::run(cfg, Vec::new()).await;
+    println!("{}", summary_line(&result));
+    let json = serde_json::to_string_pretty(&result).expect("result serializes");
+    if let Some(path) = args.json {
+        if let Err(e) = std::fs::write(&path, json) {
+            eprintln!("cannot write {}: {e}", path.display());
+            return 1;
+        }
+    } else {
+        println!("{json}");
+    }
+    if let Some(path) = args.svg {
+        let title = format!(
+            "{} {:?} {} rps",
+            result.target, result.dialect, result.offered_rate
+        );
+        if let Err(e) = std::fs::write(&path, chart::svg(&title, &result)) {
+            eprintln!("cannot write {}: {e}", path.display());
+            return 1;
+        }
+    }
+    0
+}
+
+/// One line: achieved rate, losses, errors, latency.
+pub fn summary_line(r: &run::RunResult) -> String {
+    format!(
+        "{} {:?} {}: offered {} ({} rps), ok {} ({:.1} rps), failed {} (session losses {}), p50 {:.2} ms, p99 {:.2} ms",
+        r.target,
+        r.dialect,
+        r.connections,
+        r.offered,
+        r.offered_rate,
+        r.ok,
+        r.achieved_rps,
+        r.failed,
+        r.session_losses,
+        r.latency_ms.p50,
+        r.latency_ms.p99
+    )
+}

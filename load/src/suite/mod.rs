@@ -1,0 +1,531 @@
+//! The resilience benchmark: the Kubernetes study's scenarios reproduced on loopback, each cell
+//! repeated and reported as median and range, written as Markdown tables with SVG charts.
+//!
+//! - M1 scale-out: 1, 2, 4 backends; legacy dialect via nginx round robin vs via mcp-gateway
+//!   `stateful`; stateless dialect via mcp-gateway; new connection per call and reused ones.
+//! - M3 pod kill: SIGKILL one of two backends at `--kill-at` of a `--m3-duration` run, and a
+//!   variant that restarts it on the same port `--restart-after` seconds later.
+//! - Real peers: the same with FastMCP 1.30.0 servers at a rate they sustain.
+//! - Overhead: closed-loop throughput and open-loop latency, direct vs nginx vs mcp-gateway.
+//! - Memory: gateway RSS with `--memory-sessions` idle sessions.
+
+mod procs;
+mod report;
+
+use crate::chart;
+use crate::http::Client;
+use crate::mcp::{Dialect, Wire};
+use crate::run::{self, Event, LoadConfig, RunResult};
+use clap::Args;
+use procs::{Backend, BackendKind, Programs, Proxy};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// `mcp-load suite` options.
+#[derive(Args, Debug, Clone)]
+pub struct SuiteArgs {
+    /// Output directory (results.md, results.json, charts/).
+    #[arg(long, default_value = "bench/out/resilience")]
+    out: PathBuf,
+    /// Repository root (for tests/peers and .venv-mcp1).
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Directory of mcp-gateway and mock-mcp (default: next to mcp-load).
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// Runs per cell (median and range are reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Offered rate of M1 and M3 (the study's 200 rps).
+    #[arg(long, default_value_t = 200.0)]
+    rate: f64,
+    /// Seconds per M1 run.
+    #[arg(long, default_value_t = 10.0)]
+    m1_duration: f64,
+    /// Seconds per M3 run.
+    #[arg(long, default_value_t = 60.0)]
+    m3_duration: f64,
+    /// When M3 kills a backend (s).
+    #[arg(long, default_value_t = 20.0)]
+    kill_at: f64,
+    /// How long after the kill the restart variant brings it back (s).
+    #[arg(long, default_value_t = 2.0)]
+    restart_after: f64,
+    /// Offered rate for the real FastMCP 1.30.0 cells.
+    #[arg(long, default_value_t = 40.0)]
+    real_rate: f64,
+    /// Legacy dialect: sessions (virtual clients) per run.
+    #[arg(long, default_value_t = 20)]
+    sessions: usize,
+    /// Idle sessions for the memory measurement.
+    #[arg(long, default_value_t = 100_000)]
+    memory_sessions: usize,
+    /// Parts to run: any of m1, m3, real, overhead, memory.
+    #[arg(
+        long,
+        default_value = "m1,m3,real,overhead,memory",
+        value_delimiter = ','
+    )]
+    only: Vec<String>,
+}
+
+/// How the load reaches the backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// Straight to the (only) backend.
+    Direct,
+    /// nginx round robin.
+    Nginx,
+    /// mcp-gateway, a `stateful` route.
+    GatewayStateful,
+    /// mcp-gateway, a `stateless` route.
+    GatewayStateless,
+}
+
+/// A path through the system: who proxies, what backends, which dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    via: Via,
+    backend: BackendKind,
+    dialect: Dialect,
+}
+
+impl Setup {
+    const NGINX_LEGACY: Setup = Setup {
+        via: Via::Nginx,
+        backend: BackendKind::MockLegacy,
+        dialect: Dialect::Legacy,
+    };
+    const GATEWAY_LEGACY: Setup = Setup {
+        via: Via::GatewayStateful,
+        backend: BackendKind::MockLegacy,
+        dialect: Dialect::Legacy,
+    };
+    const GATEWAY_STATELESS: Setup = Setup {
+        via: Via::GatewayStateless,
+        backend: BackendKind::MockStateless,
+        dialect: Dialect::Stateless,
+    };
+
+    fn with_backend(self, backend: BackendKind) -> Setup {
+        Setup { backend, ..self }
+    }
+
+    /// For tables.
+    pub fn label(&self) -> String {
+        let dialect = match self.dialect {
+            Dialect::Legacy => "legacy",
+            Dialect::Stateless => "stateless",
+        };
+        let via = match self.via {
+            Via::Direct => "direct",
+            Via::Nginx => "nginx round robin",
+            Via::GatewayStateful => "mcp-gateway stateful",
+            Via::GatewayStateless => "mcp-gateway stateless",
+        };
+        format!("{dialect} via {via}")
+    }
+
+    fn slug(&self) -> String {
+        self.label().replace(' ', "-")
+    }
+}
+
+/// One cell's shape.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    setup: Setup,
+    backends: usize,
+    reuse: bool,
+    rate: f64,
+    duration: f64,
+    /// Kill backend 0 at this second; restart it this much later.
+    kill: Option<(f64, Option<f64>)>,
+    concurrency: usize,
+}
+
+struct Suite {
+    args: SuiteArgs,
+    programs: Programs,
+    all: Mutex<Vec<serde_json::Value>>,
+}
+
+/// Runs the suite; returns the exit code.
+pub async fn main(mut args: SuiteArgs) -> i32 {
+    // nginx resolves relative paths against its prefix: everything absolute.
+    let _ = std::fs::remove_dir_all(&args.out);
+    std::fs::create_dir_all(args.out.join("charts")).expect("output dir");
+    args.out = std::fs::canonicalize(&args.out).expect("output dir");
+    let programs = match Programs::find(&args.root, args.bin_dir.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("mcp-load suite: {e}");
+            return 1;
+        }
+    };
+    let wants = |part: &str| args.only.iter().any(|o| o == part);
+    if wants("real") && !programs.python1.exists() {
+        eprintln!(
+            "mcp-load suite: {} missing: run scripts/setup-peers",
+            programs.python1.display()
+        );
+        return 1;
+    }
+    let suite = Suite {
+        args: args.clone(),
+        programs,
+        all: Mutex::new(Vec::new()),
+    };
+    let mut md = report::header(&args);
+    if wants("m1") {
+        md.push_str(&suite.m1().await);
+    }
+    if wants("m3") {
+        md.push_str(&suite.m3().await);
+    }
+    if wants("real") {
+        md.push_str(&suite.real().await);
+    }
+    if wants("overhead") {
+        md.push_str(&suite.overhead().await);
+    }
+    if wants("memory") {
+        md.push_str(&suite.memory().await);
+    }
+    let json = serde_json::Value::Array(suite.all.lock().expect("all").clone());
+    std::fs::write(
+        args.out.join("results.json"),
+        serde_json::to_string_pretty(&json).expect("json"),
+    )
+    .expect("write results.json");
+    std::fs::write(args.out.join("results.md"), &md).expect("write results.md");
+    println!("{md}");
+    eprintln!("wrote {}", args.out.join("results.md").display());
+    0
+}
+
+impl Suite {
+    /// Runs a cell `runs` times; the runs and their charts are kept.
+    async fn repeat(&self, tag: &str, cell: &Cell, runs: usize) -> Vec<RunResult> {
+        let mut results = Vec::new();
+        for i in 0..runs {
+            let r = self.run_cell(cell, &format!("{tag}-{i}")).await;
+            eprintln!("  {tag} run {}/{runs}: {}", i + 1, crate::summary_line(&r));
+            self.all
+                .lock()
+                .expect("all")
+                .push(serde_json::json!({"cell": tag, "run": i, "result": r}));
+            results.push(r);
+        }
+        results
+    }
+
+    /// Starts the backends and the proxy, runs the load (with the kill), stops everything.
+    async fn run_cell(&self, cell: &Cell, tag: &str) -> RunResult {
+        let p = &self.programs;
+        let mut backends = Vec::new();
+        for i in 0..cell.backends {
+            backends.push(Backend::start(p, cell.setup.backend, &format!("pod-{i}"), 0).await);
+        }
+        let addrs: Vec<SocketAddr> = backends.iter().map(|b| b.addr).collect();
+        let dir = self.args.out.join("work").join(tag);
+        let proxy = match cell.setup.via {
+            Via::Direct => None,
+            Via::Nginx => Some(Proxy::nginx(p, &dir, &addrs).await),
+            Via::GatewayStateful => Some(Proxy::gateway(p, &dir, "stateful", &addrs, "").await),
+            Via::GatewayStateless => Some(Proxy::gateway(p, &dir, "stateless", &addrs, "").await),
+        };
+        let target = proxy.as_ref().map_or(addrs[0], |px| px.addr);
+        let backends = Arc::new(Mutex::new(backends));
+        let restarted = Arc::new(Mutex::new(None));
+        let mut events = Vec::new();
+        if let Some((at, restart)) = cell.kill {
+            let pods = backends.clone();
+            events.push(Event {
+                at: Duration::from_secs_f64(at),
+                label: "SIGKILL pod-0".into(),
+                action: Box::new(move || Box::pin(pods.lock().expect("pods")[0].kill())),
+            });
+            if let Some(after) = restart {
+                let spec = backends.lock().expect("pods")[0].restart_spec();
+                let (programs, slot) = (p.clone(), restarted.clone());
+                events.push(Event {
+                    at: Duration::from_secs_f64(at + after),
+                    label: "restart pod-0".into(),
+                    action: Box::new(move || {
+                        *slot.lock().expect("restart") =
+                            Some(procs::restart_later(programs, spec, Duration::ZERO));
+                        Box::pin(async {})
+                    }),
+                });
+            }
+        }
+        let cfg = LoadConfig {
+            target,
+            path: "/mcp".into(),
+            dialect: cell.setup.dialect,
+            rate: cell.rate,
+            duration: Duration::from_secs_f64(cell.duration),
+            concurrency: cell.concurrency,
+            sessions: self.args.sessions,
+            reuse: cell.reuse,
+            tool: "whoami".into(),
+            timeout: Duration::from_secs(10),
+            progress: false,
+        };
+        let result = run::run(cfg, events).await;
+        drop(proxy);
+        let handle = restarted.lock().expect("restart").take();
+        if let Some(h) = handle {
+            drop(h.await);
+        }
+        drop(backends);
+        result
+    }
+
+    fn chart(&self, name: &str, title: &str, run: &RunResult) -> String {
+        let file = format!("charts/{name}.svg");
+        std::fs::write(self.args.out.join(&file), chart::svg(title, run)).expect("write chart");
+        file
+    }
+
+    async fn m1(&self) -> String {
+        let mut rows = Vec::new();
+        for backends in [1, 2, 4] {
+            for setup in [
+                Setup::NGINX_LEGACY,
+                Setup::GATEWAY_LEGACY,
+                Setup::GATEWAY_STATELESS,
+            ] {
+                for reuse in [false, true] {
+                    let cell = Cell {
+                        setup,
+                        backends,
+                        reuse,
+                        rate: self.args.rate,
+                        duration: self.args.m1_duration,
+                        kill: None,
+                        concurrency: 256,
+                    };
+                    let conn = if reuse { "reuse" } else { "new" };
+                    let tag = format!("m1-{backends}-{}-{conn}", setup.slug());
+                    let runs = self.repeat(&tag, &cell, self.args.runs).await;
+                    let chart = (backends == 4 && reuse).then(|| {
+                        self.chart(
+                            &tag,
+                            &format!("M1, 4 backends: {}", setup.label()),
+                            &runs[0],
+                        )
+                    });
+                    rows.push(report::M1Row { cell, runs, chart });
+                }
+            }
+        }
+        report::m1(&rows, self.args.rate)
+    }
+
+    async fn m3(&self) -> String {
+        let mut rows = Vec::new();
+        for restart in [None, Some(self.args.restart_after)] {
+            for setup in [
+                Setup::NGINX_LEGACY,
+                Setup::GATEWAY_LEGACY,
+                Setup::GATEWAY_STATELESS,
+            ] {
+                rows.push(self.m3_cell(setup, self.args.rate, restart, "m3").await);
+            }
+        }
+        report::m3("M3 pod kill (Rust mock backends)", &rows, &self.args)
+    }
+
+    async fn m3_cell(
+        &self,
+        setup: Setup,
+        rate: f64,
+        restart: Option<f64>,
+        prefix: &str,
+    ) -> report::M3Row {
+        let cell = Cell {
+            setup,
+            backends: 2,
+            reuse: true,
+            rate,
+            duration: self.args.m3_duration,
+            kill: Some((self.args.kill_at, restart)),
+            concurrency: 256,
+        };
+        let variant = if restart.is_some() {
+            "kill+restart"
+        } else {
+            "kill"
+        };
+        let tag = format!("{prefix}-{}-{variant}", setup.slug());
+        let runs = self.repeat(&tag, &cell, self.args.runs).await;
+        let title = format!("{}: {} ({variant})", prefix.to_uppercase(), setup.label());
+        let chart = Some(self.chart(&tag, &title, report::median_run(&runs)));
+        report::M3Row {
+            cell,
+            runs,
+            chart,
+            variant,
+        }
+    }
+
+    async fn real(&self) -> String {
+        let rate = self.args.real_rate;
+        let mut m1_rows = Vec::new();
+        for setup in [Setup::NGINX_LEGACY, Setup::GATEWAY_LEGACY] {
+            let cell = Cell {
+                setup: setup.with_backend(BackendKind::FastMcp1),
+                backends: 2,
+                reuse: true,
+                rate,
+                duration: self.args.m1_duration,
+                kill: None,
+                concurrency: 64,
+            };
+            let tag = format!("real-m1-{}", setup.slug());
+            let runs = self.repeat(&tag, &cell, self.args.runs).await;
+            m1_rows.push(report::M1Row {
+                cell,
+                runs,
+                chart: None,
+            });
+        }
+        let mut m3_rows = Vec::new();
+        for setup in [Setup::NGINX_LEGACY, Setup::GATEWAY_LEGACY] {
+            let setup = setup.with_backend(BackendKind::FastMcp1);
+            m3_rows.push(self.m3_cell(setup, rate, None, "real-m3").await);
+        }
+        let mut md = String::from("## Real peers: FastMCP 1.30.0 backends\n\n");
+        md.push_str(
+            &report::m1(&m1_rows, rate)
+                .replace("## M1 scale-out", "### M1 with 2 FastMCP 1.30.0 backends"),
+        );
+        md.push_str(
+            &report::m3(
+                "M3 pod kill with FastMCP 1.30.0 backends",
+                &m3_rows,
+                &self.args,
+            )
+            .replace("## ", "### "),
+        );
+        md
+    }
+
+    async fn overhead(&self) -> String {
+        let legacy_direct = Setup {
+            via: Via::Direct,
+            backend: BackendKind::MockLegacy,
+            dialect: Dialect::Legacy,
+        };
+        let stateless_direct = Setup {
+            via: Via::Direct,
+            backend: BackendKind::MockStateless,
+            dialect: Dialect::Stateless,
+        };
+        let stateless_nginx = Setup {
+            via: Via::Nginx,
+            ..stateless_direct
+        };
+        let setups = [
+            stateless_direct,
+            stateless_nginx,
+            Setup::GATEWAY_STATELESS,
+            legacy_direct,
+            Setup::NGINX_LEGACY,
+            Setup::GATEWAY_LEGACY,
+        ];
+        let runs = self.args.runs.max(3);
+        let mut throughput: Vec<Vec<RunResult>> = vec![Vec::new(); setups.len()];
+        let mut latency: Vec<Vec<RunResult>> = vec![Vec::new(); setups.len()];
+        // Interleaved, so a slow moment of the machine hits every target alike.
+        for i in 0..runs {
+            for (k, setup) in setups.iter().enumerate() {
+                let closed = Cell {
+                    setup: *setup,
+                    backends: 1,
+                    reuse: true,
+                    rate: 0.0,
+                    duration: 5.0,
+                    kill: None,
+                    concurrency: 32,
+                };
+                let r = self
+                    .run_cell(&closed, &format!("overhead-max-{}-{i}", setup.slug()))
+                    .await;
+                eprintln!(
+                    "  overhead max {}: {}",
+                    setup.label(),
+                    crate::summary_line(&r)
+                );
+                throughput[k].push(r);
+                let open = Cell {
+                    rate: 1000.0,
+                    concurrency: 256,
+                    ..closed
+                };
+                let r = self
+                    .run_cell(&open, &format!("overhead-lat-{}-{i}", setup.slug()))
+                    .await;
+                eprintln!(
+                    "  overhead 1000 rps {}: {}",
+                    setup.label(),
+                    crate::summary_line(&r)
+                );
+                latency[k].push(r);
+            }
+        }
+        let labels: Vec<String> = setups.iter().map(Setup::label).collect();
+        report::overhead(&labels, &throughput, &latency)
+    }
+
+    async fn memory(&self) -> String {
+        let p = &self.programs;
+        let n = self.args.memory_sessions;
+        let backend = Backend::start(p, BackendKind::MockLegacy, "pod-0", 0).await;
+        let dir = self.args.out.join("work").join("memory");
+        let extra = format!("sessions: {{ max: {}, idle-timeout-s: 3600 }}\n", n + 1000);
+        let gw = Proxy::gateway(p, &dir, "stateful", &[backend.addr], &extra).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = gw.rss_kib().unwrap_or(0);
+        let opened = open_sessions(gw.addr, n, 64).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = gw.rss_kib().unwrap_or(0);
+        report::memory(n, opened, before, after)
+    }
+}
+
+/// Opens `n` sessions (initialize + notifications/initialized), `concurrency` at a time;
+/// returns how many succeeded.
+async fn open_sessions(target: SocketAddr, n: usize, concurrency: usize) -> usize {
+    let client = Arc::new(Client::new(target, true, Duration::from_secs(10)));
+    let wire = Arc::new(Wire {
+        path: "/mcp".into(),
+        host: target.to_string(),
+        close: false,
+        tool: "whoami".into(),
+    });
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let ok = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (client, wire, next, ok) = (client.clone(), wire.clone(), next.clone(), ok.clone());
+        workers.spawn(async move {
+            use std::sync::atomic::Ordering::Relaxed;
+            while next.fetch_add(1, Relaxed) < n {
+                let Ok(resp) = client.send(&wire.initialize(1)).await else {
+                    continue;
+                };
+                let Some(sid) = resp.session_id else { continue };
+                if client.send(&wire.initialized(&sid)).await.is_ok() {
+                    ok.fetch_add(1, Relaxed);
+                }
+            }
+        });
+    }
+    while workers.join_next().await.is_some() {}
+    ok.load(std::sync::atomic::Ordering::Relaxed)
+}

@@ -1,0 +1,279 @@
+//! The processes a benchmark cell runs: backends (Rust mock MCP servers of both eras, or real
+//! FastMCP 1.30.0 servers), nginx as the naive round-robin proxy, and mcp-gateway. Each is its
+//! own process on 127.0.0.1 so it can be SIGKILLed; all are killed on drop.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Where the programs are.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// `mcp-gateway`.
+    pub gateway: PathBuf,
+    /// `mock-mcp` (the tests crate's mock server as a process).
+    pub mock: PathBuf,
+    /// Debian's nginx.
+    pub nginx: PathBuf,
+    /// Python of the `mcp==1.30.0` venv.
+    pub python1: PathBuf,
+    /// `tests/peers/`.
+    pub peers: PathBuf,
+}
+
+impl Programs {
+    /// Finds them: binaries next to this one, nginx on PATH or in /usr/sbin, peers under `root`.
+    pub fn find(root: &Path, bin_dir: Option<PathBuf>) -> Result<Programs, String> {
+        let bin_dir = match bin_dir {
+            Some(d) => d,
+            None => std::env::current_exe()
+                .map_err(|e| e.to_string())?
+                .parent()
+                .ok_or("no binary directory")?
+                .to_path_buf(),
+        };
+        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .ok_or("nginx not found: apt-get install nginx-light")?;
+        let programs = Programs {
+            gateway: bin_dir.join("mcp-gateway"),
+            mock: bin_dir.join("mock-mcp"),
+            nginx,
+            python1: root.join(".venv-mcp1/bin/python"),
+            peers: root.join("tests/peers"),
+        };
+        for (what, path) in [
+            ("mcp-gateway", &programs.gateway),
+            ("mock-mcp", &programs.mock),
+        ] {
+            if !path.exists() {
+                return Err(format!(
+                    "{what} missing at {}: cargo build --release --workspace --bins",
+                    path.display()
+                ));
+            }
+        }
+        Ok(programs)
+    }
+}
+
+/// A free port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// What a backend is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Rust mock, 2025-11-25 with sessions in memory.
+    MockLegacy,
+    /// Rust mock, 2026-07-28 stateless.
+    MockStateless,
+    /// FastMCP from `mcp==1.30.0` (tests/peers/legacy_server.py).
+    FastMcp1,
+}
+
+/// A backend process.
+pub struct Backend {
+    /// Its address.
+    pub addr: SocketAddr,
+    kind: BackendKind,
+    name: String,
+    child: Option<Child>,
+}
+
+impl Backend {
+    /// Starts one on `port` (0: a free one).
+    pub async fn start(p: &Programs, kind: BackendKind, name: &str, port: u16) -> Backend {
+        let port = if port == 0 { free_port() } else { port };
+        let child = spawn_backend(p, kind, name, port).await;
+        Backend {
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            kind,
+            name: name.to_owned(),
+            child: Some(child),
+        }
+    }
+
+    /// SIGKILL; the future completes when the process has exited.
+    pub fn kill(&mut self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let child = self.child.take();
+        async move {
+            if let Some(mut c) = child {
+                let _ = c.kill().await;
+            }
+        }
+    }
+
+    /// What to run to restart it on the same port.
+    pub fn restart_spec(&self) -> (BackendKind, String, u16) {
+        (self.kind, self.name.clone(), self.addr.port())
+    }
+}
+
+async fn spawn_backend(p: &Programs, kind: BackendKind, name: &str, port: u16) -> Child {
+    let port_s = port.to_string();
+    let mut cmd = match kind {
+        BackendKind::MockLegacy | BackendKind::MockStateless => {
+            let mut c = Command::new(&p.mock);
+            c.args(["--port", &port_s, "--name", name, "--no-capture"]);
+            if kind == BackendKind::MockLegacy {
+                c.args(["--legacy", "2025-11-25"]);
+            }
+            c
+        }
+        BackendKind::FastMcp1 => {
+            let mut c = Command::new(&p.python1);
+            c.arg(p.peers.join("legacy_server.py"))
+                .args(["--port", &port_s, "--name", name]);
+            c
+        }
+    };
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start backend {name}: {e}"));
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        // A just-killed process may still hold the port: the mock retries its bind.
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.starts_with("READY") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(
+        matches!(ready, Ok(true)),
+        "backend {name} did not start on port {port}"
+    );
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}
+
+/// Restarts a killed backend on its port (a pod coming back), as a background task.
+pub fn restart_later(
+    p: Programs,
+    spec: (BackendKind, String, u16),
+    after: Duration,
+) -> tokio::task::JoinHandle<Child> {
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        spawn_backend(&p, spec.0, &spec.1, spec.2).await
+    })
+}
+
+/// A proxy process (nginx or mcp-gateway).
+pub struct Proxy {
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    child: Child,
+}
+
+impl Proxy {
+    /// nginx, one worker, round robin over `backends` with keep-alive upstream connections:
+    /// the naive setup in front of session-keeping servers.
+    pub async fn nginx(p: &Programs, dir: &Path, backends: &[SocketAddr]) -> Proxy {
+        let port = free_port();
+        std::fs::create_dir_all(dir.join("tmp")).expect("nginx dir");
+        let servers: String = backends
+            .iter()
+            .map(|b| format!("    server {b};\n"))
+            .collect();
+        let conf = format!(
+            "worker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {dir}/tmp;\n  proxy_temp_path {dir}/tmp;\n\
+             \x20 fastcgi_temp_path {dir}/tmp;\n  uwsgi_temp_path {dir}/tmp;\n  scgi_temp_path {dir}/tmp;\n\
+             \x20 upstream mcp {{\n{servers}    keepalive 64;\n  }}\n\
+             \x20 server {{\n    listen 127.0.0.1:{port};\n    location / {{\n      proxy_pass http://mcp;\n\
+             \x20     proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n\
+             \x20     proxy_set_header Host 127.0.0.1:$server_port;\n      proxy_buffering off;\n\
+             \x20     proxy_read_timeout 300s;\n    }}\n  }}\n}}\n",
+            dir = dir.display()
+        );
+        let conf_path = dir.join("nginx.conf");
+        std::fs::write(&conf_path, conf).expect("write nginx.conf");
+        let child = Command::new(&p.nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(&conf_path)
+            .args(["-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start nginx");
+        Self::ready(port, child, "nginx").await
+    }
+
+    /// mcp-gateway with one route at `/mcp` in `mode` over `backends` (2 worker threads), plus
+    /// `extra` top-level YAML.
+    pub async fn gateway(
+        p: &Programs,
+        dir: &Path,
+        mode: &str,
+        backends: &[SocketAddr],
+        extra: &str,
+    ) -> Proxy {
+        let port = free_port();
+        std::fs::create_dir_all(dir).expect("gateway dir");
+        let list: Vec<String> = backends.iter().map(ToString::to_string).collect();
+        let yaml = format!(
+            "listen: 127.0.0.1:{port}\nthreads: 2\n{extra}pools:\n  pods: {{ backends: [{}], failure-cooldown-ms: 1000 }}\n\
+             routes:\n  - {{ path: /mcp, mode: {mode}, pool: pods }}\n",
+            list.join(", ")
+        );
+        let path = dir.join("gateway.yaml");
+        std::fs::write(&path, yaml).expect("write gateway.yaml");
+        let child = Command::new(&p.gateway)
+            .arg("--config")
+            .arg(&path)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start mcp-gateway");
+        Self::ready(port, child, "mcp-gateway").await
+    }
+
+    async fn ready(port: u16, child: Child, what: &str) -> Proxy {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        for _ in 0..400 {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                return Proxy { addr, child };
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{what} did not listen on {addr}");
+    }
+
+    /// Resident memory of the process, in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let pid = self.child.id()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+}
