@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 /// Longest response head or chunk-size line accepted.
 const MAX_LINE: usize = 64 * 1024;
@@ -24,6 +25,9 @@ pub struct Response {
     pub content_type: Option<String>,
     /// The whole body.
     pub body: Vec<u8>,
+    /// When the answer was complete for a client: the end of the body, or for an SSE stream
+    /// the event carrying the JSON-RPC response (an SDK returns then; the stream may end later).
+    pub answered: Instant,
 }
 
 /// Why an exchange failed.
@@ -132,8 +136,12 @@ impl Conn {
             }
         }
         let mut body = Vec::new();
+        let sse = content_type
+            .as_deref()
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        let mut answered = None;
         if chunked {
-            self.read_chunked(&mut body).await?;
+            self.read_chunked(&mut body, sse, &mut answered).await?;
         } else if let Some(len) = length {
             if len > MAX_BODY {
                 return Err(Some(HttpError::Broken));
@@ -156,11 +164,18 @@ impl Conn {
             session_id,
             content_type,
             body,
+            answered: answered.unwrap_or_else(Instant::now),
         };
         Ok((response, keep))
     }
 
-    async fn read_chunked(&mut self, body: &mut Vec<u8>) -> Result<(), Option<HttpError>> {
+    /// Reads a chunked body; for SSE, notes when an event with a JSON-RPC response arrived.
+    async fn read_chunked(
+        &mut self,
+        body: &mut Vec<u8>,
+        sse: bool,
+        answered: &mut Option<Instant>,
+    ) -> Result<(), Option<HttpError>> {
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -188,8 +203,26 @@ impl Conn {
                 .await
                 .map_err(|_| Some(HttpError::Broken))?;
             body.truncate(start + size);
+            if sse && answered.is_none() && has_response_event(body) {
+                *answered = Some(Instant::now());
+            }
         }
     }
+}
+
+/// Whether an SSE body holds a complete event that is a JSON-RPC response (not a notification).
+fn has_response_event(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body).replace("\r\n", "\n");
+    let events: Vec<&str> = text.split("\n\n").collect();
+    // The last piece is an incomplete event (or empty after the final blank line).
+    events[..events.len() - 1].iter().any(|event| {
+        event.lines().any(|l| {
+            l.strip_prefix("data:").is_some_and(|d| {
+                serde_json::from_str::<serde_json::Value>(d.trim())
+                    .is_ok_and(|v| v.get("result").is_some() || v.get("error").is_some())
+            })
+        })
+    })
 }
 
 /// Reads one line (with its `\n`), bounded; returns its length (0 at EOF).
@@ -258,5 +291,24 @@ impl Client {
             self.idle.lock().expect("pool lock").push(conn);
         }
         resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_response_event;
+
+    #[test]
+    fn a_response_event_is_seen_once_complete() {
+        let progress = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\n";
+        let result = "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n";
+        assert!(!has_response_event(progress.as_bytes()));
+        assert!(has_response_event(format!("{progress}{result}").as_bytes()));
+        let cut = &result[..result.len() - 4];
+        assert!(
+            !has_response_event(cut.as_bytes()),
+            "not before the event ends"
+        );
+        assert!(has_response_event(b"data: {\"id\":1,\"error\":{}}\n\n"));
     }
 }

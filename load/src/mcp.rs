@@ -179,6 +179,7 @@ mod tests {
             session_id: None,
             content_type: Some(ct.into()),
             body: body.as_bytes().to_vec(),
+            answered: tokio::time::Instant::now(),
         }
     }
 

@@ -292,7 +292,10 @@ async fn one(ctx: &Ctx, scheduled: Instant) {
     ctx.inflight.fetch_add(1, Ordering::SeqCst);
     let outcome = call(ctx).await;
     ctx.inflight.fetch_sub(1, Ordering::SeqCst);
-    let done = Instant::now();
+    let done = match &outcome {
+        Ok(answered) => *answered,
+        Err(_) => Instant::now(),
+    };
     let second = done.duration_since(ctx.start).as_secs() as usize;
     let mut stats = ctx.stats.lock().expect("stats");
     if stats.timeline.len() <= second {
@@ -303,7 +306,7 @@ async fn one(ctx: &Ctx, scheduled: Instant) {
         }));
     }
     match outcome {
-        Ok(()) => {
+        Ok(_) => {
             stats.ok += 1;
             stats.timeline[second].ok += 1;
             drop(stats);
@@ -343,7 +346,8 @@ fn verdict_class(v: &Verdict) -> String {
 }
 
 /// One `tools/call`; in the legacy dialect inside a session, (re)initialized first if needed.
-async fn call(ctx: &Ctx) -> Result<(), String> {
+/// Returns when the answer arrived.
+async fn call(ctx: &Ctx) -> Result<Instant, String> {
     let id = ctx.ids.fetch_add(1, Ordering::Relaxed);
     let dialect = ctx.cfg.dialect;
     let slot = &ctx.slots[(id as usize) % ctx.slots.len()];
@@ -358,7 +362,7 @@ async fn call(ctx: &Ctx) -> Result<(), String> {
         .map_err(|e| http_class(&e))?;
     let v = verdict(&resp);
     match (&v, sid) {
-        (Verdict::Ok, _) => Ok(()),
+        (Verdict::Ok, _) => Ok(resp.answered),
         // A careful client starts over with initialize when its session is gone (404, a
         // 400 naming the session) and when the server failed (5xx).
         (Verdict::SessionLost, Some(sid)) => {
@@ -393,14 +397,9 @@ async fn session(ctx: &Ctx, slot: &Slot) -> Result<String, String> {
         (Verdict::Ok, None) => return Err("no-session-id".into()),
         (v, _) => return Err(verdict_class(&v)),
     };
-    let ack = ctx
-        .client
-        .send(&ctx.wire.initialized(&new))
-        .await
-        .map_err(|e| http_class(&e))?;
-    if !(200..300).contains(&ack.status) {
-        return Err(format!("http-{}", ack.status));
-    }
+    // Like the Python SDK, the client does not look at the answer to its notification (a
+    // round-robin proxy may have sent it to another backend, which answers 404).
+    let _ = ctx.client.send(&ctx.wire.initialized(&new)).await;
     *sid = Some(new.clone());
     Ok(new)
 }

@@ -76,8 +76,10 @@ pub struct SuiteArgs {
 pub enum Via {
     /// Straight to the (only) backend.
     Direct,
-    /// nginx round robin.
+    /// nginx round robin (per request).
     Nginx,
+    /// nginx stream (TCP) random per connection, like kube-proxy behind a Service.
+    L4Random,
     /// mcp-gateway, a `stateful` route.
     GatewayStateful,
     /// mcp-gateway, a `stateless` route.
@@ -95,6 +97,11 @@ pub struct Setup {
 impl Setup {
     const NGINX_LEGACY: Setup = Setup {
         via: Via::Nginx,
+        backend: BackendKind::MockLegacy,
+        dialect: Dialect::Legacy,
+    };
+    const L4_LEGACY: Setup = Setup {
+        via: Via::L4Random,
         backend: BackendKind::MockLegacy,
         dialect: Dialect::Legacy,
     };
@@ -122,6 +129,7 @@ impl Setup {
         let via = match self.via {
             Via::Direct => "direct",
             Via::Nginx => "nginx round robin",
+            Via::L4Random => "L4 random per connection (kube-proxy-like)",
             Via::GatewayStateful => "mcp-gateway stateful",
             Via::GatewayStateless => "mcp-gateway stateless",
         };
@@ -129,7 +137,7 @@ impl Setup {
     }
 
     fn slug(&self) -> String {
-        self.label().replace(' ', "-")
+        self.label().replace(['(', ')'], "").replace(' ', "-")
     }
 }
 
@@ -234,6 +242,7 @@ impl Suite {
         let proxy = match cell.setup.via {
             Via::Direct => None,
             Via::Nginx => Some(Proxy::nginx(p, &dir, &addrs).await),
+            Via::L4Random => Some(Proxy::l4_random(p, &dir, &addrs).await),
             Via::GatewayStateful => Some(Proxy::gateway(p, &dir, "stateful", &addrs, "").await),
             Via::GatewayStateless => Some(Proxy::gateway(p, &dir, "stateless", &addrs, "").await),
         };
@@ -285,6 +294,16 @@ impl Suite {
         result
     }
 
+    /// The legacy paths to compare: the naive proxies, then mcp-gateway.
+    fn legacy_setups(&self) -> Vec<Setup> {
+        let mut setups = vec![Setup::NGINX_LEGACY];
+        if self.programs.stream_module.is_some() {
+            setups.push(Setup::L4_LEGACY);
+        }
+        setups.push(Setup::GATEWAY_LEGACY);
+        setups
+    }
+
     fn chart(&self, name: &str, title: &str, run: &RunResult) -> String {
         let file = format!("charts/{name}.svg");
         std::fs::write(self.args.out.join(&file), chart::svg(title, run)).expect("write chart");
@@ -294,11 +313,9 @@ impl Suite {
     async fn m1(&self) -> String {
         let mut rows = Vec::new();
         for backends in [1, 2, 4] {
-            for setup in [
-                Setup::NGINX_LEGACY,
-                Setup::GATEWAY_LEGACY,
-                Setup::GATEWAY_STATELESS,
-            ] {
+            let mut setups = self.legacy_setups();
+            setups.push(Setup::GATEWAY_STATELESS);
+            for setup in setups {
                 for reuse in [false, true] {
                     let cell = Cell {
                         setup,
@@ -328,12 +345,10 @@ impl Suite {
 
     async fn m3(&self) -> String {
         let mut rows = Vec::new();
+        let mut setups = self.legacy_setups();
+        setups.push(Setup::GATEWAY_STATELESS);
         for restart in [None, Some(self.args.restart_after)] {
-            for setup in [
-                Setup::NGINX_LEGACY,
-                Setup::GATEWAY_LEGACY,
-                Setup::GATEWAY_STATELESS,
-            ] {
+            for setup in setups.iter().copied() {
                 rows.push(self.m3_cell(setup, self.args.rate, restart, "m3").await);
             }
         }
@@ -350,7 +365,7 @@ impl Suite {
         let cell = Cell {
             setup,
             backends: 2,
-            reuse: true,
+            reuse: setup.backend != BackendKind::FastMcp1,
             rate,
             duration: self.args.m3_duration,
             kill: Some((self.args.kill_at, restart)),
@@ -376,11 +391,13 @@ impl Suite {
     async fn real(&self) -> String {
         let rate = self.args.real_rate;
         let mut m1_rows = Vec::new();
-        for setup in [Setup::NGINX_LEGACY, Setup::GATEWAY_LEGACY] {
+        for setup in self.legacy_setups() {
             let cell = Cell {
                 setup: setup.with_backend(BackendKind::FastMcp1),
                 backends: 2,
-                reuse: true,
+                // A new connection per call, as the Python SDK's client effectively makes
+                // (see README: keep-alive requests to uvicorn wait ~40 ms in this client).
+                reuse: false,
                 rate,
                 duration: self.args.m1_duration,
                 kill: None,
@@ -395,7 +412,7 @@ impl Suite {
             });
         }
         let mut m3_rows = Vec::new();
-        for setup in [Setup::NGINX_LEGACY, Setup::GATEWAY_LEGACY] {
+        for setup in self.legacy_setups() {
             let setup = setup.with_backend(BackendKind::FastMcp1);
             m3_rows.push(self.m3_cell(setup, rate, None, "real-m3").await);
         }

@@ -18,6 +18,8 @@ pub struct Programs {
     pub mock: PathBuf,
     /// Debian's nginx.
     pub nginx: PathBuf,
+    /// nginx's dynamic stream (L4) module, when installed (`libnginx-mod-stream`).
+    pub stream_module: Option<PathBuf>,
     /// Python of the `mcp==1.30.0` venv.
     pub python1: PathBuf,
     /// `tests/peers/`.
@@ -40,10 +42,13 @@ impl Programs {
             .map(PathBuf::from)
             .find(|p| p.exists())
             .ok_or("nginx not found: apt-get install nginx-light")?;
+        let stream_module = Some(PathBuf::from("/usr/lib/nginx/modules/ngx_stream_module.so"))
+            .filter(|p| p.exists());
         let programs = Programs {
             gateway: bin_dir.join("mcp-gateway"),
             mock: bin_dir.join("mock-mcp"),
             nginx,
+            stream_module,
             python1: root.join(".venv-mcp1/bin/python"),
             peers: root.join("tests/peers"),
         };
@@ -180,6 +185,26 @@ pub struct Proxy {
     /// Where clients connect.
     pub addr: SocketAddr,
     child: Child,
+    /// nginx: stopped with SIGTERM so its master takes its workers down (a SIGKILLed master
+    /// leaves them running).
+    graceful: bool,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let Some(pid) = self.child.id().filter(|_| self.graceful) else {
+            return; // SIGKILL by kill_on_drop
+        };
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        for _ in 0..200 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Proxy {
@@ -204,6 +229,34 @@ impl Proxy {
              \x20     proxy_read_timeout 300s;\n    }}\n  }}\n}}\n",
             dir = dir.display()
         );
+        Self::start_nginx(p, dir, port, conf).await
+    }
+
+    /// nginx as a TCP (L4) balancer picking a random backend per connection, like a
+    /// Kubernetes Service through kube-proxy. Needs the stream module.
+    pub async fn l4_random(p: &Programs, dir: &Path, backends: &[SocketAddr]) -> Proxy {
+        let module = p
+            .stream_module
+            .as_ref()
+            .expect("stream module checked by the suite");
+        let port = free_port();
+        std::fs::create_dir_all(dir).expect("nginx dir");
+        let servers: String = backends
+            .iter()
+            .map(|b| format!("    server {b};\n"))
+            .collect();
+        let conf = format!(
+            "load_module {module};\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
+             events {{ worker_connections 4096; }}\n\
+             stream {{\n  upstream mcp {{\n    random;\n{servers}  }}\n\
+             \x20 server {{\n    listen 127.0.0.1:{port};\n    proxy_pass mcp;\n  }}\n}}\n",
+            module = module.display(),
+            dir = dir.display()
+        );
+        Self::start_nginx(p, dir, port, conf).await
+    }
+
+    async fn start_nginx(p: &Programs, dir: &Path, port: u16, conf: String) -> Proxy {
         let conf_path = dir.join("nginx.conf");
         std::fs::write(&conf_path, conf).expect("write nginx.conf");
         let child = Command::new(&p.nginx)
@@ -218,7 +271,7 @@ impl Proxy {
             .kill_on_drop(true)
             .spawn()
             .expect("start nginx");
-        Self::ready(port, child, "nginx").await
+        Self::ready(port, child, "nginx", true).await
     }
 
     /// mcp-gateway with one route at `/mcp` in `mode` over `backends` (2 worker threads), plus
@@ -250,14 +303,18 @@ impl Proxy {
             .kill_on_drop(true)
             .spawn()
             .expect("start mcp-gateway");
-        Self::ready(port, child, "mcp-gateway").await
+        Self::ready(port, child, "mcp-gateway", false).await
     }
 
-    async fn ready(port: u16, child: Child, what: &str) -> Proxy {
+    async fn ready(port: u16, child: Child, what: &str, graceful: bool) -> Proxy {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         for _ in 0..400 {
             if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                return Proxy { addr, child };
+                return Proxy {
+                    addr,
+                    child,
+                    graceful,
+                };
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

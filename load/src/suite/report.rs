@@ -114,8 +114,8 @@ pub fn m3(title: &str, rows: &[M3Row], args: &SuiteArgs) -> String {
          on the same port {} s later. \"In flight\" is how many requests were in flight at the kill; \
          \"failed in flight\" are failures among them, \"failed after\" are failures among requests \
          started after the kill.\n\n\
-         | path | variant | achieved rps | failed (total) | in flight at kill | failed in flight | failed after | session losses | errors (all runs) |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         | path | variant | connections | achieved rps | failed (total) | in flight at kill | failed in flight | failed after | session losses | errors (all runs) |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
         args.kill_at, args.m3_duration, args.restart_after
     );
     for r in rows {
@@ -130,9 +130,10 @@ pub fn m3(title: &str, rows: &[M3Row], args: &SuiteArgs) -> String {
         let errors: Vec<String> = errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.cell.setup.label(),
             r.variant,
+            if r.cell.reuse { "reuse" } else { "new" },
             spread(&col(&r.runs, |x| x.achieved_rps), 1),
             spread(&col(&r.runs, |x| x.failed as f64), 0),
             spread(&col(&r.runs, |x| event(x, |e| e.inflight as f64)), 0),
