@@ -329,7 +329,7 @@ impl Suite {
                     let conn = if reuse { "reuse" } else { "new" };
                     let tag = format!("m1-{backends}-{}-{conn}", setup.slug());
                     let runs = self.repeat(&tag, &cell, self.args.runs).await;
-                    let chart = (backends == 4 && reuse).then(|| {
+                    let chart = (backends == 4).then(|| {
                         self.chart(
                             &tag,
                             &format!("M1, 4 backends: {}", setup.label()),
