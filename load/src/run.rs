@@ -143,7 +143,7 @@ struct Stats {
     ok: u64,
     errors: BTreeMap<String, u64>,
     timeline: Vec<Second>,
-    /// (sent, done) offsets in ms of every failure.
+    /// (sent, done) offsets in µs of every failure.
     failures: Vec<(u64, u64)>,
 }
 
@@ -319,8 +319,8 @@ async fn one(ctx: &Ctx, scheduled: Instant) {
             if class == "session-lost" {
                 stats.timeline[second].session_lost += 1;
             }
-            let sent = scheduled.duration_since(ctx.start).as_millis() as u64;
-            let finished = done.duration_since(ctx.start).as_millis() as u64;
+            let sent = scheduled.duration_since(ctx.start).as_micros() as u64;
+            let finished = done.duration_since(ctx.start).as_micros() as u64;
             stats.failures.push((sent, finished));
             *stats.errors.entry(class).or_default() += 1;
         }
@@ -471,16 +471,16 @@ fn summarize(ctx: &Ctx, offered: u64, elapsed: f64, marks: Vec<Mark>) -> RunResu
     let events = marks
         .into_iter()
         .map(|(label, done, effective, inflight)| {
-            let (done_ms, effective_ms) = (done.as_millis() as u64, effective.as_millis() as u64);
+            let (done_us, effective_us) = (done.as_micros() as u64, effective.as_micros() as u64);
             let in_flight = stats
                 .failures
                 .iter()
-                .filter(|(sent, finished)| *sent < effective_ms && *finished >= done_ms)
+                .filter(|(sent, finished)| *sent < effective_us && *finished >= done_us)
                 .count() as u64;
             let after = stats
                 .failures
                 .iter()
-                .filter(|(sent, _)| *sent >= effective_ms)
+                .filter(|(sent, _)| *sent >= effective_us)
                 .count() as u64;
             EventResult {
                 label,
