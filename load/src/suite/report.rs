@@ -111,9 +111,10 @@ pub fn m1(rows: &[M1Row], rate: f64) -> String {
 pub fn m3(title: &str, rows: &[M3Row], args: &SuiteArgs) -> String {
     let mut md = format!(
         "## {title}\n\n2 backends; SIGKILL of pod-0 at {} s of {} s runs; the restart variant brings it back \
-         on the same port {} s later. \"In flight\" is how many requests were in flight at the kill; \
-         \"failed in flight\" are failures among them, \"failed after\" are failures among requests \
-         started after the kill.\n\n\
+         on the same port {} s later. \"In flight at kill\": requests in flight when the SIGKILL was sent; \
+         \"failed in flight\": failures among requests sent before the killed process had exited (it \
+         takes about a millisecond) and still open at the SIGKILL; \"failed after\": failures among \
+         requests sent after the process had exited.\n\n\
          | path | variant | connections | achieved rps | failed (total) | in flight at kill | failed in flight | failed after | session losses | errors (all runs) |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
         args.kill_at, args.m3_duration, args.restart_after
