@@ -96,7 +96,7 @@ async fn legacy_session_survives_backend_kill() {
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
     assert_eq!(text(&call(sid, 1, "count", "{}").send(gw.addr).await), "1");
     let (pinned, survivor) = pods.pinned().await;
-    pinned.kill();
+    pinned.die().await;
     let resp = call(sid, 2, "whoami", "{}").send(gw.addr).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(text(&resp), survivor.name);
@@ -137,7 +137,7 @@ async fn concurrent_calls_during_a_failover_cause_exactly_one_reinit() {
     let pods = TwoPods::start().await;
     let (gw, sid) = (&pods.gw, pods.sid.as_str());
     let (pinned, survivor) = pods.pinned().await;
-    pinned.kill();
+    pinned.die().await;
     let addr = gw.addr;
     let calls = (0..10).map(|i| {
         let req = call(sid, 100 + i, "whoami", "{}");
@@ -176,7 +176,7 @@ async fn logging_level_is_replayed_after_failover() {
             .status(),
         200
     );
-    pods.pinned().await.0.kill();
+    pods.pinned().await.0.die().await;
     assert_eq!(
         text(&call(sid, 2, "log_level", "{}").send(gw.addr).await),
         "debug"

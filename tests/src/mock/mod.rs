@@ -164,6 +164,15 @@ impl MockServer {
         let _ = self.stop.send(true);
     }
 
+    /// Kills the mock and gives the gateway a moment to see its idle connections close, as
+    /// it would for a pod that died before the next call. (A call arriving in the very instant
+    /// of the death can still find a pooled connection closed under it and get -32013, like a
+    /// call in flight: the tests for that use [`MockServer::kill`].)
+    pub async fn die(&self) {
+        self.kill();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     /// Requests received so far.
     pub fn requests(&self) -> Vec<Captured> {
         self.shared.captured.lock().expect("lock").clone()
