@@ -97,7 +97,18 @@ async fn a_real_client_sees_the_in_flight_cap_while_another_call_runs() {
         tokio::spawn(
             async move { client_v2(&busy_url, "stateless", &["progress", "4", "500"]).await },
         );
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Wait until the long call is the one in flight (held for 300 ms: not a short request
+    // such as the client's tools/list before it), however slowly the client started.
+    let mut held = 0;
+    for _ in 0..200 {
+        let inflight = gw.metric("mcpgw_backend_inflight_requests").await;
+        held = if inflight == 1.0 { held + 1 } else { 0 };
+        if held == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(held, 4, "the long call never showed as in flight");
     let (ok, v) = client_v2(&url, "stateless", &["call-expect-error", "whoami", "{}"]).await;
     assert!(ok, "{v}");
     assert_eq!(v["code"], -32018, "{v}");
