@@ -2,13 +2,14 @@
 //! next request, and latency counts from the scheduled instant, so slow periods are not hidden)
 //! or as fast as `concurrency` workers go (closed loop, for throughput ceilings).
 
+mod progress;
+
 use crate::http::{Client, HttpError};
 use crate::mcp::{verdict, Dialect, Verdict, Wire};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -197,7 +198,7 @@ pub async fn run(cfg: LoadConfig, events: Vec<Event>) -> RunResult {
     let progress = ctx
         .cfg
         .progress
-        .then(|| tokio::spawn(draw_progress(ctx.clone())));
+        .then(|| tokio::spawn(progress::draw(ctx.clone())));
     let offered = if ctx.cfg.rate > 0.0 {
         open_loop(&ctx).await
     } else {
@@ -417,37 +418,6 @@ async fn close_sessions(ctx: &Ctx) {
         if let Some(sid) = slot.sid.lock().await.take() {
             let _ = ctx.client.send(&ctx.wire.delete(&sid)).await;
         }
-    }
-}
-
-async fn draw_progress(ctx: Arc<Ctx>) {
-    let total = ctx.cfg.duration.as_secs_f64();
-    let tty = std::io::stderr().is_terminal();
-    loop {
-        tokio::time::sleep(Duration::from_millis(if tty { 250 } else { 5000 })).await;
-        let elapsed = ctx.start.elapsed().as_secs_f64().min(total);
-        let (ok, failed) = {
-            let s = ctx.stats.lock().expect("stats");
-            (s.ok, s.errors.values().sum::<u64>())
-        };
-        let width = 30;
-        let filled = ((elapsed / total) * width as f64) as usize;
-        let bar = format!(
-            "{}{}",
-            "#".repeat(filled),
-            " ".repeat(width - filled.min(width))
-        );
-        let line = format!(
-            "[{bar}] {elapsed:>5.1}/{total:.0} s  ok {ok}  failed {failed}  in flight {}",
-            ctx.inflight.load(Ordering::Relaxed)
-        );
-        let mut err = std::io::stderr().lock();
-        let _ = if tty {
-            write!(err, "\r{line}")
-        } else {
-            writeln!(err, "{line}")
-        };
-        let _ = err.flush();
     }
 }
 

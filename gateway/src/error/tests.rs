@@ -1,0 +1,47 @@
+//! The error answers: ids echoed verbatim, codes, statuses and headers.
+
+use super::*;
+
+#[test]
+fn error_body_echoes_the_request_id_verbatim() {
+    let id = RequestId::from_json("12345678901234567890123").unwrap();
+    let body = GatewayError::no_route("/x").body(&id);
+    let text = std::str::from_utf8(&body).unwrap();
+    assert!(text.contains("\"id\":12345678901234567890123"), "{text}");
+}
+
+#[test]
+fn unavailable_carries_retry_after_everywhere() {
+    let (status, headers, body) = GatewayError::unavailable("p", 2).to_http(&RequestId::null());
+    assert_eq!(status, 503);
+    assert!(headers.contains(&("retry-after", "1".to_owned())));
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["error"]["code"], -32011);
+    assert_eq!(v["error"]["data"]["retryAfterMs"], 1000);
+    assert_eq!(v["error"]["data"]["kind"], "backend-unavailable");
+    assert_eq!(v["id"], Value::Null);
+}
+
+#[test]
+fn every_kind_has_a_distinct_code() {
+    use ErrorKind::*;
+    let kinds = [
+        ParseError,
+        InvalidRequest,
+        HeaderMismatch,
+        NoRoute,
+        BackendUnavailable,
+        UpstreamTimeout,
+        BackendLost,
+        BodyTooLarge,
+        Internal,
+    ];
+    let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
+    codes.sort();
+    codes.dedup();
+    assert_eq!(codes.len(), kinds.len());
+    for k in kinds {
+        let c = k.code();
+        assert!(c == -32700 || c == -32600 || c == -32020 || (-32019..=-32000).contains(&c));
+    }
+}
