@@ -34,7 +34,14 @@ fn every_kind_has_a_distinct_code() {
         UpstreamTimeout,
         BackendLost,
         BodyTooLarge,
+        SessionNotFound,
+        SessionLimit,
+        RateLimited,
+        Overloaded,
         Internal,
+        HostNotAllowed,
+        OriginNotAllowed,
+        SessionRequired,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

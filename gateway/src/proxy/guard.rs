@@ -32,14 +32,14 @@ impl PeerGuard {
                 .and_then(|v| v.to_str().ok())
                 .or_else(|| req.uri.authority().map(|a| a.as_str()));
             match host {
-                Some(h) if hosts.is_match(h.to_ascii_lowercase()) => {}
+                Some(h) if hosts.is_match(h) => {}
                 other => return Err(GatewayError::host_not_allowed(other)),
             }
         }
         if let Some(origins) = &self.origins {
             if let Some(origin) = req.headers.get(http::header::ORIGIN) {
                 let origin = String::from_utf8_lossy(origin.as_bytes());
-                if !origins.is_match(origin.to_ascii_lowercase()) {
+                if !origins.is_match(origin.as_ref()) {
                     return Err(GatewayError::origin_not_allowed(&origin));
                 }
             }
@@ -56,11 +56,12 @@ fn compile(patterns: &[String]) -> Option<GlobSet> {
     }
     let mut set = GlobSetBuilder::new();
     for p in patterns {
-        let p = p.trim().to_ascii_lowercase();
+        let p = p.trim();
         let bare = p.strip_suffix(":*").map(str::to_owned);
-        for pattern in std::iter::once(p).chain(bare) {
+        for pattern in std::iter::once(p.to_owned()).chain(bare) {
             let glob = GlobBuilder::new(&literal_brackets(&pattern))
                 .literal_separator(false)
+                .case_insensitive(true)
                 .build()
                 .expect("escaped patterns always compile");
             set.add(glob);
