@@ -8,8 +8,7 @@
 //! - `GET /admin/sessions`: session counts per backend; `GET /admin/sessions/ID`: one session.
 
 use crate::metrics::Metrics;
-use crate::session::reinit::Sessions;
-use crate::session::Lookup;
+use crate::session::{Lookup, SessionManager};
 use crate::state::State;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -23,7 +22,7 @@ use std::sync::Arc;
 /// The admin HTTP application.
 pub struct AdminApp {
     state: Arc<ArcSwap<State>>,
-    sessions: Arc<Sessions>,
+    sessions: Arc<SessionManager>,
     registry: Registry,
     metrics: Metrics,
 }
@@ -32,7 +31,7 @@ impl AdminApp {
     /// Serves the given state, sessions and metrics.
     pub fn new(
         state: Arc<ArcSwap<State>>,
-        sessions: Arc<Sessions>,
+        sessions: Arc<SessionManager>,
         registry: Registry,
         metrics: Metrics,
     ) -> AdminApp {
@@ -44,49 +43,51 @@ impl AdminApp {
         }
     }
 
-    fn backends_json(&self) -> Value {
-        let state = self.state.load();
-        let pools: Vec<Value> = state
-            .pools
-            .iter()
-            .map(|pool| {
-                let backends: Vec<Value> = pool
-                    .backends()
-                    .iter()
-                    .map(|b| {
-                        json!({
-                            "address": b.label,
-                            "state": b.state().as_str(),
-                            "sessions": b.sessions(),
-                            "inflight": b.inflight(),
-                            "drainingForMs": b.draining_for().map(|d| d.as_millis() as u64),
-                        })
+    /// Sessions per backend of a pool, from the session store (empty if it fails).
+    async fn session_counts(&self, pool: &str) -> Vec<(std::net::SocketAddr, usize)> {
+        self.sessions.backend_counts(pool).await.unwrap_or_default()
+    }
+
+    async fn backends_json(&self) -> Value {
+        let state = self.state.load_full();
+        let mut pools = Vec::new();
+        for pool in &state.pools {
+            let counts = self.session_counts(&pool.name).await;
+            let backends: Vec<Value> = pool
+                .backends()
+                .iter()
+                .map(|b| {
+                    json!({
+                        "address": b.label,
+                        "state": b.state().as_str(),
+                        "sessions": sessions_of(&counts, b.addr),
+                        "inflight": b.inflight(),
+                        "drainingForMs": b.draining_for().map(|d| d.as_millis() as u64),
                     })
-                    .collect();
-                json!({"pool": pool.name, "backends": backends})
-            })
-            .collect();
+                })
+                .collect();
+            pools.push(json!({"pool": pool.name, "backends": backends}));
+        }
         json!({ "pools": pools })
     }
 
-    fn sessions_json(&self) -> Value {
-        let state = self.state.load();
-        let per_backend: Vec<Value> = state
-            .pools
-            .iter()
-            .flat_map(|pool| {
-                pool.backends()
-                    .iter()
-                    .map(|b| json!({"pool": pool.name, "backend": b.label, "sessions": b.sessions()}))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        json!({"total": self.sessions.store.len(), "perBackend": per_backend})
+    async fn sessions_json(&self) -> Value {
+        let state = self.state.load_full();
+        let mut per_backend = Vec::new();
+        for pool in &state.pools {
+            let counts = self.session_counts(&pool.name).await;
+            for b in pool.backends().iter() {
+                let n = sessions_of(&counts, b.addr);
+                per_backend.push(json!({"pool": pool.name, "backend": b.label, "sessions": n}));
+            }
+        }
+        let total = self.sessions.count().await.ok();
+        json!({"total": total, "perBackend": per_backend})
     }
 
     async fn session_json(&self, id: &str) -> Option<Value> {
-        match self.sessions.store.lookup(id).await {
-            Lookup::Live(r) => Some(json!({
+        match self.sessions.inspect(id).await {
+            Ok(Lookup::Live(r)) => Some(json!({
                 "id": r.id.as_ref(),
                 "pool": r.pool.as_ref(),
                 "backend": r.binding.backend.to_string(),
@@ -97,8 +98,9 @@ impl AdminApp {
                 "logLevelSet": r.settings.log_level.is_some(),
                 "subscriptions": r.settings.subscriptions.len(),
             })),
-            Lookup::Gone(reason) => Some(json!({"id": id, "gone": reason.as_str()})),
-            Lookup::Unknown => None,
+            Ok(Lookup::Gone(reason)) => Some(json!({"id": id, "gone": reason.as_str()})),
+            Ok(Lookup::Unknown) => None,
+            Err(e) => Some(json!({"id": id, "error": e.message, "detail": e.data})),
         }
     }
 
@@ -136,9 +138,10 @@ impl AdminApp {
     }
 
     /// Copies live backend counters into their gauges (done at scrape time, off the hot path).
-    fn refresh_gauges(&self) {
-        let state = self.state.load();
+    async fn refresh_gauges(&self) {
+        let state = self.state.load_full();
         for pool in &state.pools {
+            let counts = self.session_counts(&pool.name).await;
             for b in pool.backends().iter() {
                 let labels = [pool.name.as_str(), b.label.as_str()];
                 self.metrics
@@ -152,7 +155,7 @@ impl AdminApp {
                 self.metrics
                     .sessions_active
                     .with_label_values(&labels)
-                    .set(b.sessions() as i64);
+                    .set(sessions_of(&counts, b.addr) as i64);
                 self.metrics
                     .backend_draining
                     .with_label_values(&labels)
@@ -161,12 +164,19 @@ impl AdminApp {
         }
     }
 
-    fn metrics_text(&self) -> Vec<u8> {
-        self.refresh_gauges();
+    async fn metrics_text(&self) -> Vec<u8> {
+        self.refresh_gauges().await;
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut out);
         out
     }
+}
+
+fn sessions_of(counts: &[(std::net::SocketAddr, usize)], addr: std::net::SocketAddr) -> usize {
+    counts
+        .iter()
+        .find(|(a, _)| *a == addr)
+        .map_or(0, |(_, n)| *n)
 }
 
 fn reply_json(status: u16, value: &Value) -> Response<Vec<u8>> {
@@ -193,10 +203,10 @@ impl ServeHttp for AdminApp {
         let query = session.req_header().uri.query().unwrap_or("").to_owned();
         let post = session.req_header().method == http::Method::POST;
         match path.as_str() {
-            "/admin/backends" => reply_json(200, &self.backends_json()),
+            "/admin/backends" => reply_json(200, &self.backends_json().await),
             "/admin/backends/drain" if post => self.drain(&query, true),
             "/admin/backends/undrain" if post => self.drain(&query, false),
-            "/admin/sessions" => reply_json(200, &self.sessions_json()),
+            "/admin/sessions" => reply_json(200, &self.sessions_json().await),
             p if p.starts_with("/admin/sessions/") => {
                 match self.session_json(&p["/admin/sessions/".len()..]).await {
                     Some(v) => reply_json(200, &v),
@@ -222,7 +232,7 @@ impl ServeHttp for AdminApp {
                     reply(503, "text/plain", body.into_bytes())
                 }
             }
-            "/metrics" => reply(200, "text/plain; version=0.0.4", self.metrics_text()),
+            "/metrics" => reply(200, "text/plain; version=0.0.4", self.metrics_text().await),
             _ => reply(
                 404,
                 "text/plain",

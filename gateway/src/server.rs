@@ -6,10 +6,10 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
-use crate::session::reinit::Sessions;
-use crate::session::{ExpiryService, MemoryStore};
+use crate::session::store::Ttl;
+use crate::session::{ExpiryService, MemoryStore, SessionManager};
 use crate::state::State;
-use crate::upstream::client::UpstreamClient;
+use crate::upstream::attempt::Engine;
 use crate::upstream::discovery::DiscoveryService;
 use crate::upstream::health::HealthService;
 use arc_swap::ArcSwap;
@@ -40,13 +40,13 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         config.clone(),
         metrics.clone(),
     )));
-    let store = Arc::new(MemoryStore::new(config.sessions.max));
-    let sessions = Arc::new(Sessions::new(
-        store,
-        Arc::new(UpstreamClient::default()),
-        metrics.clone(),
-        config.limits.max_sessions_per_client,
-    ));
+    let store = Arc::new(MemoryStore::new(Ttl {
+        idle: config.sessions.idle_timeout,
+        tombstone: config.sessions.idle_timeout,
+    }));
+    let engine = Arc::new(Engine::new(metrics.clone()));
+    let sessions = Arc::new(SessionManager::new(store, engine));
+    sessions.configure(config.sessions.idle_timeout);
 
     let mut proxy = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,

@@ -34,6 +34,14 @@ impl State {
             .map_or("other", String::as_str)
     }
 
+    /// The pool at `index` (as routes name them); an internal error if the index is stale.
+    pub fn pool(&self, index: usize) -> Result<Arc<Pool>, crate::error::GatewayError> {
+        self.pools
+            .get(index)
+            .cloned()
+            .ok_or_else(|| crate::error::GatewayError::internal(format!("no pool {index}")))
+    }
+
     /// Compiles a validated config.
     pub fn new(config: Config, metrics: Metrics) -> State {
         State {

@@ -49,6 +49,9 @@ pub enum ErrorKind {
     /// A stateless route's backend opened a session (it is a legacy, session-based server):
     /// the route must be `stateful` or `auto`. -32007, HTTP 200 (every client shows it).
     SessionRequired,
+    /// The session store cannot be reached, so the session cannot be looked up, created or
+    /// moved; it is neither lost nor silently recreated. -32006, HTTP 503 + `Retry-After`.
+    StoreUnavailable,
 }
 
 impl ErrorKind {
@@ -71,6 +74,7 @@ impl ErrorKind {
             ErrorKind::HostNotAllowed => -32009,
             ErrorKind::OriginNotAllowed => -32008,
             ErrorKind::SessionRequired => -32007,
+            ErrorKind::StoreUnavailable => -32006,
         }
     }
 
@@ -89,7 +93,10 @@ impl ErrorKind {
             ErrorKind::BackendLost | ErrorKind::UpstreamTimeout | ErrorKind::SessionRequired => 200,
             ErrorKind::HostNotAllowed => 421,
             ErrorKind::OriginNotAllowed => 403,
-            ErrorKind::BackendUnavailable | ErrorKind::SessionLimit | ErrorKind::Overloaded => 503,
+            ErrorKind::BackendUnavailable
+            | ErrorKind::SessionLimit
+            | ErrorKind::Overloaded
+            | ErrorKind::StoreUnavailable => 503,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
         }
@@ -98,7 +105,7 @@ impl ErrorKind {
     /// `Retry-After` seconds, for errors a client should retry later.
     pub fn retry_after_secs(self) -> Option<u32> {
         match self {
-            ErrorKind::BackendUnavailable => Some(1),
+            ErrorKind::BackendUnavailable | ErrorKind::StoreUnavailable => Some(1),
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             _ => None,
@@ -124,7 +131,19 @@ impl ErrorKind {
             ErrorKind::HostNotAllowed => "host-not-allowed",
             ErrorKind::OriginNotAllowed => "origin-not-allowed",
             ErrorKind::SessionRequired => "session-required",
+            ErrorKind::StoreUnavailable => "session-store-unavailable",
         }
+    }
+
+    /// Whether this is an admission rejection (counted in `mcpgw_rejections_total`).
+    pub fn is_rejection(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::RateLimited
+                | ErrorKind::Overloaded
+                | ErrorKind::SessionLimit
+                | ErrorKind::BodyTooLarge
+        )
     }
 }
 
@@ -393,6 +412,15 @@ impl GatewayError {
         .with("routeMode", "stateless")
     }
 
+    /// The session store failed; the session is kept as it was.
+    pub fn store_unavailable(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::StoreUnavailable,
+            "The gateway's session store is unavailable; retry shortly",
+        )
+        .with("detail", detail)
+    }
+
     /// An unexpected state inside the gateway.
     pub fn internal(detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, "Internal gateway error").with("detail", detail.into())
@@ -448,6 +476,12 @@ impl std::fmt::Display for GatewayError {
 }
 
 impl std::error::Error for GatewayError {}
+
+impl From<crate::session::StoreError> for GatewayError {
+    fn from(e: crate::session::StoreError) -> Self {
+        GatewayError::store_unavailable(&e.detail)
+    }
+}
 
 impl From<InspectError> for GatewayError {
     fn from(e: InspectError) -> Self {

@@ -42,6 +42,7 @@ fn every_kind_has_a_distinct_code() {
         HostNotAllowed,
         OriginNotAllowed,
         SessionRequired,
+        StoreUnavailable,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();
@@ -51,4 +52,18 @@ fn every_kind_has_a_distinct_code() {
         let c = k.code();
         assert!(c == -32700 || c == -32600 || c == -32020 || (-32019..=-32000).contains(&c));
     }
+}
+
+#[test]
+fn a_store_failure_is_a_503_to_retry_not_a_lost_session() {
+    let err = GatewayError::from(crate::session::StoreError {
+        detail: "connection refused".into(),
+    });
+    let (status, headers, body) = err.to_http(&RequestId::null());
+    assert_eq!(status, 503);
+    assert!(headers.contains(&("retry-after", "1".to_owned())));
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["error"]["code"], -32006);
+    assert_eq!(v["error"]["data"]["kind"], "session-store-unavailable");
+    assert_eq!(v["error"]["data"]["detail"], "connection refused");
 }

@@ -1,104 +1,145 @@
-//! Per-request context carried through the proxy phases.
+//! Per-request context carried through the proxy phases. Nothing here is an `Option` the
+//! request path must `expect`: the state snapshot is set at creation, the route is held
+//! directly once matched, and the fast path's attempt state exists only on the fast path.
 
-use crate::error::GatewayError;
+use crate::admission::Permit;
+use crate::error::{ErrorKind, GatewayError};
 use crate::mcp::{Era, RequestId};
+use crate::routing::Route;
 use crate::state::State;
-use crate::upstream::InflightGuard;
+use crate::upstream::{Backend, InflightGuard, Pool};
 use bytes::{Bytes, BytesMut};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// How a request ended, for metrics and the access log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Still running, or ended with whatever status went out.
+    Forwarded,
+    /// The gateway answered with this error.
+    Answered(ErrorKind),
+    /// The client went away first.
+    ClientGone,
+}
+
+impl Outcome {
+    /// The `outcome` label: the error kind, `client-gone`, or the status class written.
+    pub fn label(self, status: Option<u16>) -> &'static str {
+        match (self, status) {
+            (Outcome::Answered(kind), _) => kind.as_str(),
+            (Outcome::ClientGone, _) => "client-gone",
+            (Outcome::Forwarded, Some(100..=399)) => "ok",
+            (Outcome::Forwarded, Some(400..=499)) => "4xx",
+            (Outcome::Forwarded, Some(_)) => "5xx",
+            (Outcome::Forwarded, None) => "dropped",
+        }
+    }
+}
+
+/// What admission granted: held while the request runs.
+#[derive(Debug, Default)]
+pub struct Admitted {
+    /// The client identity limits are keyed by (when a limit needs one).
+    pub identity: Option<Arc<str>>,
+    /// Concurrency slots, given back on drop.
+    pub permit: Permit,
+    /// A GET stream counted in `mcpgw_open_streams` (uncounted when the request ends).
+    pub stream_counted: bool,
+    /// The per-tool rate was checked already (from the MCP headers).
+    pub tool_checked: bool,
+}
+
+/// The fast path (pingora's own pipeline): the attempt state its phases share.
+pub struct Native {
+    /// The route.
+    pub route: Arc<Route>,
+    /// The pool the request goes to.
+    pub pool: Arc<Pool>,
+    /// Counts the request in flight on the backend of the current attempt.
+    pub inflight: Option<InflightGuard>,
+    /// When the request head went upstream, for the upstream latency.
+    pub sent: Option<Instant>,
+    /// Whether the body must be held back and checked against the MCP headers.
+    pub check_body: bool,
+    /// Request body held back for checking.
+    pub body: BytesMut,
+    /// Bytes of request body seen.
+    pub body_seen: u64,
+}
 
 /// What the gateway knows about one request as it moves through the phases.
 pub struct RequestCtx {
     /// Snapshot of the running state for the whole request.
-    pub state: Option<Arc<State>>,
-    /// Route index, once matched.
-    pub route: Option<usize>,
-    /// Pool index chosen for this request.
-    pub pool: usize,
-    /// Backends already tried (connection failures), in order.
-    pub tried: Vec<std::net::SocketAddr>,
-    /// Backend the current attempt goes to.
-    pub backend: Option<std::sync::Arc<crate::upstream::Backend>>,
-    /// Counts the request in flight on its backend.
-    pub inflight: Option<InflightGuard>,
-    /// Bounded method label for metrics.
-    pub method_label: &'static str,
-    /// Protocol era by the `MCP-Protocol-Version` header.
-    pub era: Era,
-    /// Whether the body must be held back and checked against the MCP headers.
-    pub check_body: bool,
-    /// Request body held back for checking, or counted for the size limit.
-    pub body: BytesMut,
-    /// Bytes of request body seen.
-    pub body_seen: u64,
+    pub state: Arc<State>,
+    /// When the request head arrived.
+    pub start: Instant,
     /// The `X-Request-Id` of this request: the client's, or one the gateway made; sent
     /// upstream, on error answers and in the access log.
-    pub trace_id: Option<String>,
-    /// The JSON-RPC id of the request, when already known.
+    pub trace_id: String,
+    /// The matched route (`None` until routing, or when no route matched).
+    pub route: Option<Arc<Route>>,
+    /// Protocol era by the `MCP-Protocol-Version` header.
+    pub era: Era,
+    /// Bounded method label for metrics.
+    pub method_label: &'static str,
+    /// For `tools/call`: index of the tool in `metric-tools`, or `usize::MAX` for `other`.
+    pub tool: Option<usize>,
+    /// What admission granted.
+    pub admitted: Admitted,
+    /// The JSON-RPC id of the request, once known.
     pub request_id: Option<RequestId>,
     /// The body as forwarded (checked bodies) or its first chunk (streamed bodies): a cheap
     /// reference kept so an error after forwarding can still carry the request's id.
     pub body_prefix: Option<Bytes>,
-    /// An error raised inside a body filter, answered by `fail_to_proxy`.
+    /// An error raised inside a pingora phase, answered by `fail_to_proxy`.
     pub pending_error: Option<GatewayError>,
-    /// The client identity limits are keyed by (when a limit needs one).
-    pub identity: Option<std::sync::Arc<str>>,
-    /// Admission slots held while the request runs.
-    pub permit: Option<crate::admission::Permit>,
-    /// A GET stream counted in `mcpgw_open_streams` (uncounted when the request ends).
-    pub stream_counted: bool,
-    /// The per-tool rate was checked already (from the MCP headers).
-    pub tool_admitted: bool,
-    /// For `tools/call`: index of the tool in `metric-tools`, or `usize::MAX` for `other`.
-    pub tool: Option<usize>,
-    /// When the request head went upstream (native path), for the upstream latency.
-    pub upstream_sent: Option<Instant>,
-    /// Outcome label for metrics when the gateway answered itself.
-    pub outcome: Option<&'static str>,
-    /// When the request head arrived.
-    pub start: Instant,
+    /// Backends tried, in order.
+    pub tried: Vec<SocketAddr>,
+    /// The backend that served (or was last tried), for the access log.
+    pub backend: Option<Arc<Backend>>,
+    /// Fast-path state, when the request goes through pingora's pipeline.
+    pub native: Option<Native>,
+    /// How it ended.
+    pub outcome: Outcome,
 }
 
 impl RequestCtx {
+    /// A context for a request arriving under `state`.
+    pub fn new(state: Arc<State>) -> RequestCtx {
+        RequestCtx {
+            state,
+            start: Instant::now(),
+            trace_id: String::new(),
+            route: None,
+            era: Era::Legacy,
+            method_label: "none",
+            tool: None,
+            admitted: Admitted::default(),
+            request_id: None,
+            body_prefix: None,
+            pending_error: None,
+            tried: Vec::new(),
+            backend: None,
+            native: None,
+            outcome: Outcome::Forwarded,
+        }
+    }
+
     /// Notes the tool of a `tools/call`, for `mcpgw_tool_calls_total`.
     pub fn note_tool(&mut self, method: Option<&str>, name: Option<&str>) {
-        if let (Some("tools/call"), Some(state)) = (method, self.state.as_ref()) {
-            let tools = &state.config.metric_tools;
+        if method == Some("tools/call") {
+            let tools = &self.state.config.metric_tools;
             self.tool = Some(
                 name.and_then(|n| tools.iter().position(|t| t == n))
                     .unwrap_or(usize::MAX),
             );
         }
     }
-}
 
-impl Default for RequestCtx {
-    fn default() -> Self {
-        RequestCtx {
-            state: None,
-            route: None,
-            pool: 0,
-            tried: Vec::new(),
-            backend: None,
-            inflight: None,
-            method_label: "none",
-            era: Era::Legacy,
-            check_body: false,
-            body: BytesMut::new(),
-            body_seen: 0,
-            trace_id: None,
-            request_id: None,
-            body_prefix: None,
-            pending_error: None,
-            identity: None,
-            permit: None,
-            stream_counted: false,
-            tool_admitted: false,
-            tool: None,
-            upstream_sent: None,
-            outcome: None,
-            start: Instant::now(),
-        }
+    /// The route label for metrics (`none` before routing).
+    pub fn route_label(&self) -> &str {
+        self.route.as_ref().map_or("none", |r| r.label.as_str())
     }
 }

@@ -1,6 +1,6 @@
 //! Writing gateway errors to the client, and classifying pingora errors into gateway errors.
 
-use super::ctx::RequestCtx;
+use super::ctx::{Outcome, RequestCtx};
 use crate::error::GatewayError;
 use crate::mcp::{inspect, RequestId};
 use bytes::{Bytes, BytesMut};
@@ -17,7 +17,7 @@ const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
 /// inspected already; otherwise the unread body is read (its first 64 KiB scanned for the id)
 /// and drained, so the connection stays usable. Returns the HTTP status written, 0 if none.
 pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
-    ctx.outcome = Some(err.kind.as_str());
+    ctx.outcome = Outcome::Answered(err.kind);
     let id = match (ctx.request_id.take(), ctx.body_prefix.take()) {
         (Some(id), _) => id,
         (None, Some(prefix)) => id_of(&prefix),
@@ -31,8 +31,8 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
     for (name, value) in headers {
         let _ = resp.insert_header(name, value);
     }
-    if let Some(id) = &ctx.trace_id {
-        let _ = resp.insert_header(super::trace::REQUEST_ID, id.as_str());
+    if !ctx.trace_id.is_empty() {
+        let _ = resp.insert_header(super::trace::REQUEST_ID, ctx.trace_id.as_str());
     }
     if session
         .write_response_header(Box::new(resp), false)
@@ -83,10 +83,16 @@ fn id_of(body: &[u8]) -> RequestId {
         .unwrap_or_else(RequestId::null)
 }
 
-/// The gateway error for a pingora error, or `None` when the client itself went away.
+/// The gateway error for a pingora error of the fast path, or `None` when the client itself
+/// went away.
 pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
-    let state = ctx.state.as_ref()?;
-    let pool = &state.pools[ctx.pool];
+    let Some(native) = ctx.native.as_ref() else {
+        return match e.esource() {
+            ErrorSource::Downstream => None,
+            _ => Some(GatewayError::internal(e.to_string())),
+        };
+    };
+    let pool = &native.pool;
     let backend = ctx.backend.as_ref().map_or("-", |b| b.label.as_str());
     match e.etype() {
         ErrorType::ConnectTimedout

@@ -143,7 +143,7 @@ impl Route {
 /// All routes, in match order.
 #[derive(Debug)]
 pub struct Router {
-    routes: Vec<Route>,
+    routes: Vec<std::sync::Arc<Route>>,
 }
 
 impl Router {
@@ -154,19 +154,14 @@ impl Router {
                 .routes
                 .iter()
                 .enumerate()
-                .map(|(i, r)| Route::compile(i, r))
+                .map(|(i, r)| std::sync::Arc::new(Route::compile(i, r)))
                 .collect(),
         }
     }
 
     /// The first route taking this path (query excluded).
-    pub fn route(&self, path: &str) -> Option<&Route> {
+    pub fn route(&self, path: &str) -> Option<&std::sync::Arc<Route>> {
         self.routes.iter().find(|r| r.matches_path(path))
-    }
-
-    /// Route by index (as stored in a request context).
-    pub fn get(&self, index: usize) -> &Route {
-        &self.routes[index]
     }
 }
 

@@ -1,20 +1,29 @@
-//! Gateway-owned MCP sessions for legacy (2025-era) servers: the record the gateway keeps per
-//! session, the store it lives in (memory now, shared later), single-flight re-initialization
-//! on a surviving backend, and idle expiry.
+//! Gateway-owned MCP sessions for legacy (2025-era) servers.
+//!
+//! - [`SessionManager`] owns the whole lifecycle: create from an `initialize` answer, look up
+//!   (with the caller check), forward within a session with transparent recovery, record
+//!   settings, end, expire, count. The proxy asks it and never touches the store.
+//! - [`SessionStore`] is where records live (memory now, shared later): fallible async
+//!   methods, expiry by time-to-live inside the store, counts kept in the store.
+//! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
 
 mod expiry;
-pub mod reinit;
-mod store;
+mod manager;
+mod reinit;
+pub mod store;
 
 pub use expiry::ExpiryService;
-pub use store::{MemoryStore, SessionStore, StoreFull};
+pub use manager::{Caller, Forwarded, Opened, Opening, Outgoing, SessionManager};
+pub use reinit::Reason;
+pub use store::{MemoryStore, SessionStore, StoreError};
 
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Where a session lives right now. `generation` fences concurrent re-bindings: a binding is
 /// replaced only by someone who read the current generation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding {
     /// The backend holding the session.
     pub backend: SocketAddr,
@@ -28,7 +37,7 @@ pub struct Binding {
 }
 
 /// Session-scoped settings the client set, replayed after re-initialization.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
     /// The `params` of the last successful `logging/setLevel`, as JSON text.
     pub log_level: Option<Arc<str>>,
@@ -36,16 +45,45 @@ pub struct Settings {
     pub subscriptions: Vec<Arc<str>>,
 }
 
-/// Everything the gateway keeps about one session.
-#[derive(Debug, Clone)]
+/// A change of session-scoped settings, applied by the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingChange {
+    /// A successful `logging/setLevel` with these params (JSON text).
+    LogLevel(Arc<str>),
+    /// A successful `resources/subscribe` (`true`) or `resources/unsubscribe` of a URI.
+    Subscription(Arc<str>, bool),
+}
+
+impl Settings {
+    /// Applies one change.
+    pub fn apply(&mut self, change: SettingChange) {
+        match change {
+            SettingChange::LogLevel(params) => self.log_level = Some(params),
+            SettingChange::Subscription(uri, subscribed) => {
+                self.subscriptions.retain(|u| *u != uri);
+                if subscribed {
+                    self.subscriptions.push(uri);
+                }
+            }
+        }
+    }
+}
+
+/// Everything the gateway keeps about one session: serializable, so a shared store can hold
+/// it and another gateway replica can serve the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
     /// The gateway's session id (UUID v4), the only id the client sees.
     pub id: Arc<str>,
     /// Pool name.
     pub pool: Arc<str>,
-    /// The client identity that opened it (empty when no limit needs one); later, the
-    /// authenticated principal the session is bound to.
+    /// The client identity that opened it, for per-client session counts (empty when no
+    /// limit needs one).
     pub client: Arc<str>,
+    /// The authenticated principal the session is bound to; `None` without authentication.
+    /// Another principal presenting the id gets exactly the answer of an unknown id.
+    #[serde(default)]
+    pub principal: Option<Arc<str>>,
     /// Upstream path the session was initialized on.
     pub path: Arc<str>,
     /// The client's `initialize` params, verbatim JSON.
@@ -56,12 +94,12 @@ pub struct SessionRecord {
     pub binding: Binding,
     /// Settings to replay.
     pub settings: Settings,
-    /// Milliseconds (gateway clock) of the last request.
+    /// Wall-clock milliseconds of the last use (the store slides the time-to-live from it).
     pub last_use_ms: u64,
 }
 
 /// Why a session id no longer works.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GoneReason {
     /// Idle past the timeout.
     Expired,
@@ -85,11 +123,11 @@ impl GoneReason {
 /// What a lookup found.
 // Returned by value once per request; boxing the live record would add an allocation.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     /// A live session.
     Live(SessionRecord),
-    /// A session that existed and ended.
+    /// A session that existed and ended (its tombstone is still kept).
     Gone(GoneReason),
     /// Never seen (or forgotten long ago).
     Unknown,
@@ -132,7 +170,6 @@ pub fn is_not_found(
                 .is_none_or(|m| message.as_ref().is_some_and(|msg| msg.contains(m.as_str())))
     })
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! Requests the gateway drives itself (stateful routes, body-routed requests, re-initialization)
 //! over pingora's connector, so they share pooled upstream connections.
 
+use super::InflightGuard;
 use bytes::{Bytes, BytesMut};
 use pingora::connectors::http::Connector;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -40,12 +41,15 @@ impl Default for UpstreamClient {
     }
 }
 
-/// One request in progress on an upstream connection.
+/// One request in progress on an upstream connection, its response head read.
 pub struct Exchange {
     session: HttpSession,
     peer: HttpPeer,
+    head: Box<ResponseHeader>,
     /// Body already read for inspection, handed out by `chunk` first.
     buffered: Option<Bytes>,
+    /// Counts the request in flight on its backend while the exchange lives.
+    _inflight: Option<InflightGuard>,
 }
 
 impl UpstreamClient {
@@ -66,11 +70,7 @@ impl UpstreamClient {
             .await
             .map_err(CallError::Connect)?;
         match write_and_read_head(&mut session, req, body.clone()).await {
-            Ok(()) => Ok(Exchange {
-                session,
-                peer,
-                buffered: None,
-            }),
+            Ok(head) => Ok(Exchange::new(session, peer, head)),
             // A pooled connection the backend closed while idle: nothing reached it.
             Err((reached, _)) if reused && (!reached || repeatable) => {
                 let (mut fresh, _) = self
@@ -78,32 +78,13 @@ impl UpstreamClient {
                     .get_http_session(&peer)
                     .await
                     .map_err(CallError::Connect)?;
-                write_and_read_head(&mut fresh, req, body)
+                let head = write_and_read_head(&mut fresh, req, body)
                     .await
                     .map_err(|(_, e)| CallError::Lost(e))?;
-                Ok(Exchange {
-                    session: fresh,
-                    peer,
-                    buffered: None,
-                })
+                Ok(Exchange::new(fresh, peer, head))
             }
             Err((_, e)) => Err(CallError::Lost(e)),
         }
-    }
-
-    /// Sends a repeatable request and reads the whole (bounded) answer.
-    pub async fn call(
-        &self,
-        peer: HttpPeer,
-        req: &RequestHeader,
-        body: Bytes,
-        limit: usize,
-    ) -> Result<(ResponseHeader, Bytes), CallError> {
-        let mut exchange = self.send(peer, req, body, true).await?;
-        let head = exchange.header().clone();
-        let body = exchange.read_all(limit).await.map_err(CallError::Lost)?;
-        self.release(exchange).await;
-        Ok((head, body))
     }
 
     /// Returns a finished exchange's connection to the pool.
@@ -123,7 +104,7 @@ async fn write_and_read_head(
     session: &mut HttpSession,
     req: &RequestHeader,
     body: Bytes,
-) -> Result<(), (bool, Box<Error>)> {
+) -> Result<Box<ResponseHeader>, (bool, Box<Error>)> {
     session
         .write_request_header(Box::new(req.clone()))
         .await
@@ -137,13 +118,42 @@ async fn write_and_read_head(
     session.finish_request_body().await.map_err(|e| (true, e))?;
     // A close before any response byte may be the keep-alive race or a crash mid-request:
     // the request may have been processed.
-    session.read_response_header().await.map_err(|e| (true, e))
+    session
+        .read_response_header()
+        .await
+        .map_err(|e| (true, e))?;
+    match session.response_header() {
+        Some(head) => Ok(Box::new(head.clone())),
+        None => Err((
+            true,
+            Error::explain(
+                ErrorType::InvalidHTTPHeader,
+                "no response head after reading it",
+            ),
+        )),
+    }
 }
 
 impl Exchange {
+    fn new(session: HttpSession, peer: HttpPeer, head: Box<ResponseHeader>) -> Exchange {
+        Exchange {
+            session,
+            peer,
+            head,
+            buffered: None,
+            _inflight: None,
+        }
+    }
+
+    /// The exchange, counted in flight on its backend until it is dropped or released.
+    pub fn counted(mut self, inflight: InflightGuard) -> Exchange {
+        self._inflight = Some(inflight);
+        self
+    }
+
     /// The response head.
     pub fn header(&self) -> &ResponseHeader {
-        self.session.response_header().expect("head read in send")
+        &self.head
     }
 
     /// Whether the whole response body was read (and handed out).

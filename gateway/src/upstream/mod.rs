@@ -3,10 +3,12 @@
 //! Backends are handed out as `Arc<Backend>` and identified by address, so a request or a
 //! session keeps its backend even while the membership changes under it.
 
+pub mod attempt;
 mod balance;
 pub mod client;
 pub mod discovery;
 pub mod health;
+pub mod request;
 
 use crate::config::{Balance, PoolConfig};
 use arc_swap::ArcSwap;
@@ -26,7 +28,6 @@ pub struct Backend {
     /// Host header sent to it.
     pub host: String,
     inflight: AtomicUsize,
-    sessions: AtomicUsize,
     /// Milliseconds since [`epoch`] until which the backend is skipped; 0 when healthy.
     failed_until_ms: AtomicU64,
     /// Active health checks say it is down.
@@ -68,7 +69,6 @@ impl Backend {
             label: addr.to_string(),
             host: host.map_or_else(|| addr.to_string(), str::to_owned),
             inflight: AtomicUsize::new(0),
-            sessions: AtomicUsize::new(0),
             failed_until_ms: AtomicU64::new(0),
             down: AtomicBool::new(false),
             draining_since_ms: AtomicU64::new(0),
@@ -80,11 +80,6 @@ impl Backend {
     /// Requests in flight right now.
     pub fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Relaxed)
-    }
-
-    /// Gateway sessions bound to it.
-    pub fn sessions(&self) -> usize {
-        self.sessions.load(Ordering::Relaxed)
     }
 
     /// Whether a recent connection failure or the health checks mark it to be skipped.
@@ -168,6 +163,10 @@ pub struct Pool {
     /// Other backends tried after a refused connection.
     pub retries: usize,
     failure_cooldown: Duration,
+    /// How the pool's backends answer "I do not know this session".
+    pub session_not_found: Vec<crate::config::NotFoundRule>,
+    /// How long a draining backend keeps its sessions before they move.
+    pub drain_timeout: Duration,
 }
 
 /// Decrements a backend's in-flight count when dropped.
@@ -209,6 +208,8 @@ impl Pool {
             read_timeout: cfg.read_timeout,
             retries: cfg.retries,
             failure_cooldown: cfg.failure_cooldown,
+            session_not_found: cfg.session_not_found.clone(),
+            drain_timeout: cfg.drain_timeout,
         }
     }
 
@@ -304,18 +305,29 @@ impl Pool {
             .map(|i| members[i].clone())
     }
 
-    /// Picks the backend for a new (or moving) session: the fewest sessions among those not
-    /// tried, preferring eligible ones, so a new pod gets new sessions at once. Draining
-    /// backends take new sessions only when nothing else is left.
-    pub fn select_for_session(&self, tried: &[SocketAddr]) -> Option<Arc<Backend>> {
+    /// Picks the backend for a new (or moving) session: the fewest sessions (by `counts`,
+    /// from the session store) among those not tried, preferring eligible ones, so a new pod
+    /// gets new sessions at once. Draining backends take new sessions only when nothing else
+    /// is left.
+    pub fn select_for_session(
+        &self,
+        tried: &[SocketAddr],
+        counts: &[(SocketAddr, usize)],
+    ) -> Option<Arc<Backend>> {
         let members = self.backends();
+        let sessions = |b: &Backend| {
+            counts
+                .iter()
+                .find(|(a, _)| *a == b.addr)
+                .map_or(0, |(_, n)| *n)
+        };
         let pick = |eligible_only: bool| {
             let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
             let n = members.len().max(1);
             (0..members.len())
                 .filter(|&i| !tried.contains(&members[i].addr))
                 .filter(|&i| !eligible_only || members[i].eligible())
-                .min_by_key(|&i| (members[i].sessions(), (i + n - offset % n) % n))
+                .min_by_key(|&i| (sessions(&members[i]), (i + n - offset % n) % n))
                 .map(|i| members[i].clone())
         };
         pick(true).or_else(|| pick(false))
@@ -324,19 +336,6 @@ impl Pool {
     /// The member at `addr`, if it is still one.
     pub fn find(&self, addr: SocketAddr) -> Option<Arc<Backend>> {
         self.backends().iter().find(|b| b.addr == addr).cloned()
-    }
-
-    /// Counts a session bound to (`opened`) or leaving (`!opened`) the backend at `addr`.
-    pub fn count_session(&self, addr: SocketAddr, opened: bool) {
-        if let Some(b) = self.find(addr) {
-            if opened {
-                b.sessions.fetch_add(1, Ordering::Relaxed);
-            } else {
-                let _ = b
-                    .sessions
-                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
-            }
-        }
     }
 
     /// Counts a request in flight on a backend until the guard drops.

@@ -78,17 +78,11 @@ fn power_of_two_choices_avoids_the_busiest_backend() {
 #[test]
 fn new_sessions_go_to_the_backend_with_fewest_sessions() {
     let p = pool("round-robin", 3);
-    p.count_session(addr(0), true);
-    p.count_session(addr(0), true);
-    p.count_session(addr(1), true);
-    assert_eq!(port(p.select_for_session(&[])), 2);
-    assert_eq!(port(p.select_for_session(&[addr(2)])), 1);
+    let counts = [(addr(0), 2), (addr(1), 1)];
+    assert_eq!(port(p.select_for_session(&[], &counts)), 2);
+    assert_eq!(port(p.select_for_session(&[addr(2)], &counts)), 1);
     p.mark_failed(&p.find(addr(2)).unwrap());
-    assert_eq!(port(p.select_for_session(&[])), 1);
-    for _ in 0..3 {
-        p.count_session(addr(0), false); // never below zero
-    }
-    assert_eq!(p.find(addr(0)).unwrap().sessions(), 0);
+    assert_eq!(port(p.select_for_session(&[], &counts)), 1);
 }
 
 #[test]
@@ -98,10 +92,14 @@ fn draining_backends_take_no_new_work_while_others_can() {
     b0.set_draining(true);
     assert_eq!(b0.state(), BackendState::Draining);
     for _ in 0..4 {
-        assert_eq!(port(p.select_for_session(&[])), 1);
+        assert_eq!(port(p.select_for_session(&[], &[])), 1);
         assert_eq!(port(p.select(&[])), 1);
     }
-    assert_eq!(port(p.select_for_session(&[addr(1)])), 0, "the last resort");
+    assert_eq!(
+        port(p.select_for_session(&[addr(1)], &[])),
+        0,
+        "the last resort"
+    );
     b0.set_draining(false);
     assert_eq!(b0.state(), BackendState::Up);
 }
@@ -109,11 +107,12 @@ fn draining_backends_take_no_new_work_while_others_can() {
 #[test]
 fn membership_changes_keep_the_state_of_backends_that_stay() {
     let p = pool("round-robin", 2);
-    p.count_session(addr(1), true);
+    let kept = p.find(addr(1)).unwrap();
+    let _busy = Pool::track(&kept);
     let change = p.set_members(&[addr(1), addr(2)]);
     assert_eq!(change.added, vec![addr(2)]);
     assert_eq!(change.removed, vec![addr(0)]);
-    assert_eq!(p.find(addr(1)).unwrap().sessions(), 1);
+    assert_eq!(p.find(addr(1)).unwrap().inflight(), 1);
     assert!(p.find(addr(0)).is_none());
     assert_eq!(
         p.set_members(&[addr(1), addr(2)]),

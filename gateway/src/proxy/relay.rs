@@ -1,0 +1,129 @@
+//! The client side of requests the gateway drives itself (stateful routes, body-routed
+//! requests): reading the client's body, shaping the client response, relaying an upstream
+//! answer as it streams, ending an answer that cannot complete.
+
+use crate::error::GatewayError;
+use crate::mcp::headers::MCP_SESSION_ID;
+use crate::upstream::client::Exchange;
+use bytes::{Bytes, BytesMut};
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use tokio::time::Instant;
+
+/// Reads the whole request body, refusing more than `max` bytes.
+pub async fn read_body(
+    session: &mut Session,
+    max: u64,
+) -> std::result::Result<Bytes, GatewayError> {
+    let mut body = BytesMut::new();
+    while let Some(chunk) = session.read_request_body().await.map_err(|e| {
+        GatewayError::invalid_request(&format!("reading the request body failed: {e}"))
+    })? {
+        if (body.len() + chunk.len()) as u64 > max {
+            return Err(GatewayError::body_too_large(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// The client's response head: the backend's, with the backend session id replaced by the
+/// gateway's (or removed: backend ids never reach clients).
+pub fn client_response(upstream: &ResponseHeader, gateway_session: Option<&str>) -> ResponseHeader {
+    let mut resp = upstream.clone();
+    resp.remove_header(MCP_SESSION_ID);
+    if let Some(id) = gateway_session {
+        let _ = resp.insert_header(MCP_SESSION_ID, id);
+    }
+    resp
+}
+
+/// Writes a complete response.
+pub async fn write_whole(session: &mut Session, head: ResponseHeader, body: Bytes) -> Result<()> {
+    let empty = body.is_empty();
+    session.write_response_header(Box::new(head), empty).await?;
+    if !empty {
+        session.write_response_body(Some(body), true).await?;
+    }
+    Ok(())
+}
+
+/// How relaying a response ended.
+pub enum Relayed {
+    /// Complete.
+    Done,
+    /// The deadline passed after the client got the head; the upstream request is dropped
+    /// (closing its connection cancels it).
+    TimedOut {
+        /// The response is `text/event-stream`.
+        sse: bool,
+    },
+    /// The upstream broke after the client got the head; `sse` tells whether the client is
+    /// reading an event stream (so a final event can still be written).
+    Broken {
+        /// The response is `text/event-stream`.
+        sse: bool,
+    },
+}
+
+/// Streams the upstream response to the client as it arrives, with `head` as the client's
+/// response head. Client-side write errors are returned as errors.
+pub async fn relay(
+    exchange: &mut Exchange,
+    session: &mut Session,
+    head: ResponseHeader,
+    until: Option<Instant>,
+) -> Result<Relayed> {
+    let sse = crate::mcp::sse::is_event_stream(
+        head.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let done = exchange.done();
+    session.write_response_header(Box::new(head), done).await?;
+    if done {
+        return Ok(Relayed::Done);
+    }
+    loop {
+        let Some(next) = within(until, exchange.chunk()).await else {
+            return Ok(Relayed::TimedOut { sse });
+        };
+        match next {
+            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+            Ok(None) => {
+                session.write_response_body(None, true).await?;
+                return Ok(Relayed::Done);
+            }
+            Err(_) => return Ok(Relayed::Broken { sse }),
+        }
+    }
+}
+
+/// Runs `fut` until the optional deadline; `None` when the deadline passed first.
+pub async fn within<F: std::future::Future>(until: Option<Instant>, fut: F) -> Option<F::Output> {
+    match until {
+        Some(at) => tokio::time::timeout_at(at, fut).await.ok(),
+        None => Some(fut.await),
+    }
+}
+
+/// Ends a relayed answer that cannot complete: as a final SSE event carrying `err` when the
+/// client reads a stream; otherwise by failing the request so the connection closes (a JSON
+/// body cut midway cannot be mended).
+pub async fn end_with_error(
+    session: &mut Session,
+    sse: bool,
+    err: &GatewayError,
+    id: &crate::mcp::RequestId,
+) -> Result<()> {
+    if !sse {
+        // Not a client disconnect: the connection must close, so a type of its own keeps this
+        // an error all the way up.
+        return Err(Error::explain(
+            ErrorType::Custom("answer-cut-midway"),
+            err.message.clone(),
+        ));
+    }
+    let event = crate::mcp::sse::event(&err.body(id));
+    session.write_response_body(Some(event), true).await
+}

@@ -1,0 +1,170 @@
+//! Stateless requests the gateway forwards itself instead of through pingora's pipeline:
+//! - legacy bodies without `Mcp-Method` on a route with rules (the pool depends on the body;
+//!   pingora cannot replay a pre-read body beyond its 64 KiB retry buffer);
+//! - requests under a deadline (`limits.timeout-ms`, `limits.tool-timeouts`): the whole
+//!   exchange is bounded, and a request past it is cancelled upstream by closing its
+//!   connection and answered with -32012;
+//! - sessionless requests of stateful routes and 2026-07-28 bodies of auto routes.
+//!
+//! The body is read (bounded by `max-body-bytes`), checked against the MCP headers when the
+//! route checks them, and forwarded as the same bytes through the attempt engine; the answer
+//! streams back as it arrives. Also here: a stateless route refuses backend sessions.
+
+use super::relay::{client_response, end_with_error, read_body, relay, within, Relayed};
+use super::{check, ctx::RequestCtx, Gateway, Handled};
+use crate::error::GatewayError;
+use crate::mcp::headers::MCP_SESSION_ID;
+use crate::mcp::{inspect_body, method_label, RequestId};
+use crate::routing::Route;
+use crate::upstream::attempt::{Pick, Step};
+use crate::upstream::client::CallError;
+use crate::upstream::request::{self, Target};
+use crate::upstream::{Backend, Pool};
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// Reads the body, routes it (by its method and name), applies the per-tool rate and the
+/// deadline, forwards it, and answers the client. `check`: compare body and MCP headers.
+pub(super) async fn forward_buffered(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: Arc<Route>,
+    check: bool,
+) -> Handled {
+    let state = ctx.state.clone();
+    let body = read_body(session, state.config.max_body_bytes).await?;
+    let info = if check {
+        check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
+            ctx.request_id = rejected.id;
+            rejected.error
+        })?
+    } else {
+        inspect_body(&body)?
+    };
+    ctx.request_id = Some(info.request_id());
+    let (method, name) = (info.method.as_deref(), info.name.as_deref());
+    ctx.method_label = method_label(method);
+    ctx.note_tool(method, name);
+    let pool = route.pool_for(method, name);
+    let deadline = route.deadline(method, name);
+    if let (Some("tools/call"), Some(tool), false) = (method, name, ctx.admitted.tool_checked) {
+        let identity = ctx.admitted.identity.as_deref();
+        state.admission.admit_tool(identity, tool)?;
+    }
+    drop(info);
+    let pool = state.pool(pool)?;
+    let out = Outbound {
+        route: &route,
+        body,
+        // A stateless call may have effects: never sent twice.
+        repeatable: false,
+        deadline,
+        stateless: true,
+    };
+    forward_any(gw, session, ctx, &pool, out).await
+}
+
+/// A buffered request on its way upstream.
+pub(super) struct Outbound<'a> {
+    /// The route (its upstream path, its label for -32007).
+    pub route: &'a Route,
+    /// The whole body.
+    pub body: Bytes,
+    /// Safe to send twice (a pooled connection found closed is then replaced).
+    pub repeatable: bool,
+    /// Deadline for the whole exchange.
+    pub deadline: Option<std::time::Duration>,
+    /// The route is stateless: a backend session in the answer is refused (-32007).
+    pub stateless: bool,
+}
+
+/// Forwards a buffered request to any backend of `pool` (other backends after refused
+/// connections, as the attempt engine allows) and relays the answer, session ids removed.
+pub(super) async fn forward_any(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    pool: &Arc<Pool>,
+    out: Outbound<'_>,
+) -> Handled {
+    let until = out.deadline.map(|d| Instant::now() + d);
+    let timed_out = |ctx: &RequestCtx| {
+        let backend = ctx.tried.last().map(|a| a.to_string()).unwrap_or_default();
+        GatewayError::deadline(&pool.name, &backend, out.deadline.unwrap_or_default())
+    };
+    let client = session.req_header();
+    let path = out.route.upstream_path(client.uri.path());
+    let len = (client.method == http::Method::POST).then_some(out.body.len());
+    let engine = gw.engine.as_ref();
+    let (path_ref, body, repeatable) = (&*path, &out.body, out.repeatable);
+    let attempts = engine.each_backend(pool, Pick::Request, &mut ctx.tried, |b| {
+        Box::pin(async move {
+            let target = Target {
+                path: path_ref,
+                host: &b.host,
+            };
+            let req = match request::forwarded(client, target, None, len) {
+                Ok(req) => req,
+                Err(e) => return Step::Stop(e),
+            };
+            match engine.send(pool, &b, &req, body.clone(), repeatable).await {
+                Ok(ex) => Step::Done((ex, b)),
+                Err(CallError::Connect(_)) => Step::Unreachable,
+                Err(CallError::Lost(_)) => {
+                    Step::Stop(GatewayError::backend_lost(&pool.name, &b.label))
+                }
+            }
+        })
+    });
+    let sent = within(until, attempts).await;
+    let path = path.into_owned();
+    let Some(sent) = sent else {
+        // Dropping the exchange closes its connection: the backend sees the cancel.
+        return Err(timed_out(ctx).into());
+    };
+    let (mut ex, backend) = sent?;
+    ctx.backend = Some(backend.clone());
+    if out.stateless {
+        if let Some(e) =
+            refuse_backend_session(gw, out.route, &path, pool, &backend, ex.header()).await
+        {
+            return Err(e.into());
+        }
+    }
+    let head = client_response(ex.header(), None);
+    let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
+    match relay(&mut ex, session, head, until).await? {
+        Relayed::Done => engine.release(ex).await,
+        Relayed::TimedOut { sse } => end_with_error(session, sse, &timed_out(ctx), &id).await?,
+        Relayed::Broken { sse } => {
+            let e = GatewayError::backend_lost(&pool.name, &backend.label);
+            end_with_error(session, sse, &e, &id).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A stateless route cannot carry sessions: when its backend answers with a session of its own
+/// (a legacy server behind a stateless route), that session is closed again and the client
+/// gets -32007 instead of an id that the next backend would not know.
+pub(super) async fn refuse_backend_session(
+    gw: &Gateway,
+    route: &Route,
+    upstream_path: &str,
+    pool: &Pool,
+    backend: &Arc<Backend>,
+    upstream: &ResponseHeader,
+) -> Option<GatewayError> {
+    if !upstream.status.is_success() {
+        return None;
+    }
+    let sid = upstream.headers.get(MCP_SESSION_ID)?.to_str().ok()?;
+    gw.engine
+        .delete_session(pool, backend, upstream_path, sid, None)
+        .await;
+    Some(GatewayError::session_required(&route.label, &backend.label))
+}

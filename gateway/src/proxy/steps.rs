@@ -1,0 +1,137 @@
+//! The request-filter steps, in order: request id, listener guard, route, declared size, MCP
+//! headers, admission, then the plan (which path serves the request). Each step returns
+//! `Result<_, GatewayError>`; the proxy answers an error in one place. A new check (an
+//! authentication step, say) is one more step here.
+
+use super::ctx::{Native, RequestCtx};
+use super::{trace, Gateway};
+use crate::config::Mode;
+use crate::error::GatewayError;
+use crate::mcp::headers::{read_mcp_headers, HeaderProblem, McpHeaders};
+use crate::mcp::{method_label, Era};
+use crate::routing::Route;
+use bytes::BytesMut;
+use pingora::prelude::*;
+use std::sync::Arc;
+
+/// Which path serves a request.
+pub(super) enum Plan {
+    /// pingora's own pipeline: pool chosen from headers, body streamed (`ctx.native` set).
+    Native,
+    /// A stateful (or auto, legacy-era) route: the session manager.
+    Stateful(Arc<Route>),
+    /// Read the body first (the pool depends on it, or the exchange runs under a deadline);
+    /// `check`: compare it with the MCP headers.
+    Buffered {
+        /// The route.
+        route: Arc<Route>,
+        /// Compare body and headers.
+        check: bool,
+    },
+}
+
+/// Runs every step; the plan, or the error to answer.
+pub(super) fn prepare(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<Plan, GatewayError> {
+    ctx.trace_id = trace::request_id(session.req_header_mut());
+    let state = ctx.state.clone();
+    let req = session.req_header();
+    state.guard.check(req)?;
+    let route = state
+        .router
+        .route(req.uri.path())
+        .cloned()
+        .ok_or_else(|| GatewayError::no_route(req.uri.path()))?;
+    ctx.route = Some(route.clone());
+    let declared = req
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > state.config.max_body_bytes) {
+        return Err(GatewayError::body_too_large(state.config.max_body_bytes));
+    }
+    let headers = read_mcp_headers(&req.headers, route.check_headers).map_err(|p| match p {
+        HeaderProblem::Duplicated(h) => GatewayError::duplicate_header(h),
+        HeaderProblem::Undecodable(h) => GatewayError::undecodable_header(h),
+    })?;
+    ctx.era = Era::of_version(headers.protocol_version);
+    ctx.method_label = method_label(headers.method.as_deref());
+    ctx.note_tool(headers.method.as_deref(), headers.name.as_deref());
+    gw.metrics
+        .requests_by_era
+        .with_label_values(&[ctx.era.as_str()])
+        .inc();
+    admit(gw, session, ctx, &route, &headers)?;
+    plan(session, ctx, route, &headers)
+}
+
+/// Admission: concurrency caps (a GET is a stream), the client's rate and, for a
+/// `tools/call` named in the headers, the tool's rate. The slots are held in `ctx`.
+fn admit(
+    gw: &Gateway,
+    session: &Session,
+    ctx: &mut RequestCtx,
+    route: &Route,
+    headers: &McpHeaders<'_>,
+) -> Result<(), GatewayError> {
+    let admission = &ctx.state.admission;
+    let client_ip = session
+        .client_addr()
+        .and_then(|a| a.as_inet())
+        .map(|a| a.ip());
+    let req = session.req_header();
+    let identity = admission.identity(&req.headers, client_ip);
+    let stream = req.method == http::Method::GET;
+    let admitted = &mut ctx.admitted;
+    admitted.permit = admission.admit(route.index, identity.as_deref(), stream)?;
+    admitted.identity = identity;
+    if let (Some("tools/call"), Some(tool)) = (headers.method.as_deref(), headers.name.as_deref()) {
+        admitted.tool_checked = true;
+        admission.admit_tool(admitted.identity.as_deref(), tool)?;
+    }
+    if stream {
+        gw.metrics
+            .open_streams
+            .with_label_values(&[&route.label])
+            .inc();
+        admitted.stream_counted = true;
+    }
+    Ok(())
+}
+
+fn plan(
+    session: &Session,
+    ctx: &mut RequestCtx,
+    route: Arc<Route>,
+    headers: &McpHeaders<'_>,
+) -> Result<Plan, GatewayError> {
+    match route.mode {
+        Mode::Stateful => return Ok(Plan::Stateful(route)),
+        Mode::Auto if ctx.era == Era::Legacy => return Ok(Plan::Stateful(route)),
+        _ => {}
+    }
+    let has_body = session.req_header().method == http::Method::POST;
+    let method = headers.method.as_deref();
+    let name = headers.name.as_deref();
+    let check = route.check_headers && has_body && (method.is_some() || ctx.era == Era::Stateless);
+    let by_body = method.is_none() && (route.has_rules() || ctx.state.admission.has_tool_rate());
+    let bounded =
+        route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
+    if has_body && (by_body || bounded) {
+        return Ok(Plan::Buffered { route, check });
+    }
+    let pool = ctx.state.pool(route.pool_for(method, name))?;
+    ctx.native = Some(Native {
+        route,
+        pool,
+        inflight: None,
+        sent: None,
+        check_body: check,
+        body: BytesMut::new(),
+        body_seen: 0,
+    });
+    Ok(Plan::Native)
+}

@@ -1,0 +1,622 @@
+//! The session manager: the one owner of the session lifecycle. The proxy asks it to open,
+//! look up, forward within, change settings of and end sessions; it alone talks to the
+//! store, decides when a session moves (and single-flights the move), and counts.
+
+use super::reinit::{self, Failed, Reason};
+use super::store::{CreateError, Quota, Rebound, SessionStore, Ttl};
+use super::{now_ms, short, Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
+use crate::error::GatewayError;
+use crate::mcp::RequestId;
+use crate::upstream::attempt::{BackendSession, Engine, Pick, Step};
+use crate::upstream::client::{CallError, Exchange};
+use crate::upstream::request::{self, Target};
+use crate::upstream::{Backend, Pool};
+use bytes::Bytes;
+use dashmap::DashMap;
+use pingora::http::{RequestHeader, ResponseHeader};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest initialize answer or "session unknown" answer buffered for inspection.
+const ANSWER_LIMIT: usize = 1024 * 1024;
+/// Expired sessions ended per store call.
+const EXPIRY_BATCH: usize = 256;
+/// Tombstones (for `data.reason` on 404) are kept at least this long.
+const TOMBSTONE_MIN: Duration = Duration::from_secs(600);
+
+/// Who is asking, for the checks and counts keyed by client.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The identity per-client limits count by (empty when no limit needs one).
+    pub identity: Arc<str>,
+    /// The authenticated principal (none without authentication). A session answers only to
+    /// the principal that opened it.
+    pub principal: Option<Arc<str>>,
+}
+
+/// A client's `initialize`, to open a session with.
+pub struct Opening<'a> {
+    /// The client's request head.
+    pub client: &'a RequestHeader,
+    /// Upstream path.
+    pub path: Arc<str>,
+    /// The whole body.
+    pub body: Bytes,
+    /// Its `params`, verbatim, replayed on re-initialization.
+    pub params: Option<Arc<str>>,
+    /// Who opens it.
+    pub caller: &'a Caller,
+    /// Caps to respect.
+    pub quota: Quota,
+}
+
+/// What opening a session came to.
+// Returned once per initialize; the session variant is the common one.
+#[allow(clippy::large_enum_variant)]
+pub enum Opened {
+    /// A new session: answer the client with `head` (its id in place of the backend's) and
+    /// `answer`.
+    Session {
+        /// The new record.
+        record: SessionRecord,
+        /// The backend's response head.
+        head: ResponseHeader,
+        /// The initialize answer.
+        answer: Bytes,
+    },
+    /// The backend answered with an error in a 2xx: passed on, no session.
+    NotASession {
+        /// The backend's response head.
+        head: ResponseHeader,
+        /// Its answer.
+        answer: Bytes,
+    },
+    /// The backend refused (a non-2xx, or no session id): relayed as it streams.
+    Refused(Exchange),
+}
+
+/// A request within a session.
+pub struct Outgoing<'a> {
+    /// The client's request head.
+    pub client: &'a RequestHeader,
+    /// The whole body (empty for GET).
+    pub body: Bytes,
+    /// Safe to send twice.
+    pub repeatable: bool,
+    /// Has a body (POST).
+    pub is_post: bool,
+    /// Bounded method label, for the loss metric.
+    pub method_label: &'static str,
+}
+
+/// A request sent within a session: the exchange (response head read) and where it went.
+pub struct Forwarded {
+    /// The upstream exchange.
+    pub exchange: Exchange,
+    /// The session as it was when the request went out (after any move).
+    pub record: SessionRecord,
+}
+
+/// Owns every session: the store, the re-initialization locks, the counts.
+pub struct SessionManager {
+    store: Arc<dyn SessionStore>,
+    engine: Arc<Engine>,
+    locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
+    /// Uses closer together than this are recorded once (a shared store takes no write per
+    /// request).
+    touch_every_ms: AtomicU64,
+    ttl: std::sync::Mutex<Option<Ttl>>,
+}
+
+impl SessionManager {
+    /// Sessions kept in `store`, with upstream traffic through `engine`.
+    pub fn new(store: Arc<dyn SessionStore>, engine: Arc<Engine>) -> SessionManager {
+        SessionManager {
+            store,
+            engine,
+            locks: DashMap::new(),
+            touch_every_ms: AtomicU64::new(0),
+            ttl: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The attempt engine sessions use (shared with the stateless paths).
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Applies the idle timeout (at start and after a reload): the store's time-to-live and
+    /// how often use is recorded.
+    pub fn configure(&self, idle: Duration) {
+        let ttl = Ttl {
+            idle,
+            tombstone: idle.max(TOMBSTONE_MIN),
+        };
+        let mut current = self.ttl.lock().unwrap_or_else(|p| p.into_inner());
+        if *current != Some(ttl) {
+            *current = Some(ttl);
+            self.store.set_ttl(ttl);
+            let every = (idle.as_millis() as u64 / 16).clamp(10, 5_000);
+            self.touch_every_ms.store(every, Ordering::Relaxed);
+        }
+    }
+
+    /// The live session `id`, or the answer for the client: 404 -32015 with the reason it
+    /// ended (a session of another principal is exactly as unknown as one never seen), or 503
+    /// -32006 when the store fails.
+    pub async fn lookup(&self, id: &str, caller: &Caller) -> Result<SessionRecord, GatewayError> {
+        match self.store.get(id).await? {
+            Lookup::Live(r) if r.principal == caller.principal => Ok(r),
+            Lookup::Live(_) | Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
+            Lookup::Gone(reason) => Err(GatewayError::session_not_found(reason.as_str())),
+        }
+    }
+
+    /// Opens a session for a client's `initialize` on the backend with the fewest sessions
+    /// (retrying others when one is unreachable): the record is created only when the backend
+    /// accepted, and a backend session the store then refuses is deleted again.
+    pub async fn open(
+        &self,
+        pool: &Arc<Pool>,
+        opening: Opening<'_>,
+        tried: &mut Vec<SocketAddr>,
+    ) -> Result<Opened, GatewayError> {
+        let quota = opening.quota;
+        if self.store.count().await? >= quota.max_sessions {
+            return Err(GatewayError::session_limit(quota.max_sessions));
+        }
+        let identity = &opening.caller.identity;
+        if let (Some(max), false) = (quota.max_per_client, identity.is_empty()) {
+            if self.store.client_count(identity).await? >= max {
+                return Err(GatewayError::client_session_limit(max));
+            }
+        }
+        let counts = self.store.backend_counts(&pool.name).await?;
+        let pick = Pick::Session { counts: &counts };
+        let engine = &self.engine;
+        let opening = &opening;
+        engine
+            .each_backend(pool, pick, tried, |backend: Arc<Backend>| {
+                Box::pin(async move {
+                    let target = Target {
+                        path: &opening.path,
+                        host: &backend.host,
+                    };
+                    let len = Some(opening.body.len());
+                    let req = match request::forwarded(opening.client, target, None, len) {
+                        Ok(req) => req,
+                        Err(e) => return Step::Stop(e),
+                    };
+                    let body = opening.body.clone();
+                    let mut ex = match engine.send(pool, &backend, &req, body, true).await {
+                        Ok(ex) => ex,
+                        Err(_) => return Step::Unreachable,
+                    };
+                    let head = ex.header();
+                    if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {
+                        return Step::Done(Opened::Refused(ex));
+                    }
+                    let Ok(answer) = ex.read_all(ANSWER_LIMIT).await else {
+                        return Step::Unreachable;
+                    };
+                    let head = ex.header().clone();
+                    engine.release(ex).await;
+                    match reinit::accepted(&head, &answer) {
+                        None => Step::Done(Opened::NotASession { head, answer }),
+                        Some(accepted) => {
+                            match self.create(pool, &backend, opening, accepted).await {
+                                Ok(record) => Step::Done(Opened::Session {
+                                    record,
+                                    head,
+                                    answer,
+                                }),
+                                Err(e) => Step::Stop(e),
+                            }
+                        }
+                    }
+                })
+            })
+            .await
+    }
+
+    async fn create(
+        &self,
+        pool: &Arc<Pool>,
+        backend: &Arc<Backend>,
+        opening: &Opening<'_>,
+        accepted: reinit::Accepted,
+    ) -> Result<SessionRecord, GatewayError> {
+        let record = SessionRecord {
+            id: super::new_session_id(),
+            pool: pool.name.as_str().into(),
+            client: opening.caller.identity.clone(),
+            principal: opening.caller.principal.clone(),
+            path: opening.path.clone(),
+            init_params: opening.params.clone().unwrap_or_else(|| "{}".into()),
+            protocol_version: accepted.protocol_version,
+            binding: Binding {
+                backend: backend.addr,
+                backend_session: accepted.backend_session,
+                generation: 1,
+                stale: false,
+            },
+            settings: Settings::default(),
+            last_use_ms: now_ms(),
+        };
+        let refused = match self.store.create(record.clone(), opening.quota).await {
+            Ok(()) => {
+                self.engine
+                    .metrics()
+                    .sessions_created
+                    .with_label_values(&[&pool.name])
+                    .inc();
+                tracing::debug!(session = short(&record.id), backend = %backend.addr, "session created");
+                return Ok(record);
+            }
+            Err(CreateError::Full { max }) => GatewayError::session_limit(max),
+            Err(CreateError::ClientFull { max }) => GatewayError::client_session_limit(max),
+            Err(CreateError::Store(e)) => e.into(),
+        };
+        self.delete_upstream(pool, &record).await;
+        Err(refused)
+    }
+
+    /// Sends a request within the session on its backend, moving the session first when its
+    /// backend is down, gone, drained past its deadline or known bad, and again when the
+    /// backend refuses the connection, forgot the session, or (for a request safe to repeat)
+    /// broke the connection. A request that may have had effects is never sent twice: its
+    /// loss is -32013.
+    pub async fn forward(
+        &self,
+        pool: &Arc<Pool>,
+        mut rec: SessionRecord,
+        out: Outgoing<'_>,
+    ) -> Result<Forwarded, GatewayError> {
+        for _ in 0..=pool.backends().len() + 1 {
+            let backend = match bound_backend(pool, &rec) {
+                Ok(b) => b,
+                Err(reason) => {
+                    rec = self.recover(pool, &rec, reason).await?;
+                    continue;
+                }
+            };
+            let target = Target {
+                path: &rec.path,
+                host: &backend.host,
+            };
+            let len = out.is_post.then_some(out.body.len());
+            let session = Some(&*rec.binding.backend_session);
+            let req = request::forwarded(out.client, target, session, len)?;
+            let body = out.body.clone();
+            match self
+                .engine
+                .send(pool, &backend, &req, body, out.repeatable)
+                .await
+            {
+                Err(CallError::Connect(_)) => {
+                    rec = self.recover(pool, &rec, Reason::ConnectRefused).await?;
+                }
+                Err(CallError::Lost(_)) => {
+                    self.store
+                        .mark_stale(&rec.id, rec.binding.generation)
+                        .await?;
+                    if !out.repeatable {
+                        self.count_lost(pool, out.method_label);
+                        return Err(GatewayError::backend_lost(&pool.name, &backend.label));
+                    }
+                    rec = self.recover(pool, &rec, Reason::ConnectionLost).await?;
+                }
+                Ok(mut ex) => {
+                    let status = ex.header().status.as_u16();
+                    if !pool.session_not_found.iter().any(|r| r.status == status) {
+                        return Ok(Forwarded {
+                            exchange: ex,
+                            record: rec,
+                        });
+                    }
+                    let content_type = ex
+                        .header()
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    let answer = ex.read_all(ANSWER_LIMIT).await.unwrap_or_default();
+                    let rules = &pool.session_not_found;
+                    if super::is_not_found(rules, status, content_type.as_deref(), &answer) {
+                        self.engine.release(ex).await;
+                        rec = self.recover(pool, &rec, Reason::SessionUnknown).await?;
+                        continue;
+                    }
+                    return Ok(Forwarded {
+                        exchange: ex.with_buffered(answer),
+                        record: rec,
+                    });
+                }
+            }
+        }
+        Err(GatewayError::unavailable(&pool.name, pool.backends().len()))
+    }
+
+    fn count_lost(&self, pool: &Pool, method_label: &str) {
+        self.engine
+            .metrics()
+            .inflight_lost
+            .with_label_values(&[&pool.name, method_label])
+            .inc();
+    }
+
+    /// The session's backend broke the connection after its answer began: the binding is
+    /// suspect (the next request moves the session first); a POST's outcome is unknown
+    /// (counted with `method_label`, `None` for a stream).
+    pub async fn connection_lost(
+        &self,
+        pool: &Pool,
+        rec: &SessionRecord,
+        method_label: Option<&'static str>,
+    ) -> Result<(), GatewayError> {
+        if let Some(method) = method_label {
+            self.count_lost(pool, method);
+        }
+        Ok(self
+            .store
+            .mark_stale(&rec.id, rec.binding.generation)
+            .await?)
+    }
+
+    /// Records use of the session (at most once per `touch_every_ms`).
+    pub async fn used(&self, rec: &SessionRecord) -> Result<(), GatewayError> {
+        let now = now_ms();
+        if now.saturating_sub(rec.last_use_ms) >= self.touch_every_ms.load(Ordering::Relaxed) {
+            self.store.touch(&rec.id, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Keeps a session-scoped setting the backend accepted, to replay after a move.
+    pub async fn remember(
+        &self,
+        rec: &SessionRecord,
+        change: SettingChange,
+    ) -> Result<(), GatewayError> {
+        Ok(self.store.update_settings(&rec.id, change).await?)
+    }
+
+    /// Tells the session's backend that request `id` is cancelled (its deadline passed), in
+    /// the background: the client's answer does not wait for it.
+    pub fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId) {
+        let Some(backend) = pool.find(rec.binding.backend) else {
+            return;
+        };
+        let message = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"deadline exceeded at the gateway"}}}}"#,
+            id.as_json()
+        );
+        self.engine
+            .spawn_notify(pool.clone(), backend, backend_session(rec), message);
+    }
+
+    /// Ends a session (client DELETE): its tombstone says why; the backend session is deleted.
+    /// Returns whether it was live.
+    pub async fn end(
+        &self,
+        pool: &Pool,
+        id: &str,
+        reason: GoneReason,
+        label: &str,
+    ) -> Result<bool, GatewayError> {
+        let Some(record) = self.store.end(id, reason).await? else {
+            return Ok(false);
+        };
+        self.count_ended(pool, label);
+        self.delete_upstream(pool, &record).await;
+        Ok(true)
+    }
+
+    fn count_ended(&self, pool: &Pool, label: &str) {
+        self.engine
+            .metrics()
+            .sessions_ended
+            .with_label_values(&[&pool.name, label])
+            .inc();
+    }
+
+    /// Ends every session whose time-to-live ran out, deleting their backend sessions; returns
+    /// how many.
+    pub async fn expire(&self, pools: &[Arc<Pool>]) -> Result<usize, GatewayError> {
+        let mut ended = 0;
+        loop {
+            let batch = self.store.take_expired(now_ms(), EXPIRY_BATCH).await?;
+            for record in &batch {
+                let Some(pool) = pools.iter().find(|p| *p.name == *record.pool) else {
+                    continue;
+                };
+                self.count_ended(pool, "expired");
+                self.delete_upstream(pool, record).await;
+            }
+            ended += batch.len();
+            if batch.len() < EXPIRY_BATCH {
+                return Ok(ended);
+            }
+        }
+    }
+
+    /// Live sessions in all.
+    pub async fn count(&self) -> Result<usize, GatewayError> {
+        Ok(self.store.count().await?)
+    }
+
+    /// Live sessions per backend of `pool`.
+    pub async fn backend_counts(
+        &self,
+        pool: &str,
+    ) -> Result<Vec<(SocketAddr, usize)>, GatewayError> {
+        Ok(self.store.backend_counts(pool).await?)
+    }
+
+    /// The record of a session as the store holds it (admin API).
+    pub async fn inspect(&self, id: &str) -> Result<Lookup, GatewayError> {
+        Ok(self.store.get(id).await?)
+    }
+
+    /// Best-effort DELETE of the record's backend session.
+    async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord) {
+        let Some(b) = pool.find(rec.binding.backend) else {
+            return;
+        };
+        let sid = &rec.binding.backend_session;
+        let version = Some(&*rec.protocol_version);
+        self.engine
+            .delete_session(pool, &b, &rec.path, sid, version)
+            .await;
+    }
+
+    /// Moves `seen` (the record as the caller saw it) to a surviving backend, or returns the
+    /// binding someone else already moved it to. Concurrent requests of one session share
+    /// one move. Errors are answers for the client: 503 when no backend is reachable (the
+    /// session is kept), 404 `reinit-failed` when the session cannot continue anywhere.
+    async fn recover(
+        &self,
+        pool: &Arc<Pool>,
+        seen: &SessionRecord,
+        reason: Reason,
+    ) -> Result<SessionRecord, GatewayError> {
+        let lock = self.locks.entry(seen.id.clone()).or_default().clone();
+        let result = {
+            let _single_flight = lock.lock().await;
+            self.recover_locked(pool, seen, reason).await
+        };
+        drop(lock);
+        self.locks
+            .remove_if(&seen.id, |_, l| Arc::strong_count(l) == 1);
+        result
+    }
+
+    async fn recover_locked(
+        &self,
+        pool: &Arc<Pool>,
+        seen: &SessionRecord,
+        reason: Reason,
+    ) -> Result<SessionRecord, GatewayError> {
+        let current = match self.store.get(&seen.id).await? {
+            Lookup::Live(r) => r,
+            Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
+            Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
+        };
+        if current.binding.generation != seen.binding.generation {
+            return Ok(current); // another request of this session already moved it
+        }
+        // A backend that forgot the session may still be alive; one that is down is tried
+        // last (it may be the only one, and back by now). A drained backend is never the last
+        // resort: that is what it drains from.
+        let last_resort = match reason {
+            Reason::SessionUnknown | Reason::Drained => None,
+            _ => pool.find(current.binding.backend),
+        };
+        let counts = self.store.backend_counts(&pool.name).await?;
+        let pick = Pick::Move {
+            counts: &counts,
+            last_resort,
+        };
+        // A drained backend is not tried at all; every other one is recorded when tried.
+        let mut tried = match reason {
+            Reason::Drained => vec![current.binding.backend],
+            _ => Vec::new(),
+        };
+        let current = &current;
+        let binding = self
+            .engine
+            .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
+                Box::pin(async move {
+                    match reinit::replay(&self.engine, pool, &backend, current).await {
+                        Ok(binding) => Step::Done((binding, backend)),
+                        Err(Failed::Unreachable) => Step::Unreachable,
+                        Err(Failed::Refused) => Step::Refused,
+                        Err(Failed::VersionMismatch(got)) => {
+                            Step::Stop(self.version_mismatch(pool, current, got).await)
+                        }
+                    }
+                })
+            })
+            .await?;
+        self.rebind(pool, current, binding, reason).await
+    }
+
+    async fn version_mismatch(
+        &self,
+        pool: &Pool,
+        current: &SessionRecord,
+        got: String,
+    ) -> GatewayError {
+        tracing::warn!(session = short(&current.id), expected = %current.protocol_version, got, "re-initialization negotiated another protocol version");
+        if let Err(e) = self.store.end(&current.id, GoneReason::ReinitFailed).await {
+            return e.into();
+        }
+        self.count_ended(pool, "version-mismatch");
+        GatewayError::session_not_found("reinit-failed")
+            .with("expectedProtocolVersion", current.protocol_version.as_ref())
+            .with("negotiatedProtocolVersion", got)
+    }
+
+    /// Swaps the binding under generation fencing. The loser of a race (another replica moved
+    /// the session first) adopts the winner's binding and deletes the backend session it made.
+    async fn rebind(
+        &self,
+        pool: &Arc<Pool>,
+        current: &SessionRecord,
+        (binding, backend): (Binding, Arc<Backend>),
+        reason: Reason,
+    ) -> Result<SessionRecord, GatewayError> {
+        let made = BackendSession {
+            id: binding.backend_session.clone(),
+            path: current.path.clone(),
+            protocol_version: current.protocol_version.clone(),
+        };
+        let outcome = self
+            .store
+            .rebind(&current.id, current.binding.generation, binding)
+            .await;
+        let lost = match outcome {
+            Ok(Rebound::Won(record)) => {
+                self.engine
+                    .metrics()
+                    .session_reinits
+                    .with_label_values(&[&pool.name, reason.as_str()])
+                    .inc();
+                tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), "session re-initialized");
+                return Ok(record);
+            }
+            Ok(Rebound::Lost(lookup)) => Ok(lookup),
+            Err(e) => Err(e),
+        };
+        self.engine
+            .spawn_delete_session(pool.clone(), backend, made);
+        match lost? {
+            Lookup::Live(winner) => Ok(winner),
+            Lookup::Gone(g) => Err(GatewayError::session_not_found(g.as_str())),
+            Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
+        }
+    }
+}
+
+/// The session's backend, or why the binding cannot be used as it is.
+fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Backend>, Reason> {
+    match pool.find(rec.binding.backend) {
+        None => Err(Reason::BackendGone),
+        Some(b) if b.is_failed() => Err(Reason::BackendDown),
+        Some(_) if rec.binding.stale => Err(Reason::ConnectionLost),
+        Some(b) if b.draining_for().is_some_and(|d| d >= pool.drain_timeout) => {
+            Err(Reason::Drained)
+        }
+        Some(b) => Ok(b),
+    }
+}
+
+fn backend_session(rec: &SessionRecord) -> BackendSession {
+    BackendSession {
+        id: rec.binding.backend_session.clone(),
+        path: rec.path.clone(),
+        protocol_version: rec.protocol_version.clone(),
+    }
+}

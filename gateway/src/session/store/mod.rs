@@ -1,0 +1,117 @@
+//! The session store interface, fit for several gateway replicas: every method is async and
+//! may fail (a networked store can be down), records are serializable, expiry is a
+//! time-to-live kept by the store itself, and the counts that balancing and per-client caps
+//! read (sessions per backend, per client, in all) live in the store, so every replica reads
+//! the same numbers. `generation` is the fencing token of re-binding.
+//!
+//! Every implementation runs the one behavioural suite in `suite.rs`.
+
+mod memory;
+#[cfg(test)]
+pub(crate) mod suite;
+
+pub use memory::MemoryStore;
+
+use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
+use async_trait::async_trait;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The store could not be reached or answered nonsense. Requests that need it are answered
+/// with -32006 (`session-store-unavailable`); a session is never silently recreated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError {
+    /// What went wrong, for logs and `data.detail`.
+    pub detail: String,
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "session store: {}", self.detail)
+    }
+}
+
+/// Caps checked atomically when a session is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Most live sessions in the store.
+    pub max_sessions: usize,
+    /// Most live sessions of one client identity (`None`: no cap; empty identities are never
+    /// counted).
+    pub max_per_client: Option<usize>,
+}
+
+/// Why a session was not created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateError {
+    /// The store holds `max` sessions already.
+    Full {
+        /// The cap.
+        max: usize,
+    },
+    /// The client holds `max` sessions already.
+    ClientFull {
+        /// The cap.
+        max: usize,
+    },
+    /// The store failed.
+    Store(StoreError),
+}
+
+/// What a fenced re-binding did.
+// The winner's record is returned by value once per re-initialization.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rebound {
+    /// The binding was replaced: the record as it is now.
+    Won(SessionRecord),
+    /// Someone re-bound (or ended) the session first: what the store holds now.
+    Lost(Lookup),
+}
+
+/// How long records and tombstones live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ttl {
+    /// A session unused this long expires.
+    pub idle: Duration,
+    /// A tombstone (the reason an id stopped working) is kept this long.
+    pub tombstone: Duration,
+}
+
+/// Where session records live.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Adds a new session under `quota`, counting it for its backend and client.
+    async fn create(&self, record: SessionRecord, quota: Quota) -> Result<(), CreateError>;
+    /// Finds a session by gateway id.
+    async fn get(&self, id: &str) -> Result<Lookup, StoreError>;
+    /// Records use at `now_ms`, sliding the session's time-to-live forward.
+    async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError>;
+    /// Replaces the binding if the session is still at `expected_generation` (a
+    /// compare-and-set, moving the backend counts with it); otherwise reports what is there.
+    async fn rebind(
+        &self,
+        id: &str,
+        expected_generation: u64,
+        binding: Binding,
+    ) -> Result<Rebound, StoreError>;
+    /// Marks the binding of `generation` stale (its backend is suspect).
+    async fn mark_stale(&self, id: &str, generation: u64) -> Result<(), StoreError>;
+    /// Applies a settings change to a live session.
+    async fn update_settings(&self, id: &str, change: SettingChange) -> Result<(), StoreError>;
+    /// Ends a live session, leaving a tombstone with the reason; returns the record it had.
+    async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError>;
+    /// Ends (tombstone `expired`) and returns up to `max` sessions whose time-to-live ran out
+    /// by `now_ms`, and forgets tombstones past theirs. Does not look at live sessions that
+    /// are not due.
+    async fn take_expired(&self, now_ms: u64, max: usize)
+        -> Result<Vec<SessionRecord>, StoreError>;
+    /// Live sessions in all.
+    async fn count(&self) -> Result<usize, StoreError>;
+    /// Live sessions bound to each backend of `pool` that holds any.
+    async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError>;
+    /// Live sessions of one client identity.
+    async fn client_count(&self, client: &str) -> Result<usize, StoreError>;
+    /// Changes the time-to-live of records (a config reload); applies to every live session.
+    fn set_ttl(&self, ttl: Ttl);
+}

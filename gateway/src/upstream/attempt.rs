@@ -1,0 +1,335 @@
+//! The upstream attempt engine: the one place that decides which backend to try next, how
+//! often to retry, what is safe to repeat, when a backend is marked failed, and that records
+//! upstream latency. Every gateway-driven request goes through [`Engine::send`] (one attempt)
+//! and [`Engine::each_backend`] (the one "pick → try → mark → next" loop); pingora's own
+//! pipeline (the stateless fast path) asks [`Engine::next_backend`] and
+//! [`Engine::connect_failed`] from its phases, so both follow the same policy.
+//!
+//! Failover rules (pingora's `failover.md`): a request whose connection failed never reached
+//! the backend and may go to another one; a request whose connection broke afterwards may
+//! have had effects and is repeated only when [`safe_to_repeat`] says so.
+
+use super::client::{CallError, Exchange, UpstreamClient};
+use super::request::{self, Target};
+use super::{Backend, Pool};
+use crate::error::GatewayError;
+use crate::metrics::Metrics;
+use bytes::Bytes;
+use pingora::http::{RequestHeader, ResponseHeader};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Methods whose repetition cannot change server state: retried transparently when the
+/// backend was lost mid-answer.
+pub const REPEATABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+    "ping",
+];
+
+/// Largest answer read from a request the gateway sends on its own.
+const OWN_ANSWER_LIMIT: usize = 1024 * 1024;
+/// How long a best-effort notification (a cancellation) may take in the background.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether a message may be sent twice: notifications and the read-only methods above, and
+/// `initialize` (a second one only makes a second session). A response to a server request
+/// (`method` absent) is never repeated: only its own session can take it.
+pub fn safe_to_repeat(method: Option<&str>, is_request: bool) -> bool {
+    match (method, is_request) {
+        (None, _) => false,
+        (Some(_), false) => true,
+        (Some(m), true) => REPEATABLE.contains(&m) || m == "initialize",
+    }
+}
+
+/// How the next backend is chosen.
+pub enum Pick<'a> {
+    /// By the pool's balancing algorithm, at most `retries` more after the first attempt.
+    Request,
+    /// For a new session: the fewest sessions (counts from the session store), at most
+    /// `retries` more after the first attempt.
+    Session {
+        /// Sessions per backend.
+        counts: &'a [(SocketAddr, usize)],
+    },
+    /// For a session moving off its backend: every other backend once, fewest sessions
+    /// first, then `last_resort` (the backend it leaves, which may be the only one).
+    Move {
+        /// Sessions per backend.
+        counts: &'a [(SocketAddr, usize)],
+        /// Tried after every other backend.
+        last_resort: Option<Arc<Backend>>,
+    },
+}
+
+/// One attempt in progress (boxed: the futures of a retry loop borrow from their caller, and
+/// must stay `Send` for pingora's phases).
+pub type Attempt<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Step<T>> + Send + 'a>>;
+
+/// What one attempt on one backend came to.
+pub enum Step<T> {
+    /// Done: stop with this.
+    Done(T),
+    /// The backend could not be reached: it is marked failed; the next one is tried.
+    Unreachable,
+    /// The backend answered but cannot take this: the next one is tried, nothing is marked.
+    Refused,
+    /// Stop trying, with this answer for the client.
+    Stop(GatewayError),
+}
+
+/// Sends gateway-driven requests upstream and holds the failover policy.
+pub struct Engine {
+    client: UpstreamClient,
+    metrics: Metrics,
+}
+
+impl Engine {
+    /// An engine recording into `metrics`.
+    pub fn new(metrics: Metrics) -> Engine {
+        Engine {
+            client: UpstreamClient::default(),
+            metrics,
+        }
+    }
+
+    /// The metric families the engine records into.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The next backend to try after `tried` (in order), or `None` when the policy says stop.
+    pub fn next_backend(
+        &self,
+        pool: &Pool,
+        pick: &Pick<'_>,
+        tried: &[SocketAddr],
+    ) -> Option<Arc<Backend>> {
+        match pick {
+            Pick::Request if tried.len() <= pool.retries => pool.select(tried),
+            Pick::Session { counts } if tried.len() <= pool.retries => {
+                pool.select_for_session(tried, counts)
+            }
+            Pick::Request | Pick::Session { .. } => None,
+            Pick::Move {
+                counts,
+                last_resort,
+            } => {
+                let mut exclude = tried.to_vec();
+                exclude.extend(last_resort.as_ref().map(|b| b.addr));
+                pool.select_for_session(&exclude, counts)
+                    .or_else(|| last_resort.clone().filter(|b| !tried.contains(&b.addr)))
+            }
+        }
+    }
+
+    /// Whether a request whose connection to its latest backend failed may try another:
+    /// within the pool's `retries` and while untried backends remain.
+    pub fn may_retry(&self, pool: &Pool, tried: &[SocketAddr]) -> bool {
+        tried.len() <= pool.retries && tried.len() < pool.backends().len()
+    }
+
+    /// Records a failed connection: the backend is skipped for the failure cooldown.
+    pub fn connect_failed(&self, pool: &Pool, backend: &Backend) {
+        pool.mark_failed(backend);
+        self.metrics
+            .upstream_connect_failures
+            .with_label_values(&[&pool.name, &backend.label])
+            .inc();
+    }
+
+    /// Records upstream latency: from the request going out to its response head.
+    pub fn observe_latency(&self, pool: &Pool, sent: Instant) {
+        self.metrics
+            .upstream_duration
+            .with_label_values(&[&pool.name])
+            .observe(sent.elapsed().as_secs_f64());
+    }
+
+    /// One attempt: sends `req` and `body` to `backend` and reads the response head. Counts
+    /// the request in flight on the backend for as long as the exchange lives, marks the
+    /// backend (failed on a refused connection, fine on an answer) and records latency.
+    pub async fn send(
+        &self,
+        pool: &Pool,
+        backend: &Arc<Backend>,
+        req: &RequestHeader,
+        body: Bytes,
+        repeatable: bool,
+    ) -> Result<Exchange, CallError> {
+        let inflight = Pool::track(backend);
+        let sent = Instant::now();
+        match self
+            .client
+            .send(pool.peer(backend), req, body, repeatable)
+            .await
+        {
+            Ok(exchange) => {
+                pool.mark_ok(backend);
+                self.observe_latency(pool, sent);
+                Ok(exchange.counted(inflight))
+            }
+            Err(e) => {
+                if let CallError::Connect(_) = e {
+                    self.connect_failed(pool, backend);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The one retry loop: picks backends by `pick` (recording them in `tried`) and runs
+    /// `attempt` on each until one is done, one says stop, or the policy runs out (then
+    /// -32011 backend-unavailable).
+    pub async fn each_backend<'a, T>(
+        &self,
+        pool: &Pool,
+        pick: Pick<'_>,
+        tried: &mut Vec<SocketAddr>,
+        mut attempt: impl FnMut(Arc<Backend>) -> Attempt<'a, T>,
+    ) -> Result<T, GatewayError> {
+        while let Some(backend) = self.next_backend(pool, &pick, tried) {
+            tried.push(backend.addr);
+            match attempt(backend.clone()).await {
+                Step::Done(done) => return Ok(done),
+                Step::Unreachable => pool.mark_failed(&backend),
+                Step::Refused => {}
+                Step::Stop(err) => return Err(err),
+            }
+        }
+        Err(GatewayError::unavailable(&pool.name, tried.len()))
+    }
+
+    /// Sends a request the gateway makes on its own (safe to repeat) and reads the whole
+    /// (bounded) answer.
+    pub async fn call(
+        &self,
+        pool: &Pool,
+        backend: &Arc<Backend>,
+        req: &RequestHeader,
+        body: Bytes,
+    ) -> Result<(ResponseHeader, Bytes), CallError> {
+        let mut exchange = self.send(pool, backend, req, body, true).await?;
+        let head = exchange.header().clone();
+        let body = exchange
+            .read_all(OWN_ANSWER_LIMIT)
+            .await
+            .map_err(CallError::Lost)?;
+        self.release(exchange).await;
+        Ok((head, body))
+    }
+
+    /// Returns a finished exchange's connection to the pool.
+    pub async fn release(&self, exchange: Exchange) {
+        self.client.release(exchange).await;
+    }
+
+    /// Ends a backend's session with a DELETE; best effort (failures are logged at debug).
+    pub async fn delete_session(
+        &self,
+        pool: &Pool,
+        backend: &Arc<Backend>,
+        path: &str,
+        backend_session: &str,
+        protocol_version: Option<&str>,
+    ) {
+        let target = Target {
+            path,
+            host: &backend.host,
+        };
+        let req = match request::own(
+            http::Method::DELETE,
+            target,
+            Some(backend_session),
+            protocol_version,
+            0,
+        ) {
+            Ok(req) => req,
+            Err(e) => return tracing::debug!(error = %e, "upstream DELETE not built"),
+        };
+        if let Err(e) = self.call(pool, backend, &req, Bytes::new()).await {
+            tracing::debug!(backend = %backend.label, error = %e.error(), "upstream DELETE failed");
+        }
+    }
+
+    /// [`Engine::delete_session`] in the background (a session nobody will use: the loser of a
+    /// re-binding race, say), so no client waits for it.
+    pub fn spawn_delete_session(
+        self: &Arc<Self>,
+        pool: Arc<Pool>,
+        backend: Arc<Backend>,
+        session: BackendSession,
+    ) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let version = Some(&*session.protocol_version);
+            engine
+                .delete_session(&pool, &backend, &session.path, &session.id, version)
+                .await;
+        });
+    }
+
+    /// Sends a notification into a backend session in the background (bounded by a short
+    /// timeout), so the client's answer never waits for it.
+    pub fn spawn_notify(
+        self: &Arc<Self>,
+        pool: Arc<Pool>,
+        backend: Arc<Backend>,
+        session: BackendSession,
+        message: String,
+    ) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let target = Target {
+                path: &session.path,
+                host: &backend.host,
+            };
+            let Ok(req) = request::own(
+                http::Method::POST,
+                target,
+                Some(&session.id),
+                Some(&session.protocol_version),
+                message.len(),
+            ) else {
+                return;
+            };
+            let sent = engine.call(&pool, &backend, &req, Bytes::from(message));
+            if tokio::time::timeout(NOTIFY_TIMEOUT, sent).await.is_err() {
+                tracing::debug!(backend = %backend.label, "notification to the backend timed out");
+            }
+        });
+    }
+}
+
+/// A backend's session, as the gateway addresses it.
+#[derive(Debug, Clone)]
+pub struct BackendSession {
+    /// The backend's `Mcp-Session-Id`.
+    pub id: Arc<str>,
+    /// Upstream path.
+    pub path: Arc<str>,
+    /// Negotiated protocol version.
+    pub protocol_version: Arc<str>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_read_only_requests_notifications_and_initialize_are_repeated() {
+        assert!(safe_to_repeat(Some("tools/list"), true));
+        assert!(safe_to_repeat(Some("initialize"), true));
+        assert!(safe_to_repeat(Some("notifications/initialized"), false));
+        assert!(!safe_to_repeat(Some("tools/call"), true));
+        assert!(!safe_to_repeat(None, true));
+        assert!(!safe_to_repeat(None, false));
+    }
+}

@@ -1,0 +1,139 @@
+//! The one builder of upstream request heads: a client's request re-addressed to a backend,
+//! and the requests the gateway sends on its own (replayed `initialize`, notifications,
+//! backend-session DELETE). Backend session ids are set here and only here.
+
+use crate::error::GatewayError;
+use crate::mcp::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use pingora::http::RequestHeader;
+
+/// Where an upstream request goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// Upstream path (the route's `upstream-path`, or the client's path).
+    pub path: &'a str,
+    /// `Host` header for the backend.
+    pub host: &'a str,
+}
+
+fn invalid(what: &str) -> GatewayError {
+    GatewayError::internal(format!("cannot build the upstream request: {what}"))
+}
+
+/// Points `req` at `target` (keeping `query`) with the backend's `Host`. The URI is replaced
+/// only when the path changes, so the pass-through path allocates nothing.
+pub fn readdress(
+    req: &mut RequestHeader,
+    target: Target<'_>,
+    query: Option<&str>,
+) -> Result<(), GatewayError> {
+    req.insert_header(http::header::HOST, target.host)
+        .map_err(|_| invalid("host"))?;
+    if req.uri.path() != target.path || req.uri.query() != query {
+        let uri = match query {
+            Some(q) => format!("{}?{q}", target.path),
+            None => target.path.to_owned(),
+        };
+        req.set_uri(uri.parse().map_err(|_| invalid("path"))?);
+    }
+    Ok(())
+}
+
+/// A client's request for a backend: same method and headers, re-addressed, with the
+/// backend's session id (or none: gateway ids never go upstream) and an exact length for a
+/// buffered body (`None`: no body).
+pub fn forwarded(
+    client: &RequestHeader,
+    target: Target<'_>,
+    backend_session: Option<&str>,
+    body_len: Option<usize>,
+) -> Result<RequestHeader, GatewayError> {
+    let mut req = client.clone();
+    readdress(&mut req, target, client.uri.query())?;
+    req.remove_header(&http::header::TRANSFER_ENCODING);
+    match body_len {
+        Some(len) => req
+            .insert_header(http::header::CONTENT_LENGTH, len.to_string())
+            .map_err(|_| invalid("content-length"))?,
+        None => {
+            req.remove_header(&http::header::CONTENT_LENGTH);
+        }
+    }
+    req.remove_header(MCP_SESSION_ID);
+    if let Some(id) = backend_session {
+        req.insert_header(MCP_SESSION_ID, id)
+            .map_err(|_| invalid("session id"))?;
+    }
+    Ok(req)
+}
+
+/// A request the gateway sends on its own: `POST` with a JSON body of `body_len` bytes, or
+/// `DELETE` (no body), in the backend session `session` at protocol `version`.
+pub fn own(
+    method: http::Method,
+    target: Target<'_>,
+    session: Option<&str>,
+    version: Option<&str>,
+    body_len: usize,
+) -> Result<RequestHeader, GatewayError> {
+    let mut req = RequestHeader::build(method.clone(), target.path.as_bytes(), Some(6))
+        .map_err(|_| invalid("path"))?;
+    let mut set = |name: &'static str, value: &str| {
+        req.insert_header(name, value)
+            .map_err(|_| invalid(name))
+            .map(|_| ())
+    };
+    set("host", target.host)?;
+    if method == http::Method::POST {
+        set("content-type", "application/json")?;
+        set("accept", "application/json, text/event-stream")?;
+        set("content-length", &body_len.to_string())?;
+    }
+    if let Some(s) = session {
+        set(MCP_SESSION_ID, s)?;
+    }
+    if let Some(v) = version {
+        set(MCP_PROTOCOL_VERSION, v)?;
+    }
+    Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TARGET: Target<'static> = Target {
+        path: "/up",
+        host: "backend:80",
+    };
+
+    #[test]
+    fn forwarded_requests_carry_only_the_backend_session_and_an_exact_length() {
+        let mut client = RequestHeader::build("POST", b"/mcp?x=1", None).unwrap();
+        client.insert_header(MCP_SESSION_ID, "gateway-id").unwrap();
+        client
+            .insert_header("transfer-encoding", "chunked")
+            .unwrap();
+        client.insert_header("x-other", "kept").unwrap();
+        let req = forwarded(&client, TARGET, Some("backend-id"), Some(12)).unwrap();
+        assert_eq!(req.uri.to_string(), "/up?x=1");
+        assert_eq!(req.headers[MCP_SESSION_ID], "backend-id");
+        assert_eq!(req.headers["content-length"], "12");
+        assert_eq!(req.headers["host"], "backend:80");
+        assert_eq!(req.headers["x-other"], "kept");
+        assert!(req.headers.get("transfer-encoding").is_none());
+        let get = forwarded(&client, TARGET, None, None).unwrap();
+        assert!(get.headers.get(MCP_SESSION_ID).is_none());
+        assert!(get.headers.get("content-length").is_none());
+    }
+
+    #[test]
+    fn own_requests_are_complete_posts_or_bodyless_deletes() {
+        let post = own(http::Method::POST, TARGET, Some("s"), Some("2025-11-25"), 7).unwrap();
+        assert_eq!(post.method, http::Method::POST);
+        assert_eq!(post.headers["content-length"], "7");
+        assert_eq!(post.headers[MCP_PROTOCOL_VERSION], "2025-11-25");
+        let delete = own(http::Method::DELETE, TARGET, Some("s"), None, 0).unwrap();
+        assert!(delete.headers.get("content-length").is_none());
+        assert_eq!(delete.headers[MCP_SESSION_ID], "s");
+    }
+}
