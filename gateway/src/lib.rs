@@ -1,6 +1,7 @@
 //! mcp-gateway: a session-terminating gateway for the Model Context Protocol (Streamable HTTP),
 //! built on pingora.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod admin;
 pub mod admission;

@@ -14,25 +14,38 @@ pub type Unknown = BTreeMap<String, IgnoredAny>;
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub struct FileConfig {
+    /// `listen`: the MCP listener address.
     pub listen: Option<String>,
+    /// `allowed-hosts`: Host globs the listener serves.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// `allowed-origins`: Origin globs that may call.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// `admin`: the admin listener address.
     pub admin: Option<String>,
+    /// `threads`: worker threads.
     pub threads: Option<usize>,
+    /// `max-body-bytes`: largest request body.
     pub max_body_bytes: Option<u64>,
+    /// `check-headers`: default for routes.
     pub check_headers: Option<bool>,
+    /// `sessions`: gateway-owned sessions.
     #[serde(default)]
     pub sessions: FileSessions,
+    /// `limits`: gateway-wide admission limits.
     #[serde(default)]
     pub limits: FileLimits,
+    /// `metric-tools`: tool names allowed as metric labels.
     #[serde(default)]
     pub metric_tools: Vec<String>,
+    /// `pools`: upstream pools by name.
     #[serde(default)]
     pub pools: BTreeMap<String, FilePool>,
+    /// `routes`: routes in match order.
     #[serde(default)]
     pub routes: Vec<FileRoute>,
+    /// Keys this version does not know.
     #[serde(flatten)]
     pub unknown: Unknown,
 }

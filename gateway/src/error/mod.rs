@@ -6,7 +6,7 @@ use crate::mcp::{InspectError, RequestId};
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
-/// What went wrong, with its JSON-RPC code and HTTP status. The table in the README is this enum.
+/// What went wrong, with its JSON-RPC code and HTTP status. The table in docs/errors.md is this enum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The body is not JSON. JSON-RPC -32700, HTTP 400.
@@ -445,7 +445,14 @@ impl GatewayError {
             id: id.raw(),
             error: json!({ "code": self.kind.code(), "message": self.message, "data": data }),
         };
-        Bytes::from(serde_json::to_vec(&body).expect("JSON values serialize"))
+        match serde_json::to_vec(&body) {
+            Ok(bytes) => Bytes::from(bytes),
+            // Values built from JSON always serialize; were one not to, the client still gets
+            // a JSON-RPC error rather than a panic.
+            Err(_) => Bytes::from_static(
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32019,"message":"Internal gateway error","data":{"kind":"internal"}}}"#,
+            ),
+        }
     }
 
     /// HTTP status, headers and body of the answer. Headers are (name, value) pairs.
