@@ -1,6 +1,6 @@
 //! The interop matrix (issue 5): four real SDK clients × four real SDK servers × three route
 //! modes through one gateway. Prints the table (also written to target/interop-matrix.md) and
-//! fails on any cell that does not do what the README documents.
+//! fails on any cell that does not do what docs/interoperability.md documents.
 
 use mcp_gateway_tests::harness::workspace;
 use mcp_gateway_tests::interop::{self, SERVERS};
