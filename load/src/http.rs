@@ -1,16 +1,24 @@
-//! A small HTTP/1.1 client for load generation: one request at a time per connection, bodies
-//! by `Content-Length`, chunked, or up to the close (SSE answers end when their stream ends).
-//! Connections are either reused from an idle pool or opened per request (`Connection: close`).
+//! The load generator's HTTP/1.1 client, on hyper's connection-level client
+//! (`hyper::client::conn::http1`): one request at a time per connection, connections either
+//! reused from an idle pool or opened per request (`Connection: close`). hyper reads bodies by
+//! `Content-Length`, chunked or up to the close; for an SSE answer the client notes when the
+//! event carrying the JSON-RPC response arrived (an SDK returns then; the stream may end later).
+//!
+//! Not hyper-util's pooling `Client`: the benchmark must choose new versus reused connections
+//! per run and see each body frame as it arrives, which the connection-level API gives directly.
 
+use bytes::{Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use http::{HeaderMap, Method};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// Longest response head or chunk-size line accepted.
-const MAX_LINE: usize = 64 * 1024;
 /// Largest response body accepted.
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
@@ -41,15 +49,18 @@ pub enum HttpError {
     Timeout,
 }
 
-/// A request, serialized once.
+/// A request, built once and sent as many times as needed (the body is shared, not copied).
 #[derive(Debug, Clone)]
 pub struct Request {
-    bytes: Vec<u8>,
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+    body: Bytes,
 }
 
 impl Request {
-    /// `method path` with headers and a body; `Host`, `Content-Length` and, for `close`,
-    /// `Connection: close` are added.
+    /// `method path` with headers and a body; `Host`, `Content-Length` (except on a GET) and,
+    /// for `close`, `Connection: close` are added.
     pub fn new(
         method: &str,
         path: &str,
@@ -58,28 +69,53 @@ impl Request {
         body: &[u8],
         close: bool,
     ) -> Request {
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
+        let method = Method::from_bytes(method.as_bytes()).expect("a valid method");
+        let mut map = HeaderMap::new();
+        map.insert(HOST, value(host));
         for (k, v) in headers {
-            head.push_str(k);
-            head.push_str(": ");
-            head.push_str(v);
-            head.push_str("\r\n");
+            let name = HeaderName::from_bytes(k.as_bytes()).expect("a valid header name");
+            map.append(name, value(v));
         }
-        if method != "GET" {
-            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        if method != Method::GET {
+            map.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         }
         if close {
-            head.push_str("Connection: close\r\n");
+            map.insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        head.push_str("\r\n");
-        let mut bytes = head.into_bytes();
-        bytes.extend_from_slice(body);
-        Request { bytes }
+        Request {
+            method,
+            path: path.to_owned(),
+            headers: map,
+            body: Bytes::copy_from_slice(body),
+        }
+    }
+
+    fn to_hyper(&self) -> http::Request<Full<Bytes>> {
+        let mut req = http::Request::new(Full::new(self.body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.path.parse().expect("a valid path");
+        *req.headers_mut() = self.headers.clone();
+        req
     }
 }
 
+fn value(v: &str) -> HeaderValue {
+    HeaderValue::from_str(v).expect("a valid header value")
+}
+
+/// One HTTP/1.1 connection: hyper's request handle; its connection task runs on the runtime
+/// and ends when the handle is dropped or the peer closes.
 struct Conn {
-    io: BufReader<TcpStream>,
+    sender: SendRequest<Full<Bytes>>,
+}
+
+/// How an exchange on a connection went wrong.
+enum Failure {
+    /// The request never reached the server, or the server closed the kept-alive connection
+    /// before any answer: a fresh connection may try again.
+    Stale,
+    /// The exchange itself failed.
+    Error(HttpError),
 }
 
 impl Conn {
@@ -87,126 +123,69 @@ impl Conn {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|_| HttpError::Connect)?;
-        let _ = stream.set_nodelay(true);
-        Ok(Conn {
-            io: BufReader::new(stream),
-        })
+        // Without it a request written in more than one segment waits for the peer's delayed
+        // ACK (Nagle); hyper writes head and body with one vectored write, but be sure.
+        stream.set_nodelay(true).map_err(|_| HttpError::Connect)?;
+        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|_| HttpError::Broken)?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Conn { sender })
     }
 
-    /// Sends the request and reads the answer; also says whether the connection can be reused.
-    /// `Err(None)` means the connection was found closed before any answer byte.
-    async fn exchange(&mut self, req: &Request) -> Result<(Response, bool), Option<HttpError>> {
-        self.io
-            .get_mut()
-            .write_all(&req.bytes)
-            .await
-            .map_err(|_| None)?;
-        let mut line = Vec::new();
-        let n = read_line(&mut self.io, &mut line).await.map_err(|_| None)?;
-        if n == 0 {
-            return Err(None);
+    /// Sends the request and reads the whole answer.
+    async fn exchange(&mut self, req: &Request) -> Result<Response, Failure> {
+        if self.sender.ready().await.is_err() {
+            return Err(Failure::Stale);
         }
-        let status = std::str::from_utf8(&line)
-            .ok()
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u16>().ok())
-            .ok_or(Some(HttpError::Broken))?;
-        let (mut length, mut chunked, mut keep) = (None, false, true);
-        let (mut session_id, mut content_type) = (None, None);
-        loop {
-            line.clear();
-            if read_line(&mut self.io, &mut line).await.map_err(Some)? == 0 {
-                return Err(Some(HttpError::Broken));
+        let resp = match self.sender.try_send_request(req.to_hyper()).await {
+            Ok(resp) => resp,
+            Err(mut e) => {
+                let unsent = e.take_message().is_some();
+                return Err(if unsent || e.error().is_incomplete_message() {
+                    Failure::Stale
+                } else {
+                    Failure::Error(HttpError::Broken)
+                });
             }
-            let text = String::from_utf8_lossy(&line);
-            let text = text.trim_end();
-            if text.is_empty() {
-                break;
-            }
-            let Some((name, value)) = text.split_once(':') else {
-                return Err(Some(HttpError::Broken));
-            };
-            let value = value.trim();
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.parse::<usize>().ok(),
-                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
-                "connection" => keep = !value.eq_ignore_ascii_case("close"),
-                "mcp-session-id" => session_id = Some(value.to_owned()),
-                "content-type" => content_type = Some(value.to_owned()),
-                _ => {}
-            }
-        }
-        let mut body = Vec::new();
+        };
+        let (head, mut incoming) = resp.into_parts();
+        let text = |name: &str| {
+            head.headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = text(CONTENT_TYPE.as_str());
+        let session_id = text("mcp-session-id");
         let sse = content_type
             .as_deref()
             .is_some_and(|c| c.starts_with("text/event-stream"));
+        let mut body = BytesMut::new();
         let mut answered = None;
-        if chunked {
-            self.read_chunked(&mut body, sse, &mut answered).await?;
-        } else if let Some(len) = length {
-            if len > MAX_BODY {
-                return Err(Some(HttpError::Broken));
+        while let Some(frame) = incoming.frame().await {
+            let frame = frame.map_err(|_| Failure::Error(HttpError::Broken))?;
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            if body.len() + data.len() > MAX_BODY {
+                return Err(Failure::Error(HttpError::Broken));
             }
-            body.resize(len, 0);
-            self.io
-                .read_exact(&mut body)
-                .await
-                .map_err(|_| Some(HttpError::Broken))?;
-        } else if !(status == 204 || status == 304 || (100..200).contains(&status)) {
-            (&mut self.io)
-                .take(MAX_BODY as u64)
-                .read_to_end(&mut body)
-                .await
-                .map_err(|_| Some(HttpError::Broken))?;
-            keep = false;
+            body.extend_from_slice(&data);
+            if sse && answered.is_none() && has_response_event(&body) {
+                answered = Some(Instant::now());
+            }
         }
         let response = Response {
-            status,
+            status: head.status.as_u16(),
             session_id,
             content_type,
-            body,
+            body: body.to_vec(),
             answered: answered.unwrap_or_else(Instant::now),
         };
-        Ok((response, keep))
-    }
-
-    /// Reads a chunked body; for SSE, notes when an event with a JSON-RPC response arrived.
-    async fn read_chunked(
-        &mut self,
-        body: &mut Vec<u8>,
-        sse: bool,
-        answered: &mut Option<Instant>,
-    ) -> Result<(), Option<HttpError>> {
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            read_line(&mut self.io, &mut line).await.map_err(Some)?;
-            let size = std::str::from_utf8(&line)
-                .ok()
-                .and_then(|l| usize::from_str_radix(l.trim().split(';').next()?, 16).ok())
-                .ok_or(Some(HttpError::Broken))?;
-            if size == 0 {
-                // trailers, then the empty line
-                loop {
-                    line.clear();
-                    if read_line(&mut self.io, &mut line).await.map_err(Some)? <= 2 {
-                        return Ok(());
-                    }
-                }
-            }
-            if body.len() + size > MAX_BODY {
-                return Err(Some(HttpError::Broken));
-            }
-            let start = body.len();
-            body.resize(start + size + 2, 0);
-            self.io
-                .read_exact(&mut body[start..])
-                .await
-                .map_err(|_| Some(HttpError::Broken))?;
-            body.truncate(start + size);
-            if sse && answered.is_none() && has_response_event(body) {
-                *answered = Some(Instant::now());
-            }
-        }
+        Ok(response)
     }
 }
 
@@ -223,19 +202,6 @@ fn has_response_event(body: &[u8]) -> bool {
             })
         })
     })
-}
-
-/// Reads one line (with its `\n`), bounded; returns its length (0 at EOF).
-async fn read_line(io: &mut BufReader<TcpStream>, line: &mut Vec<u8>) -> Result<usize, HttpError> {
-    let n = (&mut *io)
-        .take(MAX_LINE as u64)
-        .read_until(b'\n', line)
-        .await
-        .map_err(|_| HttpError::Broken)?;
-    if n == MAX_LINE && !line.ends_with(b"\n") {
-        return Err(HttpError::Broken);
-    }
-    Ok(n)
 }
 
 /// A client for one target address.
@@ -266,28 +232,40 @@ impl Client {
     }
 
     async fn send_inner(&self, req: &Request) -> Result<Response, HttpError> {
-        let pooled = if self.reuse {
-            self.idle.lock().expect("pool lock").pop()
-        } else {
-            None
-        };
-        if let Some(mut conn) = pooled {
+        while let Some(mut conn) = self.pooled() {
             match conn.exchange(req).await {
-                Ok((resp, keep)) => return Ok(self.done(conn, resp, keep)),
-                Err(Some(e)) => return Err(e),
-                // An idle connection the server had closed: a fresh one below.
-                Err(None) => {}
+                Ok(resp) => return Ok(self.done(conn, resp).await),
+                Err(Failure::Error(e)) => return Err(e),
+                // An idle connection the server had closed: the next one, or a fresh one.
+                Err(Failure::Stale) => {}
             }
         }
         let mut conn = Conn::open(self.addr).await?;
         match conn.exchange(req).await {
-            Ok((resp, keep)) => Ok(self.done(conn, resp, keep)),
-            Err(e) => Err(e.unwrap_or(HttpError::Broken)),
+            Ok(resp) => Ok(self.done(conn, resp).await),
+            Err(Failure::Error(e)) => Err(e),
+            Err(Failure::Stale) => Err(HttpError::Broken),
         }
     }
 
-    fn done(&self, conn: Conn, resp: Response, keep: bool) -> Response {
-        if self.reuse && keep {
+    /// An idle connection not known to be closed, if reusing.
+    fn pooled(&self) -> Option<Conn> {
+        if !self.reuse {
+            return None;
+        }
+        let mut idle = self.idle.lock().expect("pool lock");
+        while let Some(conn) = idle.pop() {
+            if !conn.sender.is_closed() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    /// Keeps the connection for the next request when reusing and it can serve one: hyper
+    /// closes it after a `Connection: close` (either side) or a body delimited by the close.
+    async fn done(&self, mut conn: Conn, resp: Response) -> Response {
+        if self.reuse && conn.sender.ready().await.is_ok() {
             self.idle.lock().expect("pool lock").push(conn);
         }
         resp
@@ -296,7 +274,9 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
-    use super::has_response_event;
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
 
     #[test]
     fn a_response_event_is_seen_once_complete() {
@@ -310,5 +290,80 @@ mod tests {
             "not before the event ends"
         );
         assert!(has_response_event(b"data: {\"id\":1,\"error\":{}}\n\n"));
+    }
+
+    /// A server answering each connection's requests with `answers` in turn (each written
+    /// in the given pieces, `pause` apart), then closing it; returns its address.
+    async fn server(answers: Vec<Vec<&'static str>>, pause: Duration) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut answers = answers.into_iter();
+            while let Ok((mut s, _)) = listener.accept().await {
+                let Some(answer) = answers.next() else { return };
+                let mut buf = vec![0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                for piece in answer {
+                    s.write_all(piece.as_bytes()).await.unwrap();
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        });
+        addr
+    }
+
+    fn call() -> Request {
+        Request::new("POST", "/mcp", "h", &[], b"{}", false)
+    }
+
+    #[tokio::test]
+    async fn content_length_chunked_and_close_delimited_bodies_are_read() {
+        let addr = server(
+            vec![
+                vec!["HTTP/1.1 200 OK\r\nContent-Length: 2\r\nMcp-Session-Id: s1\r\n\r\n{}"],
+                vec!["HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n"],
+                vec!["HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close"],
+            ],
+            Duration::ZERO,
+        )
+        .await;
+        let client = Client::new(addr, false, Duration::from_secs(5));
+        let r = client.send(&call()).await.unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"{}"[..]));
+        assert_eq!(r.session_id.as_deref(), Some("s1"));
+        let r = client.send(&call()).await.unwrap();
+        assert_eq!(r.body, b"abc");
+        let r = client.send(&call()).await.unwrap();
+        assert_eq!(r.body, b"until close");
+    }
+
+    #[tokio::test]
+    async fn an_sse_answer_counts_when_its_response_event_arrives() {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let data = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n";
+        let event: &'static str = format!("{:x}\r\n{data}\r\n", data.len()).leak();
+        let addr = server(
+            vec![vec![head, event, "0\r\n\r\n"]],
+            Duration::from_millis(300),
+        )
+        .await;
+        let client = Client::new(addr, false, Duration::from_secs(5));
+        let sent = Instant::now();
+        let r = client.send(&call()).await.unwrap();
+        let ended = Instant::now();
+        assert!(r.answered.duration_since(sent) < Duration::from_millis(500));
+        assert!(ended.duration_since(r.answered) >= Duration::from_millis(250));
+    }
+
+    #[tokio::test]
+    async fn a_closed_idle_connection_is_replaced() {
+        let once = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        // Each connection answers one request, then the server closes it.
+        let addr = server(vec![vec![once], vec![once]], Duration::ZERO).await;
+        let client = Client::new(addr, true, Duration::from_secs(5));
+        client.send(&call()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let r = client.send(&call()).await.unwrap();
+        assert_eq!(r.body, b"ok");
     }
 }
