@@ -365,7 +365,7 @@ impl Suite {
         let cell = Cell {
             setup,
             backends: 2,
-            reuse: setup.backend != BackendKind::FastMcp1,
+            reuse: true,
             rate,
             duration: self.args.m3_duration,
             kill: Some((self.args.kill_at, restart)),
@@ -395,9 +395,9 @@ impl Suite {
             let cell = Cell {
                 setup: setup.with_backend(BackendKind::FastMcp1),
                 backends: 2,
-                // A new connection per call, as the Python SDK's client effectively makes
-                // (see README: keep-alive requests to uvicorn wait ~40 ms in this client).
-                reuse: false,
+                // Kept-alive connections, as with the mocks: the ~40 ms per call once seen
+                // here was Nagle on the peers' sockets (see procs::NODELAY_PRELUDE).
+                reuse: true,
                 rate,
                 duration: self.args.m1_duration,
                 kill: None,
