@@ -2,8 +2,9 @@
 //! look up, forward within, change settings of and end sessions; it alone talks to the
 //! store, decides when a session moves (and single-flights the move), and counts.
 
-use super::reinit::{self, Failed, Reason};
-use super::store::{CreateError, Quota, Rebound, SessionStore, Ttl};
+use super::recover::bound_backend;
+use super::reinit::{self, Reason};
+use super::store::{CreateError, Quota, SessionStore, Ttl};
 use super::{now_ms, short, Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
@@ -101,9 +102,10 @@ pub struct Forwarded {
 
 /// Owns every session: the store, the re-initialization locks, the counts.
 pub struct SessionManager {
-    store: Arc<dyn SessionStore>,
-    engine: Arc<Engine>,
-    locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) engine: Arc<Engine>,
+    /// One re-initialization per session at a time.
+    pub(super) locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
     /// Uses closer together than this are recorded once (a shared store takes no write per
     /// request).
     touch_every_ms: AtomicU64,
@@ -414,7 +416,7 @@ impl SessionManager {
         Ok(true)
     }
 
-    fn count_ended(&self, pool: &Pool, label: &str) {
+    pub(super) fn count_ended(&self, pool: &Pool, label: &str) {
         self.engine
             .metrics()
             .sessions_ended
@@ -471,146 +473,6 @@ impl SessionManager {
             .delete_session(pool, &b, &rec.path, sid, version)
             .await;
     }
-
-    /// Moves `seen` (the record as the caller saw it) to a surviving backend, or returns the
-    /// binding someone else already moved it to. Concurrent requests of one session share
-    /// one move. Errors are answers for the client: 503 when no backend is reachable (the
-    /// session is kept), 404 `reinit-failed` when the session cannot continue anywhere.
-    async fn recover(
-        &self,
-        pool: &Arc<Pool>,
-        seen: &SessionRecord,
-        reason: Reason,
-    ) -> Result<SessionRecord, GatewayError> {
-        let lock = self.locks.entry(seen.id.clone()).or_default().clone();
-        let result = {
-            let _single_flight = lock.lock().await;
-            self.recover_locked(pool, seen, reason).await
-        };
-        drop(lock);
-        self.locks
-            .remove_if(&seen.id, |_, l| Arc::strong_count(l) == 1);
-        result
-    }
-
-    async fn recover_locked(
-        &self,
-        pool: &Arc<Pool>,
-        seen: &SessionRecord,
-        reason: Reason,
-    ) -> Result<SessionRecord, GatewayError> {
-        let current = match self.store.get(&seen.id).await? {
-            Lookup::Live(r) => r,
-            Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
-            Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
-        };
-        if current.binding.generation != seen.binding.generation {
-            return Ok(current); // another request of this session already moved it
-        }
-        // A backend that forgot the session may still be alive; one that is down is tried
-        // last (it may be the only one, and back by now). A drained backend is never the last
-        // resort: that is what it drains from.
-        let last_resort = match reason {
-            Reason::SessionUnknown | Reason::Drained => None,
-            _ => pool.find(current.binding.backend),
-        };
-        let counts = self.store.backend_counts(&pool.name).await?;
-        let pick = Pick::Move {
-            counts: &counts,
-            last_resort,
-        };
-        // A drained backend is not tried at all; every other one is recorded when tried.
-        let mut tried = match reason {
-            Reason::Drained => vec![current.binding.backend],
-            _ => Vec::new(),
-        };
-        let current = &current;
-        let binding = self
-            .engine
-            .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
-                Box::pin(async move {
-                    match reinit::replay(&self.engine, pool, &backend, current).await {
-                        Ok(binding) => Step::Done((binding, backend)),
-                        Err(Failed::Unreachable) => Step::Unreachable,
-                        Err(Failed::Refused) => Step::Refused,
-                        Err(Failed::VersionMismatch(got)) => {
-                            Step::Stop(self.version_mismatch(pool, current, got).await)
-                        }
-                    }
-                })
-            })
-            .await?;
-        self.rebind(pool, current, binding, reason).await
-    }
-
-    async fn version_mismatch(
-        &self,
-        pool: &Pool,
-        current: &SessionRecord,
-        got: String,
-    ) -> GatewayError {
-        tracing::warn!(session = short(&current.id), expected = %current.protocol_version, got, "re-initialization negotiated another protocol version");
-        if let Err(e) = self.store.end(&current.id, GoneReason::ReinitFailed).await {
-            return e.into();
-        }
-        self.count_ended(pool, "version-mismatch");
-        GatewayError::session_not_found("reinit-failed")
-            .with("expectedProtocolVersion", current.protocol_version.as_ref())
-            .with("negotiatedProtocolVersion", got)
-    }
-
-    /// Swaps the binding under generation fencing. The loser of a race (another replica moved
-    /// the session first) adopts the winner's binding and deletes the backend session it made.
-    async fn rebind(
-        &self,
-        pool: &Arc<Pool>,
-        current: &SessionRecord,
-        (binding, backend): (Binding, Arc<Backend>),
-        reason: Reason,
-    ) -> Result<SessionRecord, GatewayError> {
-        let made = BackendSession {
-            id: binding.backend_session.clone(),
-            path: current.path.clone(),
-            protocol_version: current.protocol_version.clone(),
-        };
-        let outcome = self
-            .store
-            .rebind(&current.id, current.binding.generation, binding)
-            .await;
-        let lost = match outcome {
-            Ok(Rebound::Won(record)) => {
-                self.engine
-                    .metrics()
-                    .session_reinits
-                    .with_label_values(&[&pool.name, reason.as_str()])
-                    .inc();
-                tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), "session re-initialized");
-                return Ok(record);
-            }
-            Ok(Rebound::Lost(lookup)) => Ok(lookup),
-            Err(e) => Err(e),
-        };
-        self.engine
-            .spawn_delete_session(pool.clone(), backend, made);
-        match lost? {
-            Lookup::Live(winner) => Ok(winner),
-            Lookup::Gone(g) => Err(GatewayError::session_not_found(g.as_str())),
-            Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
-        }
-    }
-}
-
-/// The session's backend, or why the binding cannot be used as it is.
-fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Backend>, Reason> {
-    match pool.find(rec.binding.backend) {
-        None => Err(Reason::BackendGone),
-        Some(b) if b.is_failed() => Err(Reason::BackendDown),
-        Some(_) if rec.binding.stale => Err(Reason::ConnectionLost),
-        Some(b) if b.draining_for().is_some_and(|d| d >= pool.drain_timeout) => {
-            Err(Reason::Drained)
-        }
-        Some(b) => Ok(b),
-    }
 }
 
 fn backend_session(rec: &SessionRecord) -> BackendSession {
@@ -618,79 +480,5 @@ fn backend_session(rec: &SessionRecord) -> BackendSession {
         id: rec.binding.backend_session.clone(),
         path: rec.path.clone(),
         protocol_version: rec.protocol_version.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::MemoryStore;
-
-    fn manager() -> (SessionManager, Arc<MemoryStore>) {
-        let registry = pingora_prometheus::prometheus::Registry::new();
-        let engine = Arc::new(Engine::new(crate::metrics::Metrics::new(&registry)));
-        let store = Arc::new(MemoryStore::new(Ttl {
-            idle: Duration::from_secs(60),
-            tombstone: Duration::from_secs(60),
-        }));
-        (SessionManager::new(store.clone(), engine), store)
-    }
-
-    fn record(principal: Option<&str>) -> SessionRecord {
-        SessionRecord {
-            id: super::super::new_session_id(),
-            pool: "p".into(),
-            client: "".into(),
-            principal: principal.map(Arc::from),
-            path: "/mcp".into(),
-            init_params: "{}".into(),
-            protocol_version: "2025-11-25".into(),
-            binding: Binding {
-                backend: "127.0.0.1:1".parse().unwrap(),
-                backend_session: "b".into(),
-                generation: 1,
-                stale: false,
-            },
-            settings: Settings::default(),
-            last_use_ms: now_ms(),
-        }
-    }
-
-    const OPEN: Quota = Quota {
-        max_sessions: 10,
-        max_per_client: None,
-    };
-
-    #[tokio::test]
-    async fn a_session_of_another_principal_is_exactly_as_unknown_as_a_missing_one() {
-        let (sessions, store) = manager();
-        let rec = record(Some("alice"));
-        store.create(rec.clone(), OPEN).await.unwrap();
-        let alice = Caller {
-            identity: "".into(),
-            principal: Some("alice".into()),
-        };
-        let mallory = Caller {
-            identity: "".into(),
-            principal: Some("mallory".into()),
-        };
-        assert_eq!(sessions.lookup(&rec.id, &alice).await.unwrap(), rec);
-        let foreign = sessions.lookup(&rec.id, &mallory).await.unwrap_err();
-        let missing = sessions.lookup("no-such-id", &mallory).await.unwrap_err();
-        assert_eq!(foreign, missing);
-        assert_eq!(foreign.data["reason"], "unknown");
-    }
-
-    #[tokio::test]
-    async fn ended_sessions_answer_with_their_reason() {
-        let (sessions, store) = manager();
-        let rec = record(None);
-        store.create(rec.clone(), OPEN).await.unwrap();
-        store.end(&rec.id, GoneReason::Expired).await.unwrap();
-        let err = sessions
-            .lookup(&rec.id, &Caller::default())
-            .await
-            .unwrap_err();
-        assert_eq!(err.data["reason"], "expired");
     }
 }

@@ -9,6 +9,9 @@
 
 mod expiry;
 mod manager;
+#[cfg(test)]
+mod manager_tests;
+mod recover;
 mod reinit;
 pub mod store;
 

@@ -1,0 +1,154 @@
+//! Moving a session off a failed backend: one move per session at a time (later requests
+//! adopt its result), the backend chosen by the attempt engine, the client's `initialize`
+//! replayed (`reinit.rs`), and the binding swapped under generation fencing.
+
+use super::manager::SessionManager;
+use super::reinit::{self, Failed, Reason};
+use super::store::Rebound;
+use super::{short, Binding, GoneReason, Lookup, SessionRecord};
+use crate::error::GatewayError;
+use crate::upstream::attempt::{BackendSession, Pick, Step};
+use crate::upstream::{Backend, Pool};
+use std::sync::Arc;
+
+impl SessionManager {
+    /// Moves `seen` (the record as the caller saw it) to a surviving backend, or returns the
+    /// binding someone else already moved it to. Concurrent requests of one session share
+    /// one move. Errors are answers for the client: 503 when no backend is reachable (the
+    /// session is kept), 404 `reinit-failed` when the session cannot continue anywhere.
+    pub(super) async fn recover(
+        &self,
+        pool: &Arc<Pool>,
+        seen: &SessionRecord,
+        reason: Reason,
+    ) -> Result<SessionRecord, GatewayError> {
+        let lock = self.locks.entry(seen.id.clone()).or_default().clone();
+        let result = {
+            let _single_flight = lock.lock().await;
+            self.recover_locked(pool, seen, reason).await
+        };
+        drop(lock);
+        self.locks
+            .remove_if(&seen.id, |_, l| Arc::strong_count(l) == 1);
+        result
+    }
+
+    async fn recover_locked(
+        &self,
+        pool: &Arc<Pool>,
+        seen: &SessionRecord,
+        reason: Reason,
+    ) -> Result<SessionRecord, GatewayError> {
+        let current = match self.store.get(&seen.id).await? {
+            Lookup::Live(r) => r,
+            Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
+            Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
+        };
+        if current.binding.generation != seen.binding.generation {
+            return Ok(current); // another request of this session already moved it
+        }
+        // A backend that forgot the session may still be alive; one that is down is tried
+        // last (it may be the only one, and back by now). A drained backend is never the last
+        // resort: that is what it drains from.
+        let last_resort = match reason {
+            Reason::SessionUnknown | Reason::Drained => None,
+            _ => pool.find(current.binding.backend),
+        };
+        let counts = self.store.backend_counts(&pool.name).await?;
+        let pick = Pick::Move {
+            counts: &counts,
+            last_resort,
+        };
+        // A drained backend is not tried at all; every other one is recorded when tried.
+        let mut tried = match reason {
+            Reason::Drained => vec![current.binding.backend],
+            _ => Vec::new(),
+        };
+        let current = &current;
+        let binding = self
+            .engine
+            .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
+                Box::pin(async move {
+                    match reinit::replay(&self.engine, pool, &backend, current).await {
+                        Ok(binding) => Step::Done((binding, backend)),
+                        Err(Failed::Unreachable) => Step::Unreachable,
+                        Err(Failed::Refused) => Step::Refused,
+                        Err(Failed::VersionMismatch(got)) => {
+                            Step::Stop(self.version_mismatch(pool, current, got).await)
+                        }
+                    }
+                })
+            })
+            .await?;
+        self.rebind(pool, current, binding, reason).await
+    }
+
+    async fn version_mismatch(
+        &self,
+        pool: &Pool,
+        current: &SessionRecord,
+        got: String,
+    ) -> GatewayError {
+        tracing::warn!(session = short(&current.id), expected = %current.protocol_version, got, "re-initialization negotiated another protocol version");
+        if let Err(e) = self.store.end(&current.id, GoneReason::ReinitFailed).await {
+            return e.into();
+        }
+        self.count_ended(pool, "version-mismatch");
+        GatewayError::session_not_found("reinit-failed")
+            .with("expectedProtocolVersion", current.protocol_version.as_ref())
+            .with("negotiatedProtocolVersion", got)
+    }
+
+    /// Swaps the binding under generation fencing. The loser of a race (another replica moved
+    /// the session first) adopts the winner's binding and deletes the backend session it made.
+    async fn rebind(
+        &self,
+        pool: &Arc<Pool>,
+        current: &SessionRecord,
+        (binding, backend): (Binding, Arc<Backend>),
+        reason: Reason,
+    ) -> Result<SessionRecord, GatewayError> {
+        let made = BackendSession {
+            id: binding.backend_session.clone(),
+            path: current.path.clone(),
+            protocol_version: current.protocol_version.clone(),
+        };
+        let outcome = self
+            .store
+            .rebind(&current.id, current.binding.generation, binding)
+            .await;
+        let lost = match outcome {
+            Ok(Rebound::Won(record)) => {
+                self.engine
+                    .metrics()
+                    .session_reinits
+                    .with_label_values(&[&pool.name, reason.as_str()])
+                    .inc();
+                tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), "session re-initialized");
+                return Ok(record);
+            }
+            Ok(Rebound::Lost(lookup)) => Ok(lookup),
+            Err(e) => Err(e),
+        };
+        self.engine
+            .spawn_delete_session(pool.clone(), backend, made);
+        match lost? {
+            Lookup::Live(winner) => Ok(winner),
+            Lookup::Gone(g) => Err(GatewayError::session_not_found(g.as_str())),
+            Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
+        }
+    }
+}
+
+/// The session's backend, or why the binding cannot be used as it is.
+pub(super) fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Backend>, Reason> {
+    match pool.find(rec.binding.backend) {
+        None => Err(Reason::BackendGone),
+        Some(b) if b.is_failed() => Err(Reason::BackendDown),
+        Some(_) if rec.binding.stale => Err(Reason::ConnectionLost),
+        Some(b) if b.draining_for().is_some_and(|d| d >= pool.drain_timeout) => {
+            Err(Reason::Drained)
+        }
+        Some(b) => Ok(b),
+    }
+}
