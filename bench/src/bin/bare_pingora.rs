@@ -1,6 +1,6 @@
 //! `bare-pingora`: the floor pingora sets. A `ProxyHttp` that only picks the (single) peer and
 //! sets `Host`, run with the same `ServerConf` as the gateway (gateway/src/server.rs), so that
-//! `scripts/bench` can tell the framework's cost from the gateway's.
+//! `mcp-load suite --only overhead` can tell the framework's cost from the gateway's.
 //!
 //! ```text
 //! bare-pingora --listen 127.0.0.1:P --upstream 127.0.0.1:Q [--threads 1]
@@ -125,7 +125,7 @@ fn main() {
     server.run_forever()
 }
 
-/// The allocator follows the gateway's (see bench/Cargo.toml).
+/// The allocator follows the gateway's (the default feature; see bench/Cargo.toml).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

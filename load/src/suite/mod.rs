@@ -6,8 +6,9 @@
 //! - M3 pod kill: SIGKILL one of two backends at `--kill-at` of a `--m3-duration` run, and a
 //!   variant that restarts it on the same port `--restart-after` seconds later.
 //! - Real peers: the same with FastMCP 1.30.0 servers at a rate they sustain.
-//! - Overhead: closed-loop throughput and open-loop latency, direct vs nginx vs mcp-gateway.
-//! - Memory: gateway RSS with `--memory-sessions` idle sessions.
+//! - Overhead: closed-loop throughput, CPU per request and open-loop latency, direct vs nginx
+//!   vs bare pingora vs mcp-gateway (and a baseline mcp-gateway build, interleaved).
+//! - Memory: gateway RSS with `--memory-sessions` idle sessions (and the baseline's).
 
 mod overhead;
 mod procs;
@@ -32,9 +33,19 @@ pub struct SuiteArgs {
     /// Repository root (for tests/peers and .venv-mcp1).
     #[arg(long, default_value = ".")]
     root: PathBuf,
-    /// Directory of mcp-gateway and mock-mcp (default: next to mcp-load).
+    /// Directory of mcp-gateway, mock-mcp and bare-pingora (default: next to mcp-load).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// The mcp-gateway binary to measure (default: mcp-gateway in the binary directory).
+    #[arg(long)]
+    gateway_bin: Option<PathBuf>,
+    /// A second mcp-gateway binary (say, a build of the previous commit): overhead and memory
+    /// run it interleaved with the first and show both side by side with their ratio.
+    #[arg(long)]
+    baseline_gateway_bin: Option<PathBuf>,
+    /// Seconds per overhead run (closed loop and 1000 rps alike).
+    #[arg(long, default_value_t = 5.0)]
+    overhead_duration: f64,
     /// Runs per cell (median and range are reported).
     #[arg(long, default_value_t = 5)]
     runs: usize,
@@ -80,6 +91,8 @@ pub enum Via {
     Nginx,
     /// nginx stream (TCP) random per connection, like kube-proxy behind a Service.
     L4Random,
+    /// A pingora proxy that only picks the one backend: the framework's floor.
+    BarePingora,
     /// mcp-gateway, a `stateful` route.
     GatewayStateful,
     /// mcp-gateway, a `stateless` route.
@@ -92,6 +105,8 @@ pub struct Setup {
     via: Via,
     backend: BackendKind,
     dialect: Dialect,
+    /// mcp-gateway paths: the baseline binary instead of the measured one.
+    baseline: bool,
 }
 
 impl Setup {
@@ -99,21 +114,25 @@ impl Setup {
         via: Via::Nginx,
         backend: BackendKind::MockLegacy,
         dialect: Dialect::Legacy,
+        baseline: false,
     };
     const L4_LEGACY: Setup = Setup {
         via: Via::L4Random,
         backend: BackendKind::MockLegacy,
         dialect: Dialect::Legacy,
+        baseline: false,
     };
     const GATEWAY_LEGACY: Setup = Setup {
         via: Via::GatewayStateful,
         backend: BackendKind::MockLegacy,
         dialect: Dialect::Legacy,
+        baseline: false,
     };
     const GATEWAY_STATELESS: Setup = Setup {
         via: Via::GatewayStateless,
         backend: BackendKind::MockStateless,
         dialect: Dialect::Stateless,
+        baseline: false,
     };
 
     fn with_backend(self, backend: BackendKind) -> Setup {
@@ -130,10 +149,12 @@ impl Setup {
             Via::Direct => "direct",
             Via::Nginx => "nginx round robin",
             Via::L4Random => "L4 random per connection (kube-proxy-like)",
+            Via::BarePingora => "bare pingora",
             Via::GatewayStateful => "mcp-gateway stateful",
             Via::GatewayStateless => "mcp-gateway stateless",
         };
-        format!("{dialect} via {via}")
+        let baseline = if self.baseline { " (baseline)" } else { "" };
+        format!("{dialect} via {via}{baseline}")
     }
 
     fn slug(&self) -> String {
@@ -166,7 +187,12 @@ pub async fn main(mut args: SuiteArgs) -> i32 {
     let _ = std::fs::remove_dir_all(&args.out);
     std::fs::create_dir_all(args.out.join("charts")).expect("output dir");
     args.out = std::fs::canonicalize(&args.out).expect("output dir");
-    let programs = match Programs::find(&args.root, args.bin_dir.clone()) {
+    let programs = match Programs::find(
+        &args.root,
+        args.bin_dir.clone(),
+        args.gateway_bin.clone(),
+        args.baseline_gateway_bin.clone(),
+    ) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("mcp-load suite: {e}");
@@ -232,6 +258,12 @@ impl Suite {
 
     /// Starts the backends and the proxy, runs the load (with the kill), stops everything.
     async fn run_cell(&self, cell: &Cell, tag: &str) -> RunResult {
+        self.run_cell_cpu(cell, tag).await.0
+    }
+
+    /// [`Self::run_cell`], also returning the CPU time per successful request (µs) of the
+    /// proxy, or of the (first) backend when there is none.
+    async fn run_cell_cpu(&self, cell: &Cell, tag: &str) -> (RunResult, Option<f64>) {
         let p = &self.programs;
         let mut backends = Vec::new();
         for i in 0..cell.backends {
@@ -239,14 +271,24 @@ impl Suite {
         }
         let addrs: Vec<SocketAddr> = backends.iter().map(|b| b.addr).collect();
         let dir = self.args.out.join("work").join(tag);
+        let gateway = self.gateway_bin(cell.setup);
         let proxy = match cell.setup.via {
             Via::Direct => None,
             Via::Nginx => Some(Proxy::nginx(p, &dir, &addrs).await),
             Via::L4Random => Some(Proxy::l4_random(p, &dir, &addrs).await),
-            Via::GatewayStateful => Some(Proxy::gateway(p, &dir, "stateful", &addrs, "").await),
-            Via::GatewayStateless => Some(Proxy::gateway(p, &dir, "stateless", &addrs, "").await),
+            Via::BarePingora => {
+                let bin = p.bare_pingora.as_ref().expect("bare-pingora checked");
+                Some(Proxy::bare_pingora(bin, addrs[0]).await)
+            }
+            Via::GatewayStateful => {
+                Some(Proxy::gateway(gateway, &dir, "stateful", &addrs, "").await)
+            }
+            Via::GatewayStateless => {
+                Some(Proxy::gateway(gateway, &dir, "stateless", &addrs, "").await)
+            }
         };
         let target = proxy.as_ref().map_or(addrs[0], |px| px.addr);
+        let measured = proxy.as_ref().map_or(backends[0].pid(), Proxy::pid);
         let backends = Arc::new(Mutex::new(backends));
         let restarted = Arc::new(Mutex::new(None));
         let mut events = Vec::new();
@@ -284,14 +326,28 @@ impl Suite {
             timeout: Duration::from_secs(10),
             progress: false,
         };
+        let cpu_before = measured.and_then(procs::cpu_seconds);
         let result = run::run(cfg, events).await;
+        let cpu = match (cpu_before, measured.and_then(procs::cpu_seconds)) {
+            (Some(a), Some(b)) if result.ok > 0 => Some((b - a) * 1e6 / result.ok as f64),
+            _ => None,
+        };
         drop(proxy);
         let handle = restarted.lock().expect("restart").take();
         if let Some(h) = handle {
             drop(h.await);
         }
         drop(backends);
-        result
+        (result, cpu)
+    }
+
+    /// The mcp-gateway binary of a setup.
+    fn gateway_bin(&self, setup: Setup) -> &std::path::Path {
+        let p = &self.programs;
+        match (&p.baseline_gateway, setup.baseline) {
+            (Some(baseline), true) => baseline,
+            _ => &p.gateway,
+        }
     }
 
     /// The legacy paths to compare: the naive proxies, then mcp-gateway.

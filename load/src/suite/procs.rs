@@ -1,6 +1,7 @@
 //! The processes a benchmark cell runs: backends (Rust mock MCP servers of both eras, or real
-//! FastMCP 1.30.0 servers), nginx as the naive round-robin proxy, and mcp-gateway. Each is its
-//! own process on 127.0.0.1 so it can be SIGKILLed; all are killed on drop.
+//! FastMCP 1.30.0 servers), nginx as the naive round-robin proxy, a bare pingora passthrough as
+//! the framework's floor, and mcp-gateway (and a baseline build of it). Each is its own process
+//! on 127.0.0.1 so it can be SIGKILLed and its CPU time read; all are killed on drop.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,10 @@ use tokio::process::{Child, Command};
 pub struct Programs {
     /// `mcp-gateway`.
     pub gateway: PathBuf,
+    /// A second `mcp-gateway` to compare with (an older build), when given.
+    pub baseline_gateway: Option<PathBuf>,
+    /// `bare-pingora` (bench/src/bin/bare_pingora.rs), when built.
+    pub bare_pingora: Option<PathBuf>,
     /// `mock-mcp` (the tests crate's mock server as a process).
     pub mock: PathBuf,
     /// Debian's nginx.
@@ -27,8 +32,14 @@ pub struct Programs {
 }
 
 impl Programs {
-    /// Finds them: binaries next to this one, nginx on PATH or in /usr/sbin, peers under `root`.
-    pub fn find(root: &Path, bin_dir: Option<PathBuf>) -> Result<Programs, String> {
+    /// Finds them: binaries next to this one (or in `bin_dir`; `gateway` and `baseline` name
+    /// mcp-gateway binaries elsewhere), nginx in /usr/sbin, peers under `root`.
+    pub fn find(
+        root: &Path,
+        bin_dir: Option<PathBuf>,
+        gateway: Option<PathBuf>,
+        baseline: Option<PathBuf>,
+    ) -> Result<Programs, String> {
         let bin_dir = match bin_dir {
             Some(d) => d,
             None => std::env::current_exe()
@@ -45,17 +56,22 @@ impl Programs {
         let stream_module = Some(PathBuf::from("/usr/lib/nginx/modules/ngx_stream_module.so"))
             .filter(|p| p.exists());
         let programs = Programs {
-            gateway: bin_dir.join("mcp-gateway"),
+            gateway: gateway.unwrap_or_else(|| bin_dir.join("mcp-gateway")),
+            baseline_gateway: baseline,
+            bare_pingora: Some(bin_dir.join("bare-pingora")).filter(|p| p.exists()),
             mock: bin_dir.join("mock-mcp"),
             nginx,
             stream_module,
             python1: root.join(".venv-mcp1/bin/python"),
             peers: root.join("tests/peers"),
         };
+        let baseline = programs.baseline_gateway.as_ref();
         for (what, path) in [
-            ("mcp-gateway", &programs.gateway),
-            ("mock-mcp", &programs.mock),
+            ("mcp-gateway", Some(&programs.gateway)),
+            ("mock-mcp", Some(&programs.mock)),
+            ("the baseline mcp-gateway", baseline),
         ] {
+            let Some(path) = path else { continue };
             if !path.exists() {
                 return Err(format!(
                     "{what} missing at {}: cargo build --release --workspace --bins",
@@ -116,6 +132,11 @@ impl Backend {
                 let _ = c.kill().await;
             }
         }
+    }
+
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref()?.id()
     }
 
     /// What to run to restart it on the same port.
@@ -203,7 +224,7 @@ pub fn restart_later(
     })
 }
 
-/// A proxy process (nginx or mcp-gateway).
+/// A proxy process (nginx, bare pingora or mcp-gateway).
 pub struct Proxy {
     /// Where clients connect.
     pub addr: SocketAddr,
@@ -297,10 +318,25 @@ impl Proxy {
         Self::ready(port, child, "nginx", true).await
     }
 
-    /// mcp-gateway with one route at `/mcp` in `mode` over `backends` (2 worker threads), plus
-    /// `extra` top-level YAML.
+    /// The bare pingora passthrough to one backend, with the gateway's 2 worker threads.
+    pub async fn bare_pingora(bin: &Path, backend: SocketAddr) -> Proxy {
+        let port = free_port();
+        let child = Command::new(bin)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--upstream", &backend.to_string(), "--threads", "2"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start bare-pingora");
+        Self::ready(port, child, "bare-pingora", false).await
+    }
+
+    /// mcp-gateway (the binary `bin`) with one route at `/mcp` in `mode` over `backends` (2
+    /// worker threads), plus `extra` top-level YAML.
     pub async fn gateway(
-        p: &Programs,
+        bin: &Path,
         dir: &Path,
         mode: &str,
         backends: &[SocketAddr],
@@ -316,7 +352,7 @@ impl Proxy {
         );
         let path = dir.join("gateway.yaml");
         std::fs::write(&path, yaml).expect("write gateway.yaml");
-        let child = Command::new(&p.gateway)
+        let child = Command::new(bin)
             .arg("--config")
             .arg(&path)
             .env("RUST_LOG", "error")
@@ -344,6 +380,11 @@ impl Proxy {
         panic!("{what} did not listen on {addr}");
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Resident memory of the process, in KiB.
     pub fn rss_kib(&self) -> Option<u64> {
         let pid = self.child.id()?;
@@ -356,4 +397,37 @@ impl Proxy {
             .parse()
             .ok()
     }
+}
+
+/// CPU time (user + system) used so far by a process and its children (nginx's worker), in
+/// seconds; `None` when it has exited.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let ticks = |pid: u32| -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command name, which is in parentheses and may hold spaces:
+        // state is field 3, utime and stime fields 14 and 15.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    };
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let mut total = ticks(pid)?;
+    for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+        total += ticks(child).unwrap_or(0);
+    }
+    Some(total as f64 / clock_ticks_per_second())
+}
+
+/// `getconf CLK_TCK` (100 on Linux unless configured otherwise).
+fn clock_ticks_per_second() -> f64 {
+    static TCK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TCK.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }

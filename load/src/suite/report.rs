@@ -1,8 +1,9 @@
 //! Markdown tables of the suite: medians with their range over the runs of each cell.
 
-use super::{Cell, SuiteArgs};
+use super::{Cell, Setup, SuiteArgs, Via};
 use crate::run::RunResult;
 use std::fmt::Write as _;
+use std::path::Path;
 
 /// An M1 cell and its runs.
 pub struct M1Row {
@@ -161,64 +162,179 @@ pub fn m3(title: &str, rows: &[M3Row], args: &SuiteArgs) -> String {
     md
 }
 
-/// The overhead tables: closed-loop throughput and latency at a fixed rate, each target
-/// against its direct reference (first of its dialect).
+/// An overhead target and its interleaved runs.
+pub struct OverheadRow {
+    pub setup: Setup,
+    /// Closed-loop runs (throughput).
+    pub throughput: Vec<RunResult>,
+    /// CPU µs per request of the proxy (direct: of the backend) in each closed-loop run.
+    pub cpu: Vec<f64>,
+    /// Open-loop runs at 1000 rps (latency).
+    pub latency: Vec<RunResult>,
+}
+
+impl OverheadRow {
+    fn rps(&self) -> f64 {
+        median(&col(&self.throughput, |x| x.achieved_rps))
+    }
+
+    fn p50(&self) -> f64 {
+        median(&col(&self.latency, |x| x.service_ms.p50))
+    }
+
+    fn p99(&self) -> f64 {
+        median(&col(&self.latency, |x| x.service_ms.p99))
+    }
+}
+
+/// The overhead tables: closed-loop throughput, CPU per request and latency at a fixed rate,
+/// each target against the references of its dialect (direct, nginx, bare pingora); then, with
+/// a baseline build (`binaries`: measured, baseline), mcp-gateway against it.
 pub fn overhead(
-    labels: &[String],
-    throughput: &[Vec<RunResult>],
-    latency: &[Vec<RunResult>],
+    rows: &[OverheadRow],
+    duration: f64,
+    bare_missing: Option<&str>,
+    binaries: (&Path, Option<&Path>),
 ) -> String {
-    let mut md = String::from(
-        "## Overhead\n\nOne backend. Throughput: closed loop, 32 concurrent requests on reused connections, 5 s \
-         per run, runs interleaved across targets. Latency: open loop at 1000 rps, from send to answer \
-         (service time). Load generator, \
-         proxy and backend share the 2 cores, so compare ratios, not absolute numbers.\n\n\
-         | path | req/s (closed loop) | vs direct | vs nginx | p50 ms @1000 rps | p99 ms @1000 rps | added p50 ms | added p99 ms |\n\
-         |---|---|---|---|---|---|---|---|\n",
+    let mut md = format!(
+        "## Overhead\n\nOne backend. Throughput: closed loop, 32 concurrent requests on reused connections, \
+         {duration} s per run, runs interleaved across targets. CPU µs/req: CPU time of the proxy process \
+         (direct: of the backend) per successful request of the closed-loop runs, the steadiest number when \
+         other work shares the machine. Latency: open loop at 1000 rps, from send to answer (service time). \
+         Load generator, proxies (nginx 1 worker; bare pingora and mcp-gateway 2 threads) and backend share \
+         the 2 cores, unpinned, so compare ratios, not absolute numbers.\n\n\
+         | path | req/s (closed loop) | vs direct | vs nginx | vs bare pingora | CPU µs/req | p50 ms @1000 rps | p99 ms @1000 rps | added p50 ms | added p99 ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
     );
-    // Targets come in dialect groups of three: direct, nginx, mcp-gateway.
-    for (k, label) in labels.iter().enumerate() {
-        let base = k - k % 3;
-        let rps = |i: usize| median(&col(&throughput[i], |x| x.achieved_rps));
-        let p = |i: usize, q: fn(&RunResult) -> f64| median(&col(&latency[i], q));
-        let p50 = |x: &RunResult| x.service_ms.p50;
-        let p99 = |x: &RunResult| x.service_ms.p99;
-        let vs_nginx = if k % 3 == 2 {
-            format!("{:.2}x", rps(k) / rps(base + 1))
-        } else {
-            "".into()
+    let reference = |row: &OverheadRow, via: Via| {
+        rows.iter()
+            .find(|r| r.setup.dialect == row.setup.dialect && r.setup.via == via)
+    };
+    for row in rows {
+        let ratio = |via: Via| {
+            reference(row, via).map_or(String::new(), |r| format!("{:.2}x", row.rps() / r.rps()))
         };
-        let added = |q: fn(&RunResult) -> f64| {
-            if k % 3 == 0 {
-                "".to_owned()
-            } else {
-                format!("{:+.3}", p(k, q) - p(base, q))
-            }
+        let direct = reference(row, Via::Direct);
+        let added = |q: fn(&OverheadRow) -> f64| match direct {
+            Some(d) if row.setup.via != Via::Direct => format!("{:+.3}", q(row) - q(d)),
+            _ => String::new(),
         };
         let _ = writeln!(
             md,
-            "| {label} | {} | {:.2}x | {vs_nginx} | {:.3} | {:.3} | {} | {} |",
-            spread(&col(&throughput[k], |x| x.achieved_rps), 0),
-            rps(k) / rps(base),
-            p(k, p50),
-            p(k, p99),
-            added(p50),
-            added(p99),
+            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {} |",
+            row.setup.label(),
+            spread(&col(&row.throughput, |x| x.achieved_rps), 0),
+            ratio(Via::Direct),
+            ratio(Via::Nginx),
+            ratio(Via::BarePingora),
+            if row.cpu.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{:.1}", median(&row.cpu))
+            },
+            row.p50(),
+            row.p99(),
+            added(OverheadRow::p50),
+            added(OverheadRow::p99),
+        );
+    }
+    if let Some(why) = bare_missing {
+        let _ = writeln!(md, "\nNo bare pingora column: {why}.");
+    }
+    md.push('\n');
+    if let (measured, Some(baseline)) = binaries {
+        md.push_str(&against_baseline(rows, measured, baseline));
+    }
+    md
+}
+
+/// mcp-gateway against the baseline build, route by route (empty without a baseline).
+fn against_baseline(rows: &[OverheadRow], measured: &Path, baseline: &Path) -> String {
+    let pairs: Vec<(&OverheadRow, &OverheadRow)> = rows
+        .iter()
+        .filter(|r| r.setup.baseline)
+        .filter_map(|b| {
+            let measured = rows.iter().find(|r| {
+                !r.setup.baseline
+                    && r.setup.via == b.setup.via
+                    && r.setup.dialect == b.setup.dialect
+            })?;
+            Some((b, measured))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut md = format!(
+        "### mcp-gateway against the baseline build\n\nMeasured: `{}`; baseline: `{}`. Same runs \
+         as above (interleaved: the two builds alternate). Ratio: measured / baseline.\n\n\
+         | route | req/s baseline | req/s | ratio | CPU µs/req baseline | CPU µs/req | ratio | p50 ms baseline | p50 ms | p99 ms baseline | p99 ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+        measured.display(),
+        baseline.display()
+    );
+    for (b, m) in pairs {
+        let route = match m.setup.via {
+            Via::GatewayStateful => "stateful (legacy dialect)",
+            _ => "stateless (2026-07-28 dialect)",
+        };
+        let (cb, cm) = (median(&b.cpu), median(&m.cpu));
+        let _ = writeln!(
+            md,
+            "| {route} | {} | {} | **{:.2}x** | {cb:.1} | {cm:.1} | {:.2}x | {:.3} | {:.3} | {:.3} | {:.3} |",
+            spread(&col(&b.throughput, |x| x.achieved_rps), 0),
+            spread(&col(&m.throughput, |x| x.achieved_rps), 0),
+            m.rps() / b.rps(),
+            if cb > 0.0 { cm / cb } else { f64::NAN },
+            b.p50(),
+            m.p50(),
+            b.p99(),
+            m.p99(),
         );
     }
     md.push('\n');
     md
 }
 
-/// The memory line.
-pub fn memory(n: usize, opened: usize, before_kib: u64, after_kib: u64) -> String {
-    let per = (after_kib.saturating_sub(before_kib) * 1024) as f64 / opened.max(1) as f64;
-    format!(
-        "## Memory\n\nmcp-gateway RSS with idle sessions (stateful route, one legacy mock backend): \
-         {opened} of {n} sessions opened; RSS {:.1} MiB before, {:.1} MiB after: **{per:.0} bytes per session**.\n\n",
-        before_kib as f64 / 1024.0,
-        after_kib as f64 / 1024.0
-    )
+/// One memory measurement: which binary, sessions asked and opened, RSS before and after (KiB).
+pub struct MemoryRow {
+    pub binary: String,
+    pub asked: usize,
+    pub opened: usize,
+    pub before_kib: u64,
+    pub after_kib: u64,
+}
+
+impl MemoryRow {
+    fn per_session(&self) -> f64 {
+        (self.after_kib.saturating_sub(self.before_kib) * 1024) as f64 / self.opened.max(1) as f64
+    }
+}
+
+/// The memory lines (the measured binary first, then the baseline, and their ratio).
+pub fn memory(rows: &[MemoryRow]) -> String {
+    let mut md = String::from("## Memory\n\n");
+    for r in rows {
+        let _ = writeln!(
+            md,
+            "{}RSS with idle sessions (stateful route, one legacy mock backend): \
+             {} of {} sessions opened; RSS {:.1} MiB before, {:.1} MiB after: **{:.0} bytes per session**.\n",
+            r.binary,
+            r.opened,
+            r.asked,
+            r.before_kib as f64 / 1024.0,
+            r.after_kib as f64 / 1024.0,
+            r.per_session(),
+        );
+    }
+    if let [measured, baseline] = rows {
+        let _ = writeln!(
+            md,
+            "Bytes per session, measured / baseline: **{:.2}x**.\n",
+            measured.per_session() / baseline.per_session()
+        );
+    }
+    md
 }
 
 #[cfg(test)]
