@@ -46,7 +46,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     }));
     let engine = Arc::new(Engine::new(metrics.clone()));
     let sessions = Arc::new(SessionManager::new(store, engine));
-    sessions.configure(config.sessions.idle_timeout);
+    sessions.configure(&config.sessions);
 
     let mut proxy = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,

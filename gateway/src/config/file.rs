@@ -56,6 +56,7 @@ pub struct FileConfig {
 pub struct FileSessions {
     pub idle_timeout_s: Option<u64>,
     pub max: Option<usize>,
+    pub hold_streams: Option<bool>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -46,8 +46,15 @@ pub struct Config {
 pub struct SessionConfig {
     /// A session unused this long is removed (with a best-effort DELETE upstream). Default 30 min.
     pub idle_timeout: Duration,
-    /// Most sessions held at once; further initializes get -32015. Default 100 000.
+    /// Most sessions held at once; further initializes get -32016. Default 100 000.
     pub max: usize,
+    /// The gateway holds each session's standalone stream (the backend's GET) itself and hands
+    /// its events to whichever client GET is attached, buffering them in between, so
+    /// server-initiated requests never fall into a gap (a client that calls before its GET
+    /// reached the backend, a reconnect, a move to another backend). Opened when the client's
+    /// `initialize` declares sampling, elicitation or roots, or at the client's first GET.
+    /// Default true.
+    pub hold_streams: bool,
 }
 
 impl Default for SessionConfig {
@@ -55,6 +62,7 @@ impl Default for SessionConfig {
         SessionConfig {
             idle_timeout: Duration::from_secs(1800),
             max: 100_000,
+            hold_streams: true,
         }
     }
 }

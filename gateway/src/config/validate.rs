@@ -81,7 +81,11 @@ impl Config {
             p.add("max-body-bytes", "must be at least 1");
         }
         let check_headers = file.check_headers.unwrap_or(true);
-        p.unknown("sessions", &file.sessions.unknown, "idle-timeout-s, max");
+        p.unknown(
+            "sessions",
+            &file.sessions.unknown,
+            "idle-timeout-s, max, hold-streams",
+        );
         let defaults = SessionConfig::default();
         let sessions = SessionConfig {
             idle_timeout: file
@@ -89,6 +93,7 @@ impl Config {
                 .idle_timeout_s
                 .map_or(defaults.idle_timeout, Duration::from_secs),
             max: file.sessions.max.unwrap_or(defaults.max),
+            hold_streams: file.sessions.hold_streams.unwrap_or(defaults.hold_streams),
         };
         if sessions.idle_timeout.is_zero() {
             p.add("sessions.idle-timeout-s", "must be at least 1");

@@ -57,6 +57,52 @@ pub fn event(json: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// Cuts a byte stream into whole SSE events (each ending with its blank line), so events can
+/// be queued and handed to whichever client reads the stream next without ever splitting one.
+/// Lines may end in LF, CRLF or CR (servers use all three).
+#[derive(Debug, Default)]
+pub struct EventSplitter {
+    pending: bytes::BytesMut,
+}
+
+/// Where the first event in `buf` ends (just past its blank line).
+fn event_end(buf: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    let mut line_start = true;
+    while i < buf.len() {
+        let eol = match buf[i] {
+            b'\n' => 1,
+            b'\r' if buf.get(i + 1) == Some(&b'\n') => 2,
+            b'\r' if i + 1 < buf.len() => 1,
+            // a CR at the end may be the first half of a CRLF still to come
+            b'\r' => return None,
+            _ => {
+                i += 1;
+                line_start = false;
+                continue;
+            }
+        };
+        if line_start {
+            return Some(i + eol);
+        }
+        i += eol;
+        line_start = true;
+    }
+    None
+}
+
+impl EventSplitter {
+    /// Adds a chunk; returns the events it completed, in order.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Bytes> {
+        self.pending.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        while let Some(end) = event_end(&self.pending) {
+            events.push(self.pending.split_to(end).freeze());
+        }
+        events
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +131,18 @@ mod tests {
             messages(Some("text/event-stream"), &e),
             vec![br#"{"a":1}"#.to_vec()]
         );
+    }
+
+    #[test]
+    fn events_are_cut_whole_whatever_the_chunks_and_line_endings() {
+        let stream = b"event: message\r\ndata: {\"a\":1}\r\n\r\n: ping\n\nid: 7\ndata: x\n\ndata: y\r\rdata: z\n\n";
+        for size in 1..stream.len() {
+            let mut splitter = EventSplitter::default();
+            let events: Vec<Bytes> = stream.chunks(size).flat_map(|c| splitter.push(c)).collect();
+            assert_eq!(events.len(), 5, "chunks of {size}");
+            assert_eq!(&events[0][..], b"event: message\r\ndata: {\"a\":1}\r\n\r\n");
+            assert_eq!(&events[1][..], b": ping\n\n");
+            assert_eq!(events.concat(), stream.to_vec());
+        }
     }
 }

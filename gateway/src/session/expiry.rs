@@ -26,7 +26,7 @@ impl ExpiryService {
     /// Ends every session idle past the timeout; returns how many.
     pub async fn sweep(&self) -> usize {
         let state = self.state.load_full();
-        self.sessions.configure(state.config.sessions.idle_timeout);
+        self.sessions.configure(&state.config.sessions);
         state.admission.prune();
         match self.sessions.expire(&state.pools).await {
             Ok(n) => n,

@@ -5,7 +5,9 @@
 use super::recover::bound_backend;
 use super::reinit::{self, Reason};
 use super::store::{CreateError, Quota, SessionStore, Ttl};
+use super::stream::HeldStreams;
 use super::{now_ms, short, Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
+use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
 use crate::upstream::attempt::{BackendSession, Engine, Pick, Step};
@@ -16,7 +18,7 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::{RequestHeader, ResponseHeader};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,6 +112,9 @@ pub struct SessionManager {
     /// request).
     touch_every_ms: AtomicU64,
     ttl: std::sync::Mutex<Option<Ttl>>,
+    /// Standalone streams held for sessions (`sessions.hold-streams`).
+    pub(super) streams: HeldStreams,
+    hold_streams: AtomicBool,
 }
 
 impl SessionManager {
@@ -121,6 +126,8 @@ impl SessionManager {
             locks: DashMap::new(),
             touch_every_ms: AtomicU64::new(0),
             ttl: std::sync::Mutex::new(None),
+            streams: HeldStreams::default(),
+            hold_streams: AtomicBool::new(true),
         }
     }
 
@@ -129,9 +136,17 @@ impl SessionManager {
         &self.engine
     }
 
-    /// Applies the idle timeout (at start and after a reload): the store's time-to-live and
-    /// how often use is recorded.
-    pub fn configure(&self, idle: Duration) {
+    /// Whether standalone streams are held by the gateway (`sessions.hold-streams`).
+    pub fn holds_streams(&self) -> bool {
+        self.hold_streams.load(Ordering::Relaxed)
+    }
+
+    /// Applies the session config (at start and after a reload): the store's time-to-live, how
+    /// often use is recorded, whether streams are held.
+    pub fn configure(&self, config: &SessionConfig) {
+        self.hold_streams
+            .store(config.hold_streams, Ordering::Relaxed);
+        let idle = config.idle_timeout;
         let ttl = Ttl {
             idle,
             tombstone: idle.max(TOMBSTONE_MIN),
@@ -280,7 +295,7 @@ impl SessionManager {
             let backend = match bound_backend(pool, &rec) {
                 Ok(b) => b,
                 Err(reason) => {
-                    rec = self.recover(pool, &rec, reason).await?;
+                    rec = self.moved(pool, &rec, reason, &out).await?;
                     continue;
                 }
             };
@@ -298,7 +313,7 @@ impl SessionManager {
                 .await
             {
                 Err(CallError::Connect(_)) => {
-                    rec = self.recover(pool, &rec, Reason::ConnectRefused).await?;
+                    rec = self.moved(pool, &rec, Reason::ConnectRefused, &out).await?;
                 }
                 Err(CallError::Lost(_)) => {
                     self.store
@@ -308,7 +323,7 @@ impl SessionManager {
                         self.count_lost(pool, out.method_label);
                         return Err(GatewayError::backend_lost(&pool.name, &backend.label));
                     }
-                    rec = self.recover(pool, &rec, Reason::ConnectionLost).await?;
+                    rec = self.moved(pool, &rec, Reason::ConnectionLost, &out).await?;
                 }
                 Ok(mut ex) => {
                     let status = ex.header().status.as_u16();
@@ -328,7 +343,7 @@ impl SessionManager {
                     let rules = &pool.session_not_found;
                     if super::is_not_found(rules, status, content_type.as_deref(), &answer) {
                         self.engine.release(ex).await;
-                        rec = self.recover(pool, &rec, Reason::SessionUnknown).await?;
+                        rec = self.moved(pool, &rec, Reason::SessionUnknown, &out).await?;
                         continue;
                     }
                     return Ok(Forwarded {
@@ -339,6 +354,48 @@ impl SessionManager {
             }
         }
         Err(GatewayError::unavailable(&pool.name, pool.backends().len()))
+    }
+
+    /// Moves the session; a call (not a stream) then finds the session's held stream on the
+    /// new backend already open.
+    async fn moved(
+        &self,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+        reason: Reason,
+        out: &Outgoing<'_>,
+    ) -> Result<SessionRecord, GatewayError> {
+        let moved = self.recover(pool, rec, reason).await?;
+        if out.is_post {
+            self.rehold_after_move(pool, &moved).await;
+        }
+        Ok(moved)
+    }
+
+    /// One attempt on the record's current backend, without moving the session.
+    pub(super) async fn send_on_binding(
+        &self,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+        out: &Outgoing<'_>,
+    ) -> Result<Exchange, GatewayError> {
+        let backend =
+            bound_backend(pool, rec).map_err(|_| GatewayError::unavailable(&pool.name, 0))?;
+        let target = Target {
+            path: &rec.path,
+            host: &backend.host,
+        };
+        let len = out.is_post.then_some(out.body.len());
+        let session = Some(&*rec.binding.backend_session);
+        let req = request::forwarded(out.client, target, session, len)?;
+        let body = out.body.clone();
+        self.engine
+            .send(pool, &backend, &req, body, out.repeatable)
+            .await
+            .map_err(|e| match e {
+                CallError::Connect(_) => GatewayError::unavailable(&pool.name, 1),
+                CallError::Lost(_) => GatewayError::backend_lost(&pool.name, &backend.label),
+            })
     }
 
     fn count_lost(&self, pool: &Pool, method_label: &str) {
@@ -408,6 +465,7 @@ impl SessionManager {
         reason: GoneReason,
         label: &str,
     ) -> Result<bool, GatewayError> {
+        self.streams.stop(id);
         let Some(record) = self.store.end(id, reason).await? else {
             return Ok(false);
         };
@@ -431,6 +489,7 @@ impl SessionManager {
         loop {
             let batch = self.store.take_expired(now_ms(), EXPIRY_BATCH).await?;
             for record in &batch {
+                self.streams.stop(&record.id);
                 let Some(pool) = pools.iter().find(|p| *p.name == *record.pool) else {
                     continue;
                 };

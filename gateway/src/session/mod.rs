@@ -14,11 +14,13 @@ mod manager_tests;
 mod recover;
 mod reinit;
 pub mod store;
+mod stream;
 
 pub use expiry::ExpiryService;
 pub use manager::{Caller, Forwarded, Opened, Opening, Outgoing, SessionManager};
 pub use reinit::Reason;
 pub use store::{MemoryStore, SessionStore, StoreError};
+pub use stream::{Lease, StreamOpened};
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@ use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::{client_response, end_with_error, relay, within, write_whole, Relayed};
 use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
-use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord};
+use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord, StreamOpened};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -45,6 +45,11 @@ pub(super) async fn call(
         record: rec,
     } = sent?;
     ctx.backend = pool.find(rec.binding.backend);
+    if ex.header().status.is_success() && call.is("notifications/initialized") {
+        // Before the client hears back (and sends its first call), the session's stream is
+        // held, so nothing the server asks can be lost.
+        gw.sessions.hold_stream(pool, &rec).await;
+    }
     if let (true, Some(change)) = (ex.header().status.is_success(), call.setting()) {
         if let Err(e) = gw.sessions.remember(&rec, change).await {
             tracing::warn!(error = %e, "a session setting was not kept");
@@ -76,8 +81,9 @@ pub(super) async fn call(
     Ok(())
 }
 
-/// GET: the session's server→client SSE stream, on its current backend. A stream whose
-/// backend dies is ended cleanly; the client's next GET lands on the new backend.
+/// GET: the session's server→client SSE stream. Attached to the stream the gateway holds for
+/// the session (opened now if needed); a stream whose backend dies is ended cleanly, and the
+/// client's next GET finds the session's stream on its new backend.
 pub(super) async fn stream(
     gw: &Gateway,
     session: &mut Session,
@@ -85,26 +91,32 @@ pub(super) async fn stream(
     pool: &Arc<Pool>,
     rec: SessionRecord,
 ) -> Handled {
-    let out = Outgoing {
-        client: session.req_header(),
-        body: Bytes::new(),
-        repeatable: true,
-        is_post: false,
-        method_label: ctx.method_label,
-    };
-    let Forwarded {
-        exchange: mut ex,
-        record,
-    } = gw.sessions.forward(pool, rec, out).await?;
-    ctx.backend = pool.find(record.binding.backend);
-    let head = client_response(ex.header(), None);
-    match relay(&mut ex, session, head, None).await? {
-        Relayed::Done => gw.engine.release(ex).await,
-        Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
-            if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {
-                tracing::warn!(error = %e, "a lost binding was not marked");
+    let opened = gw
+        .sessions
+        .open_stream(pool, rec, session.req_header(), ctx.method_label)
+        .await?;
+    match opened {
+        StreamOpened::Attached(mut lease) => {
+            let head = client_response(lease.head(), None);
+            session.write_response_header(Box::new(head), false).await?;
+            while let Some(event) = lease.next().await {
+                session.write_response_body(Some(event), false).await?;
             }
             session.write_response_body(None, true).await?;
+        }
+        StreamOpened::Answer(answer) => {
+            let (mut ex, record) = *answer;
+            ctx.backend = pool.find(record.binding.backend);
+            let head = client_response(ex.header(), None);
+            match relay(&mut ex, session, head, None).await? {
+                Relayed::Done => gw.engine.release(ex).await,
+                Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
+                    if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {
+                        tracing::warn!(error = %e, "a lost binding was not marked");
+                    }
+                    session.write_response_body(None, true).await?;
+                }
+            }
         }
     }
     Ok(())
