@@ -431,3 +431,13 @@ fn clock_ticks_per_second() -> f64 {
             .unwrap_or(100.0)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cpu_time_of_a_running_process_is_read_and_of_a_gone_one_is_none() {
+        let own = super::cpu_seconds(std::process::id()).expect("own /proc/PID/stat parses");
+        assert!(own.is_finite() && own >= 0.0, "{own}");
+        assert_eq!(super::cpu_seconds(u32::MAX), None);
+    }
+}

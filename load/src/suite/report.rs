@@ -339,7 +339,82 @@ pub fn memory(rows: &[MemoryRow]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, spread};
+    use super::*;
+    use crate::mcp::Dialect;
+    use crate::run::Latency;
+    use crate::suite::procs::BackendKind;
+    use std::path::Path;
+
+    fn run(rps: f64, p50: f64) -> RunResult {
+        RunResult {
+            dialect: Dialect::Stateless,
+            target: String::new(),
+            connections: "reuse",
+            offered_rate: 0.0,
+            duration_s: 1.0,
+            offered: 0,
+            ok: 0,
+            failed: 0,
+            achieved_rps: rps,
+            session_losses: 0,
+            initializes: 0,
+            errors: Default::default(),
+            latency_ms: Latency::default(),
+            service_ms: Latency {
+                p50,
+                ..Latency::default()
+            },
+            timeline: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn row(via: Via, baseline: bool, rps: f64, cpu: f64) -> OverheadRow {
+        OverheadRow {
+            setup: Setup {
+                via,
+                backend: BackendKind::MockStateless,
+                dialect: Dialect::Stateless,
+                baseline,
+            },
+            throughput: vec![run(rps, 0.0)],
+            cpu: vec![cpu],
+            latency: vec![run(0.0, 0.5)],
+        }
+    }
+
+    #[test]
+    fn overhead_rows_carry_ratios_to_each_reference_and_to_the_baseline() {
+        let rows = [
+            row(Via::Direct, false, 20000.0, 10.0),
+            row(Via::Nginx, false, 16000.0, 20.0),
+            row(Via::BarePingora, false, 10000.0, 40.0),
+            row(Via::GatewayStateless, false, 11000.0, 44.0),
+            row(Via::GatewayStateless, true, 10000.0, 48.0),
+        ];
+        let md = overhead(
+            &rows,
+            5.0,
+            None,
+            (
+                Path::new("new/mcp-gateway"),
+                Some(Path::new("old/mcp-gateway")),
+            ),
+        );
+        assert!(
+            md.contains(
+                "| stateless via mcp-gateway stateless | 11000 | 0.55x | 0.69x | 1.10x | 44.0 |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("Measured: `new/mcp-gateway`; baseline: `old/mcp-gateway`"));
+        assert!(
+            md.contains("| stateless (2026-07-28 dialect) | 10000 | 11000 | **1.10x** | 48.0 | 44.0 | 0.92x |"),
+            "{md}"
+        );
+        let alone = overhead(&rows[..4], 5.0, None, (Path::new("gw"), None));
+        assert!(!alone.contains("baseline"), "{alone}");
+    }
 
     #[test]
     fn medians_and_ranges() {
