@@ -139,6 +139,10 @@ impl AdminApp {
 
     /// Copies live backend counters into their gauges (done at scrape time, off the hot path).
     async fn refresh_gauges(&self) {
+        self.metrics
+            .held_streams
+            .with_label_values::<&str>(&[])
+            .set(self.sessions.held_streams() as i64);
         let state = self.state.load_full();
         for pool in &state.pools {
             let counts = self.session_counts(&pool.name).await;

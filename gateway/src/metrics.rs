@@ -46,6 +46,9 @@ pub struct Metrics {
     pub backend_draining: IntGaugeVec,
     /// `mcpgw_open_streams{route}`: server→client SSE streams (GET) open right now.
     pub open_streams: IntGaugeVec,
+    /// `mcpgw_held_streams`: sessions' standalone streams the gateway holds open upstream (one
+    /// upstream connection each).
+    pub held_streams: IntGaugeVec,
     /// `mcpgw_config_reloads_total{result}`: reloads applied or rejected (invalid config).
     pub config_reloads: IntCounterVec,
     /// `mcpgw_rejections_total{reason}`: requests refused by admission control: rate-limited,
@@ -173,6 +176,11 @@ impl Metrics {
                 "mcpgw_open_streams",
                 "Server-to-client SSE streams (GET) open right now",
                 &["route"],
+            ),
+            held_streams: gauge(
+                "mcpgw_held_streams",
+                "Sessions' standalone streams held open upstream by the gateway",
+                &[],
             ),
             config_reloads: counter(
                 "mcpgw_config_reloads_total",

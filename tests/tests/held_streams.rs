@@ -57,11 +57,16 @@ async fn a_client_that_takes_callbacks_has_its_stream_open_before_its_first_call
     // answered only once the backend's stream was open: nothing the client sends next can
     // reach the backend before it
     assert_eq!(upstream_gets(&mock), 1);
+    assert_eq!(gw.metric("mcpgw_held_streams").await, 1.0);
     // the client's GETs attach to it; reconnects do not open another
     for _ in 0..3 {
         assert_eq!(read_stream(&gw, &sid, 300).await, None, "still streaming");
     }
     assert_eq!(upstream_gets(&mock), 1);
+    // the session's end closes it
+    let resp = Request::session_delete(&sid).send(gw.addr).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(gw.metric("mcpgw_held_streams").await, 0.0);
 }
 
 #[tokio::test]

@@ -183,6 +183,11 @@ impl HeldStreams {
         self.opening.remove(id);
     }
 
+    /// Streams held open right now.
+    fn live(&self) -> usize {
+        self.held.iter().filter(|h| h.is_live()).count()
+    }
+
     /// Whether the session has (or had, on an earlier binding) a held stream.
     fn has(&self, id: &str) -> bool {
         self.held.contains_key(id)
@@ -234,6 +239,11 @@ fn stream_request(rec: &SessionRecord) -> Result<RequestHeader, GatewayError> {
 }
 
 impl SessionManager {
+    /// Standalone streams held open upstream right now.
+    pub fn held_streams(&self) -> usize {
+        self.streams.live()
+    }
+
     /// A client's GET: attached to the session's held stream, opened first when needed.
     pub async fn open_stream(
         &self,
