@@ -9,11 +9,13 @@ pub mod dns;
 pub mod harness;
 pub mod interop;
 pub mod mock;
+pub mod ports;
 pub mod wire;
 
 pub use client::{Request, Response};
-pub use harness::{free_port, Gateway, PythonPeer, ReplClient};
+pub use harness::{Gateway, PythonPeer, ReplClient};
 pub use mock::MockServer;
+pub use ports::{free_port, DeadAddr};
 
 /// Polls `cond` every 20 ms until it holds or `timeout` passes; panics with `what` on timeout.
 pub async fn eventually(what: &str, timeout: std::time::Duration, mut cond: impl FnMut() -> bool) {
