@@ -1,7 +1,9 @@
 //! Pools for rollouts against Rust mocks: file discovery (join at once, drain on removal,
 //! leave after the deadline), the admin drain API, active health checks, admin views.
 
-use mcp_gateway_tests::{eventually_async, free_port, open_session, Gateway, MockServer, Request};
+use mcp_gateway_tests::{
+    assert_eventually, eventually_async, free_port, open_session, Gateway, MockServer, Request,
+};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,6 +32,15 @@ fn state_of(view: &Value, addr: SocketAddr) -> Option<String> {
         .iter()
         .find(|b| b["address"] == addr.to_string())
         .map(|b| b["state"].as_str().unwrap_or("").to_owned())
+}
+
+/// How long the admin API says `addr` has been draining.
+fn draining_for_ms(view: &Value, addr: SocketAddr) -> Option<u64> {
+    view["pools"][0]["backends"]
+        .as_array()?
+        .iter()
+        .find(|b| b["address"] == addr.to_string())?["drainingForMs"]
+        .as_u64()
 }
 
 async fn post_admin(gw: &Gateway, path: &str) -> u16 {
@@ -139,7 +150,12 @@ async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadlin
         pinned,
         "kept until the deadline"
     );
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // the gateway moves a session once its backend has drained for drain-timeout-s
+    assert_eventually!(
+        Duration::from_secs(5),
+        draining_for_ms(&backends(&gw).await, pinned_addr).is_some_and(|ms| ms >= 1000),
+        "{pinned_addr} has drained past its 1 s deadline"
+    );
     assert_eq!(whoami(gw.addr, &first).await, other, "moved after it");
     assert_eq!(
         gw.metric("mcpgw_session_reinits_total{reason=\"drained\"}")
@@ -174,8 +190,19 @@ async fn active_health_checks_mark_a_dead_backend_down_and_bring_it_back() {
     ))
     .await;
     let addr = a.addr;
-    // a sessionless GET is refused with 400 by a legacy server: that still counts as alive
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // a sessionless GET is refused with 400 by a legacy server: that still counts as alive.
+    // A third check arriving means the first two (`fall`) were answered and judged.
+    let checks = |m: &MockServer| {
+        m.requests()
+            .iter()
+            .filter(|r| r.head.method == "GET")
+            .count()
+    };
+    assert_eventually!(
+        Duration::from_secs(5),
+        checks(&a) >= 3,
+        "two health checks of {addr} were answered with 400"
+    );
     assert_eq!(state_of(&backends(&gw).await, addr).as_deref(), Some("up"));
     a.kill();
     drop(a);

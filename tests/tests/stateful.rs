@@ -1,7 +1,11 @@
 //! Stateful routes against Rust legacy mocks (sessions in process memory): session creation and
 //! pinning, transparent failover by re-initialization, what cannot be recovered, expiry, limits.
 
-use mcp_gateway_tests::{eventually, open_session, Gateway, MockServer, Request, Response};
+use mcp_gateway_tests::{
+    assert_eventually, eventually, open_session, Gateway, MockServer, Request, Response,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 const V: &str = "2025-11-25";
@@ -266,7 +270,12 @@ async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_err
     let (pinned, _) = pods.pinned().await;
     let (req, addr) = (call(sid, 41, "sleep", r#"{"ms":3000}"#), gw.addr);
     let in_flight = tokio::spawn(async move { req.send(addr).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eventually!(
+        Duration::from_secs(5),
+        pinned.in_flight() == 1,
+        "call 41 is in flight at the pinned backend {}",
+        pinned.name
+    );
     pinned.kill();
     let resp = in_flight.await.unwrap();
     assert_eq!(resp.status(), 200, "a JSON-RPC error, not a bare 5xx");
@@ -307,7 +316,12 @@ async fn a_repeatable_request_lost_mid_flight_is_retried_transparently() {
     );
     let addr = gw.addr;
     let in_flight = tokio::spawn(async move { req.send(addr).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eventually!(
+        Duration::from_secs(5),
+        pinned.in_flight() == 1,
+        "prompts/get 9 is in flight at the pinned backend {}",
+        pinned.name
+    );
     pinned.kill();
     let resp = in_flight.await.unwrap();
     assert_eq!(resp.status(), 200);
@@ -357,8 +371,15 @@ async fn the_get_stream_ends_cleanly_when_its_backend_dies_and_reopens_elsewhere
     let (pinned, survivor) = pods.pinned().await;
     let get = Request::session_stream(sid);
     let (first, addr) = (get.clone(), gw.addr);
-    let open = tokio::spawn(async move { first.send_timed(addr).await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let received = Arc::new(AtomicUsize::new(0));
+    let seen = received.clone();
+    let open = tokio::spawn(async move { first.send_timed_counting(addr, &seen).await });
+    assert_eventually!(
+        Duration::from_secs(5),
+        received.load(Ordering::SeqCst) >= 1,
+        "the GET stream from {} reached the client",
+        pinned.name
+    );
     assert_eq!(gw.metric("mcpgw_open_streams").await, 1.0);
     pinned.kill();
     let (head, chunks) = tokio::time::timeout(Duration::from_secs(5), open)

@@ -3,7 +3,7 @@
 
 use mcp_gateway_tests::client::{Connection, META};
 use mcp_gateway_tests::mock::ODD_RESPONSE;
-use mcp_gateway_tests::{free_port, Gateway, MockServer, Request};
+use mcp_gateway_tests::{assert_eventually, free_port, Gateway, MockServer, Request};
 use std::time::Duration;
 
 fn two_pools(modern: &[&MockServer], heavy: &MockServer) -> String {
@@ -392,6 +392,12 @@ async fn admin_endpoints_answer_and_metrics_count_requests() {
     Request::tools_call("/mcp", 2, "secret_tool_name")
         .send(gw.addr)
         .await;
+    // the gateway counts a request in its logging phase, after the client has the answer
+    assert_eventually!(
+        Duration::from_secs(5),
+        gw.metric("mcpgw_tool_calls_total").await == 2.0,
+        "both calls are accounted"
+    );
     assert_eq!(
         gw.metric("mcpgw_tool_calls_total{tool=\"whoami\",outcome=\"ok\"}")
             .await,

@@ -147,6 +147,13 @@ impl MockServer {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// The requests this mock is answering right now (a GET stream counts while it is open).
+    pub fn in_flight(&self) -> usize {
+        self.shared
+            .inflight
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The most requests this mock was answering at once.
     pub fn max_concurrent(&self) -> usize {
         self.shared
