@@ -14,7 +14,7 @@ pub mod wire;
 
 pub use client::{Request, Response};
 pub use harness::{Gateway, PythonPeer, ReplClient};
-pub use mock::MockServer;
+pub use mock::{MockServer, PortClaim};
 pub use ports::{free_port, DeadAddr};
 
 #[doc(hidden)]

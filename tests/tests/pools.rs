@@ -1,8 +1,9 @@
 //! Pools for rollouts against Rust mocks: file discovery (join at once, drain on removal,
 //! leave after the deadline), the admin drain API, active health checks, admin views.
 
+use mcp_gateway_tests::harness::unique_temp_path;
 use mcp_gateway_tests::{
-    assert_eventually, eventually_async, free_port, open_session, Gateway, MockServer, Request,
+    assert_eventually, eventually_async, open_session, Gateway, MockServer, PortClaim, Request,
 };
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -51,7 +52,7 @@ async fn post_admin(gw: &Gateway, path: &str) -> u16 {
 async fn discovered_pods_join_at_once_and_removed_ones_drain_then_leave() {
     let a = MockServer::legacy("a", 0, V).await;
     let b = MockServer::legacy("b", 0, V).await;
-    let file = std::env::temp_dir().join(format!("mcpgw-endpoints-{}", free_port()));
+    let file = unique_temp_path("mcpgw-endpoints");
     std::fs::write(&file, format!("{}\n", a.addr)).unwrap();
     let gw = Gateway::start(&format!(
         "pools:\n  pods: {{ backends: [], drain-timeout-s: 2, discovery: {{ file: {}, interval-ms: 100 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
@@ -182,8 +183,8 @@ async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadlin
 
 #[tokio::test]
 async fn active_health_checks_mark_a_dead_backend_down_and_bring_it_back() {
-    let a = MockServer::legacy("a", 0, V).await;
-    let port = a.addr.port();
+    let claim = PortClaim::new();
+    let a = MockServer::legacy_on(&claim, "a", V).await;
     let gw = Gateway::start(&format!(
         "pools:\n  pods: {{ backends: [{}], health: {{ path: /mcp, interval-ms: 100, timeout-ms: 200, fall: 2, rise: 2 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
         a.addr
@@ -211,7 +212,7 @@ async fn active_health_checks_mark_a_dead_backend_down_and_bring_it_back() {
     })
     .await;
     assert_eq!(gw.admin_get("/readyz").await.0, 503);
-    let _back = MockServer::legacy("a2", port, V).await;
+    let _back = MockServer::legacy_on(&claim, "a2", V).await;
     eventually_async("back up", Duration::from_secs(5), || async {
         state_of(&backends(&gw).await, addr).as_deref() == Some("up")
     })
@@ -331,9 +332,10 @@ async fn a_config_reload_keeps_sessions_and_a_bad_config_is_refused() {
 async fn dns_discovery_follows_a_headless_service_as_pods_come_and_go() {
     use mcp_gateway_tests::dns::DnsServer;
     use std::net::Ipv4Addr;
-    let port = free_port();
-    let pod1 = MockServer::legacy_at("pod-1", "127.0.0.11", port, V).await;
-    let pod2 = MockServer::legacy_at("pod-2", "127.0.0.12", port, V).await;
+    let mut pods =
+        MockServer::legacy_same_port(&[("pod-1", "127.0.0.11"), ("pod-2", "127.0.0.12")], V).await;
+    let (pod2, pod1) = (pods.pop().unwrap(), pods.pop().unwrap());
+    let port = pod1.addr.port();
     let ip = |last: u8| Ipv4Addr::new(127, 0, 0, last);
     let dns = DnsServer::start(&[ip(11)]).await;
     let gw = Gateway::start(&format!(

@@ -3,7 +3,7 @@
 //! The 1.30.0 clients see zero failures for calls made after each event, and the admin API
 //! and metrics reflect every step. Needs `scripts/setup-peers`.
 
-use mcp_gateway_tests::{eventually_async, free_port, Gateway, PythonPeer, ReplClient, Request};
+use mcp_gateway_tests::{eventually_async, Gateway, PythonPeer, ReplClient, Request};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     for i in 0..3 {
         pods.push(PythonPeer::legacy_v1(&format!("pod-{i}"), 0).await);
     }
-    let file = std::env::temp_dir().join(format!("mcpgw-rollout-{}", free_port()));
+    let file = mcp_gateway_tests::harness::unique_temp_path("mcpgw-rollout");
     let write_endpoints = |pods: &[String]| std::fs::write(&file, pods.join("\n")).unwrap();
     let mut listed: Vec<String> = pods.iter().map(|p| p.addr()).collect();
     write_endpoints(&listed);
