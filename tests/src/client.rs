@@ -3,6 +3,7 @@
 
 use crate::wire::{read_body, read_chunk, read_head, Head};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -141,6 +142,16 @@ impl Request {
     /// Sends on a new connection and returns the response head plus each body chunk with the
     /// time it arrived (for checking that streams are not buffered).
     pub async fn send_timed(&self, addr: SocketAddr) -> (Head, Vec<(Instant, Vec<u8>)>) {
+        self.send_timed_counting(addr, &AtomicUsize::new(0)).await
+    }
+
+    /// [`Request::send_timed`], counting the body chunks in `received` as they arrive (for a
+    /// test to wait until a stream is open end to end while the request is still going).
+    pub async fn send_timed_counting(
+        &self,
+        addr: SocketAddr,
+        received: &AtomicUsize,
+    ) -> (Head, Vec<(Instant, Vec<u8>)>) {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         self.write_to(&mut stream, addr)
             .await
@@ -154,6 +165,7 @@ impl Request {
         if head.chunked() {
             while let Some(chunk) = read_chunk(&mut reader).await.expect("read chunk") {
                 chunks.push((Instant::now(), chunk));
+                received.fetch_add(1, Ordering::SeqCst);
             }
         } else {
             let body = read_body(&mut reader, &head, false)

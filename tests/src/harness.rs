@@ -16,13 +16,52 @@ pub fn workspace() -> PathBuf {
         .expect("workspace")
 }
 
-/// A port that was free a moment ago.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+pub use crate::ports::free_port;
+
+/// A path in the temp dir that no other test (of this process or another run) uses:
+/// `<prefix>-<pid>-<n>`.
+pub fn unique_temp_path(prefix: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()))
+}
+use crate::ports::Listening;
+
+/// How many times a process is started on fresh ports before the harness gives up.
+const START_ATTEMPTS: usize = 8;
+
+/// Waits until `child` owns (listens on, alone) every port of `ports` on 127.0.0.1 (see
+/// [`crate::ports`]); panics if that takes longer than `limit`. `Err` says why it cannot: the
+/// process exited (its port was taken, most likely), or someone else holds one of the ports.
+async fn prove_ownership(
+    child: &mut Child,
+    ports: &[u16],
+    what: &str,
+    limit: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    let pid = child.id().ok_or("exited (reaped)")?;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited: {status}"));
+        }
+        let mut owned = 0;
+        for &port in ports {
+            match crate::ports::check(pid, port) {
+                Listening::Ours => owned += 1,
+                Listening::NotYet => {}
+                Listening::Contended(why) => return Err(format!("contended: {why}")),
+            }
+        }
+        if owned == ports.len() {
+            return Ok(());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}) did not listen on 127.0.0.1 port(s) {ports:?} within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn gateway_bin() -> PathBuf {
@@ -50,14 +89,6 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     bin
 }
 
-async fn wait_for_port(addr: SocketAddr, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "{what} did not listen on {addr}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// A running gateway process, killed on drop.
 pub struct Gateway {
     /// Client-facing address.
@@ -71,36 +102,61 @@ pub struct Gateway {
 
 impl Gateway {
     /// Starts the gateway with `yaml` (pools, routes, ...); `listen`, `admin` and `threads` are
-    /// added with free ports.
+    /// added with free ports. The ports are proven to be the gateway's own (its pid holds the
+    /// listening sockets, and no one else listens there) before this returns: if the gateway
+    /// could not have them (someone took one between the pick and the gateway's bind), it is
+    /// stopped and started again on new ports.
     pub async fn start(yaml: &str) -> Gateway {
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-        let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-        let dir =
-            std::env::temp_dir().join(format!("mcpgw-test-{}-{}", std::process::id(), addr.port()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let config_path = dir.join("gateway.yaml");
-        let full = format!("listen: {addr}\nadmin: {admin}\nthreads: 2\n{yaml}");
-        std::fs::write(&config_path, full).expect("write config");
-        let child = Command::new(gateway_bin())
-            .arg("--config")
-            .arg(&config_path)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn mcp-gateway");
-        wait_for_port(addr, "mcp-gateway").await;
-        wait_for_port(admin, "mcp-gateway admin").await;
-        Gateway {
-            addr,
-            admin,
-            config_path,
-            child,
+        Self::start_picking(yaml, free_port).await
+    }
+
+    /// [`Gateway::start`] with the port picker given (the harness's own tests hand it ports
+    /// that are taken).
+    #[doc(hidden)]
+    pub async fn start_picking(yaml: &str, mut pick: impl FnMut() -> u16) -> Gateway {
+        let mut failures = Vec::new();
+        for _ in 0..START_ATTEMPTS {
+            let addr = SocketAddr::from(([127, 0, 0, 1], pick()));
+            let admin = SocketAddr::from(([127, 0, 0, 1], pick()));
+            if addr == admin {
+                continue;
+            }
+            let dir = unique_temp_path("mcpgw-test");
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let config_path = dir.join("gateway.yaml");
+            let full = format!("listen: {addr}\nadmin: {admin}\nthreads: 2\n{yaml}");
+            std::fs::write(&config_path, full).expect("write config");
+            let mut child = Command::new(gateway_bin())
+                .arg("--config")
+                .arg(&config_path)
+                .env(
+                    "RUST_LOG",
+                    std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+                )
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("spawn mcp-gateway");
+            let ports = [addr.port(), admin.port()];
+            match prove_ownership(&mut child, &ports, "mcp-gateway", Duration::from_secs(20)).await
+            {
+                Ok(()) => {
+                    return Gateway {
+                        addr,
+                        admin,
+                        config_path,
+                        child,
+                    }
+                }
+                Err(why) => {
+                    let _ = child.kill().await;
+                    let _ = std::fs::remove_dir_all(&dir);
+                    failures.push(format!("{ports:?}: {why}"));
+                }
+            }
         }
+        panic!("mcp-gateway never got ports of its own: {failures:#?}");
     }
 
     /// `http://addr{path}`.
@@ -231,7 +287,31 @@ impl PythonPeer {
         .await
     }
 
+    /// Starts the peer and waits for `READY <port>`, then proves the port is the peer's own
+    /// (it binds the port it is given, or a free one for `--port 0`, and reports it). A peer
+    /// that exits first (its fixed port still held, say) or whose port someone else also
+    /// listens on is started again: on a new port for `--port 0`, on the same one a moment
+    /// later otherwise.
     async fn spawn(program: PathBuf, script: &str, args: &[&str]) -> PythonPeer {
+        let fixed_port = args
+            .windows(2)
+            .find(|w| w[0] == "--port")
+            .is_some_and(|w| w[1] != "0");
+        let attempts = if fixed_port { 40 } else { START_ATTEMPTS };
+        let mut failures = Vec::new();
+        for _ in 0..attempts {
+            match Self::try_spawn(&program, script, args).await {
+                Ok(peer) => return peer,
+                Err(why) => failures.push(why),
+            }
+            if fixed_port {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+        panic!("{script} {args:?} never got a port of its own: {failures:#?}");
+    }
+
+    async fn try_spawn(program: &Path, script: &str, args: &[&str]) -> Result<PythonPeer, String> {
         let mut child = Command::new(program)
             .arg(workspace().join("tests/peers").join(script))
             .args(args)
@@ -242,7 +322,7 @@ impl PythonPeer {
             .expect("spawn python peer");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let port = tokio::time::timeout(Duration::from_secs(30), async {
+        let ready = tokio::time::timeout(Duration::from_secs(30), async {
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(p) = line.strip_prefix("READY ") {
                     return p.trim().parse::<u16>().ok();
@@ -251,12 +331,20 @@ impl PythonPeer {
             None
         })
         .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("{script} {args:?} did not print READY"));
+        .unwrap_or_else(|_| panic!("{script} {args:?} did not print READY within 30 s"));
+        let Some(port) = ready else {
+            let status = child.wait().await.map(|s| s.to_string());
+            return Err(format!("exited before READY: {status:?}"));
+        };
         // keep draining stdout so the peer never blocks on a full pipe
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        PythonPeer { port, child }
+        match prove_ownership(&mut child, &[port], script, Duration::from_secs(10)).await {
+            Ok(()) => Ok(PythonPeer { port, child }),
+            Err(why) => {
+                let _ = child.kill().await;
+                Err(format!("port {port}: {why}"))
+            }
+        }
     }
 
     /// A 2.3.0 stateless server named `name` on a free port.

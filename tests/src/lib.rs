@@ -9,11 +9,41 @@ pub mod dns;
 pub mod harness;
 pub mod interop;
 pub mod mock;
+pub mod ports;
 pub mod wire;
 
 pub use client::{Request, Response};
-pub use harness::{free_port, Gateway, PythonPeer, ReplClient};
-pub use mock::MockServer;
+pub use harness::{Gateway, PythonPeer, ReplClient};
+pub use mock::{MockServer, PortClaim};
+pub use ports::{free_port, DeadAddr};
+
+#[doc(hidden)]
+pub use tokio as __tokio;
+
+/// Polls a condition (an expression that may `.await`) every 20 ms until it holds; past
+/// `timeout`, fails with the message, the condition's text and how long it waited. For the
+/// state a test waits for before it asserts (a call in flight at the backend, a stream
+/// counted, a health check's verdict), instead of a sleep that hopes it is long enough.
+///
+/// `assert_eventually!(Duration::from_secs(5), mock.in_flight() == 1, "the call reached {}", mock.name)`
+#[macro_export]
+macro_rules! assert_eventually {
+    ($timeout:expr, $cond:expr, $($msg:tt)+) => {{
+        let timeout: ::std::time::Duration = $timeout;
+        let started = ::std::time::Instant::now();
+        while !($cond) {
+            if started.elapsed() >= timeout {
+                panic!(
+                    "not settled in {:?}: {} (waited for `{}`)",
+                    timeout,
+                    format!($($msg)+),
+                    stringify!($cond)
+                );
+            }
+            $crate::__tokio::time::sleep(::std::time::Duration::from_millis(20)).await;
+        }
+    }};
+}
 
 /// Polls `cond` every 20 ms until it holds or `timeout` passes; panics with `what` on timeout.
 pub async fn eventually(what: &str, timeout: std::time::Duration, mut cond: impl FnMut() -> bool) {

@@ -3,7 +3,7 @@
 //! kept; and a retry storm never pushes the backend past its cap.
 
 use mcp_gateway_tests::client::Connection;
-use mcp_gateway_tests::{open_session, Gateway, MockServer, Request, Response};
+use mcp_gateway_tests::{assert_eventually, open_session, Gateway, MockServer, Request, Response};
 use std::time::{Duration, Instant};
 
 fn stateless(mock: &MockServer, limits: &str, route_limits: &str) -> String {
@@ -64,6 +64,13 @@ async fn the_in_flight_cap_refuses_with_503_and_never_reaches_the_backend() {
     }
     assert_eq!(ok, 2);
     assert_eq!(mock.max_concurrent(), 2);
+    // the gateway counts a request (and a rejection) in its logging phase, after the client
+    // has the answer
+    assert_eventually!(
+        Duration::from_secs(5),
+        gw.metric("mcpgw_requests_total").await == 5.0,
+        "all five calls are accounted"
+    );
     assert_eq!(
         gw.metric("mcpgw_rejections_total{reason=\"overloaded\"}")
             .await,
@@ -104,6 +111,9 @@ async fn the_client_rate_is_per_identity_and_keeps_the_connection() {
             .status(),
         200
     );
+    // Time passing is the point here: the bucket refills at 1 token per second, and nothing
+    // but the clock can show it (a probe request would spend the token). 1.1 s since her
+    // last admitted call is past the refill with margin.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(
         alice
@@ -201,7 +211,12 @@ async fn the_stream_cap_counts_open_get_streams() {
     let open = tokio::spawn(async move {
         tokio::time::timeout(Duration::from_secs(2), first.send_timed(addr)).await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // the gauge goes up when the stream is admitted, and down when it ends
+    assert_eventually!(
+        Duration::from_secs(2),
+        gw.metric("mcpgw_open_streams").await == 1.0,
+        "the first GET stream holds the route's one stream slot"
+    );
     let resp = get.send(gw.addr).await;
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.json()["error"]["data"]["reason"], "streams");
@@ -331,7 +346,17 @@ async fn a_retry_storm_never_pushes_the_backend_past_its_cap_and_everything_reco
             })
         })
         .collect();
-    // the health endpoint keeps answering during the storm
+    // the health endpoint keeps answering during the storm: once it is on (the backend is
+    // busy and the gateway refuses), five samples 300 ms apart, spread over it on purpose
+    assert_eventually!(
+        Duration::from_secs(3),
+        mock.in_flight() > 0
+            && gw
+                .metric("mcpgw_rejections_total{reason=\"overloaded\"}")
+                .await
+                > 0.0,
+        "the storm is on"
+    );
     for _ in 0..5 {
         let started = Instant::now();
         let (status, _) = gw.admin_get("/healthz").await;

@@ -1,7 +1,10 @@
 //! Pools for rollouts against Rust mocks: file discovery (join at once, drain on removal,
 //! leave after the deadline), the admin drain API, active health checks, admin views.
 
-use mcp_gateway_tests::{eventually_async, free_port, open_session, Gateway, MockServer, Request};
+use mcp_gateway_tests::harness::unique_temp_path;
+use mcp_gateway_tests::{
+    assert_eventually, eventually_async, open_session, Gateway, MockServer, PortClaim, Request,
+};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -32,6 +35,15 @@ fn state_of(view: &Value, addr: SocketAddr) -> Option<String> {
         .map(|b| b["state"].as_str().unwrap_or("").to_owned())
 }
 
+/// How long the admin API says `addr` has been draining.
+fn draining_for_ms(view: &Value, addr: SocketAddr) -> Option<u64> {
+    view["pools"][0]["backends"]
+        .as_array()?
+        .iter()
+        .find(|b| b["address"] == addr.to_string())?["drainingForMs"]
+        .as_u64()
+}
+
 async fn post_admin(gw: &Gateway, path: &str) -> u16 {
     Request::bare("POST", path).send(gw.admin).await.status()
 }
@@ -40,7 +52,7 @@ async fn post_admin(gw: &Gateway, path: &str) -> u16 {
 async fn discovered_pods_join_at_once_and_removed_ones_drain_then_leave() {
     let a = MockServer::legacy("a", 0, V).await;
     let b = MockServer::legacy("b", 0, V).await;
-    let file = std::env::temp_dir().join(format!("mcpgw-endpoints-{}", free_port()));
+    let file = unique_temp_path("mcpgw-endpoints");
     std::fs::write(&file, format!("{}\n", a.addr)).unwrap();
     let gw = Gateway::start(&format!(
         "pools:\n  pods: {{ backends: [], drain-timeout-s: 2, discovery: {{ file: {}, interval-ms: 100 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
@@ -139,7 +151,12 @@ async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadlin
         pinned,
         "kept until the deadline"
     );
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // the gateway moves a session once its backend has drained for drain-timeout-s
+    assert_eventually!(
+        Duration::from_secs(5),
+        draining_for_ms(&backends(&gw).await, pinned_addr).is_some_and(|ms| ms >= 1000),
+        "{pinned_addr} has drained past its 1 s deadline"
+    );
     assert_eq!(whoami(gw.addr, &first).await, other, "moved after it");
     assert_eq!(
         gw.metric("mcpgw_session_reinits_total{reason=\"drained\"}")
@@ -166,16 +183,27 @@ async fn the_admin_api_drains_a_backend_and_moves_its_sessions_after_the_deadlin
 
 #[tokio::test]
 async fn active_health_checks_mark_a_dead_backend_down_and_bring_it_back() {
-    let a = MockServer::legacy("a", 0, V).await;
-    let port = a.addr.port();
+    let claim = PortClaim::new();
+    let a = MockServer::legacy_on(&claim, "a", V).await;
     let gw = Gateway::start(&format!(
         "pools:\n  pods: {{ backends: [{}], health: {{ path: /mcp, interval-ms: 100, timeout-ms: 200, fall: 2, rise: 2 }} }}\nroutes: [ {{ path: /mcp, pool: pods, mode: stateful }} ]\n",
         a.addr
     ))
     .await;
     let addr = a.addr;
-    // a sessionless GET is refused with 400 by a legacy server: that still counts as alive
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // a sessionless GET is refused with 400 by a legacy server: that still counts as alive.
+    // A third check arriving means the first two (`fall`) were answered and judged.
+    let checks = |m: &MockServer| {
+        m.requests()
+            .iter()
+            .filter(|r| r.head.method == "GET")
+            .count()
+    };
+    assert_eventually!(
+        Duration::from_secs(5),
+        checks(&a) >= 3,
+        "two health checks of {addr} were answered with 400"
+    );
     assert_eq!(state_of(&backends(&gw).await, addr).as_deref(), Some("up"));
     a.kill();
     drop(a);
@@ -184,7 +212,7 @@ async fn active_health_checks_mark_a_dead_backend_down_and_bring_it_back() {
     })
     .await;
     assert_eq!(gw.admin_get("/readyz").await.0, 503);
-    let _back = MockServer::legacy("a2", port, V).await;
+    let _back = MockServer::legacy_on(&claim, "a2", V).await;
     eventually_async("back up", Duration::from_secs(5), || async {
         state_of(&backends(&gw).await, addr).as_deref() == Some("up")
     })
@@ -304,9 +332,10 @@ async fn a_config_reload_keeps_sessions_and_a_bad_config_is_refused() {
 async fn dns_discovery_follows_a_headless_service_as_pods_come_and_go() {
     use mcp_gateway_tests::dns::DnsServer;
     use std::net::Ipv4Addr;
-    let port = free_port();
-    let pod1 = MockServer::legacy_at("pod-1", "127.0.0.11", port, V).await;
-    let pod2 = MockServer::legacy_at("pod-2", "127.0.0.12", port, V).await;
+    let mut pods =
+        MockServer::legacy_same_port(&[("pod-1", "127.0.0.11"), ("pod-2", "127.0.0.12")], V).await;
+    let (pod2, pod1) = (pods.pop().unwrap(), pods.pop().unwrap());
+    let port = pod1.addr.port();
     let ip = |last: u8| Ipv4Addr::new(127, 0, 0, last);
     let dns = DnsServer::start(&[ip(11)]).await;
     let gw = Gateway::start(&format!(

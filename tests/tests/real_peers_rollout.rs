@@ -3,7 +3,9 @@
 //! The 1.30.0 clients see zero failures for calls made after each event, and the admin API
 //! and metrics reflect every step. Needs `scripts/setup-peers`.
 
-use mcp_gateway_tests::{eventually_async, free_port, Gateway, PythonPeer, ReplClient, Request};
+use mcp_gateway_tests::{
+    assert_eventually, eventually_async, Gateway, PythonPeer, ReplClient, Request,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -17,6 +19,15 @@ fn sessions_on(view: &Value, addr: &str) -> Option<u64> {
         .iter()
         .find(|b| b["address"] == addr)
         .and_then(|b| b["sessions"].as_u64())
+}
+
+/// How long the admin API says `addr` has been draining.
+fn draining_for_ms(view: &Value, addr: &str) -> Option<u64> {
+    view["pools"][0]["backends"]
+        .as_array()?
+        .iter()
+        .find(|b| b["address"] == addr)?["drainingForMs"]
+        .as_u64()
 }
 
 async fn all_calls_succeed(clients: &mut [ReplClient], step: &str) -> Vec<String> {
@@ -37,7 +48,7 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     for i in 0..3 {
         pods.push(PythonPeer::legacy_v1(&format!("pod-{i}"), 0).await);
     }
-    let file = std::env::temp_dir().join(format!("mcpgw-rollout-{}", free_port()));
+    let file = mcp_gateway_tests::harness::unique_temp_path("mcpgw-rollout");
     let write_endpoints = |pods: &[String]| std::fs::write(&file, pods.join("\n")).unwrap();
     let mut listed: Vec<String> = pods.iter().map(|p| p.addr()).collect();
     write_endpoints(&listed);
@@ -91,7 +102,12 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     );
     assert_eq!(drain.send(gw.admin).await.status(), 200);
     all_calls_succeed(&mut clients, "while pod-0 drains").await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // the gateway moves a session once its backend has drained for drain-timeout-s
+    assert_eventually!(
+        Duration::from_secs(5),
+        draining_for_ms(&view(&gw).await, &drained).is_some_and(|ms| ms >= 1000),
+        "{drained} has drained past its 1 s deadline"
+    );
     let after_drain = all_calls_succeed(&mut clients, "after the drain deadline").await;
     assert!(
         !after_drain.contains(&"pod-0".to_owned()),

@@ -2,7 +2,7 @@
 //! gateway, driven by the real 2.3.0 `Client`. Needs `scripts/setup-peers`.
 
 use mcp_gateway_tests::harness::client_v2;
-use mcp_gateway_tests::{free_port, Gateway, PythonPeer};
+use mcp_gateway_tests::{DeadAddr, Gateway, PythonPeer};
 use serde_json::Value;
 
 /// The strings of a JSON array (empty when it is not one).
@@ -102,7 +102,7 @@ async fn real_client_receives_progress_before_the_result_spread_in_time() {
 
 #[tokio::test]
 async fn real_client_surfaces_the_gateways_json_rpc_error_when_no_backend_is_left() {
-    let dead = format!("127.0.0.1:{}", free_port());
+    let dead = DeadAddr::new();
     let gw = Gateway::start(&format!(
         "pools: {{ p: {{ backends: [{dead}] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
     ))

@@ -1,7 +1,11 @@
 //! Stateful routes against Rust legacy mocks (sessions in process memory): session creation and
 //! pinning, transparent failover by re-initialization, what cannot be recovered, expiry, limits.
 
-use mcp_gateway_tests::{eventually, open_session, Gateway, MockServer, Request, Response};
+use mcp_gateway_tests::{
+    assert_eventually, eventually, open_session, Gateway, MockServer, PortClaim, Request, Response,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 const V: &str = "2025-11-25";
@@ -117,14 +121,15 @@ async fn legacy_session_survives_backend_kill() {
 
 #[tokio::test]
 async fn a_restarted_backend_that_forgot_the_session_is_recovered() {
-    let a = MockServer::legacy("a", 0, V).await;
-    let port = a.addr.port();
+    // the claim keeps the address ours while no mock listens on it
+    let claim = PortClaim::new();
+    let a = MockServer::legacy_on(&claim, "a", V).await;
     let gw = Gateway::start(&route(&[&a], "")).await;
     let sid = open_session(gw.addr).await;
     assert_eq!(text(&call(&sid, 1, "count", "{}").send(gw.addr).await), "1");
     a.kill();
     drop(a);
-    let restarted = MockServer::legacy("a2", port, V).await;
+    let restarted = MockServer::legacy_on(&claim, "a2", V).await;
     let resp = call(&sid, 2, "whoami", "{}").send(gw.addr).await;
     assert_eq!(text(&resp), "a2");
     assert_eq!(restarted.sessions().initializes(), 1);
@@ -266,7 +271,12 @@ async fn a_tool_call_in_flight_when_its_backend_dies_gets_an_outcome_unknown_err
     let (pinned, _) = pods.pinned().await;
     let (req, addr) = (call(sid, 41, "sleep", r#"{"ms":3000}"#), gw.addr);
     let in_flight = tokio::spawn(async move { req.send(addr).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eventually!(
+        Duration::from_secs(5),
+        pinned.in_flight() == 1,
+        "call 41 is in flight at the pinned backend {}",
+        pinned.name
+    );
     pinned.kill();
     let resp = in_flight.await.unwrap();
     assert_eq!(resp.status(), 200, "a JSON-RPC error, not a bare 5xx");
@@ -307,7 +317,12 @@ async fn a_repeatable_request_lost_mid_flight_is_retried_transparently() {
     );
     let addr = gw.addr;
     let in_flight = tokio::spawn(async move { req.send(addr).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eventually!(
+        Duration::from_secs(5),
+        pinned.in_flight() == 1,
+        "prompts/get 9 is in flight at the pinned backend {}",
+        pinned.name
+    );
     pinned.kill();
     let resp = in_flight.await.unwrap();
     assert_eq!(resp.status(), 200);
@@ -318,13 +333,13 @@ async fn a_repeatable_request_lost_mid_flight_is_retried_transparently() {
 
 #[tokio::test]
 async fn a_backend_negotiating_another_version_cannot_take_the_session() {
-    let a = MockServer::legacy("a", 0, V).await;
+    let claim = PortClaim::new();
+    let a = MockServer::legacy_on(&claim, "a", V).await;
     let gw = Gateway::start(&route(&[&a], "")).await;
     let sid = open_session(gw.addr).await;
-    let port = a.addr.port();
     a.kill();
     drop(a);
-    let _older = MockServer::legacy("old", port, "2025-06-18").await;
+    let _older = MockServer::legacy_on(&claim, "old", "2025-06-18").await;
     let resp = call(&sid, 10, "whoami", "{}").send(gw.addr).await;
     assert_eq!(resp.status(), 404);
     assert_eq!(resp.json()["error"]["data"]["reason"], "reinit-failed");
@@ -333,8 +348,8 @@ async fn a_backend_negotiating_another_version_cannot_take_the_session() {
 
 #[tokio::test]
 async fn with_no_surviving_backend_the_session_waits_with_503_and_recovers_later() {
-    let a = MockServer::legacy("a", 0, V).await;
-    let port = a.addr.port();
+    let claim = PortClaim::new();
+    let a = MockServer::legacy_on(&claim, "a", V).await;
     let gw = Gateway::start(&route(&[&a], "")).await;
     let sid = open_session(gw.addr).await;
     a.kill();
@@ -343,7 +358,7 @@ async fn with_no_surviving_backend_the_session_waits_with_503_and_recovers_later
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.head.header("retry-after"), Some("1"));
     assert_eq!(resp.json()["id"], 11);
-    let _back = MockServer::legacy("back", port, V).await;
+    let _back = MockServer::legacy_on(&claim, "back", V).await;
     assert_eq!(
         text(&call(&sid, 12, "whoami", "{}").send(gw.addr).await),
         "back"
@@ -357,8 +372,15 @@ async fn the_get_stream_ends_cleanly_when_its_backend_dies_and_reopens_elsewhere
     let (pinned, survivor) = pods.pinned().await;
     let get = Request::session_stream(sid);
     let (first, addr) = (get.clone(), gw.addr);
-    let open = tokio::spawn(async move { first.send_timed(addr).await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let received = Arc::new(AtomicUsize::new(0));
+    let seen = received.clone();
+    let open = tokio::spawn(async move { first.send_timed_counting(addr, &seen).await });
+    assert_eventually!(
+        Duration::from_secs(5),
+        received.load(Ordering::SeqCst) >= 1,
+        "the GET stream from {} reached the client",
+        pinned.name
+    );
     assert_eq!(gw.metric("mcpgw_open_streams").await, 1.0);
     pinned.kill();
     let (head, chunks) = tokio::time::timeout(Duration::from_secs(5), open)

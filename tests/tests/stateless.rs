@@ -3,7 +3,7 @@
 
 use mcp_gateway_tests::client::{Connection, META};
 use mcp_gateway_tests::mock::ODD_RESPONSE;
-use mcp_gateway_tests::{free_port, Gateway, MockServer, Request};
+use mcp_gateway_tests::{assert_eventually, DeadAddr, Gateway, MockServer, Request};
 use std::time::Duration;
 
 fn two_pools(modern: &[&MockServer], heavy: &MockServer) -> String {
@@ -318,7 +318,7 @@ async fn progress_events_stream_through_as_the_backend_sends_them() {
 #[tokio::test]
 async fn a_refused_backend_is_retried_on_another_and_marked_down() {
     let live = MockServer::start("live").await;
-    let dead = format!("127.0.0.1:{}", free_port());
+    let dead = DeadAddr::new();
     let gw = Gateway::start(&format!(
         "pools: {{ p: {{ backends: [{dead}, {}], balance: round-robin, failure-cooldown-ms: 60000 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
         live.addr
@@ -346,8 +346,7 @@ async fn a_refused_backend_is_retried_on_another_and_marked_down() {
 
 #[tokio::test]
 async fn no_backend_left_gets_503_retry_after_and_a_json_rpc_error() {
-    let dead1 = format!("127.0.0.1:{}", free_port());
-    let dead2 = format!("127.0.0.1:{}", free_port());
+    let (dead1, dead2) = (DeadAddr::new(), DeadAddr::new());
     let gw = Gateway::start(&format!(
         "pools: {{ p: {{ backends: [{dead1}, {dead2}] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
     ))
@@ -392,6 +391,12 @@ async fn admin_endpoints_answer_and_metrics_count_requests() {
     Request::tools_call("/mcp", 2, "secret_tool_name")
         .send(gw.addr)
         .await;
+    // the gateway counts a request in its logging phase, after the client has the answer
+    assert_eventually!(
+        Duration::from_secs(5),
+        gw.metric("mcpgw_tool_calls_total").await == 2.0,
+        "both calls are accounted"
+    );
     assert_eq!(
         gw.metric("mcpgw_tool_calls_total{tool=\"whoami\",outcome=\"ok\"}")
             .await,

@@ -65,14 +65,14 @@ impl MockServer {
 
     /// Starts a mock on a given port (0: any).
     pub async fn start_on(name: &str, port: u16) -> MockServer {
-        Self::spawn(name, ("127.0.0.1", port), None).await
+        Self::spawn(name, Bind::At("127.0.0.1", port), None).await
     }
 
     /// Starts a legacy (session-keeping) mock that negotiates `version`, on `port` (0: any).
     pub async fn legacy(name: &str, port: u16, version: &str) -> MockServer {
         Self::spawn(
             name,
-            ("127.0.0.1", port),
+            Bind::At("127.0.0.1", port),
             Some(legacy::Sessions::new(version)),
         )
         .await
@@ -80,26 +80,78 @@ impl MockServer {
 
     /// A legacy mock on another loopback address (127.0.0.0/8), like pods that share a port.
     pub async fn legacy_at(name: &str, ip: &str, port: u16, version: &str) -> MockServer {
-        Self::spawn(name, (ip, port), Some(legacy::Sessions::new(version))).await
+        Self::spawn(
+            name,
+            Bind::At(ip, port),
+            Some(legacy::Sessions::new(version)),
+        )
+        .await
     }
 
-    async fn spawn(
+    /// Legacy mocks on several loopback addresses, all on one port (like pods behind a
+    /// headless Service): the first binds port 0, the others that port on their address; if
+    /// one of them is taken there, all start over on another port.
+    pub async fn legacy_same_port(pods: &[(&str, &str)], version: &str) -> Vec<MockServer> {
+        'attempt: for _ in 0..20 {
+            let mut port = 0;
+            let mut mocks = Vec::new();
+            for (name, ip) in pods {
+                match TcpListener::bind((*ip, port)).await {
+                    Ok(listener) => {
+                        port = listener.local_addr().expect("addr").port();
+                        let sessions = Some(legacy::Sessions::new(version));
+                        mocks.push(Self::serve_on(name, listener, None, sessions));
+                    }
+                    Err(_) => continue 'attempt,
+                }
+            }
+            return mocks;
+        }
+        panic!("no port was free on every one of {pods:?}");
+    }
+
+    /// A legacy mock on `claim`'s address: a pod that can die and come back at the same
+    /// address ([`MockServer::kill`], then `legacy_on` again with the same claim).
+    pub async fn legacy_on(claim: &PortClaim, name: &str, version: &str) -> MockServer {
+        Self::spawn(
+            name,
+            Bind::Claimed(claim),
+            Some(legacy::Sessions::new(version)),
+        )
+        .await
+    }
+
+    async fn spawn(name: &str, bind: Bind<'_>, legacy: Option<legacy::Sessions>) -> MockServer {
+        let listener = match bind {
+            Bind::At(ip, port) => {
+                // A just-killed mock on the same port releases its listener asynchronously.
+                let mut attempts = 0;
+                loop {
+                    match TcpListener::bind((ip, port)).await {
+                        Ok(l) => break l,
+                        Err(_) if port != 0 && attempts < 100 => {
+                            attempts += 1;
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        Err(e) => panic!("bind mock on port {port}: {e}"),
+                    }
+                }
+            }
+            Bind::Claimed(claim) => claim.listen().await,
+        };
+        let claim = match bind {
+            Bind::Claimed(claim) => Some(claim.clone()),
+            Bind::At(..) => None,
+        };
+        Self::serve_on(name, listener, claim, legacy)
+    }
+
+    fn serve_on(
         name: &str,
-        (ip, port): (&str, u16),
+        listener: TcpListener,
+        claim: Option<PortClaim>,
         legacy: Option<legacy::Sessions>,
     ) -> MockServer {
-        // A just-killed mock on the same port releases its listener asynchronously.
-        let mut attempts = 0;
-        let listener = loop {
-            match TcpListener::bind((ip, port)).await {
-                Ok(l) => break l,
-                Err(_) if port != 0 && attempts < 100 => {
-                    attempts += 1;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(e) => panic!("bind mock on port {port}: {e}"),
-            }
-        };
         let addr = listener.local_addr().expect("addr");
         let shared = Arc::new(Shared {
             name: name.to_owned(),
@@ -111,7 +163,13 @@ impl MockServer {
         });
         let (stop, stopped) = watch::channel(false);
         let serving = shared.clone();
+        let bound = Bound {
+            listener: Some(listener),
+            claim,
+        };
         tokio::spawn(async move {
+            let bound = bound;
+            let listener = bound.listener.as_ref().expect("listening");
             let mut stopped_accept = stopped.clone();
             loop {
                 tokio::select! {
@@ -145,6 +203,13 @@ impl MockServer {
         self.shared
             .capture
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The requests this mock is answering right now (a GET stream counts while it is open).
+    pub fn in_flight(&self) -> usize {
+        self.shared
+            .inflight
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The most requests this mock was answering at once.
@@ -196,6 +261,82 @@ impl MockServer {
 impl Drop for MockServer {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+enum Bind<'a> {
+    /// `TcpListener::bind((ip, port))`: port 0 picks a free one, held for the mock's life.
+    At(&'a str, u16),
+    /// The claim's address.
+    Claimed(&'a PortClaim),
+}
+
+/// A 127.0.0.1 port held for a test for as long as the claim lives, whether or not a mock is
+/// listening on it, so a mock can die and a new one come back at the same address with no
+/// window in which anyone else could take the port. The claim is a socket bound there with
+/// SO_REUSEPORT that never listens: while no mock listens, connections are refused (like a
+/// dead pod's); the kernel gives the port to no one else (not to a bind to port 0, not as a
+/// connection's local port), and only a socket with SO_REUSEPORT of the same user could
+/// share it (the gateway sets none). Each mock on it listens with SO_REUSEPORT too.
+#[derive(Clone)]
+pub struct PortClaim {
+    /// The address held.
+    pub addr: SocketAddr,
+    _socket: Arc<tokio::net::TcpSocket>,
+    /// Whether a mock listens on it now.
+    listening: Arc<watch::Sender<bool>>,
+}
+
+impl PortClaim {
+    /// Claims a free port on 127.0.0.1.
+    pub fn new() -> PortClaim {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_reuseport(true).expect("SO_REUSEPORT");
+        socket
+            .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("claim a port");
+        PortClaim {
+            addr: socket.local_addr().expect("addr"),
+            _socket: Arc::new(socket),
+            listening: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// A listener on the claimed address, once the last mock's listener is closed (two
+    /// listeners on one port would share its connections).
+    async fn listen(&self) -> TcpListener {
+        let mut listening = self.listening.subscribe();
+        tokio::time::timeout(Duration::from_secs(5), listening.wait_for(|on| !*on))
+            .await
+            .expect("the previous mock on the claim stopped listening")
+            .expect("claim alive");
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_reuseport(true).expect("SO_REUSEPORT");
+        socket.bind(self.addr).expect("bind the claimed port");
+        let listener = socket.listen(1024).expect("listen on the claimed port");
+        self.listening.send_replace(true);
+        listener
+    }
+}
+
+impl Default for PortClaim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The accept loop's listener; gives the claim back (if any) once it is closed.
+struct Bound {
+    listener: Option<TcpListener>,
+    claim: Option<PortClaim>,
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        drop(self.listener.take());
+        if let Some(claim) = &self.claim {
+            claim.listening.send_replace(false);
+        }
     }
 }
 
