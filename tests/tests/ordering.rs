@@ -5,7 +5,9 @@
 //! on another connection: the TypeScript client fires the GET and immediately POSTs the call. A
 //! stateful route must not let the call overtake the GET on its way to the backend, or the
 //! elicitation / sampling request is lost and the call stalls until the server's timeout.
-//! Directly against the server nothing stalls (the control tests). Needs `scripts/setup-peers`.
+//! Directly against the server the TypeScript client's GET nearly always wins (the control
+//! test); on a loaded 2-core machine it lost 2 of about 1,200 direct runs (0.2 %), so the
+//! control can fail now and then for reasons outside the gateway. Needs `scripts/setup-peers`.
 
 #[allow(dead_code)]
 mod elicit;
