@@ -2,39 +2,74 @@
 //! its default suite) against real servers directly and through the gateway in `stateful` and
 //! `auto` modes: the results through the gateway must equal the direct ones, check for check.
 //! Servers: npm server-everything, and tests/peers/conformance_server.py (FastMCP 1.30.0, the
-//! suite's fixture tools, resources and prompts), which must pass every check.
+//! suite's fixture tools, resources and prompts), which must pass every check; and
+//! tests/peers/node/elicit_server.mjs (TypeScript SDK 1.32.2, whose fixture tools send their
+//! elicitation / sampling requests on the session's GET stream only: issue 17).
+//! The scenarios in which the server sends requests of its own run several times each
+//! (`REPEAT`), compared repetition for repetition, so a difference that shows only sometimes
+//! (a race) still fails the comparison.
 
-use mcp_gateway_tests::conformance::{self, Results};
+#[allow(dead_code)]
+mod elicit;
+
+use elicit::ElicitServer;
+use mcp_gateway_tests::conformance::{self, Results, SERVER_INITIATED};
 use mcp_gateway_tests::harness::workspace;
 use mcp_gateway_tests::{Gateway, PythonPeer};
+use std::path::Path;
+
+/// How many times each server-initiated scenario runs per server and route.
+const REPEAT: usize = 5;
+
+/// What to run against one server.
+struct Plan<'a> {
+    /// The whole default suite once.
+    default_suite: bool,
+    /// These scenarios `REPEAT` times each.
+    repeated: &'a [&'a str],
+}
+
+async fn results(url: &str, out: &Path, plan: &Plan<'_>) -> Results {
+    let mut results = if plan.default_suite {
+        conformance::run(url, &out.join("suite")).await
+    } else {
+        Results::new()
+    };
+    if !plan.repeated.is_empty() {
+        let repeated =
+            conformance::run_repeated(url, &out.join("repeated"), plan.repeated, REPEAT).await;
+        results.extend(repeated);
+    }
+    results
+}
 
 /// The listener guards DNS rebinding the way loopback SDK servers do.
 const LISTENER: &str = "allowed-hosts: [\"127.0.0.1:*\", \"localhost:*\", \"[::1]:*\"]\n\
                         allowed-origins: [\"http://127.0.0.1:*\", \"http://localhost:*\"]\n";
 
-fn gateway_config(listener: &str, server: &PythonPeer) -> String {
+fn gateway_config(listener: &str, server: &str) -> String {
     format!(
-        "{listener}pools:\n  p: {{ backends: [{}] }}\nroutes:\n\
+        "{listener}pools:\n  p: {{ backends: [{server}] }}\nroutes:\n\
          \x20 - {{ path: /stateful, mode: stateful, pool: p, upstream-path: /mcp }}\n\
-         \x20 - {{ path: /auto, mode: auto, pool: p, upstream-path: /mcp }}\n",
-        server.addr()
+         \x20 - {{ path: /auto, mode: auto, pool: p, upstream-path: /mcp }}\n"
     )
 }
 
-/// Runs the suite directly and through the gateway (`stateful` and `auto` routes, `listener`
-/// settings); fails on any difference.
-async fn compare(name: &str, server: &PythonPeer, listener: &str) -> Vec<(String, Results)> {
+/// Runs `plan` against the server at `server` (`host:port`) directly and through the gateway
+/// (`stateful` and `auto` routes, `listener` settings); fails on any difference.
+async fn compare(
+    name: &str,
+    server: &str,
+    listener: &str,
+    plan: &Plan<'_>,
+) -> Vec<(String, Results)> {
     let gw = Gateway::start(&gateway_config(listener, server)).await;
     let out = workspace().join(format!("target/conformance/{name}"));
-    let direct = conformance::run(
-        &format!("http://{}/mcp", server.addr()),
-        &out.join("direct"),
-    )
-    .await;
+    let direct = results(&format!("http://{server}/mcp"), &out.join("direct"), plan).await;
     let mut runs = vec![("direct".to_owned(), direct.clone())];
     let mut problems = Vec::new();
     for mode in ["stateful", "auto"] {
-        let through = conformance::run(&gw.url(&format!("/{mode}")), &out.join(mode)).await;
+        let through = results(&gw.url(&format!("/{mode}")), &out.join(mode), plan).await;
         for d in conformance::differences(&direct, &through) {
             problems.push(format!("{mode}: {d}"));
         }
@@ -62,15 +97,21 @@ async fn compare(name: &str, server: &PythonPeer, listener: &str) -> Vec<(String
 #[tokio::test]
 async fn server_everything_gives_the_same_results_through_the_gateway() {
     let server = PythonPeer::everything("everything", 0).await;
-    // A transparent gateway (no listener guard) changes nothing.
-    let runs = compare("server-everything", &server, "").await;
+    // A transparent gateway (no listener guard) changes nothing. server-everything has none of
+    // the suite's fixture tools, so its server-initiated scenarios fail alike every time: they
+    // run once, in the default suite.
+    let plan = Plan {
+        default_suite: true,
+        repeated: &[],
+    };
+    let runs = compare("server-everything", &server.addr(), "", &plan).await;
     let direct = &runs[0].1;
     let (passed, _, _) = conformance::counts(direct);
     assert!(passed > 0, "the suite ran no passing check at all");
 
     // server-everything does not guard DNS rebinding itself; with `allowed-hosts` the gateway
     // does, and that scenario's checks are then the only difference.
-    let gw = Gateway::start(&gateway_config(LISTENER, &server)).await;
+    let gw = Gateway::start(&gateway_config(LISTENER, &server.addr())).await;
     let out = workspace().join("target/conformance/server-everything/guarded");
     let guarded = conformance::run(&gw.url("/stateful"), &out).await;
     let diffs = conformance::differences(direct, &guarded);
@@ -98,11 +139,36 @@ async fn the_fixture_server_passes_every_check_directly_and_through_the_gateway(
         &["--port", "0", "--name", "conformance"],
     )
     .await;
-    for (how, results) in compare("fixture", &server, LISTENER).await {
+    let plan = Plan {
+        default_suite: true,
+        repeated: &SERVER_INITIATED,
+    };
+    for (how, results) in compare("fixture", &server.addr(), LISTENER, &plan).await {
         let failing: Vec<_> = results.iter().filter(|(_, s)| *s != "SUCCESS").collect();
         assert!(
             failing.is_empty(),
             "{how}: not every check passes: {failing:?}"
         );
+    }
+}
+
+/// Issue 17: the TypeScript SDK drops a server-initiated request that is not tied to a client
+/// request when the session's GET stream is not open yet, and the suite's scenarios call the tool
+/// right after connecting. Every repetition must pass, directly and through the gateway.
+#[tokio::test]
+async fn server_initiated_requests_on_the_get_stream_pass_every_time_directly_and_through_the_gateway(
+) {
+    let server = ElicitServer::start(3000).await;
+    let plan = Plan {
+        default_suite: false,
+        repeated: &["tools-call-elicitation", "tools-call-sampling"],
+    };
+    for (how, results) in compare("get-stream", &server.addr(), "", &plan).await {
+        let failing: Vec<_> = results.iter().filter(|(_, s)| *s != "SUCCESS").collect();
+        assert!(
+            failing.is_empty(),
+            "{how}: not every check passes: {failing:?}"
+        );
+        assert_eq!(results.len(), 2 * REPEAT, "{how}: {results:?}");
     }
 }
