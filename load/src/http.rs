@@ -142,9 +142,15 @@ impl Conn {
         }
         let resp = match self.sender.try_send_request(req.to_hyper()).await {
             Ok(resp) => resp,
+            // No answer head: the request was not sent, or the connection was closed or reset
+            // under it (a server closing an idle kept-alive connection as it went out).
             Err(mut e) => {
                 let unsent = e.take_message().is_some();
-                return Err(if unsent || e.error().is_incomplete_message() {
+                let error = e.error();
+                let closed = error.is_incomplete_message()
+                    || std::error::Error::source(error)
+                        .is_some_and(|cause| cause.is::<std::io::Error>());
+                return Err(if unsent || closed {
                     Failure::Stale
                 } else {
                     Failure::Error(HttpError::Broken)
