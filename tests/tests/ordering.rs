@@ -61,10 +61,11 @@ async fn races(client: RaceClient, url: &str, how: &str) -> Vec<(&'static str, R
     out
 }
 
-fn assert_no_stalls(client: RaceClient, how: &str, results: &[(&str, Race)]) {
+/// Asserts at most `tolerated` stalls per tool (and every run done).
+fn assert_stalls(client: RaceClient, how: &str, results: &[(&str, Race)], tolerated: u64) {
     let bad: Vec<String> = results
         .iter()
-        .filter(|(_, r)| r.stalls != 0 || r.runs != u64::from(runs(client)))
+        .filter(|(_, r)| r.stalls > tolerated || r.runs != u64::from(runs(client)))
         .map(|(tool, r)| {
             format!(
                 "{tool}: {} of {} runs stalled; first failures: {:?}",
@@ -84,7 +85,9 @@ async fn through_the_gateway(client: RaceClient) {
     let server = ElicitServer::start(SERVER_TIMEOUT_MS).await;
     let gw = Gateway::start(&stateful_route(&server)).await;
     let results = races(client, &gw.url("/mcp"), "through the gateway").await;
-    assert_no_stalls(client, "through the gateway", &results);
+    // The gateway holds the session's stream before it answers `notifications/initialized`:
+    // no call can overtake it, so not one stall is tolerated.
+    assert_stalls(client, "through the gateway", &results, 0);
 }
 
 #[tokio::test]
@@ -98,10 +101,14 @@ async fn server_initiated_requests_reach_a_python_1_30_client_that_calls_right_a
 }
 
 #[tokio::test]
-async fn without_the_gateway_no_client_that_calls_right_after_connecting_stalls() {
+async fn without_the_gateway_clients_that_call_right_after_connecting_rarely_stall() {
     let server = ElicitServer::start(SERVER_TIMEOUT_MS).await;
     for client in [RaceClient::Ts, RaceClient::Py1] {
         let results = races(client, &server.url(), "directly").await;
-        assert_no_stalls(client, "directly", &results);
+        // The SDKs' own race (the TypeScript client does not wait for its GET) lost 2 of about
+        // 1,200 direct runs under load: the control tolerates 1 in 25, which still fails when
+        // the fixture does not work at all.
+        let tolerated = u64::from(runs(client)) / 25;
+        assert_stalls(client, "directly", &results, tolerated);
     }
 }
