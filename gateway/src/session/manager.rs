@@ -94,6 +94,19 @@ pub struct Outgoing<'a> {
     pub method_label: &'static str,
 }
 
+impl<'a> Outgoing<'a> {
+    /// A GET (a stream) in the session: no body, safe to repeat.
+    pub fn get(client: &'a RequestHeader, method_label: &'static str) -> Outgoing<'a> {
+        Outgoing {
+            client,
+            body: Bytes::new(),
+            repeatable: true,
+            is_post: false,
+            method_label,
+        }
+    }
+}
+
 /// A request sent within a session: the exchange (response head read) and where it went.
 pub struct Forwarded {
     /// The upstream exchange.
@@ -299,13 +312,7 @@ impl SessionManager {
                     continue;
                 }
             };
-            let target = Target {
-                path: &rec.path,
-                host: &backend.host,
-            };
-            let len = out.is_post.then_some(out.body.len());
-            let session = Some(&*rec.binding.backend_session);
-            let req = request::forwarded(out.client, target, session, len)?;
+            let req = in_session_request(&rec, &backend, &out)?;
             let body = out.body.clone();
             match self
                 .engine
@@ -381,13 +388,7 @@ impl SessionManager {
     ) -> Result<Exchange, GatewayError> {
         let backend =
             bound_backend(pool, rec).map_err(|_| GatewayError::unavailable(&pool.name, 0))?;
-        let target = Target {
-            path: &rec.path,
-            host: &backend.host,
-        };
-        let len = out.is_post.then_some(out.body.len());
-        let session = Some(&*rec.binding.backend_session);
-        let req = request::forwarded(out.client, target, session, len)?;
+        let req = in_session_request(rec, &backend, out)?;
         let body = out.body.clone();
         self.engine
             .send(pool, &backend, &req, body, out.repeatable)
@@ -532,6 +533,21 @@ impl SessionManager {
             .delete_session(pool, &b, &rec.path, sid, version)
             .await;
     }
+}
+
+/// The client's request as it goes to the session's backend.
+fn in_session_request(
+    rec: &SessionRecord,
+    backend: &Backend,
+    out: &Outgoing<'_>,
+) -> Result<RequestHeader, GatewayError> {
+    let target = Target {
+        path: &rec.path,
+        host: &backend.host,
+    };
+    let len = out.is_post.then_some(out.body.len());
+    let session = Some(&*rec.binding.backend_session);
+    request::forwarded(out.client, target, session, len)
 }
 
 fn backend_session(rec: &SessionRecord) -> BackendSession {

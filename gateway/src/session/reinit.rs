@@ -6,7 +6,7 @@
 use super::{Binding, SessionRecord};
 use crate::mcp::headers::MCP_SESSION_ID;
 use crate::mcp::sse;
-use crate::upstream::attempt::Engine;
+use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
@@ -147,20 +147,12 @@ async fn send_one(
     binding: &Binding,
     body: String,
 ) {
-    let target = Target {
-        path: &rec.path,
-        host: &backend.host,
+    let session = BackendSession {
+        id: binding.backend_session.clone(),
+        path: rec.path.clone(),
+        protocol_version: rec.protocol_version.clone(),
     };
-    let Ok(req) = request::own(
-        http::Method::POST,
-        target,
-        Some(&binding.backend_session),
-        Some(&rec.protocol_version),
-        body.len(),
-    ) else {
-        return;
-    };
-    match engine.call(pool, backend, &req, Bytes::from(body)).await {
+    match engine.post_in_session(pool, backend, &session, body).await {
         Ok((head, _)) if head.status.is_success() => {}
         Ok((head, _)) => tracing::warn!(
             session = super::short(&rec.id),

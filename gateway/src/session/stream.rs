@@ -254,13 +254,7 @@ impl SessionManager {
     ) -> Result<StreamOpened, GatewayError> {
         let resuming = client.headers.contains_key("last-event-id");
         if !self.holds_streams() || resuming {
-            let out = Outgoing {
-                client,
-                body: Bytes::new(),
-                repeatable: true,
-                is_post: false,
-                method_label,
-            };
+            let out = Outgoing::get(client, method_label);
             let Forwarded { exchange, record } = self.forward(pool, rec, out).await?;
             return Ok(StreamOpened::Answer(Box::new((exchange, record))));
         }
@@ -333,13 +327,7 @@ impl SessionManager {
         method_label: &'static str,
     ) -> Result<(Exchange, SessionRecord), GatewayError> {
         let req = stream_request(&rec)?;
-        let out = Outgoing {
-            client: &req,
-            body: Bytes::new(),
-            repeatable: true,
-            is_post: false,
-            method_label,
-        };
+        let out = Outgoing::get(&req, method_label);
         let Forwarded { exchange, record } = self.forward(pool, rec, out).await?;
         Ok((exchange, record))
     }
@@ -352,14 +340,8 @@ impl SessionManager {
         method_label: &'static str,
     ) -> Result<Exchange, GatewayError> {
         let req = stream_request(rec)?;
-        let out = Outgoing {
-            client: &req,
-            body: Bytes::new(),
-            repeatable: true,
-            is_post: false,
-            method_label,
-        };
-        self.send_on_binding(pool, rec, &out).await
+        self.send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
+            .await
     }
 
     /// Starts holding `exchange` (a 2xx event stream) as the session's stream, replacing (and

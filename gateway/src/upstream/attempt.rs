@@ -259,6 +259,30 @@ impl Engine {
         }
     }
 
+    /// Sends a message of the gateway's own into a backend session and reads the (bounded)
+    /// answer.
+    pub async fn post_in_session(
+        &self,
+        pool: &Pool,
+        backend: &Arc<Backend>,
+        session: &BackendSession,
+        message: String,
+    ) -> Result<(ResponseHeader, Bytes), CallError> {
+        let target = Target {
+            path: &session.path,
+            host: &backend.host,
+        };
+        let id = Some(&*session.id);
+        let version = Some(&*session.protocol_version);
+        match request::own(http::Method::POST, target, id, version, message.len()) {
+            Ok(req) => self.call(pool, backend, &req, Bytes::from(message)).await,
+            Err(e) => Err(CallError::Connect(pingora::Error::explain(
+                pingora::ErrorType::InternalError,
+                e.message,
+            ))),
+        }
+    }
+
     /// [`Engine::delete_session`] in the background (a session nobody will use: the loser of a
     /// re-binding race, say), so no client waits for it.
     pub fn spawn_delete_session(
@@ -287,20 +311,7 @@ impl Engine {
     ) {
         let engine = self.clone();
         tokio::spawn(async move {
-            let target = Target {
-                path: &session.path,
-                host: &backend.host,
-            };
-            let Ok(req) = request::own(
-                http::Method::POST,
-                target,
-                Some(&session.id),
-                Some(&session.protocol_version),
-                message.len(),
-            ) else {
-                return;
-            };
-            let sent = engine.call(&pool, &backend, &req, Bytes::from(message));
+            let sent = engine.post_in_session(&pool, &backend, &session, message);
             if tokio::time::timeout(NOTIFY_TIMEOUT, sent).await.is_err() {
                 tracing::debug!(backend = %backend.label, "notification to the backend timed out");
             }
