@@ -145,28 +145,6 @@ impl Backend {
     }
 }
 
-/// Runs a peer script (argv[1]) with TCP_NODELAY on every accepted connection, as uvicorn has
-/// when it binds its own socket.
-///
-/// tests/peers/peer_serve.py binds `socket.socket(AF_INET, SOCK_STREAM)`, whose `proto` is 0,
-/// and asyncio sets TCP_NODELAY only on sockets whose `proto` is `IPPROTO_TCP`. Nagle then
-/// holds each answer's second write (uvicorn writes the head, then the body) until the client
-/// ACKs the first, and a client in delayed-ACK mode waits up to 40 ms to do so: measured with
-/// tcpdump on a kept-alive connection, 45 ms p50 per call at 40 rps instead of 5 ms. A fresh
-/// connection per call hid it (the first exchanges of a connection are ACKed at once). The
-/// lasting fix is `IPPROTO_TCP` as the third argument there; this prelude makes the suite
-/// right either way.
-const NODELAY_PRELUDE: &str = "\
-import asyncio.base_events as be, os, runpy, socket, sys
-def nodelay(sock):
-    if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-be._set_nodelay = nodelay
-sys.argv = sys.argv[1:]
-sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
-runpy.run_path(sys.argv[0], run_name='__main__')
-";
-
 async fn spawn_backend(p: &Programs, kind: BackendKind, name: &str, port: u16) -> Child {
     let port_s = port.to_string();
     let mut cmd = match kind {
@@ -180,8 +158,8 @@ async fn spawn_backend(p: &Programs, kind: BackendKind, name: &str, port: u16) -
         }
         BackendKind::FastMcp1 => {
             let mut c = Command::new(&p.python1);
-            c.args(["-c", NODELAY_PRELUDE])
-                .arg(p.peers.join("legacy_server.py"))
+            // peer_serve.py sets TCP_NODELAY on accepted connections (40 ms per call without)
+            c.arg(p.peers.join("legacy_server.py"))
                 .args(["--port", &port_s, "--name", name]);
             c
         }
