@@ -1,6 +1,6 @@
 //! The admin listener:
 //! - `GET /healthz`: the process is alive;
-//! - `GET /readyz`: every pool has a backend that may take work;
+//! - `GET /readyz`: the session store answers and every pool has a backend that may take work;
 //! - `GET /metrics`: Prometheus text format;
 //! - `GET /admin/backends`: every backend with its state, sessions and requests in flight;
 //! - `POST /admin/backends/drain?pool=P&backend=IP:PORT` (and `/undrain`): no new sessions on
@@ -219,6 +219,10 @@ impl ServeHttp for AdminApp {
             }
             "/healthz" => reply(200, "text/plain", b"ok\n".to_vec()),
             "/readyz" => {
+                if let Err(e) = self.sessions.store_ready().await {
+                    let body = format!("not ready: the session store: {}\n", e.data["detail"]);
+                    return reply(503, "text/plain", body.into_bytes());
+                }
                 let state = self.state.load();
                 let not_ready: Vec<&str> = state
                     .pools

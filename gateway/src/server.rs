@@ -3,11 +3,12 @@
 
 use crate::admin::AdminApp;
 use crate::config::Config;
+use crate::config::StoreConfig;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
-use crate::session::store::Ttl;
-use crate::session::{ExpiryService, MemoryStore, SessionManager};
+use crate::session::store::{RedisStore, Ttl};
+use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionStore};
 use crate::state::State;
 use crate::upstream::attempt::Engine;
 use crate::upstream::discovery::DiscoveryService;
@@ -40,10 +41,14 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         config.clone(),
         metrics.clone(),
     )));
-    let store = Arc::new(MemoryStore::new(Ttl {
+    let ttl = Ttl {
         idle: config.sessions.idle_timeout,
         tombstone: config.sessions.idle_timeout,
-    }));
+    };
+    let store: Arc<dyn SessionStore> = match &config.sessions.store {
+        StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
+        StoreConfig::Redis(redis) => Arc::new(RedisStore::new(redis.clone(), ttl)),
+    };
     let engine = Arc::new(Engine::new(metrics.clone()));
     let sessions = Arc::new(SessionManager::new(store, engine));
     sessions.configure(&config.sessions);

@@ -33,7 +33,7 @@ const START_ATTEMPTS: usize = 8;
 /// Waits until `child` owns (listens on, alone) every port of `ports` on 127.0.0.1 (see
 /// [`crate::ports`]); panics if that takes longer than `limit`. `Err` says why it cannot: the
 /// process exited (its port was taken, most likely), or someone else holds one of the ports.
-async fn prove_ownership(
+pub(crate) async fn prove_ownership(
     child: &mut Child,
     ports: &[u16],
     what: &str,

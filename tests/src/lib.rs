@@ -10,6 +10,7 @@ pub mod harness;
 pub mod interop;
 pub mod mock;
 pub mod ports;
+pub mod redis;
 pub mod wire;
 
 pub use client::{Request, Response};

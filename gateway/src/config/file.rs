@@ -57,6 +57,20 @@ pub struct FileSessions {
     pub idle_timeout_s: Option<u64>,
     pub max: Option<usize>,
     pub hold_streams: Option<bool>,
+    pub store: Option<String>,
+    pub redis: Option<FileRedis>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// `sessions.redis`: the shared store.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileRedis {
+    #[serde(default)]
+    pub urls: Vec<String>,
+    pub cluster: Option<bool>,
+    pub key_prefix: Option<String>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

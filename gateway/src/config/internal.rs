@@ -53,8 +53,21 @@ pub struct SessionConfig {
     /// server-initiated requests never fall into a gap (a client that calls before its GET
     /// reached the backend, a reconnect, a move to another backend). Opened when the client's
     /// `initialize` declares sampling, elicitation or roots, or at the client's first GET.
-    /// Default true.
+    /// Default true with the memory store; false with Redis (a held stream lives in one
+    /// replica, and the backend refuses a second GET from another).
     pub hold_streams: bool,
+    /// Where sessions live. Default: this process's memory.
+    pub store: StoreConfig,
+}
+
+/// Where sessions live.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StoreConfig {
+    /// This process's memory (one replica; a restart loses every session).
+    #[default]
+    Memory,
+    /// Redis, shared by every replica (`sessions.redis`).
+    Redis(crate::session::store::RedisConfig),
 }
 
 impl Default for SessionConfig {
@@ -63,6 +76,7 @@ impl Default for SessionConfig {
             idle_timeout: Duration::from_secs(1800),
             max: 100_000,
             hold_streams: true,
+            store: StoreConfig::Memory,
         }
     }
 }

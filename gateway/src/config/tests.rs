@@ -133,3 +133,40 @@ fn session_not_found_rules_are_validated() {
         ]
     );
 }
+
+#[test]
+fn the_redis_store_is_configured_and_checked() {
+    let config = load(&repo_file("replicas.yaml")).unwrap();
+    assert_eq!(
+        config.sessions.store,
+        StoreConfig::Redis(crate::session::store::RedisConfig {
+            urls: vec!["redis://127.0.0.1:6379/0".into()],
+            cluster: false,
+            key_prefix: "mcpgw:".into(),
+        })
+    );
+    assert!(
+        !config.sessions.hold_streams,
+        "off by default with a shared store"
+    );
+    let errors = parse(
+        "sessions: { store: redis, redis: { urls: [\"http://x\"], key-prefix: \"\", colour: 1 } }\npools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p } ]\n",
+    )
+    .unwrap_err();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    for path in [
+        "sessions.redis.urls[0]",
+        "sessions.redis.key-prefix",
+        "sessions.redis.colour",
+    ] {
+        assert!(paths.contains(&path), "{path} missing from {paths:?}");
+    }
+    let errors = parse(
+        "sessions: { store: etcd }\npools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p } ]\n",
+    )
+    .unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.path == "sessions.store"),
+        "{errors:?}"
+    );
+}

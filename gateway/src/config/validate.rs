@@ -84,8 +84,9 @@ impl Config {
         p.unknown(
             "sessions",
             &file.sessions.unknown,
-            "idle-timeout-s, max, hold-streams",
+            "idle-timeout-s, max, hold-streams, store, redis",
         );
+        let store = store_config(&mut p, &file.sessions);
         let defaults = SessionConfig::default();
         let sessions = SessionConfig {
             idle_timeout: file
@@ -93,7 +94,13 @@ impl Config {
                 .idle_timeout_s
                 .map_or(defaults.idle_timeout, Duration::from_secs),
             max: file.sessions.max.unwrap_or(defaults.max),
-            hold_streams: file.sessions.hold_streams.unwrap_or(defaults.hold_streams),
+            // A held stream lives in one replica; until streams are shared through the store,
+            // several replicas would each open one (and the backend refuses a second GET).
+            hold_streams: file
+                .sessions
+                .hold_streams
+                .unwrap_or(store == StoreConfig::Memory && defaults.hold_streams),
+            store,
         };
         if sessions.idle_timeout.is_zero() {
             p.add("sessions.idle-timeout-s", "must be at least 1");
@@ -471,5 +478,49 @@ fn pool_ref(
                 0
             }
         },
+    }
+}
+
+/// `sessions.store` and `sessions.redis`.
+fn store_config(p: &mut Problems, file: &super::file::FileSessions) -> StoreConfig {
+    if let Some(redis) = &file.redis {
+        p.unknown(
+            "sessions.redis",
+            &redis.unknown,
+            "urls, cluster, key-prefix",
+        );
+    }
+    match file.store.as_deref() {
+        None | Some("memory") => StoreConfig::Memory,
+        Some("redis") => {
+            let redis = file.redis.as_ref();
+            let urls = redis.map(|r| r.urls.clone()).unwrap_or_default();
+            if urls.is_empty() {
+                p.add("sessions.redis.urls", "give at least one redis:// URL");
+            }
+            for (i, url) in urls.iter().enumerate() {
+                if !url.starts_with("redis://") && !url.starts_with("rediss://") {
+                    p.add(
+                        format!("sessions.redis.urls[{i}]"),
+                        "must be a redis:// URL",
+                    );
+                }
+            }
+            let key_prefix = redis
+                .and_then(|r| r.key_prefix.clone())
+                .unwrap_or_else(|| "mcpgw:".to_owned());
+            if key_prefix.is_empty() {
+                p.add("sessions.redis.key-prefix", "must not be empty");
+            }
+            StoreConfig::Redis(crate::session::store::RedisConfig {
+                urls,
+                cluster: redis.and_then(|r| r.cluster).unwrap_or(false),
+                key_prefix,
+            })
+        }
+        Some(other) => {
+            p.add("sessions.store", format!("`{other}`: use memory or redis"));
+            StoreConfig::Memory
+        }
     }
 }

@@ -504,6 +504,11 @@ impl SessionManager {
         }
     }
 
+    /// Whether the session store answers (readiness).
+    pub async fn store_ready(&self) -> Result<(), GatewayError> {
+        Ok(self.store.ping().await?)
+    }
+
     /// Live sessions in all.
     pub async fn count(&self) -> Result<usize, GatewayError> {
         Ok(self.store.count().await?)

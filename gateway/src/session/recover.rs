@@ -10,6 +10,11 @@ use crate::error::GatewayError;
 use crate::upstream::attempt::{BackendSession, Pick, Step};
 use crate::upstream::{Backend, Pool};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long one replica's claim to move a session holds others off (the replay of an
+/// `initialize` and its settings takes well under a second).
+const MOVE_CLAIM: Duration = Duration::from_secs(5);
 
 impl SessionManager {
     /// Moves `seen` (the record as the caller saw it) to a surviving backend, or returns the
@@ -47,6 +52,21 @@ impl SessionManager {
         if current.binding.generation != seen.binding.generation {
             return Ok(current); // another request of this session already moved it
         }
+        let generation = current.binding.generation;
+        if !self
+            .store
+            .claim_move(&current.id, generation, MOVE_CLAIM)
+            .await?
+        {
+            // another replica is moving it: adopt its binding once it is there
+            if let Some(moved) = self.await_move(&current.id, generation).await? {
+                return Ok(moved);
+            }
+            tracing::warn!(
+                session = short(&current.id),
+                "the replica moving this session did not finish; moving it here"
+            );
+        }
         // A backend that forgot the session may still be alive; one that is down is tried
         // last (it may be the only one, and back by now). A drained backend is never the last
         // resort: that is what it drains from.
@@ -81,6 +101,25 @@ impl SessionManager {
             })
             .await?;
         self.rebind(pool, current, binding, reason).await
+    }
+
+    /// Waits (bounded by the claim's lifetime) until the session is at a newer generation.
+    async fn await_move(
+        &self,
+        id: &str,
+        generation: u64,
+    ) -> Result<Option<SessionRecord>, GatewayError> {
+        let deadline = tokio::time::Instant::now() + MOVE_CLAIM;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            match self.store.get(id).await? {
+                Lookup::Live(r) if r.binding.generation != generation => return Ok(Some(r)),
+                Lookup::Live(_) => {}
+                Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
+                Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
+            }
+        }
+        Ok(None)
     }
 
     async fn version_mismatch(

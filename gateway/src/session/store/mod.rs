@@ -7,9 +7,11 @@
 //! Every implementation runs the one behavioural suite in `suite.rs`.
 
 mod memory;
+mod redis;
 #[cfg(test)]
 pub(crate) mod suite;
 
+pub use self::redis::{RedisConfig, RedisStore};
 pub use memory::MemoryStore;
 
 use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
@@ -112,6 +114,23 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError>;
     /// Live sessions of one client identity.
     async fn client_count(&self, client: &str) -> Result<usize, StoreError>;
+    /// Claims the move of session `id` off its binding of `generation` for `ttl`: `true` for
+    /// the one caller (across every replica) that should re-initialize it, `false` while
+    /// another holds the claim (that caller waits for the new binding instead). A store
+    /// serving one process needs no claim: its callers are single-flighted already.
+    async fn claim_move(
+        &self,
+        id: &str,
+        generation: u64,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let _ = (id, generation, ttl);
+        Ok(true)
+    }
+    /// Whether the store answers (readiness).
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// Changes the time-to-live of records (a config reload); applies to every live session.
     fn set_ttl(&self, ttl: Ttl);
 }

@@ -1,0 +1,730 @@
+//! Sessions in Redis (`sessions.store: redis`), shared by every gateway replica, so a replica
+//! that never saw a session (or a restarted gateway) serves it.
+//!
+//! Layout (every key of a session in one cluster slot, by the `{session-id}` hash tag):
+//! - `PREFIX{ID}:rec`: a hash (`base`, `binding`, `gen`, `stale`, `settings`, `last_use`) whose
+//!   key lives twice the idle timeout plus a minute, so the expiry sweep claims it first;
+//! - `PREFIX{ID}:gone`: the tombstone (the reason) for the tombstone window;
+//! - `PREFIX:due`: a sorted set of due times (lazily corrected, as in the memory store);
+//! - `PREFIX:total`, `PREFIX:backends:POOL`, `PREFIX:clients`: the counts every replica reads.
+//!
+//! Re-binding, stale marks, settings, ending and expiry are scripts on the session's slot:
+//! compare-and-set on the generation, never read-then-write. Counts live in other slots, so
+//! they are updated after the session's own change (a crash in between skews a count, never a
+//! session); quotas are checked against them before a session is created, so concurrent
+//! initializes on several replicas can pass a cap by at most their number.
+
+use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
+use async_trait::async_trait;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// How long one store operation may take before the request gets -32006.
+const TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Where the store is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// `redis://` URLs: one for a single server, the seed nodes of a cluster.
+    pub urls: Vec<String>,
+    /// Redis Cluster.
+    pub cluster: bool,
+    /// Prefix of every key.
+    pub key_prefix: String,
+}
+
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The part of a record that never changes.
+#[derive(Serialize, Deserialize)]
+struct Base {
+    id: Arc<str>,
+    pool: Arc<str>,
+    client: Arc<str>,
+    principal: Option<Arc<str>>,
+    path: Arc<str>,
+    init_params: Arc<str>,
+    protocol_version: Arc<str>,
+}
+
+/// Sessions in Redis.
+pub struct RedisStore {
+    config: RedisConfig,
+    conn: OnceCell<Conn>,
+    idle_ms: AtomicU64,
+    /// The longest idle timeout this store has had: due times written under it may be that
+    /// much later than the current one says.
+    max_idle_ms: AtomicU64,
+    tombstone_ms: AtomicU64,
+}
+
+fn failed(e: impl std::fmt::Display) -> StoreError {
+    StoreError {
+        detail: e.to_string(),
+    }
+}
+
+static CREATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'base', ARGV[1], 'binding', ARGV[2], 'gen', ARGV[3], 'stale', '0',
+  'settings', ARGV[4], 'last_use', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+return 1",
+    )
+});
+
+static TOUCH: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"local last = redis.call('HGET', KEYS[1], 'last_use')
+if not last then return 0 end
+if tonumber(ARGV[1]) > tonumber(last) then redis.call('HSET', KEYS[1], 'last_use', ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1",
+    )
+});
+
+static REBIND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"local gen = redis.call('HGET', KEYS[1], 'gen')
+if not gen then return {'none'} end
+if gen ~= ARGV[1] then
+  local f = redis.call('HGETALL', KEYS[1])
+  table.insert(f, 1, 'lost')
+  return f
+end
+local old = redis.call('HGET', KEYS[1], 'binding')
+redis.call('HSET', KEYS[1], 'binding', ARGV[2], 'gen', ARGV[3], 'stale', '0')
+local f = redis.call('HGETALL', KEYS[1])
+table.insert(f, 1, old)
+table.insert(f, 1, 'won')
+return f",
+    )
+});
+
+static MARK_STALE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'stale', '1')
+end
+return 1",
+    )
+});
+
+static SETTINGS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"local cur = redis.call('HGET', KEYS[1], 'settings')
+if not cur then return -1 end
+if cur ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'settings', ARGV[2])
+return 1",
+    )
+});
+
+static END: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"local f = redis.call('HGETALL', KEYS[1])
+if #f == 0 then return f end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+return f",
+    )
+});
+
+static CLAIM_EXPIRED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"local last = redis.call('HGET', KEYS[1], 'last_use')
+if not last then return {'missing'} end
+local due = tonumber(last) + tonumber(ARGV[2])
+if due > tonumber(ARGV[1]) then return {'later', tostring(due)} end
+local f = redis.call('HGETALL', KEYS[1])
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], 'expired', 'PX', ARGV[3])
+table.insert(f, 1, 'expired')
+return f",
+    )
+});
+
+fn reason_str(reason: GoneReason) -> &'static str {
+    reason.as_str()
+}
+
+fn parse_reason(s: &str) -> Option<GoneReason> {
+    match s {
+        "expired" => Some(GoneReason::Expired),
+        "deleted" => Some(GoneReason::Deleted),
+        "reinit-failed" => Some(GoneReason::ReinitFailed),
+        _ => None,
+    }
+}
+
+/// A record from its hash fields (a flat field/value list).
+fn decode(fields: &[String]) -> Result<SessionRecord, StoreError> {
+    let map: HashMap<&str, &str> = fields
+        .chunks_exact(2)
+        .map(|kv| (kv[0].as_str(), kv[1].as_str()))
+        .collect();
+    let get = |k: &str| {
+        map.get(k)
+            .copied()
+            .ok_or_else(|| failed(format!("session record without `{k}`")))
+    };
+    let base: Base = serde_json::from_str(get("base")?).map_err(failed)?;
+    let mut binding: Binding = serde_json::from_str(get("binding")?).map_err(failed)?;
+    binding.generation = get("gen")?.parse().map_err(failed)?;
+    binding.stale = get("stale")? == "1";
+    let settings: Settings = serde_json::from_str(get("settings")?).map_err(failed)?;
+    Ok(SessionRecord {
+        id: base.id,
+        pool: base.pool,
+        client: base.client,
+        principal: base.principal,
+        path: base.path,
+        init_params: base.init_params,
+        protocol_version: base.protocol_version,
+        binding,
+        settings,
+        last_use_ms: get("last_use")?.parse().map_err(failed)?,
+    })
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(failed)
+}
+
+impl RedisStore {
+    /// A store for `config`; connects on first use (and reconnects by itself).
+    pub fn new(config: RedisConfig, ttl: Ttl) -> RedisStore {
+        RedisStore {
+            config,
+            conn: OnceCell::new(),
+            idle_ms: AtomicU64::new(ttl.idle.as_millis() as u64),
+            max_idle_ms: AtomicU64::new(ttl.idle.as_millis() as u64),
+            tombstone_ms: AtomicU64::new(ttl.tombstone.as_millis() as u64),
+        }
+    }
+
+    async fn conn(&self) -> Result<Conn, StoreError> {
+        let conn = self.conn.get_or_try_init(|| self.connect());
+        let conn = tokio::time::timeout(TIMEOUT, conn)
+            .await
+            .map_err(|_| failed("connecting to Redis timed out"))??;
+        Ok(conn.clone())
+    }
+
+    async fn connect(&self) -> Result<Conn, StoreError> {
+        if self.config.cluster {
+            let client = redis::cluster::ClusterClient::builder(self.config.urls.clone())
+                .connection_timeout(TIMEOUT)
+                .response_timeout(TIMEOUT)
+                .build()
+                .map_err(failed)?;
+            let conn = client.get_async_connection().await.map_err(failed)?;
+            return Ok(Conn::Cluster(conn));
+        }
+        let url = self.config.urls.first().ok_or_else(|| failed("no URL"))?;
+        let client = redis::Client::open(url.as_str()).map_err(failed)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(TIMEOUT))
+            .set_response_timeout(Some(TIMEOUT))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(2));
+        let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(failed)?;
+        Ok(Conn::Single(conn))
+    }
+
+    /// Runs a command, bounded by the store timeout.
+    async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
+        let mut conn = self.conn().await?;
+        match tokio::time::timeout(TIMEOUT, cmd.query_async(&mut conn)).await {
+            Ok(result) => result.map_err(failed),
+            Err(_) => Err(failed("Redis did not answer in time")),
+        }
+    }
+
+    /// Runs a script on the session's slot (its keys are `rec` and `gone`).
+    async fn script<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        id: &str,
+        args: &[String],
+    ) -> Result<T, StoreError> {
+        let mut invocation = script.prepare_invoke();
+        invocation.key(self.rec_key(id)).key(self.gone_key(id));
+        for a in args {
+            invocation.arg(a);
+        }
+        let mut conn = self.conn().await?;
+        match tokio::time::timeout(TIMEOUT, invocation.invoke_async(&mut conn)).await {
+            Ok(result) => result.map_err(failed),
+            Err(_) => Err(failed("Redis did not answer in time")),
+        }
+    }
+
+    fn rec_key(&self, id: &str) -> String {
+        format!("{}{{{id}}}:rec", self.config.key_prefix)
+    }
+
+    fn gone_key(&self, id: &str) -> String {
+        format!("{}{{{id}}}:gone", self.config.key_prefix)
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.config.key_prefix)
+    }
+
+    fn backends_key(&self, pool: &str) -> String {
+        format!("{}backends:{pool}", self.config.key_prefix)
+    }
+
+    /// The record key's lifetime: past the idle timeout, so the sweep claims it first.
+    fn record_ttl_ms(&self) -> u64 {
+        self.idle_ms.load(Ordering::Relaxed) * 2 + 60_000
+    }
+
+    /// Moves the counts for a session opening (`by` 1) or ending (`by` -1).
+    async fn count(&self, rec: &SessionRecord, by: i64) -> Result<(), StoreError> {
+        let _: i64 = self
+            .query(redis::cmd("INCRBY").arg(self.key("total")).arg(by))
+            .await?;
+        self.count_backend(&rec.pool, rec.binding.backend, by)
+            .await?;
+        if !rec.client.is_empty() {
+            let _: i64 = self
+                .query(
+                    redis::cmd("HINCRBY")
+                        .arg(self.key("clients"))
+                        .arg(&*rec.client)
+                        .arg(by),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn count_backend(&self, pool: &str, addr: SocketAddr, by: i64) -> Result<(), StoreError> {
+        let _: i64 = self
+            .query(
+                redis::cmd("HINCRBY")
+                    .arg(self.backends_key(pool))
+                    .arg(addr.to_string())
+                    .arg(by),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn forget_due(&self, id: &str) -> Result<(), StoreError> {
+        let _: i64 = self
+            .query(redis::cmd("ZREM").arg(self.key("due")).arg(id))
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SessionStore for RedisStore {
+    async fn create(&self, record: SessionRecord, quota: Quota) -> Result<(), CreateError> {
+        let total: Option<i64> = self
+            .query(redis::cmd("GET").arg(self.key("total")))
+            .await
+            .map_err(CreateError::Store)?;
+        if total.unwrap_or(0).max(0) as usize >= quota.max_sessions {
+            return Err(CreateError::Full {
+                max: quota.max_sessions,
+            });
+        }
+        if let (Some(max), false) = (quota.max_per_client, record.client.is_empty()) {
+            if self
+                .client_count(&record.client)
+                .await
+                .map_err(CreateError::Store)?
+                >= max
+            {
+                return Err(CreateError::ClientFull { max });
+            }
+        }
+        let base = Base {
+            id: record.id.clone(),
+            pool: record.pool.clone(),
+            client: record.client.clone(),
+            principal: record.principal.clone(),
+            path: record.path.clone(),
+            init_params: record.init_params.clone(),
+            protocol_version: record.protocol_version.clone(),
+        };
+        let args = [
+            json(&base).map_err(CreateError::Store)?,
+            json(&record.binding).map_err(CreateError::Store)?,
+            record.binding.generation.to_string(),
+            json(&record.settings).map_err(CreateError::Store)?,
+            record.last_use_ms.to_string(),
+            self.record_ttl_ms().to_string(),
+        ];
+        let created: i64 = self
+            .script(&CREATE, &record.id, &args)
+            .await
+            .map_err(CreateError::Store)?;
+        if created != 1 {
+            return Err(CreateError::Store(failed("session id already taken")));
+        }
+        self.count(&record, 1).await.map_err(CreateError::Store)?;
+        let due = record.last_use_ms + self.idle_ms.load(Ordering::Relaxed);
+        let _: i64 = self
+            .query(
+                redis::cmd("ZADD")
+                    .arg(self.key("due"))
+                    .arg(due)
+                    .arg(&*record.id),
+            )
+            .await
+            .map_err(CreateError::Store)?;
+        Ok(())
+    }
+
+    async fn get(&self, id: &str) -> Result<Lookup, StoreError> {
+        let fields: Vec<String> = self
+            .query(redis::cmd("HGETALL").arg(self.rec_key(id)))
+            .await?;
+        if !fields.is_empty() {
+            return Ok(Lookup::Live(decode(&fields)?));
+        }
+        let gone: Option<String> = self.query(redis::cmd("GET").arg(self.gone_key(id))).await?;
+        Ok(match gone.as_deref().and_then(parse_reason) {
+            Some(reason) => Lookup::Gone(reason),
+            None => Lookup::Unknown,
+        })
+    }
+
+    async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
+        let args = [now_ms.to_string(), self.record_ttl_ms().to_string()];
+        let _: i64 = self.script(&TOUCH, id, &args).await?;
+        Ok(())
+    }
+
+    async fn rebind(
+        &self,
+        id: &str,
+        expected_generation: u64,
+        binding: Binding,
+    ) -> Result<Rebound, StoreError> {
+        let args = [
+            expected_generation.to_string(),
+            json(&binding)?,
+            binding.generation.to_string(),
+        ];
+        let answer: Vec<String> = self.script(&REBIND, id, &args).await?;
+        match answer.split_first() {
+            Some((status, rest)) if status == "won" && !rest.is_empty() => {
+                let old: Binding = serde_json::from_str(&rest[0]).map_err(failed)?;
+                let record = decode(&rest[1..])?;
+                let pool = &record.pool;
+                self.count_backend(pool, old.backend, -1).await?;
+                self.count_backend(pool, record.binding.backend, 1).await?;
+                Ok(Rebound::Won(record))
+            }
+            Some((status, fields)) if status == "lost" => {
+                Ok(Rebound::Lost(Lookup::Live(decode(fields)?)))
+            }
+            _ => Ok(Rebound::Lost(self.get(id).await?)),
+        }
+    }
+
+    async fn mark_stale(&self, id: &str, generation: u64) -> Result<(), StoreError> {
+        let _: i64 = self
+            .script(&MARK_STALE, id, &[generation.to_string()])
+            .await?;
+        Ok(())
+    }
+
+    async fn update_settings(&self, id: &str, change: SettingChange) -> Result<(), StoreError> {
+        for _ in 0..8 {
+            let current: Option<String> = self
+                .query(redis::cmd("HGET").arg(self.rec_key(id)).arg("settings"))
+                .await?;
+            let Some(current) = current else {
+                return Ok(()); // ended meanwhile
+            };
+            let mut settings: Settings = serde_json::from_str(&current).map_err(failed)?;
+            settings.apply(change.clone());
+            let args = [current, json(&settings)?];
+            let done: i64 = self.script(&SETTINGS, id, &args).await?;
+            if done != 0 {
+                return Ok(());
+            }
+        }
+        Err(failed("session settings kept changing under the update"))
+    }
+
+    async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError> {
+        let args = [
+            reason_str(reason).to_owned(),
+            self.tombstone_ms.load(Ordering::Relaxed).to_string(),
+        ];
+        let fields: Vec<String> = self.script(&END, id, &args).await?;
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        let record = decode(&fields)?;
+        self.count(&record, -1).await?;
+        self.forget_due(id).await?;
+        Ok(Some(record))
+    }
+
+    async fn take_expired(
+        &self,
+        now_ms: u64,
+        max: usize,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let idle = self.idle_ms.load(Ordering::Relaxed);
+        // due times written under a longer idle timeout are looked at early enough
+        let slack = self
+            .max_idle_ms
+            .load(Ordering::Relaxed)
+            .saturating_sub(idle);
+        let ids: Vec<String> = self
+            .query(
+                redis::cmd("ZRANGEBYSCORE")
+                    .arg(self.key("due"))
+                    .arg("-inf")
+                    .arg(now_ms + slack)
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(max),
+            )
+            .await?;
+        let tomb = self.tombstone_ms.load(Ordering::Relaxed);
+        let mut expired = Vec::new();
+        for id in ids {
+            let args = [now_ms.to_string(), idle.to_string(), tomb.to_string()];
+            let answer: Vec<String> = self.script(&CLAIM_EXPIRED, &id, &args).await?;
+            match answer.split_first() {
+                Some((status, fields)) if status == "expired" => {
+                    let record = decode(fields)?;
+                    self.count(&record, -1).await?;
+                    self.forget_due(&id).await?;
+                    expired.push(record);
+                }
+                Some((status, due)) if status == "later" => {
+                    let due = due.first().cloned().unwrap_or_default();
+                    let _: i64 = self
+                        .query(redis::cmd("ZADD").arg(self.key("due")).arg(due).arg(&id))
+                        .await?;
+                }
+                // gone meanwhile (ended, or claimed by another replica)
+                _ => self.forget_due(&id).await?,
+            }
+        }
+        Ok(expired)
+    }
+
+    async fn count(&self) -> Result<usize, StoreError> {
+        let total: Option<i64> = self.query(redis::cmd("GET").arg(self.key("total"))).await?;
+        Ok(total.unwrap_or(0).max(0) as usize)
+    }
+
+    async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError> {
+        let fields: HashMap<String, i64> = self
+            .query(redis::cmd("HGETALL").arg(self.backends_key(pool)))
+            .await?;
+        Ok(fields
+            .into_iter()
+            .filter_map(|(addr, n)| Some((addr.parse().ok()?, n.max(0) as usize)))
+            .filter(|(_, n)| *n > 0)
+            .collect())
+    }
+
+    async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
+        let n: Option<i64> = self
+            .query(redis::cmd("HGET").arg(self.key("clients")).arg(client))
+            .await?;
+        Ok(n.unwrap_or(0).max(0) as usize)
+    }
+
+    async fn claim_move(
+        &self,
+        id: &str,
+        generation: u64,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let key = format!("{}{{{id}}}:move:{generation}", self.config.key_prefix);
+        let set: Option<String> = self
+            .query(
+                redis::cmd("SET")
+                    .arg(key)
+                    .arg("1")
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl.as_millis() as u64),
+            )
+            .await?;
+        Ok(set.is_some())
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let _: String = self.query(&redis::cmd("PING")).await?;
+        Ok(())
+    }
+
+    fn set_ttl(&self, ttl: Ttl) {
+        let idle = ttl.idle.as_millis() as u64;
+        self.idle_ms.store(idle, Ordering::Relaxed);
+        self.max_idle_ms.fetch_max(idle, Ordering::Relaxed);
+        self.tombstone_ms
+            .store(ttl.tombstone.as_millis() as u64, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::store::suite;
+
+    /// A `redis-server` of Debian's on a free loopback port, stopped when dropped.
+    pub(crate) struct RedisServer {
+        child: std::process::Child,
+        /// `redis://127.0.0.1:PORT/0`
+        pub(crate) url: String,
+    }
+
+    impl RedisServer {
+        pub(crate) async fn start() -> RedisServer {
+            Self::start_on(None).await
+        }
+
+        /// On `port` (a restart), or on a free one.
+        pub(crate) async fn start_on(port: Option<u16>) -> RedisServer {
+            for _ in 0..8 {
+                let port = port.unwrap_or_else(|| {
+                    std::net::TcpListener::bind("127.0.0.1:0")
+                        .and_then(|l| l.local_addr())
+                        .map(|a| a.port())
+                        .expect("a free port")
+                });
+                let child = std::process::Command::new("redis-server")
+                    .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                    .args(["--save", "", "--appendonly", "no"])
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("redis-server (Debian's redis-server package) must be installed");
+                let mut server = RedisServer {
+                    child,
+                    url: format!("redis://127.0.0.1:{port}/0"),
+                };
+                for _ in 0..100 {
+                    if let Ok(Some(_)) = server.child.try_wait() {
+                        break; // the port was taken: try another
+                    }
+                    let probe = redis::Client::open(server.url.as_str()).unwrap();
+                    if let Ok(mut c) = probe.get_multiplexed_async_connection().await {
+                        let pong: Result<String, _> = redis::cmd("PING").query_async(&mut c).await;
+                        if pong.is_ok() {
+                            return server;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            panic!("redis-server did not start");
+        }
+    }
+
+    impl Drop for RedisServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    #[tokio::test]
+    async fn the_redis_store_passes_the_store_suite() {
+        let server = RedisServer::start().await;
+        let n = std::sync::atomic::AtomicUsize::new(0);
+        suite::run_all(|ttl| {
+            let config = RedisConfig {
+                urls: vec![server.url.clone()],
+                cluster: false,
+                key_prefix: format!("suite{}:", n.fetch_add(1, Ordering::Relaxed)),
+            };
+            Arc::new(RedisStore::new(config, ttl))
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_store_that_is_down_answers_with_an_error_not_a_panic_and_recovers() {
+        let mut server = RedisServer::start().await;
+        let config = RedisConfig {
+            urls: vec![server.url.clone()],
+            cluster: false,
+            key_prefix: "down:".into(),
+        };
+        let ttl = Ttl {
+            idle: Duration::from_secs(60),
+            tombstone: Duration::from_secs(60),
+        };
+        let store = RedisStore::new(config, ttl);
+        store.ping().await.unwrap();
+        let _ = server.child.kill();
+        let _ = server.child.wait();
+        assert!(store.get("x").await.is_err());
+        assert!(store.ping().await.is_err());
+        let port = server
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.split('/').next());
+        let port = port.and_then(|p| p.parse().ok());
+        let _restarted = RedisServer::start_on(port).await;
+        let mut recovered = false;
+        for _ in 0..50 {
+            if store.ping().await.is_ok() {
+                recovered = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(recovered, "the store reconnects by itself");
+        assert_eq!(store.get("x").await.unwrap(), Lookup::Unknown);
+    }
+}

@@ -1,0 +1,102 @@
+//! Debian's `redis-server` for the tests that need the shared session store: started on a
+//! loopback port proven to be its own, with its data in a temp dir (append-only file on, so a
+//! restart on the same port keeps what was written), stopped when dropped.
+
+use crate::harness::{prove_ownership, unique_temp_path};
+use crate::ports::free_port;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// A running (or stopped, to be restarted) redis-server.
+pub struct RedisServer {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts one on a free port.
+    pub async fn start() -> RedisServer {
+        let dir = unique_temp_path("mcpgw-redis");
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for _ in 0..8 {
+            let mut server = RedisServer {
+                port: free_port(),
+                dir: dir.clone(),
+                child: None,
+            };
+            if server.spawn().await.is_ok() {
+                return server;
+            }
+        }
+        panic!("redis-server never got a port of its own");
+    }
+
+    async fn spawn(&mut self) -> Result<(), String> {
+        let mut child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("redis-server (Debian's redis-server package): {e}"))?;
+        let ports = [self.port];
+        let proven = prove_ownership(&mut child, &ports, "redis-server", Duration::from_secs(10));
+        match proven.await {
+            Ok(()) => {
+                self.child = Some(child);
+                Ok(())
+            }
+            Err(why) => {
+                let _ = child.kill().await;
+                Err(why)
+            }
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Kills it (SIGKILL): the outage.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Starts it again on the same port, with the data it had appended.
+    pub async fn restart(&mut self) {
+        self.kill().await;
+        for _ in 0..40 {
+            if self.spawn().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        panic!("redis-server could not start again on port {}", self.port);
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,184 @@
+//! Several gateway replicas sharing their sessions through Redis (`sessions.store: redis`),
+//! against Rust legacy mocks and Debian's redis-server: any replica serves any session, a
+//! restarted gateway loses nothing, a backend death moves each session once across replicas,
+//! and a Redis outage is answered explicitly (never with a new session) and recovered from
+//! without a restart.
+
+use mcp_gateway_tests::redis::RedisServer;
+use mcp_gateway_tests::{assert_eventually, open_session, Gateway, MockServer, Request};
+use std::time::Duration;
+
+const V: &str = "2025-11-25";
+
+fn config(redis: &RedisServer, backends: &[&MockServer]) -> String {
+    let list: Vec<String> = backends.iter().map(|m| m.addr.to_string()).collect();
+    format!(
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"test:\" }}\npools:\n  legacy: {{ backends: [{}], failure-cooldown-ms: 60000 }}\nroutes:\n  - {{ path: /mcp, mode: stateful, pool: legacy }}\n",
+        redis.url(),
+        list.join(", ")
+    )
+}
+
+fn whoami(sid: &str, id: u64) -> Request {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"whoami","arguments":{{}}}}}}"#
+    );
+    Request::post("/mcp", body)
+        .header("Mcp-Session-Id", sid)
+        .header("MCP-Protocol-Version", V)
+}
+
+fn initializes(mocks: &[&MockServer]) -> usize {
+    mocks.iter().map(|m| m.sessions().initializes()).sum()
+}
+
+#[tokio::test]
+async fn two_replicas_serve_one_session_alternately_without_reinitializing() {
+    let redis = RedisServer::start().await;
+    let (a, b) = (
+        MockServer::legacy("a", 0, V).await,
+        MockServer::legacy("b", 0, V).await,
+    );
+    let yaml = config(&redis, &[&a, &b]);
+    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let sid = open_session(replicas[0].addr).await;
+    let mut served_by = Vec::new();
+    for i in 0..20 {
+        let resp = whoami(&sid, i).send(replicas[i as usize % 2].addr).await;
+        assert_eq!(
+            resp.status(),
+            200,
+            "{}",
+            String::from_utf8_lossy(&resp.body)
+        );
+        served_by.push(resp.tool_text());
+    }
+    served_by.dedup();
+    assert_eq!(
+        served_by.len(),
+        1,
+        "one backend served the session: {served_by:?}"
+    );
+    assert_eq!(initializes(&[&a, &b]), 1, "nothing was re-initialized");
+    // both replicas count the session on its backend
+    for gw in &replicas {
+        assert_eq!(gw.metric("mcpgw_sessions_active").await, 1.0);
+    }
+    let resp = Request::session_delete(&sid).send(replicas[1].addr).await;
+    assert_eq!(resp.status(), 200);
+    let gone = whoami(&sid, 99).send(replicas[0].addr).await;
+    assert_eq!(gone.status(), 404);
+    assert_eq!(gone.json()["error"]["data"]["reason"], "deleted");
+}
+
+#[tokio::test]
+async fn a_restarted_gateway_serves_the_sessions_it_had() {
+    let redis = RedisServer::start().await;
+    let a = MockServer::legacy("a", 0, V).await;
+    let yaml = config(&redis, &[&a]);
+    let first = Gateway::start(&yaml).await;
+    let sids = [
+        open_session(first.addr).await,
+        open_session(first.addr).await,
+    ];
+    assert_eq!(whoami(&sids[0], 1).send(first.addr).await.tool_text(), "a");
+    drop(first); // the process is killed
+    let second = Gateway::start(&yaml).await;
+    for (i, sid) in sids.iter().enumerate() {
+        let resp = whoami(sid, 10 + i as u64).send(second.addr).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.tool_text(), "a");
+    }
+    assert_eq!(
+        a.sessions().initializes(),
+        2,
+        "no session was re-initialized"
+    );
+}
+
+#[tokio::test]
+async fn a_backend_death_moves_each_session_once_across_replicas_and_leaks_no_backend_session() {
+    let redis = RedisServer::start().await;
+    let (a, b) = (
+        MockServer::legacy("a", 0, V).await,
+        MockServer::legacy("b", 0, V).await,
+    );
+    let yaml = config(&redis, &[&a, &b]);
+    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let mut sids = Vec::new();
+    for _ in 0..4 {
+        sids.push(open_session(replicas[0].addr).await);
+    }
+    let on_a = a.sessions().live();
+    assert!(
+        on_a > 0,
+        "least-sessions spreads sessions over both backends"
+    );
+    a.kill();
+    // every session, at once on both replicas: each moves exactly once
+    let mut calls = Vec::new();
+    for (i, sid) in sids.iter().enumerate() {
+        for gw in &replicas {
+            let (req, addr) = (whoami(sid, i as u64), gw.addr);
+            calls.push(tokio::spawn(async move { req.send(addr).await }));
+        }
+    }
+    for call in calls {
+        let resp = call.await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.tool_text(), "b");
+    }
+    // one re-initialization per moved session across both replicas (the first claims the
+    // move in Redis, the other adopts its binding), and b holds exactly one backend session
+    // per client session
+    assert_eq!(
+        b.sessions().initializes(),
+        sids.len(),
+        "{on_a} sessions moved to b, each initialized there once"
+    );
+    assert_eventually!(
+        Duration::from_secs(5),
+        b.sessions().live() == sids.len(),
+        "b holds {} backend sessions for {} sessions",
+        b.sessions().live(),
+        sids.len()
+    );
+}
+
+#[tokio::test]
+async fn a_redis_outage_is_answered_explicitly_and_recovered_from_without_a_restart() {
+    let mut redis = RedisServer::start().await;
+    let a = MockServer::legacy("a", 0, V).await;
+    let gw = Gateway::start(&config(&redis, &[&a])).await;
+    let sid = open_session(gw.addr).await;
+    assert_eq!(gw.admin_get("/readyz").await.0, 200);
+    redis.kill().await;
+    // a session the gateway cannot read: 503 + Retry-After, never a new session
+    let resp = whoami(&sid, 7).send(gw.addr).await;
+    assert_eq!(resp.status(), 503);
+    assert!(resp.head.header("retry-after").is_some());
+    assert_eq!(resp.json()["id"], 7);
+    assert_eq!(resp.json()["error"]["code"], -32006);
+    assert_eq!(
+        resp.json()["error"]["data"]["kind"],
+        "session-store-unavailable"
+    );
+    // a new session cannot be kept either
+    let init = r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let resp = Request::post("/mcp", init).send(gw.addr).await;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.json()["error"]["code"], -32006);
+    assert_eq!(gw.admin_get("/readyz").await.0, 503);
+    assert_eq!(a.sessions().initializes(), 1);
+    // back, with what it had appended: the session continues where it was
+    redis.restart().await;
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.admin_get("/readyz").await.0 == 200,
+        "ready again"
+    );
+    let resp = whoami(&sid, 9).send(gw.addr).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.tool_text(), "a");
+    assert_eq!(a.sessions().initializes(), 1, "nothing was re-initialized");
+}
