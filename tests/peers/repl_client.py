@@ -19,6 +19,14 @@ Then one JSON answer line (flushed) per command line:
                                            tool that reports progress; times in s since the call started)
   {"op":"ping"}                         -> {"ok":true}
   {"op":"session_id"}                   -> {"ok":true,"session_id":"<Mcp-Session-Id the client holds>"|null}
+  {"op":"fresh_calls","name":N,"sessions":K}
+                                        -> {"ok":true,"texts":[...],"isError":[...],"protocols":[...],"ms":[...]}
+                                           K new sessions one after another (same URL and mode), each advertising
+                                           elicitation + sampling (answers: accept {"answer": "42"} / text
+                                           "hello from the client") and calling tool N (no arguments) as soon as it
+                                           is connected, then closed (DELETE): issue 17's race. The command's own
+                                           session is not used. The first failure answers the error fields (below)
+                                           plus "session": i.
   {"op":"close"}  (or EOF on stdin)     -> {"ok":true} after the session is closed (DELETE sent); exit 0
 Any failing command answers {"ok":false,"error_type":T,"code":int|null,"message":M,"data":D}; the client
 stays usable afterwards when the SDK does. If the SDK's transport itself dies (mcp 1.30.0 tears the whole
@@ -72,6 +80,21 @@ def is_error(result: Any) -> bool:
     return bool(getattr(result, "is_error", None) if V2 else result.isError)
 
 
+async def on_elicit(_context: Any, _params: Any) -> Any:
+    from mcp import types
+
+    return types.ElicitResult(action="accept", content={"answer": "42"})
+
+
+async def on_sample(_context: Any, _params: Any) -> Any:
+    from mcp import types
+
+    content = types.TextContent(type="text", text="hello from the client")
+    if V2:
+        return types.CreateMessageResult(role="assistant", content=content, model="fixed", stop_reason="endTurn")
+    return types.CreateMessageResult(role="assistant", content=content, model="fixed", stopReason="endTurn")
+
+
 class Peer:
     """The SDK-specific part: connect, and the handful of calls the commands need."""
 
@@ -82,6 +105,14 @@ class Peer:
         self.api: Any = None  # mcp.Client (2.x) or ClientSession (1.x)
 
     async def connect(self, stack: AsyncExitStack) -> None:
+        self.api, self.protocol, self._get_session_id = await self.open(stack)
+
+    async def open(self, stack: AsyncExitStack, callbacks: bool = False) -> tuple[Any, str, Any]:
+        """A new session on `stack`: (SDK object, negotiated version, session-id getter). With
+        `callbacks` it advertises elicitation and sampling and answers them (on_elicit, on_sample)."""
+        handlers: dict[str, Any] = (
+            {"elicitation_callback": on_elicit, "sampling_callback": on_sample} if callbacks else {}
+        )
         if V2:
             import mcp.client.streamable_http as sh
             from mcp import Client
@@ -96,10 +127,12 @@ class Peer:
                 holder["t"] = self_
 
             sh.StreamableHTTPTransport.__init__ = init  # type: ignore[method-assign]
-            self._get_session_id = lambda: getattr(holder.get("t"), "session_id", None)
-            client = Client(self.url, mode=self.mode, read_timeout_seconds=self.timeout)
-            self.api = await stack.enter_async_context(client)
-            self.protocol = client.protocol_version
+            try:
+                client = Client(self.url, mode=self.mode, read_timeout_seconds=self.timeout, **handlers)
+                api = await stack.enter_async_context(client)
+            finally:
+                sh.StreamableHTTPTransport.__init__ = orig_init  # type: ignore[method-assign]
+            return api, client.protocol_version, lambda: getattr(holder.get("t"), "session_id", None)
         else:
             from datetime import timedelta
 
@@ -109,11 +142,10 @@ class Peer:
             if self.mode != "legacy":
                 raise ValueError(f"mcp {SDK} only speaks the legacy handshake; --mode {self.mode} unsupported")
             read, write, get_sid = await stack.enter_async_context(streamable_http_client(self.url))
-            self._get_session_id = get_sid
-            session = ClientSession(read, write, read_timeout_seconds=timedelta(seconds=self.timeout))
-            self.api = await stack.enter_async_context(session)
+            session = ClientSession(read, write, read_timeout_seconds=timedelta(seconds=self.timeout), **handlers)
+            api = await stack.enter_async_context(session)
             init = await session.initialize()
-            self.protocol = str(init.protocolVersion)
+            return api, str(init.protocolVersion), get_sid
 
     def session_id(self) -> str | None:
         try:
@@ -152,7 +184,26 @@ class Peer:
                     "text": text_of(res), "isError": is_error(res)}
         if op == "session_id":
             return {"ok": True, "session_id": self.session_id()}
+        if op == "fresh_calls":
+            return await self.fresh_calls(cmd["name"], int(cmd.get("sessions", 1)))
         raise KeyError(f"unknown op {op!r}")
+
+
+    async def fresh_calls(self, name: str, sessions: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": True, "texts": [], "isError": [], "protocols": [], "ms": []}
+        for i in range(sessions):
+            t0 = time.monotonic()
+            try:
+                async with AsyncExitStack() as stack:
+                    api, protocol, _ = await self.open(stack, callbacks=True)
+                    res = await api.call_tool(name, {})  # no pause: this is the race
+            except Exception as e:  # noqa: BLE001 - reported with the session's index
+                return {**error_fields(e), "session": i}
+            out["texts"].append(text_of(res))
+            out["isError"].append(is_error(res))
+            out["protocols"].append(protocol)
+            out["ms"].append(round((time.monotonic() - t0) * 1000))
+        return out
 
 
 def parse_command(line: str) -> dict[str, Any]:

@@ -1,12 +1,18 @@
 //! The interop matrix: every real SDK client against every real SDK server, through a gateway
 //! route of every mode. A cell that can work must list tools, call a tool that reports progress
 //! (notifications over SSE) and end its session; a cell that cannot must be refused with the
-//! documented JSON-RPC error at connect time, not hang and not end in a bare HTTP error.
+//! documented JSON-RPC error at connect time, not hang and not end in a bare HTTP error. The
+//! elicit server's cells (issue 17) instead open new sessions that call a tool at once whose
+//! server sends `elicitation/create` / `sampling/createMessage` on the session's GET stream, and
+//! must get the client's answer back every time.
 
-use crate::harness::{Gateway, PythonPeer, ReplClient};
+use crate::harness::{node, workspace, Gateway, PythonPeer, ReplClient};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
+use std::process::Stdio;
 use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
 
 /// A server implementation, run as two replicas behind one pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +26,11 @@ pub enum Server {
     Sessions2,
     /// npm `@modelcontextprotocol/server-everything@2026.8.31`: legacy sessions only.
     Everything,
+    /// `tests/peers/node/elicit_server.mjs`, `@modelcontextprotocol/sdk@1.32.2` `McpServer`:
+    /// legacy sessions only; its tools `ask` and `sample` send `elicitation/create` and
+    /// `sampling/createMessage` with no related request id, so on the session's standalone GET
+    /// stream only (dropped when none is open: issue 17).
+    Elicit,
 }
 
 /// A client implementation.
@@ -38,16 +49,25 @@ pub enum Client {
 /// A route mode (the gateway's `mode:` values).
 pub const MODES: [&str; 3] = ["stateful", "stateless", "auto"];
 /// Every server, in table order.
-pub const SERVERS: [Server; 4] = [
+pub const SERVERS: [Server; 5] = [
     Server::FastMcp1,
     Server::Stateless2,
     Server::Sessions2,
     Server::Everything,
+    Server::Elicit,
 ];
 /// Every client, in table order.
 pub const CLIENTS: [Client; 4] = [Client::Py1, Client::Py2Auto, Client::Py2Legacy, Client::Ts];
 /// The JSON-RPC code a stateless route answers when its backend opens a session.
 pub const SESSION_REQUIRED: i64 = -32007;
+/// New sessions per tool (`ask`, `sample`) in an elicit server cell, each calling at once.
+pub const ELICIT_SESSIONS: usize = 5;
+/// How long the elicit server's tools wait for the client's answer before failing (a request
+/// lost on the way shows as a failed call after this long, not as a hang).
+const ELICIT_REQUEST_TIMEOUT_MS: u64 = 5000;
+/// The elicit server's tools, and what they return when the REPL clients' callbacks answered
+/// (`fresh_calls` in tests/peers/repl_client.py and tests/peers/node/repl_client.mjs).
+const ELICIT_TOOLS: [(&str, &str); 2] = [("ask", "accept:42"), ("sample", "hello from the client")];
 
 impl Server {
     /// Column heading / row label.
@@ -57,6 +77,7 @@ impl Server {
             Server::Stateless2 => "MCPServer 2.3.0 stateless",
             Server::Sessions2 => "MCPServer 2.3.0 default",
             Server::Everything => "server-everything 2026.8.31",
+            Server::Elicit => "elicit_server (TS SDK 1.32.2)",
         }
     }
 
@@ -67,6 +88,7 @@ impl Server {
             Server::Stateless2 => "stateless2",
             Server::Sessions2 => "sessions2",
             Server::Everything => "everything",
+            Server::Elicit => "elicit",
         }
     }
 
@@ -81,12 +103,13 @@ impl Server {
     }
 
     /// Starts one replica.
-    pub async fn start(self, name: &str) -> PythonPeer {
+    pub async fn start(self, name: &str) -> Replica {
         match self {
-            Server::FastMcp1 => PythonPeer::legacy_v1(name, 0).await,
-            Server::Stateless2 => PythonPeer::stateless_v2(name).await,
-            Server::Sessions2 => PythonPeer::sessions_v2(name).await,
-            Server::Everything => PythonPeer::everything(name, 0).await,
+            Server::FastMcp1 => Replica::Peer(PythonPeer::legacy_v1(name, 0).await),
+            Server::Stateless2 => Replica::Peer(PythonPeer::stateless_v2(name).await),
+            Server::Sessions2 => Replica::Peer(PythonPeer::sessions_v2(name).await),
+            Server::Everything => Replica::Peer(PythonPeer::everything(name, 0).await),
+            Server::Elicit => Replica::elicit().await,
         }
     }
 
@@ -102,6 +125,53 @@ impl Server {
                 json!({"op": "progress", "steps": 3, "delay_ms": 50}),
                 "slow_progress",
             ),
+        }
+    }
+}
+
+/// One running server replica, killed on drop.
+pub enum Replica {
+    /// A peer from the harness.
+    Peer(PythonPeer),
+    /// `elicit_server.mjs` on `port`.
+    Node {
+        /// Its port on 127.0.0.1.
+        port: u16,
+        /// The process.
+        _child: Child,
+    },
+}
+
+impl Replica {
+    /// `elicit_server.mjs` on a free port (it binds port 0 itself and reports it).
+    async fn elicit() -> Replica {
+        let mut child = Command::new(node())
+            .arg(workspace().join("tests/peers/node/elicit_server.mjs"))
+            .args(["--port", "0", "--request-timeout-ms"])
+            .arg(ELICIT_REQUEST_TIMEOUT_MS.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn elicit_server.mjs");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let port = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .ok()
+            .and_then(|l| l.ok().flatten())
+            .and_then(|l| l.strip_prefix("READY ")?.trim().parse::<u16>().ok())
+            .expect("elicit_server.mjs printed READY <port>");
+        Replica::Node {
+            port,
+            _child: child,
+        }
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> String {
+        match self {
+            Replica::Peer(p) => p.addr(),
+            Replica::Node { port, .. } => format!("127.0.0.1:{port}"),
         }
     }
 }
@@ -132,6 +202,9 @@ impl Client {
 pub enum Expect {
     /// List, call with progress, end the session.
     Works,
+    /// List, then get this many tool calls answered whose server asked the client something
+    /// (each in a new session, called as soon as it is connected), end the sessions.
+    Answers(usize),
     /// Be refused at connect with this JSON-RPC code.
     Refused(i64),
 }
@@ -139,10 +212,13 @@ pub enum Expect {
 /// The documented behaviour: a session-keeping server behind a stateless route refuses every
 /// client that needs a session (-32007); everything else works. The 2.3.0 auto client reaches
 /// the 2.3.0 default server statelessly (its `server/discover` probe succeeds).
+/// Through the other modes every elicit server call gets the client's answer.
 pub fn expected(client: Client, server: Server, mode: &str) -> Expect {
     let stateless_client = client == Client::Py2Auto && server.speaks_2026();
     if mode == "stateless" && server.needs_sessions() && !stateless_client {
         Expect::Refused(SESSION_REQUIRED)
+    } else if server == Server::Elicit {
+        Expect::Answers(ELICIT_SESSIONS * ELICIT_TOOLS.len())
     } else {
         Expect::Works
     }
@@ -151,12 +227,15 @@ pub fn expected(client: Client, server: Server, mode: &str) -> Expect {
 /// What a cell did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// Listed, called with progress and ended its session.
+    /// Listed, called (with progress, or answering the server's requests) and ended its
+    /// session(s).
     Worked {
         /// The negotiated protocol version (tells the era used).
         protocol: String,
         /// Progress notifications received.
         progress: usize,
+        /// Calls whose server request the client answered (the elicit server's cells).
+        answered: usize,
     },
     /// Refused at connect with a JSON-RPC error.
     Refused {
@@ -174,6 +253,7 @@ impl Outcome {
     pub fn meets(&self, expect: Expect) -> bool {
         match (self, expect) {
             (Outcome::Worked { progress, .. }, Expect::Works) => *progress >= 3,
+            (Outcome::Worked { answered, .. }, Expect::Answers(want)) => *answered == want,
             (Outcome::Refused { code, .. }, Expect::Refused(want)) => *code == want,
             _ => false,
         }
@@ -181,6 +261,9 @@ impl Outcome {
 
     fn short(&self) -> String {
         match self {
+            Outcome::Worked {
+                protocol, answered, ..
+            } if *answered > 0 => format!("✓ {protocol} ({answered} answered)"),
             Outcome::Worked { protocol, .. } => format!("✓ {protocol}"),
             Outcome::Refused { code, .. } => format!("{code}"),
             Outcome::Broken(why) => format!("✗ {why}"),
@@ -210,6 +293,9 @@ async fn cell(client: Client, server: Server, url: &str) -> Outcome {
         }
     };
     let protocol = c.hello["protocol"].as_str().unwrap_or("?").to_owned();
+    if server == Server::Elicit {
+        return elicit_cell(c, protocol).await;
+    }
     let (progress_cmd, tool) = server.progress_command();
     let listed = c.cmd(json!({"op": "list"})).await;
     let has_tool = listed["tools"]
@@ -226,7 +312,56 @@ async fn cell(client: Client, server: Server, url: &str) -> Outcome {
     if !c.close().await {
         return Outcome::Broken("close failed".into());
     }
-    Outcome::Worked { protocol, progress }
+    Outcome::Worked {
+        protocol,
+        progress,
+        answered: 0,
+    }
+}
+
+/// The elicit server's cell: list, then per tool [`ELICIT_SESSIONS`] new sessions, each calling
+/// the tool as soon as it is connected (the client's GET and its call race to the server), and
+/// the result must carry the client's answer; then close the first session.
+async fn elicit_cell(mut c: ReplClient, protocol: String) -> Outcome {
+    let listed = c.cmd(json!({"op": "list"})).await;
+    let has_tools = ELICIT_TOOLS.iter().all(|(tool, _)| {
+        listed["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|n| n == tool))
+    });
+    if listed["ok"] != true || !has_tools {
+        return Outcome::Broken(format!("list: {listed}"));
+    }
+    let mut answered = 0;
+    let mut failures = Vec::new();
+    for (tool, answer) in ELICIT_TOOLS {
+        let got = c
+            .cmd(json!({"op": "fresh_calls", "name": tool, "sessions": ELICIT_SESSIONS}))
+            .await;
+        if got["ok"] != true {
+            failures.push(format!("{tool}: {got}"));
+            continue;
+        }
+        let texts = got["texts"].as_array().cloned().unwrap_or_default();
+        for (i, text) in texts.iter().enumerate() {
+            if text == answer && got["isError"][i] == false {
+                answered += 1;
+            } else {
+                failures.push(format!("{tool} #{i}: {text} after {} ms", got["ms"][i]));
+            }
+        }
+    }
+    if !c.close().await {
+        failures.push("close failed".into());
+    }
+    if !failures.is_empty() {
+        return Outcome::Broken(format!("{answered} answered; {}", failures.join("; ")));
+    }
+    Outcome::Worked {
+        protocol,
+        progress: 0,
+        answered,
+    }
 }
 
 /// The gateway config: one pool per server (its two replicas), one route per server and mode

@@ -1,6 +1,9 @@
-//! The interop matrix (issue 5): four real SDK clients × four real SDK servers × three route
+//! The interop matrix (issue 5): four real SDK clients × five real SDK servers × three route
 //! modes through one gateway. Prints the table (also written to target/interop-matrix.md) and
-//! fails on any cell that does not do what docs/interoperability.md documents.
+//! fails on any cell that does not do what docs/interoperability.md documents. The fifth server
+//! (issue 17) sends its elicitation / sampling requests on the session's GET stream only; each of
+//! its cells opens 2 × `ELICIT_SESSIONS` sessions that call at once, and every call must be
+//! answered.
 
 use mcp_gateway_tests::harness::workspace;
 use mcp_gateway_tests::interop::{self, SERVERS};

@@ -16,6 +16,14 @@
 //                                         -> {"ok":true,"progress_times":[...],"result_time":t,"text":...,"isError":...}
 //   {"op":"ping"}                         -> {"ok":true}
 //   {"op":"session_id"}                   -> {"ok":true,"session_id":"..."|null}
+//   {"op":"fresh_calls","name":N,"sessions":K}
+//                                         -> {"ok":true,"texts":[...],"isError":[...],"protocols":[...],"ms":[...]}
+//                                            K new sessions one after another, each a Client advertising
+//                                            elicitation + sampling (handlers: accept {answer: "42"} / text
+//                                            "hello from the client") that calls tool N (no arguments) as soon as
+//                                            connect() returns, then terminateSession (DELETE) + close: issue 17's
+//                                            race. The command's own session is not used. The first failure
+//                                            answers the error fields plus "session": i.
 //   {"op":"close"}  (or EOF)              -> {"ok":true} after DELETE (terminateSession) and close; exit 0
 // A failing command answers {"ok":false,"error_type":T,"code":int|null,"message":M,"data":D}.
 
@@ -23,7 +31,7 @@ import { createRequire } from "node:module";
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const SDK = "ts-" + createRequire(import.meta.url)("@modelcontextprotocol/sdk/package.json").version;
 
@@ -52,7 +60,32 @@ function errorFields(e) {
 const textOf = (result) =>
   (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
 
-async function run(client, transport, cmd, timeoutMs) {
+// A new session whose client answers elicitation and sampling, calling `name` at once; closed after.
+async function freshCall(url, name, timeoutMs) {
+  const client = new Client(
+    { name: "mcp-gateway-repl-ts", version: "1.0.0" },
+    { capabilities: { elicitation: {}, sampling: {} } },
+  );
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { answer: "42" } }));
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+    role: "assistant",
+    content: { type: "text", text: "hello from the client" },
+    model: "fixed",
+    stopReason: "endTurn",
+  }));
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+    // No pause here: this is the race.
+    const res = await client.callTool({ name, arguments: {} }, undefined, { timeout: timeoutMs });
+    return { text: textOf(res), isError: Boolean(res.isError), protocol: transport.protocolVersion ?? null };
+  } finally {
+    if (transport.sessionId) await transport.terminateSession().catch(() => {});
+    await client.close().catch(() => {});
+  }
+}
+
+async function run(client, transport, cmd, timeoutMs, url) {
   const opts = { timeout: timeoutMs };
   switch (cmd.op) {
     case "call": {
@@ -86,6 +119,23 @@ async function run(client, transport, cmd, timeoutMs) {
     }
     case "session_id":
       return { ok: true, session_id: transport.sessionId ?? null };
+    case "fresh_calls": {
+      const out = { ok: true, texts: [], isError: [], protocols: [], ms: [] };
+      for (let i = 0; i < (cmd.sessions ?? 1); i++) {
+        const t0 = performance.now();
+        let got;
+        try {
+          got = await freshCall(url, cmd.name, timeoutMs);
+        } catch (e) {
+          return { ...errorFields(e), session: i };
+        }
+        out.texts.push(got.text);
+        out.isError.push(got.isError);
+        out.protocols.push(got.protocol);
+        out.ms.push(Math.round(performance.now() - t0));
+      }
+      return out;
+    }
     default:
       return { ok: false, error_type: "BadCommand", code: null, message: `unknown op ${JSON.stringify(cmd.op)}`, data: null };
   }
@@ -117,7 +167,7 @@ async function main() {
     }
     if (cmd.op === "close") break;
     try {
-      emit(await run(client, transport, cmd, timeoutMs));
+      emit(await run(client, transport, cmd, timeoutMs, args.url));
     } catch (e) {
       emit(errorFields(e));
     }
