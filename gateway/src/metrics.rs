@@ -57,6 +57,11 @@ pub struct Metrics {
     /// `mcpgw_inflight_calls_lost_total{pool,method}`: calls whose backend died mid-answer and
     /// that were not safe to repeat (answered with -32013).
     pub inflight_lost: IntCounterVec,
+    /// `mcpgw_store_duration_seconds{op}`: session store operations (get, create, rebind, ...).
+    pub store_duration: HistogramVec,
+    /// `mcpgw_store_errors_total{op}`: session store operations that failed (the request was
+    /// answered with -32006 where one was waiting).
+    pub store_errors: IntCounterVec,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -176,6 +181,32 @@ impl Metrics {
                 "mcpgw_open_streams",
                 "Server-to-client SSE streams (GET) open right now",
                 &["route"],
+            ),
+            store_duration: {
+                let h = HistogramVec::new(
+                    HistogramOpts::new(
+                        "mcpgw_store_duration_seconds",
+                        "Session store operations, by operation",
+                    )
+                    .buckets(vec![
+                        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                        0.25, 1.0,
+                    ]),
+                    &["op"],
+                )
+                .expect("valid metric");
+                registry
+                    .register(Box::new(h.clone()))
+                    .expect("unique metric");
+                names
+                    .borrow_mut()
+                    .push("mcpgw_store_duration_seconds".to_owned());
+                h
+            },
+            store_errors: counter(
+                "mcpgw_store_errors_total",
+                "Session store operations that failed, by operation",
+                &["op"],
             ),
             held_streams: gauge(
                 "mcpgw_held_streams",

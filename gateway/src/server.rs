@@ -7,7 +7,7 @@ use crate::config::StoreConfig;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
-use crate::session::store::{RedisStore, Ttl};
+use crate::session::store::{Instrumented, RedisStore, Ttl};
 use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionStore};
 use crate::state::State;
 use crate::upstream::attempt::Engine;
@@ -47,7 +47,10 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     };
     let store: Arc<dyn SessionStore> = match &config.sessions.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
-        StoreConfig::Redis(redis) => Arc::new(RedisStore::new(redis.clone(), ttl)),
+        StoreConfig::Redis(redis) => Arc::new(Instrumented::new(
+            Arc::new(RedisStore::new(redis.clone(), ttl)),
+            metrics.clone(),
+        )),
     };
     let engine = Arc::new(Engine::new(metrics.clone()));
     let sessions = Arc::new(SessionManager::new(store, engine));

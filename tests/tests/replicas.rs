@@ -170,6 +170,7 @@ async fn a_redis_outage_is_answered_explicitly_and_recovered_from_without_a_rest
     assert_eq!(resp.json()["error"]["code"], -32006);
     assert_eq!(gw.admin_get("/readyz").await.0, 503);
     assert_eq!(a.sessions().initializes(), 1);
+    assert!(gw.metric("mcpgw_store_errors_total{op=\"get\"}").await >= 1.0);
     // back, with what it had appended: the session continues where it was
     redis.restart().await;
     assert_eventually!(

@@ -6,12 +6,14 @@
 //!
 //! Every implementation runs the one behavioural suite in `suite.rs`.
 
+mod instrumented;
 mod memory;
 mod redis;
 #[cfg(test)]
 pub(crate) mod suite;
 
 pub use self::redis::{RedisConfig, RedisStore};
+pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
 
 use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
