@@ -11,6 +11,7 @@ pub mod interop;
 pub mod mock;
 pub mod ports;
 pub mod redis;
+pub mod rr_proxy;
 pub mod wire;
 
 pub use client::{Request, Response};
