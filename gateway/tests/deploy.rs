@@ -97,12 +97,23 @@ fn assert_hardened(workload: &Value, name: &str) {
     let pod = &pod_spec(workload)["securityContext"];
     let c = &container(workload, name)["securityContext"];
     assert_eq!(pod["runAsNonRoot"], true, "{name}: {pod}");
-    assert!(pod["runAsUser"].as_u64().is_some_and(|u| u > 0), "{name}: {pod}");
+    assert!(
+        pod["runAsUser"].as_u64().is_some_and(|u| u > 0),
+        "{name}: {pod}"
+    );
     assert_eq!(pod["seccompProfile"]["type"], "RuntimeDefault", "{name}");
     assert_eq!(c["allowPrivilegeEscalation"], false, "{name}: {c}");
     assert_eq!(c["readOnlyRootFilesystem"], true, "{name}: {c}");
-    assert_eq!(c["capabilities"]["drop"], serde_json::json!(["ALL"]), "{name}");
-    assert_eq!(pod_spec(workload)["automountServiceAccountToken"], false, "{name}");
+    assert_eq!(
+        c["capabilities"]["drop"],
+        serde_json::json!(["ALL"]),
+        "{name}"
+    );
+    assert_eq!(
+        pod_spec(workload)["automountServiceAccountToken"],
+        false,
+        "{name}"
+    );
 }
 
 fn assert_exec_redis_cli_ping(probe: &Value, which: &str) {
@@ -138,12 +149,18 @@ fn the_configmap_config_validates_with_the_redis_store() {
     let config = configmap_config(object(&docs, "ConfigMap", "mcp-gateway"));
     assert!(!config.pools.is_empty());
     let StoreConfig::Redis(redis) = &config.sessions.store else {
-        panic!("the ConfigMap's store is not redis: {:?}", config.sessions.store);
+        panic!(
+            "the ConfigMap's store is not redis: {:?}",
+            config.sessions.store
+        );
     };
     assert!(!redis.cluster, "one Redis instance, not a cluster");
     assert!(!redis.urls.is_empty());
     // Several replicas: a stream held by one of them would be refused to the others.
-    assert!(!config.sessions.hold_streams, "hold-streams with a shared store");
+    assert!(
+        !config.sessions.hold_streams,
+        "hold-streams with a shared store"
+    );
     // /readyz is on the admin listener, reachable from the kubelet.
     let admin = config.admin.expect("an admin listener for /readyz");
     assert!(admin.ip().is_unspecified(), "admin on {admin}");
@@ -241,11 +258,41 @@ fn three_gateway_replicas_ready_only_with_redis_and_a_pdb() {
     );
     let service = object(&docs, "Service", "mcp-gateway");
     assert!(selects(&service["spec"]["selector"], deployment));
+
+    // Prometheus scrapes every replica, the ones /readyz took out of the client Service too.
+    let monitor = only(&docs, "ServiceMonitor");
+    let wanted = &monitor["spec"]["selector"]["matchLabels"];
+    let scraped: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Service")
+        .filter(|s| {
+            let labels = s["metadata"]["labels"].as_object().unwrap();
+            wanted
+                .as_object()
+                .unwrap()
+                .iter()
+                .all(|(k, v)| labels.get(k) == Some(v))
+        })
+        .collect();
+    assert_eq!(scraped.len(), 1, "the ServiceMonitor selects one Service");
+    let scraped = scraped[0];
+    assert!(selects(&scraped["spec"]["selector"], deployment));
+    assert_eq!(scraped["spec"]["publishNotReadyAddresses"], true);
+    let endpoint_port = &monitor["spec"]["endpoints"][0]["port"];
+    let port = scraped["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| &p["name"] == endpoint_port)
+        .expect("the ServiceMonitor's port is the Service's");
+    assert_eq!(port_named(&port["targetPort"]), u64::from(admin_port));
 }
 
 #[test]
 fn redis_persists_to_a_volume_claim() {
-    assert_no_bare_yaml11_booleans("kubernetes/redis.yaml");
+    for file in ["kubernetes/redis.yaml", "kubernetes/gateway.yaml"] {
+        assert_no_bare_yaml11_booleans(file);
+    }
     let docs = manifests("kubernetes/redis.yaml");
     let statefulset = only(&docs, "StatefulSet");
     assert_eq!(
@@ -255,7 +302,10 @@ fn redis_persists_to_a_volume_claim() {
     );
     let redis = container(statefulset, "redis");
     let image = redis["image"].as_str().unwrap();
-    assert!(image.starts_with("redis:7"), "the official redis 7 image: {image}");
+    assert!(
+        image.starts_with("redis:7"),
+        "the official redis 7 image: {image}"
+    );
 
     // appendonly on: `--appendonly yes` as arguments, or `appendonly yes` in a config file.
     let args: Vec<&str> = redis["command"]
@@ -272,7 +322,11 @@ fn redis_persists_to_a_volume_claim() {
     assert!(appendonly, "Redis runs without appendonly: {args:?}");
     let policy = args.iter().position(|a| *a == "--maxmemory-policy");
     if let Some(i) = policy {
-        assert_eq!(args.get(i + 1), Some(&"noeviction"), "sessions are never evicted");
+        assert_eq!(
+            args.get(i + 1),
+            Some(&"noeviction"),
+            "sessions are never evicted"
+        );
     }
 
     // The data directory (the image's /data) is a volume from a claim template.
@@ -307,7 +361,10 @@ fn redis_persists_to_a_volume_claim() {
         statefulset
     ));
     let from = &policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"];
-    assert!(selects(from, deployment), "the gateway may connect: {policy}");
+    assert!(
+        selects(from, deployment),
+        "the gateway may connect: {policy}"
+    );
 }
 
 #[test]
@@ -315,7 +372,10 @@ fn the_kustomizations_list_the_manifests() {
     let base: Value = serde_saphyr::from_str(&read("kubernetes/kustomization.yaml")).unwrap();
     let resources = base["resources"].as_array().expect("resources");
     for file in ["gateway.yaml", "redis.yaml"] {
-        assert!(resources.iter().any(|r| r == file), "{file} in {resources:?}");
+        assert!(
+            resources.iter().any(|r| r == file),
+            "{file} in {resources:?}"
+        );
     }
     let overlay: Value =
         serde_saphyr::from_str(&read("kubernetes-single-replica/kustomization.yaml")).unwrap();
@@ -356,7 +416,9 @@ fn the_single_replica_overlay_uses_the_memory_store() {
             .to_owned()
     };
     let ops: Vec<Value> = serde_saphyr::from_str(&patch_of("Deployment", "mcp-gateway")).unwrap();
-    assert!(ops.iter().any(|op| op["path"] == "/spec/replicas" && op["value"] == 1));
+    assert!(ops
+        .iter()
+        .any(|op| op["path"] == "/spec/replicas" && op["value"] == 1));
     let ops: Vec<Value> =
         serde_saphyr::from_str(&patch_of("PodDisruptionBudget", "mcp-gateway")).unwrap();
     assert!(ops
