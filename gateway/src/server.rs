@@ -7,7 +7,7 @@ use crate::config::StoreConfig;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
-use crate::session::store::{Instrumented, RedisStore, Ttl};
+use crate::session::store::{Cached, Instrumented, RedisStore, Ttl};
 use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionStore};
 use crate::state::State;
 use crate::upstream::attempt::Engine;
@@ -47,10 +47,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     };
     let store: Arc<dyn SessionStore> = match &config.sessions.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
-        StoreConfig::Redis(redis) => Arc::new(Instrumented::new(
+        // measured where it meets the network; a per-replica cache of recent records in front
+        StoreConfig::Redis(redis) => Arc::new(Cached::new(Arc::new(Instrumented::new(
             Arc::new(RedisStore::new(redis.clone(), ttl)),
             metrics.clone(),
-        )),
+        )))),
     };
     let engine = Arc::new(Engine::new(metrics.clone()));
     let sessions = Arc::new(SessionManager::new(store, engine));

@@ -153,7 +153,13 @@ async fn a_redis_outage_is_answered_explicitly_and_recovered_from_without_a_rest
     let sid = open_session(gw.addr).await;
     assert_eq!(gw.admin_get("/readyz").await.0, 200);
     redis.kill().await;
-    // a session the gateway cannot read: 503 + Retry-After, never a new session
+    // the replica's cache of the binding serves a moment longer (2 s at most); then a session
+    // the gateway cannot read gets 503 + Retry-After, never a new session
+    assert_eventually!(
+        Duration::from_secs(5),
+        whoami(&sid, 6).send(gw.addr).await.status() == 503,
+        "the session is answered with 503 once the cached binding is stale"
+    );
     let resp = whoami(&sid, 7).send(gw.addr).await;
     assert_eq!(resp.status(), 503);
     assert!(resp.head.header("retry-after").is_some());

@@ -524,7 +524,7 @@ impl SessionManager {
 
     /// The record of a session as the store holds it (admin API).
     pub async fn inspect(&self, id: &str) -> Result<Lookup, GatewayError> {
-        Ok(self.store.get(id).await?)
+        Ok(self.store.get_fresh(id).await?)
     }
 
     /// Best-effort DELETE of the record's backend session.
@@ -555,7 +555,7 @@ fn in_session_request(
     request::forwarded(out.client, target, session, len)
 }
 
-fn backend_session(rec: &SessionRecord) -> BackendSession {
+pub(super) fn backend_session(rec: &SessionRecord) -> BackendSession {
     BackendSession {
         id: rec.binding.backend_session.clone(),
         path: rec.path.clone(),

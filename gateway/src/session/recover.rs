@@ -2,7 +2,7 @@
 //! adopt its result), the backend chosen by the attempt engine, the client's `initialize`
 //! replayed (`reinit.rs`), and the binding swapped under generation fencing.
 
-use super::manager::SessionManager;
+use super::manager::{backend_session, SessionManager};
 use super::reinit::{self, Failed, Reason};
 use super::store::Rebound;
 use super::{short, Binding, GoneReason, Lookup, SessionRecord};
@@ -44,7 +44,7 @@ impl SessionManager {
         seen: &SessionRecord,
         reason: Reason,
     ) -> Result<SessionRecord, GatewayError> {
-        let current = match self.store.get(&seen.id).await? {
+        let current = match self.store.get_fresh(&seen.id).await? {
             Lookup::Live(r) => r,
             Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
             Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
@@ -103,6 +103,20 @@ impl SessionManager {
         self.rebind(pool, current, binding, reason).await
     }
 
+    /// The winner of a move ends the session it left on a backend that is still alive (a
+    /// drained pod, a connection lost to a live one), so no backend keeps an orphan until its
+    /// own expiry. A backend that said it does not know the session, or is down, is spared.
+    fn delete_left_behind(&self, pool: &Arc<Pool>, left: &SessionRecord, reason: Reason) {
+        if reason == Reason::SessionUnknown {
+            return;
+        }
+        let Some(old) = pool.find(left.binding.backend).filter(|b| !b.is_failed()) else {
+            return;
+        };
+        self.engine
+            .spawn_delete_session(pool.clone(), old, backend_session(left));
+    }
+
     /// Waits (bounded by the claim's lifetime) until the session is at a newer generation.
     async fn await_move(
         &self,
@@ -112,7 +126,7 @@ impl SessionManager {
         let deadline = tokio::time::Instant::now() + MOVE_CLAIM;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            match self.store.get(id).await? {
+            match self.store.get_fresh(id).await? {
                 Lookup::Live(r) if r.binding.generation != generation => return Ok(Some(r)),
                 Lookup::Live(_) => {}
                 Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
@@ -165,6 +179,7 @@ impl SessionManager {
                     .with_label_values(&[&pool.name, reason.as_str()])
                     .inc();
                 tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), "session re-initialized");
+                self.delete_left_behind(pool, current, reason);
                 return Ok(record);
             }
             Ok(Rebound::Lost(lookup)) => Ok(lookup),

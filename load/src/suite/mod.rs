@@ -13,6 +13,7 @@
 mod overhead;
 mod procs;
 mod report;
+mod store;
 
 use crate::chart;
 use crate::mcp::Dialect;
@@ -70,10 +71,14 @@ pub struct SuiteArgs {
     /// Legacy dialect: sessions (virtual clients) per run.
     #[arg(long, default_value_t = 20)]
     sessions: usize,
+    /// Sessions opened for the Redis memory measurement (store part).
+    #[arg(long, default_value_t = 100_000)]
+    store_sessions: usize,
     /// Idle sessions for the memory measurement.
     #[arg(long, default_value_t = 100_000)]
     memory_sessions: usize,
-    /// Parts to run: any of m1, m3, real, overhead, memory.
+    /// Parts to run: any of m1, m3, real, overhead, memory, store (memory vs Redis session
+    /// store; needs redis-server).
     #[arg(
         long,
         default_value = "m1,m3,real,overhead,memory",
@@ -97,6 +102,8 @@ pub enum Via {
     GatewayStateful,
     /// mcp-gateway, a `stateless` route.
     GatewayStateless,
+    /// mcp-gateway, a `stateful` route whose sessions live in Redis.
+    GatewayStatefulRedis,
 }
 
 /// A path through the system: who proxies, what backends, which dialect.
@@ -152,6 +159,7 @@ impl Setup {
             Via::BarePingora => "bare pingora",
             Via::GatewayStateful => "mcp-gateway stateful",
             Via::GatewayStateless => "mcp-gateway stateless",
+            Via::GatewayStatefulRedis => "mcp-gateway stateful, Redis store",
         };
         let baseline = if self.baseline { " (baseline)" } else { "" };
         format!("{dialect} via {via}{baseline}")
@@ -179,6 +187,8 @@ struct Suite {
     args: SuiteArgs,
     programs: Programs,
     all: Mutex<Vec<serde_json::Value>>,
+    /// The store part's Redis, once started.
+    redis_url: std::sync::OnceLock<String>,
 }
 
 /// Runs the suite; returns the exit code.
@@ -211,6 +221,7 @@ pub async fn main(mut args: SuiteArgs) -> i32 {
         args: args.clone(),
         programs,
         all: Mutex::new(Vec::new()),
+        redis_url: std::sync::OnceLock::new(),
     };
     let mut md = report::header(&args);
     if wants("m1") {
@@ -227,6 +238,9 @@ pub async fn main(mut args: SuiteArgs) -> i32 {
     }
     if wants("memory") {
         md.push_str(&suite.memory().await);
+    }
+    if wants("store") {
+        md.push_str(&suite.store().await);
     }
     let json = serde_json::Value::Array(suite.all.lock().expect("all").clone());
     std::fs::write(
@@ -285,6 +299,11 @@ impl Suite {
             }
             Via::GatewayStateless => {
                 Some(Proxy::gateway(gateway, &dir, "stateless", &addrs, "").await)
+            }
+            Via::GatewayStatefulRedis => {
+                let url = self.redis_url.get().expect("the store part started Redis");
+                let extra = store::redis_sessions(url, tag);
+                Some(Proxy::gateway(gateway, &dir, "stateful", &addrs, &extra).await)
             }
         };
         let target = proxy.as_ref().map_or(addrs[0], |px| px.addr);

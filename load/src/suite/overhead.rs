@@ -168,7 +168,7 @@ impl Suite {
 
 /// Opens `n` sessions (initialize + notifications/initialized), `concurrency` at a time;
 /// returns how many succeeded.
-async fn open_sessions(target: SocketAddr, n: usize, concurrency: usize) -> usize {
+pub(super) async fn open_sessions(target: SocketAddr, n: usize, concurrency: usize) -> usize {
     let client = Arc::new(Client::new(target, true, Duration::from_secs(10)));
     let wire = Arc::new(Wire {
         path: "/mcp".into(),

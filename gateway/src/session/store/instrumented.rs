@@ -57,6 +57,11 @@ impl SessionStore for Instrumented {
         self.measured("get", t, self.inner.get(id).await)
     }
 
+    async fn get_fresh(&self, id: &str) -> Result<Lookup, StoreError> {
+        let t = Instant::now();
+        self.measured("get", t, self.inner.get_fresh(id).await)
+    }
+
     async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
         let t = Instant::now();
         self.measured("touch", t, self.inner.touch(id, now_ms).await)

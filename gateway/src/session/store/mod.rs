@@ -6,6 +6,7 @@
 //!
 //! Every implementation runs the one behavioural suite in `suite.rs`.
 
+mod cached;
 mod instrumented;
 mod memory;
 mod redis;
@@ -13,6 +14,7 @@ mod redis;
 pub(crate) mod suite;
 
 pub use self::redis::{RedisConfig, RedisStore};
+pub use cached::Cached;
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
 
@@ -89,6 +91,11 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn create(&self, record: SessionRecord, quota: Quota) -> Result<(), CreateError>;
     /// Finds a session by gateway id.
     async fn get(&self, id: &str) -> Result<Lookup, StoreError>;
+    /// [`SessionStore::get`] from the store itself, past any cache in front of it: what a
+    /// session is moved on.
+    async fn get_fresh(&self, id: &str) -> Result<Lookup, StoreError> {
+        self.get(id).await
+    }
     /// Records use at `now_ms`, sliding the session's time-to-live forward.
     async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError>;
     /// Replaces the binding if the session is still at `expected_generation` (a

@@ -246,3 +246,20 @@ async fn a_store_that_is_down_answers_with_an_error_not_a_panic_and_recovers() {
     assert!(recovered, "the store reconnects by itself");
     assert_eq!(store.get("x").await.unwrap(), Lookup::Unknown);
 }
+
+#[tokio::test]
+async fn the_redis_store_behind_the_replica_cache_passes_the_store_suite() {
+    let server = RedisServer::start().await;
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    suite::run_all(|ttl| {
+        let config = RedisConfig {
+            urls: vec![server.url.clone()],
+            cluster: false,
+            key_prefix: format!("cached{}:", n.fetch_add(1, Ordering::Relaxed)),
+        };
+        Arc::new(crate::session::store::Cached::new(Arc::new(
+            RedisStore::new(config, ttl),
+        )))
+    })
+    .await;
+}
