@@ -267,9 +267,7 @@ impl SessionManager {
         if !is_stream(exchange.header()) {
             return Ok(StreamOpened::Answer(Box::new((exchange, record))));
         }
-        Ok(StreamOpened::Attached(
-            self.install(&record, exchange).lease(),
-        ))
+        Ok(StreamOpened::Attached(self.install(&record, exchange)))
     }
 
     /// Opens the held stream ahead of the client when it will be needed: after a client's
@@ -299,7 +297,8 @@ impl SessionManager {
         let opened = tokio::time::timeout(OPEN_TIMEOUT, self.open_on_binding(pool, rec, label));
         match opened.await {
             Ok(Ok(exchange)) if is_stream(exchange.header()) => {
-                self.install(rec, exchange);
+                // held for a client to come: nobody attached yet
+                drop(self.install(rec, exchange));
             }
             Ok(Ok(exchange)) => {
                 tracing::debug!(
@@ -346,7 +345,9 @@ impl SessionManager {
 
     /// Starts holding `exchange` (a 2xx event stream) as the session's stream, replacing (and
     /// closing) one of an earlier binding.
-    fn install(&self, rec: &SessionRecord, exchange: Exchange) -> Arc<Held> {
+    /// Returns the first lease, taken before the first event can arrive (the client GET that
+    /// opened it keeps it; an eager hold drops it).
+    fn install(&self, rec: &SessionRecord, exchange: Exchange) -> Lease {
         let held = Arc::new(Held {
             generation: rec.binding.generation,
             head: exchange.header().clone(),
@@ -357,6 +358,7 @@ impl SessionManager {
         if let Some(old) = self.streams.held.insert(rec.id.clone(), held.clone()) {
             old.stop();
         }
+        let lease = held.lease();
         let pump = pump(held.clone(), exchange, self.store.clone(), rec.id.clone());
         *lock(&held.task) = Some(tokio::spawn(pump).abort_handle());
         tracing::debug!(
@@ -364,7 +366,7 @@ impl SessionManager {
             generation = rec.binding.generation,
             "standalone stream held"
         );
-        held
+        lease
     }
 }
 
