@@ -167,7 +167,7 @@ async fn a_redis_outage_is_answered_explicitly_and_recovered_from_without_a_rest
     assert_eq!(resp.json()["error"]["code"], -32006);
     assert_eq!(
         resp.json()["error"]["data"]["kind"],
-        "session-store-unavailable"
+        "store-unavailable"
     );
     // a new session cannot be kept either
     let init = r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

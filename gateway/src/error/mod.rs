@@ -131,7 +131,7 @@ impl ErrorKind {
             ErrorKind::HostNotAllowed => "host-not-allowed",
             ErrorKind::OriginNotAllowed => "origin-not-allowed",
             ErrorKind::SessionRequired => "session-required",
-            ErrorKind::StoreUnavailable => "session-store-unavailable",
+            ErrorKind::StoreUnavailable => "store-unavailable",
         }
     }
 

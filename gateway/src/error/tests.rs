@@ -64,6 +64,6 @@ fn a_store_failure_is_a_503_to_retry_not_a_lost_session() {
     assert!(headers.contains(&("retry-after", "1".to_owned())));
     let v: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["error"]["code"], -32006);
-    assert_eq!(v["error"]["data"]["kind"], "session-store-unavailable");
+    assert_eq!(v["error"]["data"]["kind"], "store-unavailable");
     assert_eq!(v["error"]["data"]["detail"], "connection refused");
 }

@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The store could not be reached or answered nonsense. Requests that need it are answered
-/// with -32006 (`session-store-unavailable`); a session is never silently recreated.
+/// with -32006 (`store-unavailable`); a session is never silently recreated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
     /// What went wrong, for logs and `data.detail`.
