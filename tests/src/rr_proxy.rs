@@ -45,6 +45,9 @@ pub struct Served {
 }
 
 struct State {
+    /// A refused connection is retried on the other upstreams (nginx's
+    /// `proxy_next_upstream error`, an L4 balancer that skips a dead endpoint).
+    next_on_refusal: std::sync::atomic::AtomicBool,
     upstreams: Mutex<Vec<Option<SocketAddr>>>,
     next: AtomicUsize,
     log: Mutex<Vec<Served>>,
@@ -93,6 +96,7 @@ impl RrProxy {
             .expect("bind rr proxy");
         let addr = listener.local_addr().expect("rr proxy addr");
         let state = Arc::new(State {
+            next_on_refusal: std::sync::atomic::AtomicBool::new(false),
             upstreams: Mutex::new(upstreams.iter().copied().map(Some).collect()),
             next: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
@@ -109,6 +113,12 @@ impl RrProxy {
 
     /// Puts `upstream` in `slot` (`None` takes the slot out of the rotation). Requests already
     /// forwarded keep their upstream connection.
+    /// From now on, a refused connection is retried on the other upstreams in turn (as an L4
+    /// balancer that skips a dead endpoint does) instead of being answered 502.
+    pub fn retry_refused(&self) {
+        self.state.next_on_refusal.store(true, Ordering::Relaxed);
+    }
+
     pub fn set_upstream(&self, slot: usize, upstream: Option<SocketAddr>) {
         self.state.upstreams.lock().unwrap()[slot] = upstream;
     }
@@ -292,18 +302,19 @@ async fn serve(mut client: TcpStream, state: Arc<State>) {
         log[entry].status = Some(502);
         log[entry].refused = true;
     };
-    let Some((_, upstream_addr)) = picked else {
+    let Some((slot, upstream_addr)) = picked else {
         refuse(&state);
         answer(&mut client, "502 Bad Gateway").await;
         return;
     };
-    let mut upstream = match TcpStream::connect(upstream_addr).await {
-        Ok(s) => s,
-        Err(_) => {
-            refuse(&state);
-            answer(&mut client, "502 Bad Gateway").await;
-            return;
-        }
+    let connected = match TcpStream::connect(upstream_addr).await {
+        Ok(s) => Some(s),
+        Err(_) => connect_another(&state, entry, slot).await,
+    };
+    let Some(mut upstream) = connected else {
+        refuse(&state);
+        answer(&mut client, "502 Bad Gateway").await;
+        return;
     };
     let _ = upstream.set_nodelay(true);
     out.extend_from_slice(&body);
@@ -355,4 +366,28 @@ async fn serve(mut client: TcpStream, state: Arc<State>) {
         _ = client_gone => {}
     }
     let _ = client.shutdown().await;
+}
+
+/// After a refused connection to `slot`: the other upstreams in turn, when the proxy retries
+/// refusals; the log entry then names the one that took the request.
+async fn connect_another(state: &State, entry: usize, slot: usize) -> Option<TcpStream> {
+    if !state.next_on_refusal.load(Ordering::Relaxed) {
+        return None;
+    }
+    let others: Vec<(usize, SocketAddr)> = {
+        let upstreams = state.upstreams.lock().unwrap();
+        let n = upstreams.len();
+        (1..n)
+            .filter_map(|k| upstreams[(slot + k) % n].map(|a| ((slot + k) % n, a)))
+            .collect()
+    };
+    for (other, addr) in others {
+        if let Ok(stream) = TcpStream::connect(addr).await {
+            let mut log = state.log.lock().unwrap();
+            log[entry].slot = Some(other);
+            log[entry].upstream = Some(addr);
+            return Some(stream);
+        }
+    }
+    None
 }

@@ -4,19 +4,33 @@
 //! and a Redis outage is answered explicitly (never with a new session) and recovered from
 //! without a restart.
 
+use mcp_gateway_tests::harness::workspace_bin;
 use mcp_gateway_tests::redis::RedisServer;
+use mcp_gateway_tests::rr_proxy::RrProxy;
 use mcp_gateway_tests::{assert_eventually, open_session, Gateway, MockServer, Request};
 use std::time::Duration;
 
 const V: &str = "2025-11-25";
 
 fn config(redis: &RedisServer, backends: &[&MockServer]) -> String {
+    config_with(redis, backends, "")
+}
+
+/// `sessions_extra`: more `sessions:` keys, each line indented by two spaces.
+fn config_with(redis: &RedisServer, backends: &[&MockServer], sessions_extra: &str) -> String {
     let list: Vec<String> = backends.iter().map(|m| m.addr.to_string()).collect();
     format!(
-        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"test:\" }}\npools:\n  legacy: {{ backends: [{}], failure-cooldown-ms: 60000 }}\nroutes:\n  - {{ path: /mcp, mode: stateful, pool: legacy }}\n",
+        "sessions:\n{sessions_extra}  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"test:\" }}\npools:\n  legacy: {{ backends: [{}], failure-cooldown-ms: 60000 }}\nroutes:\n  - {{ path: /mcp, mode: stateful, pool: legacy }}\n",
         redis.url(),
         list.join(", ")
     )
+}
+
+fn upstream_deletes(mock: &MockServer) -> usize {
+    mock.requests()
+        .iter()
+        .filter(|r| r.head.method == "DELETE")
+        .count()
 }
 
 fn whoami(sid: &str, id: u64) -> Request {
@@ -165,10 +179,7 @@ async fn a_redis_outage_is_answered_explicitly_and_recovered_from_without_a_rest
     assert!(resp.head.header("retry-after").is_some());
     assert_eq!(resp.json()["id"], 7);
     assert_eq!(resp.json()["error"]["code"], -32006);
-    assert_eq!(
-        resp.json()["error"]["data"]["kind"],
-        "store-unavailable"
-    );
+    assert_eq!(resp.json()["error"]["data"]["kind"], "store-unavailable");
     // a new session cannot be kept either
     let init = r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let resp = Request::post("/mcp", init).send(gw.addr).await;
@@ -188,4 +199,96 @@ async fn a_redis_outage_is_answered_explicitly_and_recovered_from_without_a_rest
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.tool_text(), "a");
     assert_eq!(a.sessions().initializes(), 1, "nothing was re-initialized");
+}
+
+#[tokio::test]
+async fn an_expired_session_is_deleted_upstream_by_exactly_one_replica() {
+    let redis = RedisServer::start().await;
+    let a = MockServer::legacy("a", 0, V).await;
+    let yaml = config_with(&redis, &[&a], "  idle-timeout-s: 1\n");
+    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let mut sids = Vec::new();
+    for i in 0..3 {
+        sids.push(open_session(replicas[i % 2].addr).await);
+    }
+    let ended = r#"mcpgw_sessions_ended_total{pool="legacy",reason="expired"}"#;
+    assert_eventually!(
+        Duration::from_secs(10),
+        replicas[0].metric(ended).await + replicas[1].metric(ended).await == 3.0,
+        "both replicas sweep; three sessions expire"
+    );
+    assert_eq!(upstream_deletes(&a), 3);
+    // both replicas go on sweeping (every 250 ms): no session is claimed twice
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(upstream_deletes(&a), 3, "one DELETE per expired session");
+    for (i, sid) in sids.iter().enumerate() {
+        let resp = whoami(sid, i as u64).send(replicas[i % 2].addr).await;
+        assert_eq!(resp.status(), 404);
+        assert_eq!(resp.json()["error"]["data"]["reason"], "expired");
+    }
+}
+
+#[tokio::test]
+async fn a_replica_killed_under_load_fails_only_the_calls_it_had_in_flight() {
+    let redis = RedisServer::start().await;
+    let (a, b) = (
+        MockServer::legacy("a", 0, V).await,
+        MockServer::legacy("b", 0, V).await,
+    );
+    let yaml = config(&redis, &[&a, &b]);
+    let mut replicas = vec![Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    // an L4-like front: per request round robin, a refused connection tried on the other
+    let front = RrProxy::start(&[replicas[0].addr, replicas[1].addr]).await;
+    front.retry_refused();
+    let dir = mcp_gateway_tests::harness::unique_temp_path("mcp-load-replicas");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let load = tokio::process::Command::new(workspace_bin("mcp-load"))
+        .args([
+            "run",
+            "--target",
+            &front.addr.to_string(),
+            "--dialect",
+            "legacy",
+        ])
+        .args(["--rate", "100", "--duration", "8", "--sessions", "20"])
+        .args(["--connections", "new", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("mcp-load");
+    // the load runs on its own clock: the kill comes 4 s into it
+    let started = front.elapsed();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let killed_at = front.elapsed();
+    drop(replicas.pop()); // SIGKILL the second replica
+    let out = load.wait_with_output().await.expect("mcp-load ran");
+    assert!(out.status.success());
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // what the killed replica had in flight: requests it took before the kill and never answered
+    let in_flight = front
+        .log()
+        .iter()
+        .filter(|s| s.slot == Some(1) && s.at <= killed_at && s.status.is_none())
+        .count() as u64;
+    let failed = r["failed"].as_u64().unwrap();
+    println!(
+        "replica killed at {:.2} s: {failed} failed, {in_flight} in flight on it, {} ok",
+        (killed_at - started).as_secs_f64(),
+        r["ok"]
+    );
+    assert!(
+        failed <= in_flight,
+        "{failed} failed, {in_flight} were in flight on the killed replica: {r}"
+    );
+    let kill_second = (killed_at - started).as_secs();
+    let after: u64 = r["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["t"].as_u64().unwrap() > kill_second + 1)
+        .map(|s| s["failed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(after, 0, "no failure after the kill: {r}");
+    assert!(r["ok"].as_u64().unwrap() >= 700, "{r}");
 }
