@@ -6,7 +6,8 @@ use super::overhead::open_sessions;
 use super::procs::{free_port, Backend, BackendKind, Proxy};
 use super::report::median;
 use super::{Cell, Setup, Suite, Via};
-use crate::mcp::Dialect;
+use crate::http::Client;
+use crate::mcp::{verdict, Dialect, Verdict, Wire};
 use std::fmt::Write as _;
 use std::process::Stdio;
 use std::time::Duration;
@@ -53,6 +54,23 @@ async fn used_memory(port: u16) -> u64 {
         .unwrap_or(0)
 }
 
+/// Call latency before and with a re-initialization.
+struct Reinit {
+    plain: (f64, f64),
+    moved: (f64, f64),
+    failed: usize,
+}
+
+/// (p50, p99) of `ms`.
+fn percentiles(ms: &mut [f64]) -> (f64, f64) {
+    if ms.is_empty() {
+        return (0.0, 0.0);
+    }
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
 impl Suite {
     pub(super) async fn store(&self) -> String {
         let (_redis, port) = start_redis().await;
@@ -92,6 +110,10 @@ impl Suite {
                 p99[k].push(r.latency_ms.p99);
             }
         }
+        let mut reinit = Vec::new();
+        for setup in &setups {
+            reinit.push(self.reinit_latency(setup.via).await);
+        }
         let per_session = self.redis_bytes_per_session(port).await;
         let mut md = String::from("\n## Session store: memory vs Redis\n\n");
         let _ = writeln!(
@@ -113,8 +135,81 @@ impl Suite {
         }
         let ratio = median(&rps[1]) / median(&rps[0]).max(1.0);
         let _ = writeln!(md, "\nRedis / memory req/s: **{ratio:.2}x**.\n");
-        let _ = writeln!(md, "{per_session}");
+        md.push_str(
+            "\nRe-initialization: 200 sessions on one backend, the backend killed and restarted on \
+             its port (it forgets every session), then one call per session, one after another: \
+             each call includes the gateway's replay of the client's `initialize` and \
+             `notifications/initialized` on the restarted backend. Calls before the restart for \
+             comparison.\n\n| store | call p50 ms | call p99 ms | call with re-initialization p50 ms | p99 ms | failed |\n|---|---|---|---|---|---|\n",
+        );
+        for (name, r) in ["memory", "redis"].iter().zip(&reinit) {
+            let _ = writeln!(
+                md,
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} | {} |",
+                r.plain.0, r.plain.1, r.moved.0, r.moved.1, r.failed
+            );
+        }
+        let _ = writeln!(md, "\n{per_session}");
         md
+    }
+
+    /// Call latency (p50, p99) before and right after every session had to be re-initialized.
+    async fn reinit_latency(&self, via: Via) -> Reinit {
+        let p = &self.programs;
+        let mut backend = Backend::start(p, BackendKind::MockLegacy, "pod-0", 0).await;
+        let dir = self.args.out.join("work").join(format!("reinit-{via:?}"));
+        let extra = match via {
+            Via::GatewayStatefulRedis => {
+                redis_sessions(self.redis_url.get().expect("redis"), "reinit")
+            }
+            _ => String::new(),
+        };
+        let gw = Proxy::gateway(&p.gateway, &dir, "stateful", &[backend.addr], &extra).await;
+        let client = Client::new(gw.addr, true, Duration::from_secs(10));
+        let wire = Wire {
+            path: "/mcp".into(),
+            host: gw.addr.to_string(),
+            close: false,
+            tool: "whoami".into(),
+        };
+        let mut sids = Vec::new();
+        for i in 0..200 {
+            let Ok(resp) = client.send(&wire.initialize(i)).await else {
+                continue;
+            };
+            if let Some(sid) = resp.session_id {
+                let _ = client.send(&wire.initialized(&sid)).await;
+                sids.push(sid);
+            }
+        }
+        let timed = |sids: Vec<String>| {
+            let (client, wire) = (&client, &wire);
+            async move {
+                let mut ms = Vec::new();
+                let mut failed = 0;
+                for (i, sid) in sids.iter().enumerate() {
+                    let t = std::time::Instant::now();
+                    let req = wire.call(Dialect::Legacy, i as u64, Some(sid));
+                    match client.send(&req).await {
+                        Ok(resp) if verdict(&resp) == Verdict::Ok => {
+                            ms.push(t.elapsed().as_secs_f64() * 1000.0)
+                        }
+                        _ => failed += 1,
+                    }
+                }
+                (percentiles(&mut ms), failed)
+            }
+        };
+        let (plain, _) = timed(sids.clone()).await;
+        let (kind, name, port) = backend.restart_spec();
+        backend.kill().await;
+        let _restarted = Backend::start(p, kind, &name, port).await;
+        let (moved, failed) = timed(sids).await;
+        Reinit {
+            plain,
+            moved,
+            failed,
+        }
     }
 
     /// Redis `used_memory` before and after opening `--store-sessions` sessions.
