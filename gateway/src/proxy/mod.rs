@@ -203,22 +203,21 @@ impl ProxyHttp for Gateway {
         upstream: &mut RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let host = match ctx.backend.as_ref() {
-            Some(b) => b.host.clone(),
-            None => {
-                return Err(Error::explain(
-                    ErrorType::InternalError,
-                    "no backend chosen",
-                ))
-            }
+        let RequestCtx {
+            backend, native, ..
+        } = ctx;
+        let (Some(backend), Some(native)) = (backend.as_ref(), native.as_mut()) else {
+            return Err(Error::explain(
+                ErrorType::InternalError,
+                "no upstream was planned for this request",
+            ));
         };
-        let native = native(ctx)?;
         native.sent = Some(std::time::Instant::now());
         let client = session.req_header();
         let path = native.route.upstream_path(client.uri.path());
         let target = Target {
             path: &path,
-            host: &host,
+            host: &backend.host,
         };
         let readdressed = request::readdress(upstream, target, client.uri.query());
         readdressed.map_err(|e| respond::stashed(ctx, e))
@@ -233,6 +232,10 @@ impl ProxyHttp for Gateway {
         let native = native(ctx)?;
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
+        }
+        // Only a backend that opened a session of its own has anything to refuse.
+        if !upstream.headers.contains_key(crate::mcp::headers::MCP_SESSION_ID) {
+            return Ok(());
         }
         let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) else {
             return Ok(());
