@@ -6,13 +6,10 @@
 //! server sends `elicitation/create` / `sampling/createMessage` on the session's GET stream, and
 //! must get the client's answer back every time.
 
-use crate::harness::{node, workspace, Gateway, PythonPeer, ReplClient};
+use crate::harness::{Gateway, PythonPeer, ReplClient};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 /// A server implementation, run as two replicas behind one pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,45 +130,21 @@ impl Server {
 pub enum Replica {
     /// A peer from the harness.
     Peer(PythonPeer),
-    /// `elicit_server.mjs` on `port`.
-    Node {
-        /// Its port on 127.0.0.1.
-        port: u16,
-        /// The process.
-        _child: Child,
-    },
+    /// `elicit_server.mjs`.
+    Node(crate::elicit::ElicitServer),
 }
 
 impl Replica {
-    /// `elicit_server.mjs` on a free port (it binds port 0 itself and reports it).
+    /// `elicit_server.mjs` on a free port.
     async fn elicit() -> Replica {
-        let mut child = Command::new(node())
-            .arg(workspace().join("tests/peers/node/elicit_server.mjs"))
-            .args(["--port", "0", "--request-timeout-ms"])
-            .arg(ELICIT_REQUEST_TIMEOUT_MS.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn elicit_server.mjs");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let port = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .ok()
-            .and_then(|l| l.ok().flatten())
-            .and_then(|l| l.strip_prefix("READY ")?.trim().parse::<u16>().ok())
-            .expect("elicit_server.mjs printed READY <port>");
-        Replica::Node {
-            port,
-            _child: child,
-        }
+        Replica::Node(crate::elicit::ElicitServer::start(ELICIT_REQUEST_TIMEOUT_MS).await)
     }
 
     /// `127.0.0.1:port`.
     pub fn addr(&self) -> String {
         match self {
             Replica::Peer(p) => p.addr(),
-            Replica::Node { port, .. } => format!("127.0.0.1:{port}"),
+            Replica::Node(server) => server.addr(),
         }
     }
 }

@@ -6,6 +6,7 @@
 pub mod client;
 pub mod conformance;
 pub mod dns;
+pub mod elicit;
 pub mod harness;
 pub mod interop;
 pub mod mock;

@@ -26,6 +26,32 @@ fn config_with(redis: &RedisServer, backends: &[&MockServer], sessions_extra: &s
     )
 }
 
+/// Redis, two legacy backends and two gateway replicas sharing the sessions.
+struct Pair {
+    redis: RedisServer,
+    a: MockServer,
+    b: MockServer,
+    replicas: [Gateway; 2],
+}
+
+impl Pair {
+    async fn start() -> Pair {
+        let redis = RedisServer::start().await;
+        let (a, b) = (
+            MockServer::legacy("a", 0, V).await,
+            MockServer::legacy("b", 0, V).await,
+        );
+        let yaml = config(&redis, &[&a, &b]);
+        let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+        Pair {
+            redis,
+            a,
+            b,
+            replicas,
+        }
+    }
+}
+
 fn upstream_deletes(mock: &MockServer) -> usize {
     mock.requests()
         .iter()
@@ -48,13 +74,12 @@ fn initializes(mocks: &[&MockServer]) -> usize {
 
 #[tokio::test]
 async fn two_replicas_serve_one_session_alternately_without_reinitializing() {
-    let redis = RedisServer::start().await;
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let yaml = config(&redis, &[&a, &b]);
-    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let Pair {
+        redis: _redis,
+        a,
+        b,
+        replicas,
+    } = Pair::start().await;
     let sid = open_session(replicas[0].addr).await;
     let mut served_by = Vec::new();
     for i in 0..20 {
@@ -112,13 +137,12 @@ async fn a_restarted_gateway_serves_the_sessions_it_had() {
 
 #[tokio::test]
 async fn a_backend_death_moves_each_session_once_across_replicas_and_leaks_no_backend_session() {
-    let redis = RedisServer::start().await;
-    let (a, b) = (
-        MockServer::legacy("a", 0, V).await,
-        MockServer::legacy("b", 0, V).await,
-    );
-    let yaml = config(&redis, &[&a, &b]);
-    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let Pair {
+        redis: _redis,
+        a,
+        b,
+        replicas,
+    } = Pair::start().await;
     let mut sids = Vec::new();
     for _ in 0..4 {
         sids.push(open_session(replicas[0].addr).await);
@@ -262,24 +286,27 @@ async fn a_replica_killed_under_load_fails_only_the_calls_it_had_in_flight() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     let killed_at = front.elapsed();
     drop(replicas.pop()); // SIGKILL the second replica
+    let killed_by = front.elapsed();
     let out = load.wait_with_output().await.expect("mcp-load ran");
     assert!(out.status.success());
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    // what the killed replica had in flight: requests it took before the kill and never answered
+    // What the killed replica can have had in flight: the requests the front handed it in the
+    // last 100 ms before the kill (a mock answers in about a millisecond) or during it.
     let in_flight = front
         .log()
         .iter()
-        .filter(|s| s.slot == Some(1) && s.at <= killed_at && s.status.is_none())
+        .filter(|s| s.slot == Some(1))
+        .filter(|s| s.at + Duration::from_millis(100) >= killed_at && s.at <= killed_by)
         .count() as u64;
     let failed = r["failed"].as_u64().unwrap();
     println!(
-        "replica killed at {:.2} s: {failed} failed, {in_flight} in flight on it, {} ok",
+        "replica killed at {:.2} s: {failed} failed, {in_flight} handed to it in the 100 ms before, {} ok",
         (killed_at - started).as_secs_f64(),
         r["ok"]
     );
     assert!(
         failed <= in_flight,
-        "{failed} failed, {in_flight} were in flight on the killed replica: {r}"
+        "{failed} failed, more than the {in_flight} the killed replica can have had in flight: {r}"
     );
     let kill_second = (killed_at - started).as_secs();
     let after: u64 = r["timeline"]

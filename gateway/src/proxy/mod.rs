@@ -234,7 +234,10 @@ impl ProxyHttp for Gateway {
             self.engine.observe_latency(&native.pool, sent);
         }
         // Only a backend that opened a session of its own has anything to refuse.
-        if !upstream.headers.contains_key(crate::mcp::headers::MCP_SESSION_ID) {
+        if !upstream
+            .headers
+            .contains_key(crate::mcp::headers::MCP_SESSION_ID)
+        {
             return Ok(());
         }
         let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) else {

@@ -59,19 +59,20 @@ impl Drop for RedisServer {
     }
 }
 
+/// A config for one server, each store of a suite run under its own key prefix.
+fn numbered(url: &str, name: &str, n: &std::sync::atomic::AtomicUsize) -> RedisConfig {
+    RedisConfig {
+        urls: vec![url.to_owned()],
+        cluster: false,
+        key_prefix: format!("{name}{}:", n.fetch_add(1, Ordering::Relaxed)),
+    }
+}
+
 #[tokio::test]
 async fn the_redis_store_passes_the_store_suite() {
     let server = RedisServer::start().await;
     let n = std::sync::atomic::AtomicUsize::new(0);
-    suite::run_all(|ttl| {
-        let config = RedisConfig {
-            urls: vec![server.url.clone()],
-            cluster: false,
-            key_prefix: format!("suite{}:", n.fetch_add(1, Ordering::Relaxed)),
-        };
-        Arc::new(RedisStore::new(config, ttl))
-    })
-    .await;
+    suite::run_all(|ttl| Arc::new(RedisStore::new(numbered(&server.url, "suite", &n), ttl))).await;
 }
 
 /// Three redis-server masters on loopback joined into a Redis Cluster, stopped when dropped.
