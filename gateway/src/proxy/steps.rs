@@ -64,18 +64,32 @@ pub(super) fn prepare(
         .requests_by_era
         .with_label_values(&[ctx.era.as_str()])
         .inc();
-    admit(gw, session, ctx, &route, &headers)?;
-    plan(session, ctx, route, &headers)
+    admit(gw, session, ctx, &route)?;
+    let plan = plan(session, ctx, route, &headers)?;
+    // A tool named only in a header is trusted for the per-tool rate just where the body is
+    // checked against that header before anything is forwarded (the fast path with
+    // check-headers). Everywhere else the body is read and its tool is the one limited: a
+    // client must not dodge a limit by naming another tool in `Mcp-Name`.
+    let verified =
+        matches!(plan, Plan::Native) && ctx.native.as_ref().is_some_and(|n| n.check_body);
+    if let (true, Some("tools/call"), Some(tool)) =
+        (verified, headers.method.as_deref(), headers.name.as_deref())
+    {
+        let admitted = &mut ctx.admitted;
+        admitted.tool_checked = true;
+        let admission = &ctx.state.admission;
+        admission.admit_tool(admitted.identity.as_deref(), tool)?;
+    }
+    Ok(plan)
 }
 
-/// Admission: concurrency caps (a GET is a stream), the client's rate and, for a
-/// `tools/call` named in the headers, the tool's rate. The slots are held in `ctx`.
+/// Admission: concurrency caps (a GET is a stream) and the client's rate. The slots are held
+/// in `ctx`. (The per-tool rate needs the tool the backend will run: see [`prepare`].)
 fn admit(
     gw: &Gateway,
     session: &Session,
     ctx: &mut RequestCtx,
     route: &Route,
-    headers: &McpHeaders<'_>,
 ) -> Result<(), GatewayError> {
     let admission = &ctx.state.admission;
     let client_ip = session
@@ -88,10 +102,6 @@ fn admit(
     let admitted = &mut ctx.admitted;
     admitted.permit = admission.admit(route.index, identity.as_deref(), stream)?;
     admitted.identity = identity;
-    if let (Some("tools/call"), Some(tool)) = (headers.method.as_deref(), headers.name.as_deref()) {
-        admitted.tool_checked = true;
-        admission.admit_tool(admitted.identity.as_deref(), tool)?;
-    }
     if stream {
         gw.metrics
             .open_streams
@@ -117,7 +127,10 @@ fn plan(
     let method = headers.method.as_deref();
     let name = headers.name.as_deref();
     let check = route.check_headers && has_body && (method.is_some() || ctx.era == Era::Stateless);
-    let by_body = method.is_none() && (route.has_rules() || ctx.state.admission.has_tool_rate());
+    // Rules and the per-tool rate must read the name the backend will run: from the body,
+    // unless check-headers makes the headers say what the body says.
+    let names_matter = route.has_rules() || ctx.state.admission.has_tool_rate();
+    let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
     if has_body && (by_body || bounded) {
