@@ -439,3 +439,36 @@ async fn auto_routes_send_2026_requests_stateless_and_legacy_ones_through_sessio
         "a"
     );
 }
+
+#[tokio::test]
+async fn hop_by_hop_and_proxy_headers_stay_at_the_gateway() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let gw = Gateway::start(&route(&[&a], "")).await;
+    let sid = open_session(gw.addr).await;
+    let resp = call(&sid, 1, "whoami", "{}")
+        .header("Connection", "keep-alive, X-Secret")
+        .header("X-Secret", "for the gateway only")
+        .header("Upgrade", "websocket")
+        .header("TE", "trailers")
+        .header("Proxy-Authorization", "Basic Zm9vOmJhcg==")
+        .header("X-Other", "end to end")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.tool_text(), "a");
+    let seen = a.requests();
+    let upstream = seen
+        .iter()
+        .rev()
+        .find(|r| r.head.method == "POST")
+        .expect("the call reached the backend");
+    for hop in [
+        "connection",
+        "x-secret",
+        "upgrade",
+        "te",
+        "proxy-authorization",
+    ] {
+        assert_eq!(upstream.head.header(hop), None, "{hop} went upstream");
+    }
+    assert_eq!(upstream.head.header("x-other"), Some("end to end"));
+}

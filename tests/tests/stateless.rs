@@ -456,3 +456,18 @@ async fn request_ids_reach_the_backend_and_come_back_on_gateway_errors() {
         .await;
     assert_eq!(resp.head.header("x-request-id"), Some("trace-err"));
 }
+
+#[tokio::test]
+async fn a_refusal_from_a_session_server_reaches_the_client_without_its_session_id() {
+    // a 2026-07-28 request on a stateless route in front of a legacy server: the server refuses
+    // it (400, "Missing session ID") with a throwaway session id, which must not reach clients
+    let legacy = MockServer::legacy("l", 0, "2025-11-25").await;
+    let gw = Gateway::start(&format!(
+        "pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        legacy.addr
+    ))
+    .await;
+    let resp = Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.head.header("mcp-session-id"), None);
+}

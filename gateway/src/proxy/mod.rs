@@ -233,11 +233,16 @@ impl ProxyHttp for Gateway {
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
         }
-        // Only a backend that opened a session of its own has anything to refuse.
+        // Only a backend that opened a session of its own has anything to refuse; a refusal
+        // (non-2xx) just loses the id: backend session ids never reach clients.
         if !upstream
             .headers
             .contains_key(crate::mcp::headers::MCP_SESSION_ID)
         {
+            return Ok(());
+        }
+        if !upstream.status.is_success() {
+            upstream.remove_header(crate::mcp::headers::MCP_SESSION_ID);
             return Ok(());
         }
         let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) else {

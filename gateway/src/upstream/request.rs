@@ -38,9 +38,42 @@ pub fn readdress(
     Ok(())
 }
 
-/// A client's request for a backend: same method and headers, re-addressed, with the
-/// backend's session id (or none: gateway ids never go upstream) and an exact length for a
-/// buffered body (`None`: no body).
+/// Hop-by-hop headers (RFC 9110 §7.6.1) and credentials meant for a proxy: they concern the
+/// client's connection to the gateway, never the gateway's to a backend.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// Removes the hop-by-hop headers, and those the client's `Connection` header names.
+fn drop_hop_by_hop(req: &mut RequestHeader) {
+    let named: Vec<String> = req
+        .headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .collect();
+    for name in HOP_BY_HOP
+        .iter()
+        .copied()
+        .chain(named.iter().map(String::as_str))
+    {
+        req.remove_header(name);
+    }
+}
+
+/// A client's request for a backend: same method and end-to-end headers (hop-by-hop ones
+/// dropped), re-addressed, with the backend's session id (or none: gateway ids never go
+/// upstream) and an exact length for a buffered body (`None`: no body).
 pub fn forwarded(
     client: &RequestHeader,
     target: Target<'_>,
@@ -49,6 +82,7 @@ pub fn forwarded(
 ) -> Result<RequestHeader, GatewayError> {
     let mut req = client.clone();
     readdress(&mut req, target, client.uri.query())?;
+    drop_hop_by_hop(&mut req);
     req.remove_header(&http::header::TRANSFER_ENCODING);
     match body_len {
         Some(len) => req
@@ -114,6 +148,17 @@ mod tests {
             .insert_header("transfer-encoding", "chunked")
             .unwrap();
         client.insert_header("x-other", "kept").unwrap();
+        client
+            .insert_header("connection", "keep-alive, x-secret")
+            .unwrap();
+        client
+            .insert_header("x-secret", "for the gateway only")
+            .unwrap();
+        client.insert_header("upgrade", "websocket").unwrap();
+        client
+            .insert_header("proxy-authorization", "Basic Zm9v")
+            .unwrap();
+        client.insert_header("te", "trailers").unwrap();
         let req = forwarded(&client, TARGET, Some("backend-id"), Some(12)).unwrap();
         assert_eq!(req.uri.to_string(), "/up?x=1");
         assert_eq!(req.headers[MCP_SESSION_ID], "backend-id");
@@ -121,6 +166,15 @@ mod tests {
         assert_eq!(req.headers["host"], "backend:80");
         assert_eq!(req.headers["x-other"], "kept");
         assert!(req.headers.get("transfer-encoding").is_none());
+        for hop in [
+            "connection",
+            "x-secret",
+            "upgrade",
+            "proxy-authorization",
+            "te",
+        ] {
+            assert!(req.headers.get(hop).is_none(), "{hop} went upstream");
+        }
         let get = forwarded(&client, TARGET, None, None).unwrap();
         assert!(get.headers.get(MCP_SESSION_ID).is_none());
         assert!(get.headers.get("content-length").is_none());
