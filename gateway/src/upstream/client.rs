@@ -45,7 +45,6 @@ impl Default for UpstreamClient {
 pub struct Exchange {
     session: HttpSession,
     peer: HttpPeer,
-    head: Box<ResponseHeader>,
     /// Body already read for inspection, handed out by `chunk` first.
     buffered: Option<Bytes>,
     /// Counts the request in flight on its backend while the exchange lives.
@@ -70,7 +69,7 @@ impl UpstreamClient {
             .await
             .map_err(CallError::Connect)?;
         match write_and_read_head(&mut session, req, body.clone()).await {
-            Ok(head) => Ok(Exchange::new(session, peer, head)),
+            Ok(()) => Ok(Exchange::new(session, peer)),
             // A pooled connection the backend closed while idle: nothing reached it.
             Err((reached, _)) if reused && (!reached || repeatable) => {
                 let (mut fresh, _) = self
@@ -78,10 +77,10 @@ impl UpstreamClient {
                     .get_http_session(&peer)
                     .await
                     .map_err(CallError::Connect)?;
-                let head = write_and_read_head(&mut fresh, req, body)
+                write_and_read_head(&mut fresh, req, body)
                     .await
                     .map_err(|(_, e)| CallError::Lost(e))?;
-                Ok(Exchange::new(fresh, peer, head))
+                Ok(Exchange::new(fresh, peer))
             }
             Err((_, e)) => Err(CallError::Lost(e)),
         }
@@ -104,7 +103,7 @@ async fn write_and_read_head(
     session: &mut HttpSession,
     req: &RequestHeader,
     body: Bytes,
-) -> Result<Box<ResponseHeader>, (bool, Box<Error>)> {
+) -> Result<(), (bool, Box<Error>)> {
     session
         .write_request_header(Box::new(req.clone()))
         .await
@@ -122,8 +121,9 @@ async fn write_and_read_head(
         .read_response_header()
         .await
         .map_err(|e| (true, e))?;
+    // `Exchange::header` reads it from the session from now on
     match session.response_header() {
-        Some(head) => Ok(Box::new(head.clone())),
+        Some(_) => Ok(()),
         None => Err((
             true,
             Error::explain(
@@ -135,11 +135,10 @@ async fn write_and_read_head(
 }
 
 impl Exchange {
-    fn new(session: HttpSession, peer: HttpPeer, head: Box<ResponseHeader>) -> Exchange {
+    fn new(session: HttpSession, peer: HttpPeer) -> Exchange {
         Exchange {
             session,
             peer,
-            head,
             buffered: None,
             _inflight: None,
         }
@@ -151,9 +150,15 @@ impl Exchange {
         self
     }
 
-    /// The response head.
+    /// The response head, as the session holds it (read before an exchange exists, so no copy
+    /// is kept; an empty 502 head stands in only if pingora had dropped it).
     pub fn header(&self) -> &ResponseHeader {
-        &self.head
+        static NONE: std::sync::LazyLock<ResponseHeader> = std::sync::LazyLock::new(|| {
+            let mut bare = http::Response::new(());
+            *bare.status_mut() = http::StatusCode::BAD_GATEWAY;
+            ResponseHeader::from(bare.into_parts().0)
+        });
+        self.session.response_header().unwrap_or(&NONE)
     }
 
     /// Whether the whole response body was read (and handed out).
