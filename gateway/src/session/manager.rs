@@ -3,27 +3,27 @@
 //! store, decides when a session moves (and single-flights the move), and counts.
 
 use super::recover::bound_backend;
-use super::reinit::{self, Reason};
-use super::store::{CreateError, Quota, SessionStore, Ttl};
+use super::reinit::Reason;
+use super::store::{SessionStore, Ttl};
 use super::stream::HeldStreams;
-use super::{now_ms, short, Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
+use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
-use crate::upstream::attempt::{BackendSession, Engine, Pick, Step};
+use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
 use dashmap::DashMap;
-use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::http::RequestHeader;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest initialize answer or "session unknown" answer buffered for inspection.
-const ANSWER_LIMIT: usize = 1024 * 1024;
+pub(super) const ANSWER_LIMIT: usize = 1024 * 1024;
 /// Expired sessions ended per store call.
 const EXPIRY_BATCH: usize = 256;
 /// Tombstones (for `data.reason` on 404) are kept at least this long.
@@ -37,47 +37,6 @@ pub struct Caller {
     /// The authenticated principal (none without authentication). A session answers only to
     /// the principal that opened it.
     pub principal: Option<Arc<str>>,
-}
-
-/// A client's `initialize`, to open a session with.
-pub struct Opening<'a> {
-    /// The client's request head.
-    pub client: &'a RequestHeader,
-    /// Upstream path.
-    pub path: Arc<str>,
-    /// The whole body.
-    pub body: Bytes,
-    /// Its `params`, verbatim, replayed on re-initialization.
-    pub params: Option<Arc<str>>,
-    /// Who opens it.
-    pub caller: &'a Caller,
-    /// Caps to respect.
-    pub quota: Quota,
-}
-
-/// What opening a session came to.
-// Returned once per initialize; the session variant is the common one.
-#[allow(clippy::large_enum_variant)]
-pub enum Opened {
-    /// A new session: answer the client with `head` (its id in place of the backend's) and
-    /// `answer`.
-    Session {
-        /// The new record.
-        record: SessionRecord,
-        /// The backend's response head.
-        head: ResponseHeader,
-        /// The initialize answer.
-        answer: Bytes,
-    },
-    /// The backend answered with an error in a 2xx: passed on, no session.
-    NotASession {
-        /// The backend's response head.
-        head: ResponseHeader,
-        /// Its answer.
-        answer: Bytes,
-    },
-    /// The backend refused (a non-2xx, or no session id): relayed as it streams.
-    Refused(Exchange),
 }
 
 /// A request within a session.
@@ -182,115 +141,6 @@ impl SessionManager {
             Lookup::Live(_) | Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
             Lookup::Gone(reason) => Err(GatewayError::session_not_found(reason.as_str())),
         }
-    }
-
-    /// Opens a session for a client's `initialize` on the backend with the fewest sessions
-    /// (retrying others when one is unreachable): the record is created only when the backend
-    /// accepted, and a backend session the store then refuses is deleted again.
-    pub async fn open(
-        &self,
-        pool: &Arc<Pool>,
-        opening: Opening<'_>,
-        tried: &mut Vec<SocketAddr>,
-    ) -> Result<Opened, GatewayError> {
-        let quota = opening.quota;
-        if self.store.count().await? >= quota.max_sessions {
-            return Err(GatewayError::session_limit(quota.max_sessions));
-        }
-        let identity = &opening.caller.identity;
-        if let (Some(max), false) = (quota.max_per_client, identity.is_empty()) {
-            if self.store.client_count(identity).await? >= max {
-                return Err(GatewayError::client_session_limit(max));
-            }
-        }
-        let counts = self.store.backend_counts(&pool.name).await?;
-        let pick = Pick::Session { counts: &counts };
-        let engine = &self.engine;
-        let opening = &opening;
-        engine
-            .each_backend(pool, pick, tried, |backend: Arc<Backend>| {
-                Box::pin(async move {
-                    let target = Target {
-                        path: &opening.path,
-                        host: &backend.host,
-                    };
-                    let len = Some(opening.body.len());
-                    let req = match request::forwarded(opening.client, target, None, len) {
-                        Ok(req) => req,
-                        Err(e) => return Step::Stop(e),
-                    };
-                    let body = opening.body.clone();
-                    let mut ex = match engine.send(pool, &backend, &req, body, true).await {
-                        Ok(ex) => ex,
-                        Err(_) => return Step::Unreachable,
-                    };
-                    let head = ex.header();
-                    if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {
-                        return Step::Done(Opened::Refused(ex));
-                    }
-                    let Ok(answer) = ex.read_all(ANSWER_LIMIT).await else {
-                        return Step::Unreachable;
-                    };
-                    let head = ex.header().clone();
-                    engine.release(ex).await;
-                    match reinit::accepted(&head, &answer) {
-                        None => Step::Done(Opened::NotASession { head, answer }),
-                        Some(accepted) => {
-                            match self.create(pool, &backend, opening, accepted).await {
-                                Ok(record) => Step::Done(Opened::Session {
-                                    record,
-                                    head,
-                                    answer,
-                                }),
-                                Err(e) => Step::Stop(e),
-                            }
-                        }
-                    }
-                })
-            })
-            .await
-    }
-
-    async fn create(
-        &self,
-        pool: &Arc<Pool>,
-        backend: &Arc<Backend>,
-        opening: &Opening<'_>,
-        accepted: reinit::Accepted,
-    ) -> Result<SessionRecord, GatewayError> {
-        let record = SessionRecord {
-            id: super::new_session_id(),
-            pool: pool.name.as_str().into(),
-            client: opening.caller.identity.clone(),
-            principal: opening.caller.principal.clone(),
-            path: opening.path.clone(),
-            init_params: opening.params.clone().unwrap_or_else(|| "{}".into()),
-            protocol_version: accepted.protocol_version,
-            binding: Binding {
-                backend: backend.addr,
-                backend_session: accepted.backend_session,
-                generation: 1,
-                stale: false,
-            },
-            settings: Settings::default(),
-            last_use_ms: now_ms(),
-        };
-        let refused = match self.store.create(record.clone(), opening.quota).await {
-            Ok(()) => {
-                self.engine
-                    .metrics()
-                    .sessions_created
-                    .with_label_values(&[&pool.name])
-                    .inc();
-                tracing::debug!(session = short(&record.id), backend = %backend.addr, "session created");
-                return Ok(record);
-            }
-            Err(CreateError::Full { max }) => GatewayError::session_limit(max),
-            Err(CreateError::ClientFull { max }) => GatewayError::client_session_limit(max),
-            Err(CreateError::Store(e)) => e.into(),
-        };
-        self.delete_upstream(pool, &record).await;
-        Err(refused)
     }
 
     /// Sends a request within the session on its backend, moving the session first when its
@@ -528,7 +378,7 @@ impl SessionManager {
     }
 
     /// Best-effort DELETE of the record's backend session.
-    async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord) {
+    pub(super) async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord) {
         let Some(b) = pool.find(rec.binding.backend) else {
             return;
         };

@@ -11,13 +11,15 @@ mod expiry;
 mod manager;
 #[cfg(test)]
 mod manager_tests;
+mod open;
 mod recover;
 mod reinit;
 pub mod store;
 mod stream;
 
 pub use expiry::ExpiryService;
-pub use manager::{Caller, Forwarded, Opened, Opening, Outgoing, SessionManager};
+pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
+pub use open::{Opened, Opening};
 pub use reinit::Reason;
 pub use store::{MemoryStore, SessionStore, StoreError};
 pub use stream::{Lease, StreamOpened};

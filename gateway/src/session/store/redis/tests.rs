@@ -2,6 +2,7 @@
 //! an outage and its recovery.
 use super::*;
 use crate::session::store::suite;
+use std::sync::Arc;
 
 /// A `redis-server` of Debian's on a free loopback port, stopped when dropped.
 pub(crate) struct RedisServer {

@@ -14,16 +14,21 @@
 //! session); quotas are checked against them before a session is created, so concurrent
 //! initializes on several replicas can pass a cap by at most their number.
 
+mod layout;
+
 use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use async_trait::async_trait;
+use layout::{
+    decode, failed, json, parse_reason, Base, CLAIM_EXPIRED, CREATE, END, MARK_STALE, REBIND,
+    SETTINGS, TOUCH,
+};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
+
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
@@ -75,18 +80,6 @@ impl ConnectionLike for Conn {
     }
 }
 
-/// The part of a record that never changes.
-#[derive(Serialize, Deserialize)]
-struct Base {
-    id: Arc<str>,
-    pool: Arc<str>,
-    client: Arc<str>,
-    principal: Option<Arc<str>>,
-    path: Arc<str>,
-    init_params: Arc<str>,
-    protocol_version: Arc<str>,
-}
-
 /// Sessions in Redis.
 pub struct RedisStore {
     config: RedisConfig,
@@ -96,140 +89,6 @@ pub struct RedisStore {
     /// much later than the current one says.
     max_idle_ms: AtomicU64,
     tombstone_ms: AtomicU64,
-}
-
-fn failed(e: impl std::fmt::Display) -> StoreError {
-    StoreError {
-        detail: e.to_string(),
-    }
-}
-
-static CREATE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'base', ARGV[1], 'binding', ARGV[2], 'gen', ARGV[3], 'stale', '0',
-  'settings', ARGV[4], 'last_use', ARGV[5])
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-return 1",
-    )
-});
-
-static TOUCH: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"local last = redis.call('HGET', KEYS[1], 'last_use')
-if not last then return 0 end
-if tonumber(ARGV[1]) > tonumber(last) then redis.call('HSET', KEYS[1], 'last_use', ARGV[1]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1",
-    )
-});
-
-static REBIND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"local gen = redis.call('HGET', KEYS[1], 'gen')
-if not gen then return {'none'} end
-if gen ~= ARGV[1] then
-  local f = redis.call('HGETALL', KEYS[1])
-  table.insert(f, 1, 'lost')
-  return f
-end
-local old = redis.call('HGET', KEYS[1], 'binding')
-redis.call('HSET', KEYS[1], 'binding', ARGV[2], 'gen', ARGV[3], 'stale', '0')
-local f = redis.call('HGETALL', KEYS[1])
-table.insert(f, 1, old)
-table.insert(f, 1, 'won')
-return f",
-    )
-});
-
-static MARK_STALE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then
-  redis.call('HSET', KEYS[1], 'stale', '1')
-end
-return 1",
-    )
-});
-
-static SETTINGS: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"local cur = redis.call('HGET', KEYS[1], 'settings')
-if not cur then return -1 end
-if cur ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'settings', ARGV[2])
-return 1",
-    )
-});
-
-static END: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"local f = redis.call('HGETALL', KEYS[1])
-if #f == 0 then return f end
-redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-return f",
-    )
-});
-
-static CLAIM_EXPIRED: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"local last = redis.call('HGET', KEYS[1], 'last_use')
-if not last then return {'missing'} end
-local due = tonumber(last) + tonumber(ARGV[2])
-if due > tonumber(ARGV[1]) then return {'later', tostring(due)} end
-local f = redis.call('HGETALL', KEYS[1])
-redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[2], 'expired', 'PX', ARGV[3])
-table.insert(f, 1, 'expired')
-return f",
-    )
-});
-
-fn reason_str(reason: GoneReason) -> &'static str {
-    reason.as_str()
-}
-
-fn parse_reason(s: &str) -> Option<GoneReason> {
-    match s {
-        "expired" => Some(GoneReason::Expired),
-        "deleted" => Some(GoneReason::Deleted),
-        "reinit-failed" => Some(GoneReason::ReinitFailed),
-        _ => None,
-    }
-}
-
-/// A record from its hash fields (a flat field/value list).
-fn decode(fields: &[String]) -> Result<SessionRecord, StoreError> {
-    let map: HashMap<&str, &str> = fields
-        .chunks_exact(2)
-        .map(|kv| (kv[0].as_str(), kv[1].as_str()))
-        .collect();
-    let get = |k: &str| {
-        map.get(k)
-            .copied()
-            .ok_or_else(|| failed(format!("session record without `{k}`")))
-    };
-    let base: Base = serde_json::from_str(get("base")?).map_err(failed)?;
-    let mut binding: Binding = serde_json::from_str(get("binding")?).map_err(failed)?;
-    binding.generation = get("gen")?.parse().map_err(failed)?;
-    binding.stale = get("stale")? == "1";
-    let settings: Settings = serde_json::from_str(get("settings")?).map_err(failed)?;
-    Ok(SessionRecord {
-        id: base.id,
-        pool: base.pool,
-        client: base.client,
-        principal: base.principal,
-        path: base.path,
-        init_params: base.init_params,
-        protocol_version: base.protocol_version,
-        binding,
-        settings,
-        last_use_ms: get("last_use")?.parse().map_err(failed)?,
-    })
-}
-
-fn json<T: Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(failed)
 }
 
 impl RedisStore {
@@ -498,7 +357,7 @@ impl SessionStore for RedisStore {
 
     async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError> {
         let args = [
-            reason_str(reason).to_owned(),
+            reason.as_str().to_owned(),
             self.tombstone_ms.load(Ordering::Relaxed).to_string(),
         ];
         let fields: Vec<String> = self.script(&END, id, &args).await?;
@@ -616,5 +475,4 @@ impl SessionStore for RedisStore {
 }
 
 #[cfg(test)]
-#[path = "redis_tests.rs"]
 mod tests;
