@@ -3,6 +3,7 @@
 
 mod file;
 mod internal;
+mod pools;
 mod validate;
 
 pub use file::FileConfig;

@@ -2,8 +2,7 @@
 //! list of every problem found, each with its key path (river panics on the first; we list all).
 
 use super::file::{
-    FileConfig, FileLimits, FileMatch, FileNotFound, FilePool, FileRate, FileRoute,
-    FileRouteLimits, Unknown,
+    FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits, Unknown,
 };
 use super::internal::*;
 use std::collections::BTreeMap;
@@ -11,17 +10,17 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 #[derive(Default)]
-struct Problems(Vec<ConfigError>);
+pub(super) struct Problems(Vec<ConfigError>);
 
 impl Problems {
-    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError {
             path: path.into(),
             message: message.into(),
         });
     }
 
-    fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
+    pub(super) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
         for key in unknown.keys() {
             let at = if path.is_empty() {
                 key.clone()
@@ -32,7 +31,7 @@ impl Problems {
         }
     }
 
-    fn addr(&mut self, path: &str, value: &str) -> Option<SocketAddr> {
+    pub(super) fn addr(&mut self, path: &str, value: &str) -> Option<SocketAddr> {
         match value.parse() {
             Ok(addr) => Some(addr),
             Err(_) => {
@@ -42,7 +41,7 @@ impl Problems {
         }
     }
 
-    fn glob(&mut self, path: String, glob: &Option<String>) {
+    pub(super) fn glob(&mut self, path: String, glob: &Option<String>) {
         if let Some(g) = glob {
             if let Err(e) = globset::Glob::new(g) {
                 self.add(path, format!("bad glob `{g}`: {}", e.kind()));
@@ -116,7 +115,7 @@ impl Config {
         let pools: Vec<PoolConfig> = file
             .pools
             .iter()
-            .map(|(name, pool)| pool_config(&mut p, name, pool))
+            .map(|(name, pool)| super::pools::pool_config(&mut p, name, pool))
             .collect();
         if pools.is_empty() {
             p.add("pools", "at least one pool is needed");
@@ -165,108 +164,6 @@ impl Config {
 
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
-    let at = format!("pools.{name}");
-    p.unknown(
-        &at,
-        &pool.unknown,
-        "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
-         failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
-         discovery, health",
-    );
-    if pool.backends.is_empty() && pool.discovery.is_none() {
-        p.add(
-            format!("{at}.backends"),
-            "a pool needs backends or discovery",
-        );
-    }
-    let backends = pool
-        .backends
-        .iter()
-        .enumerate()
-        .filter_map(|(i, b)| p.addr(&format!("{at}.backends[{i}]"), b))
-        .collect();
-    let balance = match pool.balance.as_deref().unwrap_or("round-robin") {
-        "round-robin" => Balance::RoundRobin,
-        "least-requests" => Balance::LeastRequests,
-        "power-of-two-choices" | "p2c" => Balance::PowerOfTwoChoices,
-        other => {
-            p.add(
-                format!("{at}.balance"),
-                format!("unknown `{other}` (round-robin, least-requests, power-of-two-choices)"),
-            );
-            Balance::RoundRobin
-        }
-    };
-    let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
-    PoolConfig {
-        name: name.to_owned(),
-        backends,
-        balance,
-        host: pool.host.clone(),
-        connect_timeout: ms(pool.connect_timeout_ms, 2_000),
-        read_timeout: ms(pool.read_timeout_ms, 300_000),
-        retries: pool.retries.unwrap_or(2),
-        failure_cooldown: ms(pool.failure_cooldown_ms, 2_000),
-        max_idle_connections: pool.max_idle_connections.unwrap_or(128),
-        session_not_found: match &pool.session_not_found {
-            None => default_not_found(),
-            Some(rules) => not_found_rules(p, &at, rules),
-        },
-        drain_timeout: Duration::from_secs(pool.drain_timeout_s.unwrap_or(120)),
-        discovery: pool.discovery.as_ref().and_then(|d| discovery(p, &at, d)),
-        health: pool.health.as_ref().map(|h| {
-            p.unknown(
-                &format!("{at}.health"),
-                &h.unknown,
-                "path, interval-ms, timeout-ms, fall, rise",
-            );
-            HealthCheck {
-                path: h.path.clone().unwrap_or_else(|| "/".into()),
-                interval: ms(h.interval_ms, 2_000),
-                timeout: ms(h.timeout_ms, 1_000),
-                fall: h.fall.unwrap_or(2).max(1),
-                rise: h.rise.unwrap_or(2).max(1),
-            }
-        }),
-    }
-}
-
-fn discovery(p: &mut Problems, at: &str, d: &super::file::FileDiscovery) -> Option<Discovery> {
-    let at = format!("{at}.discovery");
-    p.unknown(&at, &d.unknown, "file, dns, resolver, interval-ms");
-    let resolver = d
-        .resolver
-        .as_deref()
-        .and_then(|r| p.addr(&format!("{at}.resolver"), r));
-    let interval = Duration::from_millis(d.interval_ms.unwrap_or(5_000).max(100));
-    match (&d.file, &d.dns) {
-        (Some(file), None) => Some(Discovery::File {
-            path: file.into(),
-            interval,
-        }),
-        (None, Some(dns)) => match dns
-            .rsplit_once(':')
-            .map(|(n, port)| (n, port.parse::<u16>()))
-        {
-            Some((name, Ok(port))) if !name.is_empty() => Some(Discovery::Dns {
-                name: name.to_owned(),
-                port,
-                interval,
-                resolver,
-            }),
-            _ => {
-                p.add(format!("{at}.dns"), format!("`{dns}` is not name:port"));
-                None
-            }
-        },
-        _ => {
-            p.add(&at, "give exactly one of file or dns");
-            None
-        }
-    }
 }
 
 fn rate(p: &mut Problems, at: &str, per_second: Option<f64>, burst: Option<u32>) -> Option<Rate> {
@@ -346,31 +243,6 @@ fn route_limits(p: &mut Problems, at: &str, l: &FileRouteLimits) -> RouteLimits 
         timeout: l.timeout_ms.map(Duration::from_millis),
         tool_timeouts,
     }
-}
-
-fn not_found_rules(p: &mut Problems, at: &str, rules: &[FileNotFound]) -> Vec<NotFoundRule> {
-    rules
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            let rat = format!("{at}.session-not-found[{i}]");
-            p.unknown(&rat, &r.unknown, "status, code, message-contains");
-            match r.status {
-                Some(status @ 100..=599) => Some(NotFoundRule {
-                    status,
-                    code: r.code,
-                    message_contains: r.message_contains.as_ref().map(|m| m.to_lowercase()),
-                }),
-                _ => {
-                    p.add(
-                        format!("{rat}.status"),
-                        "an HTTP status (100-599) is required",
-                    );
-                    None
-                }
-            }
-        })
-        .collect()
 }
 
 fn route_config(

@@ -1,0 +1,63 @@
+//! How a gateway error is written: the JSON-RPC error body (the request's id verbatim, `data`
+//! with `kind` and `retryAfterMs`) and the HTTP status and headers around it.
+
+use super::GatewayError;
+use crate::mcp::RequestId;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+impl GatewayError {
+    /// `Retry-After` in whole seconds (rounded up) and milliseconds, if this error has one.
+    fn retry(&self) -> Option<(u64, u64)> {
+        let wait = self.retry_after.or_else(|| {
+            self.kind
+                .retry_after_secs()
+                .map(|s| std::time::Duration::from_secs(s.into()))
+        })?;
+        let ms = wait.as_millis().max(1) as u64;
+        Some((ms.div_ceil(1000).max(1), ms))
+    }
+
+    /// The JSON-RPC error response body answering the request with this id.
+    pub fn body(&self, id: &RequestId) -> Bytes {
+        let mut data = self.data.clone();
+        data.insert("kind".into(), self.kind.as_str().into());
+        if let Some((_, ms)) = self.retry() {
+            data.insert("retryAfterMs".into(), ms.into());
+        }
+        // The id is written verbatim (a 23-digit id must not become a float).
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            jsonrpc: &'static str,
+            id: &'a serde_json::value::RawValue,
+            error: Value,
+        }
+        let body = Envelope {
+            jsonrpc: "2.0",
+            id: id.raw(),
+            error: json!({ "code": self.kind.code(), "message": self.message, "data": data }),
+        };
+        match serde_json::to_vec(&body) {
+            Ok(bytes) => Bytes::from(bytes),
+            // Values built from JSON always serialize; were one not to, the client still gets
+            // a JSON-RPC error rather than a panic.
+            Err(_) => Bytes::from_static(
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32019,"message":"Internal gateway error","data":{"kind":"internal"}}}"#,
+            ),
+        }
+    }
+
+    /// HTTP status, headers and body of the answer. Headers are (name, value) pairs.
+    pub fn to_http(&self, id: &RequestId) -> (u16, Vec<(&'static str, String)>, Bytes) {
+        let body = self.body(id);
+        let mut headers = vec![
+            ("content-type", "application/json".to_owned()),
+            ("content-length", body.len().to_string()),
+            ("cache-control", "no-store".to_owned()),
+        ];
+        if let Some((secs, _)) = self.retry() {
+            headers.push(("retry-after", secs.to_string()));
+        }
+        (self.kind.http_status(), headers, body)
+    }
+}
