@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -25,44 +25,10 @@ pub fn unique_temp_path(prefix: &str) -> PathBuf {
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()))
 }
-use crate::ports::Listening;
+use crate::ports::prove_ownership;
 
 /// How many times a process is started on fresh ports before the harness gives up.
 const START_ATTEMPTS: usize = 8;
-
-/// Waits until `child` owns (listens on, alone) every port of `ports` on 127.0.0.1 (see
-/// [`crate::ports`]); panics if that takes longer than `limit`. `Err` says why it cannot: the
-/// process exited (its port was taken, most likely), or someone else holds one of the ports.
-pub(crate) async fn prove_ownership(
-    child: &mut Child,
-    ports: &[u16],
-    what: &str,
-    limit: Duration,
-) -> Result<(), String> {
-    let deadline = Instant::now() + limit;
-    let pid = child.id().ok_or("exited (reaped)")?;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited: {status}"));
-        }
-        let mut owned = 0;
-        for &port in ports {
-            match crate::ports::check(pid, port) {
-                Listening::Ours => owned += 1,
-                Listening::NotYet => {}
-                Listening::Contended(why) => return Err(format!("contended: {why}")),
-            }
-        }
-        if owned == ports.len() {
-            return Ok(());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} (pid {pid}) did not listen on 127.0.0.1 port(s) {ports:?} within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn gateway_bin() -> PathBuf {
     if let Ok(bin) = std::env::var("MCPGW_BIN") {

@@ -8,6 +8,8 @@
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use tokio::process::Child;
 
 /// A port that was free a moment ago (bound to 127.0.0.1:0, read and released). Racy by
 /// nature: use it only where the ownership proof ([`check`]) follows, or as a unique number.
@@ -228,6 +230,40 @@ impl Default for DeadAddr {
 impl std::fmt::Display for DeadAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.addr.fmt(f)
+    }
+}
+
+/// Waits until `child` owns (listens on, alone) every port of `ports` on 127.0.0.1 (see
+/// [`crate::ports`]); panics if that takes longer than `limit`. `Err` says why it cannot: the
+/// process exited (its port was taken, most likely), or someone else holds one of the ports.
+pub(crate) async fn prove_ownership(
+    child: &mut Child,
+    ports: &[u16],
+    what: &str,
+    limit: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    let pid = child.id().ok_or("exited (reaped)")?;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited: {status}"));
+        }
+        let mut owned = 0;
+        for &port in ports {
+            match check(pid, port) {
+                Listening::Ours => owned += 1,
+                Listening::NotYet => {}
+                Listening::Contended(why) => return Err(format!("contended: {why}")),
+            }
+        }
+        if owned == ports.len() {
+            return Ok(());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} (pid {pid}) did not listen on 127.0.0.1 port(s) {ports:?} within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -2,8 +2,8 @@
 //! loopback port proven to be its own, with its data in a temp dir (append-only file on, so a
 //! restart on the same port keeps what was written), stopped when dropped.
 
-use crate::harness::{prove_ownership, unique_temp_path};
-use crate::ports::free_port;
+use crate::harness::unique_temp_path;
+use crate::ports::{free_port, prove_ownership};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
