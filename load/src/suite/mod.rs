@@ -9,14 +9,18 @@
 //! - Overhead: closed-loop throughput, CPU per request and open-loop latency, direct vs nginx
 //!   vs bare pingora vs mcp-gateway (and a baseline mcp-gateway build, interleaved).
 //! - Memory: gateway RSS with `--memory-sessions` idle sessions (and the baseline's).
+//! - Store: memory vs Redis session store (req/s, re-initialization latency, Redis bytes per
+//!   session).
 
 mod overhead;
 mod procs;
 mod report;
+mod setup;
 mod store;
 
+pub use setup::{Setup, Via};
+
 use crate::chart;
-use crate::mcp::Dialect;
 use crate::run::{self, Event, LoadConfig, RunResult};
 use clap::Args;
 use procs::{Backend, BackendKind, Programs, Proxy};
@@ -85,89 +89,6 @@ pub struct SuiteArgs {
         value_delimiter = ','
     )]
     only: Vec<String>,
-}
-
-/// How the load reaches the backends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// Straight to the (only) backend.
-    Direct,
-    /// nginx round robin (per request).
-    Nginx,
-    /// nginx stream (TCP) random per connection, like kube-proxy behind a Service.
-    L4Random,
-    /// A pingora proxy that only picks the one backend: the framework's floor.
-    BarePingora,
-    /// mcp-gateway, a `stateful` route.
-    GatewayStateful,
-    /// mcp-gateway, a `stateless` route.
-    GatewayStateless,
-    /// mcp-gateway, a `stateful` route whose sessions live in Redis.
-    GatewayStatefulRedis,
-}
-
-/// A path through the system: who proxies, what backends, which dialect.
-#[derive(Debug, Clone, Copy)]
-pub struct Setup {
-    via: Via,
-    backend: BackendKind,
-    dialect: Dialect,
-    /// mcp-gateway paths: the baseline binary instead of the measured one.
-    baseline: bool,
-}
-
-impl Setup {
-    const NGINX_LEGACY: Setup = Setup {
-        via: Via::Nginx,
-        backend: BackendKind::MockLegacy,
-        dialect: Dialect::Legacy,
-        baseline: false,
-    };
-    const L4_LEGACY: Setup = Setup {
-        via: Via::L4Random,
-        backend: BackendKind::MockLegacy,
-        dialect: Dialect::Legacy,
-        baseline: false,
-    };
-    const GATEWAY_LEGACY: Setup = Setup {
-        via: Via::GatewayStateful,
-        backend: BackendKind::MockLegacy,
-        dialect: Dialect::Legacy,
-        baseline: false,
-    };
-    const GATEWAY_STATELESS: Setup = Setup {
-        via: Via::GatewayStateless,
-        backend: BackendKind::MockStateless,
-        dialect: Dialect::Stateless,
-        baseline: false,
-    };
-
-    fn with_backend(self, backend: BackendKind) -> Setup {
-        Setup { backend, ..self }
-    }
-
-    /// For tables.
-    pub fn label(&self) -> String {
-        let dialect = match self.dialect {
-            Dialect::Legacy => "legacy",
-            Dialect::Stateless => "stateless",
-        };
-        let via = match self.via {
-            Via::Direct => "direct",
-            Via::Nginx => "nginx round robin",
-            Via::L4Random => "L4 random per connection (kube-proxy-like)",
-            Via::BarePingora => "bare pingora",
-            Via::GatewayStateful => "mcp-gateway stateful",
-            Via::GatewayStateless => "mcp-gateway stateless",
-            Via::GatewayStatefulRedis => "mcp-gateway stateful, Redis store",
-        };
-        let baseline = if self.baseline { " (baseline)" } else { "" };
-        format!("{dialect} via {via}{baseline}")
-    }
-
-    fn slug(&self) -> String {
-        self.label().replace(['(', ')'], "").replace(' ', "-")
-    }
 }
 
 /// One cell's shape.
