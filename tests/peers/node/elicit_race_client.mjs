@@ -15,9 +15,8 @@
 // Prints one JSON line: {"runs":N,"stalls":K,"failures":[first 5 messages],"ms":[per-run ms]}.
 // Exit 0 whenever it could run (stalls are data, not errors); bad arguments -> exit 2.
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { callbackClient } from "./callback_client.mjs";
 
 function usage(msg) {
   process.stderr.write(
@@ -59,17 +58,7 @@ const withDeadline = (promise, ms, what) => {
 };
 
 async function oneRun() {
-  const client = new Client(
-    { name: "elicit-race-client", version: "1.0.0" },
-    { capabilities: { elicitation: {}, sampling: {} } },
-  );
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { answer: "42" } }));
-  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
-    role: "assistant",
-    content: { type: "text", text: "hello from the client" },
-    model: "fixed",
-    stopReason: "endTurn",
-  }));
+  const client = callbackClient("elicit-race-client");
   const transport = new StreamableHTTPClientTransport(new URL(args.url));
   try {
     await withDeadline(client.connect(transport), args.timeout, "connect");

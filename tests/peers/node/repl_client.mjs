@@ -31,7 +31,8 @@ import { createRequire } from "node:module";
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { callbackClient } from "./callback_client.mjs";
 
 const SDK = "ts-" + createRequire(import.meta.url)("@modelcontextprotocol/sdk/package.json").version;
 
@@ -62,17 +63,7 @@ const textOf = (result) =>
 
 // A new session whose client answers elicitation and sampling, calling `name` at once; closed after.
 async function freshCall(url, name, timeoutMs) {
-  const client = new Client(
-    { name: "mcp-gateway-repl-ts", version: "1.0.0" },
-    { capabilities: { elicitation: {}, sampling: {} } },
-  );
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { answer: "42" } }));
-  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
-    role: "assistant",
-    content: { type: "text", text: "hello from the client" },
-    model: "fixed",
-    stopReason: "endTurn",
-  }));
+  const client = callbackClient("mcp-gateway-repl-ts");
   const transport = new StreamableHTTPClientTransport(new URL(url));
   try {
     await client.connect(transport, { timeout: timeoutMs });
