@@ -143,6 +143,15 @@ impl AdminApp {
             .held_streams
             .with_label_values::<&str>(&[])
             .set(self.sessions.held_streams() as i64);
+        let (bytes, streams) = self.sessions.resume_buffered();
+        self.metrics
+            .resume_buffered_bytes
+            .with_label_values::<&str>(&[])
+            .set(bytes as i64);
+        self.metrics
+            .resume_streams
+            .with_label_values::<&str>(&[])
+            .set(streams as i64);
         let state = self.state.load_full();
         for pool in &state.pools {
             let counts = self.session_counts(&pool.name).await;

@@ -62,6 +62,17 @@ pub struct Metrics {
     /// `mcpgw_store_errors_total{op}`: session store operations that failed (the request was
     /// answered with -32006 where one was waiting).
     pub store_errors: IntCounterVec,
+    /// `mcpgw_streams_resumed_total`: client GETs with `Last-Event-ID` that were served.
+    pub streams_resumed: IntCounterVec,
+    /// `mcpgw_events_replayed_total`: events written again to a client that resumed.
+    pub events_replayed: IntCounterVec,
+    /// `mcpgw_resumes_refused_total{reason}`: resumes answered -32030 (`unknown`, `evicted`).
+    pub resumes_refused: IntCounterVec,
+    /// `mcpgw_resume_buffered_bytes`: bytes of stream events kept in this process for replay.
+    pub resume_buffered_bytes: IntGaugeVec,
+    /// `mcpgw_resume_streams`: streams kept in this process for replay (live or in their
+    /// window).
+    pub resume_streams: IntGaugeVec,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -227,6 +238,31 @@ impl Metrics {
                 "mcpgw_inflight_calls_lost_total",
                 "Calls lost with their backend that were not safe to repeat",
                 &["pool", "method"],
+            ),
+            streams_resumed: counter(
+                "mcpgw_streams_resumed_total",
+                "Client GETs with Last-Event-ID that were served",
+                &[],
+            ),
+            events_replayed: counter(
+                "mcpgw_events_replayed_total",
+                "Events written again to clients that resumed a stream",
+                &[],
+            ),
+            resumes_refused: counter(
+                "mcpgw_resumes_refused_total",
+                "Resumes refused (-32030), by reason",
+                &["reason"],
+            ),
+            resume_buffered_bytes: gauge(
+                "mcpgw_resume_buffered_bytes",
+                "Bytes of stream events kept in this process for replay",
+                &[],
+            ),
+            resume_streams: gauge(
+                "mcpgw_resume_streams",
+                "Streams kept in this process for replay (live or within their window)",
+                &[],
             ),
         };
         metrics.names = names.into_inner();

@@ -7,6 +7,7 @@ use crate::config::StoreConfig;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
+use crate::session::resume::redis::RedisEvents;
 use crate::session::store::{Cached, Instrumented, RedisStore, Ttl};
 use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionStore};
 use crate::state::State;
@@ -45,16 +46,26 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         idle: config.sessions.idle_timeout,
         tombstone: config.sessions.idle_timeout,
     };
+    let mut events = None;
     let store: Arc<dyn SessionStore> = match &config.sessions.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
         // measured where it meets the network; a per-replica cache of recent records in front
-        StoreConfig::Redis(redis) => Arc::new(Cached::new(Arc::new(Instrumented::new(
-            Arc::new(RedisStore::new(redis.clone(), ttl)),
-            metrics.clone(),
-        )))),
+        StoreConfig::Redis(redis) => {
+            let redis = Arc::new(RedisStore::new(redis.clone(), ttl));
+            // stream events beside the sessions, so any replica can replay them
+            events = Some(RedisEvents::new(redis.clone()));
+            Arc::new(Cached::new(Arc::new(Instrumented::new(
+                redis,
+                metrics.clone(),
+            ))))
+        }
     };
     let engine = Arc::new(Engine::new(metrics.clone()));
-    let sessions = Arc::new(SessionManager::new(store, engine));
+    let mut sessions = SessionManager::new(store, engine);
+    if let Some(events) = events {
+        sessions = sessions.with_event_mirror(events);
+    }
+    let sessions = Arc::new(sessions);
     sessions.configure(&config.sessions);
 
     let mut proxy = pingora::proxy::http_proxy_service_with_name(

@@ -139,6 +139,30 @@ impl Request {
         conn.send(self).await
     }
 
+    /// Sends on a new connection, reads the response until its first whole SSE event, and
+    /// closes the connection (a client that goes away mid-answer); returns what it read of
+    /// the body.
+    pub async fn read_first_event(&self, addr: SocketAddr) -> String {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        self.write_to(&mut stream, addr)
+            .await
+            .expect("write request");
+        let mut reader = BufReader::new(stream);
+        let head = read_head(&mut reader, false)
+            .await
+            .expect("read head")
+            .expect("a response");
+        assert!(head.chunked(), "a streamed answer: {head:?}");
+        let mut body = String::new();
+        while !body.contains("\n\n") {
+            let chunk = read_chunk(&mut reader).await.expect("read chunk");
+            body.push_str(&String::from_utf8_lossy(
+                &chunk.expect("an event before the end"),
+            ));
+        }
+        body
+    }
+
     /// Sends on a new connection and returns the response head plus each body chunk with the
     /// time it arrived (for checking that streams are not buffered).
     pub async fn send_timed(&self, addr: SocketAddr) -> (Head, Vec<(Instant, Vec<u8>)>) {
@@ -247,6 +271,11 @@ impl Response {
                 self.status()
             )
         })
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
     }
 
     /// The text of the first content item of a tools/call result.

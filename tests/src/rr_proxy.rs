@@ -52,6 +52,10 @@ struct State {
     next: AtomicUsize,
     log: Mutex<Vec<Served>>,
     started: Instant,
+    /// A one-shot cut: the first answer in which the pattern appears this many times has both
+    /// of its connections closed right after the chunk that completes the count.
+    cut: Mutex<Option<(Vec<u8>, usize)>>,
+    cuts: AtomicUsize,
 }
 
 impl State {
@@ -101,6 +105,8 @@ impl RrProxy {
             next: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
             started: Instant::now(),
+            cut: Mutex::new(None),
+            cuts: AtomicUsize::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, state.clone()));
         RrProxy { addr, state, task }
@@ -126,6 +132,18 @@ impl RrProxy {
     /// Replaces every slot.
     pub fn set_upstreams(&self, upstreams: &[Option<SocketAddr>]) {
         *self.state.upstreams.lock().unwrap() = upstreams.to_vec();
+    }
+
+    /// Cuts the first answer that carries `pattern` `times` times (counted per answer), right
+    /// after the chunk that completes the count: the client sees its connection end midway,
+    /// as when a network path breaks. One-shot.
+    pub fn cut_after(&self, pattern: &str, times: usize) {
+        *self.state.cut.lock().unwrap() = Some((pattern.as_bytes().to_vec(), times));
+    }
+
+    /// How many answers were cut.
+    pub fn cuts(&self) -> usize {
+        self.state.cuts.load(Ordering::Relaxed)
     }
 
     /// Time since the front started (the clock of [`Served::at`]).
@@ -344,12 +362,17 @@ async fn serve(mut client: TcpStream, state: Arc<State>) {
         client_wr.write_all(&head).await.ok()?;
         // the rest, as it comes, until the upstream closes
         let mut chunk = vec![0u8; 64 * 1024];
+        let mut seen = count(&state, &buf[head_len..]);
         loop {
             let n = upstream.read(&mut chunk).await.ok()?;
             if n == 0 {
                 return Some(());
             }
             client_wr.write_all(&chunk[..n]).await.ok()?;
+            seen += count(&state, &chunk[..n]);
+            if cut_now(&state, seen) {
+                return None;
+            }
         }
     };
     // a client that goes away (closes its stream) ends the upstream connection too
@@ -366,6 +389,28 @@ async fn serve(mut client: TcpStream, state: Arc<State>) {
         _ = client_gone => {}
     }
     let _ = client.shutdown().await;
+}
+
+/// Occurrences of the cut pattern in `bytes` (0 when no cut is armed).
+fn count(state: &State, bytes: &[u8]) -> usize {
+    match &*state.cut.lock().unwrap() {
+        Some((pattern, _)) if !pattern.is_empty() => bytes
+            .windows(pattern.len())
+            .filter(|w| *w == &pattern[..])
+            .count(),
+        _ => 0,
+    }
+}
+
+/// Whether an answer that carried the pattern `seen` times is cut now (disarming the cut).
+fn cut_now(state: &State, seen: usize) -> bool {
+    let mut cut = state.cut.lock().unwrap();
+    if cut.as_ref().is_some_and(|(_, times)| seen >= *times) {
+        *cut = None;
+        state.cuts.fetch_add(1, Ordering::Relaxed);
+        return true;
+    }
+    false
 }
 
 /// After a refused connection to `slot`: the other upstreams in turn, when the proxy retries

@@ -172,3 +172,73 @@ async fn server_initiated_requests_on_the_get_stream_pass_every_time_directly_an
         assert_eq!(results.len(), 2 * REPEAT, "{how}: {results:?}");
     }
 }
+
+/// Issue 13: the pending `server-sse-polling` scenario against the fixture, which has the
+/// scenario's `test_reconnection` tool but no event store. Directly the server cannot send a
+/// priming event, a `retry:` or close its stream midway, so the scenario warns; through a
+/// gateway that owns the stream's events (`sessions.resume` with `poll-after-ms`) the client
+/// gets the priming event, the `retry:`, the stream closed midway, and the result after
+/// reconnecting with `Last-Event-ID`: every check succeeds.
+#[tokio::test]
+async fn sse_polling_passes_through_the_gateway_for_a_server_without_an_event_store() {
+    let server = PythonPeer::start(
+        "mcp1",
+        "conformance_server.py",
+        &["--port", "0", "--name", "conformance"],
+    )
+    .await;
+    let sessions = "sessions:\n  resume: { poll-after-ms: 300 }\n";
+    let gw = Gateway::start(&gateway_config(
+        &format!("{LISTENER}{sessions}"),
+        &server.addr(),
+    ))
+    .await;
+    let out = workspace().join("target/conformance/sse-polling");
+    let scenario = ["server-sse-polling"];
+    let direct = conformance::run_repeated(
+        &format!("http://{}/mcp", server.addr()),
+        &out.join("direct"),
+        &scenario,
+        1,
+    )
+    .await;
+    let key = |id: &str| ("server-sse-polling#0".to_owned(), id.to_owned());
+    let warned = |r: &Results, id: &str| r.get(&key(id)).map(String::as_str) == Some("WARNING");
+    assert!(
+        warned(&direct, "server-sse-priming-event") && warned(&direct, "server-sse-retry-field"),
+        "directly the scenario warns: {direct:?}"
+    );
+    let mut runs = vec![("direct".to_owned(), direct)];
+    for mode in ["stateful", "auto"] {
+        let through =
+            conformance::run_repeated(&gw.url(&format!("/{mode}")), &out.join(mode), &scenario, 1)
+                .await;
+        for id in [
+            "server-sse-priming-event",
+            "server-sse-retry-field",
+            "server-sse-disconnect-resume",
+        ] {
+            assert_eq!(
+                through.get(&key(id)).map(String::as_str),
+                Some("SUCCESS"),
+                "{mode}: {id}: {through:?}"
+            );
+        }
+        let bad: Vec<_> = through
+            .iter()
+            .filter(|(_, s)| *s == "WARNING" || *s == "FAILURE")
+            .collect();
+        assert!(bad.is_empty(), "{mode}: {bad:?}");
+        runs.push((format!("gateway {mode}"), through));
+    }
+    let table = conformance::summary(
+        "fixture (server-sse-polling)",
+        &runs
+            .iter()
+            .map(|(h, r)| (h.as_str(), r))
+            .collect::<Vec<_>>(),
+    );
+    println!(
+        "| server | run | checks | passed | failed | other |\n|---|---|---|---|---|---|\n{table}"
+    );
+}

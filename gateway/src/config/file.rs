@@ -59,6 +59,23 @@ pub struct FileSessions {
     pub hold_streams: Option<bool>,
     pub store: Option<String>,
     pub redis: Option<FileRedis>,
+    #[serde(default)]
+    pub resume: FileResume,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// `sessions.resume`: resumable streams.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileResume {
+    pub enabled: Option<bool>,
+    pub max_events: Option<usize>,
+    pub max_bytes: Option<usize>,
+    pub window_s: Option<u64>,
+    pub retry_ms: Option<u64>,
+    pub keep_alive_s: Option<u64>,
+    pub poll_after_ms: Option<u64>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

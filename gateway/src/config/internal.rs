@@ -58,6 +58,8 @@ pub struct SessionConfig {
     pub hold_streams: bool,
     /// Where sessions live. Default: this process's memory.
     pub store: StoreConfig,
+    /// Resumable streams (`sessions.resume`).
+    pub resume: crate::session::ResumeConfig,
 }
 
 /// Where sessions live.
@@ -77,6 +79,7 @@ impl Default for SessionConfig {
             max: 100_000,
             hold_streams: true,
             store: StoreConfig::Memory,
+            resume: crate::session::ResumeConfig::default(),
         }
     }
 }

@@ -83,8 +83,9 @@ impl Config {
         p.unknown(
             "sessions",
             &file.sessions.unknown,
-            "idle-timeout-s, max, hold-streams, store, redis",
+            "idle-timeout-s, max, hold-streams, store, redis, resume",
         );
+        let resume = resume_config(&mut p, &file.sessions.resume);
         let store = store_config(&mut p, &file.sessions);
         let defaults = SessionConfig::default();
         let sessions = SessionConfig {
@@ -100,6 +101,7 @@ impl Config {
                 .hold_streams
                 .unwrap_or(store == StoreConfig::Memory && defaults.hold_streams),
             store,
+            resume,
         };
         if sessions.idle_timeout.is_zero() {
             p.add("sessions.idle-timeout-s", "must be at least 1");
@@ -351,6 +353,37 @@ fn pool_ref(
             }
         },
     }
+}
+
+/// `sessions.resume`.
+fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> crate::session::ResumeConfig {
+    p.unknown(
+        "sessions.resume",
+        &f.unknown,
+        "enabled, max-events, max-bytes, window-s, retry-ms, keep-alive-s, poll-after-ms",
+    );
+    let d = crate::session::ResumeConfig::default();
+    let c = crate::session::ResumeConfig {
+        enabled: f.enabled.unwrap_or(d.enabled),
+        max_events: f.max_events.unwrap_or(d.max_events),
+        max_bytes: f.max_bytes.unwrap_or(d.max_bytes),
+        window: f.window_s.map_or(d.window, Duration::from_secs),
+        retry: f.retry_ms.map_or(d.retry, Duration::from_millis),
+        keep_alive: f.keep_alive_s.map_or(d.keep_alive, Duration::from_secs),
+        poll_after: f.poll_after_ms.map(Duration::from_millis).or(d.poll_after),
+    };
+    for (key, zero) in [
+        ("max-events", c.max_events == 0),
+        ("max-bytes", c.max_bytes == 0),
+        ("window-s", c.window.is_zero()),
+        ("keep-alive-s", c.keep_alive.is_zero()),
+        ("poll-after-ms", c.poll_after.is_some_and(|d| d.is_zero())),
+    ] {
+        if zero {
+            p.add(format!("sessions.resume.{key}"), "must be at least 1");
+        }
+    }
+    c
 }
 
 /// `sessions.store` and `sessions.redis`.

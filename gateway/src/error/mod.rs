@@ -53,6 +53,10 @@ pub enum ErrorKind {
     /// The session store cannot be reached, so the session cannot be looked up, created or
     /// moved; it is neither lost nor silently recreated. -32006, HTTP 503 + `Retry-After`.
     StoreUnavailable,
+    /// A `Last-Event-ID` names no event the gateway can continue after in this session: never
+    /// issued here (or issued in another session), or no longer kept (`data.reason`: `unknown`,
+    /// `evicted`). The session itself is fine. -32030, HTTP 410.
+    ResumeUnavailable,
 }
 
 impl ErrorKind {
@@ -76,6 +80,7 @@ impl ErrorKind {
             ErrorKind::OriginNotAllowed => -32008,
             ErrorKind::SessionRequired => -32007,
             ErrorKind::StoreUnavailable => -32006,
+            ErrorKind::ResumeUnavailable => -32030,
         }
     }
 
@@ -100,6 +105,7 @@ impl ErrorKind {
             | ErrorKind::StoreUnavailable => 503,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
+            ErrorKind::ResumeUnavailable => 410,
         }
     }
 
@@ -133,6 +139,7 @@ impl ErrorKind {
             ErrorKind::OriginNotAllowed => "origin-not-allowed",
             ErrorKind::SessionRequired => "session-required",
             ErrorKind::StoreUnavailable => "store-unavailable",
+            ErrorKind::ResumeUnavailable => "resume-unavailable",
         }
     }
 
@@ -409,6 +416,18 @@ impl GatewayError {
             "The gateway's session store is unavailable; retry shortly",
         )
         .with("detail", detail)
+    }
+
+    /// A `Last-Event-ID` the gateway cannot continue after (`reason`: `unknown` or `evicted`).
+    pub fn resume_unavailable(reason: &str, last_event_id: &str) -> Self {
+        let message = match reason {
+            "evicted" => "The events after this Last-Event-ID are no longer kept; the request's outcome is unknown (repeat it if it is safe to)",
+            _ => "This Last-Event-ID names no stream of this session; the session is fine, open a new GET without Last-Event-ID",
+        };
+        let shown: String = last_event_id.chars().take(64).collect();
+        Self::new(ErrorKind::ResumeUnavailable, message)
+            .with("reason", reason)
+            .with("lastEventId", shown)
     }
 
     /// An unexpected state inside the gateway.

@@ -44,6 +44,7 @@ fn every_kind_has_a_distinct_code() {
         OriginNotAllowed,
         SessionRequired,
         StoreUnavailable,
+        ResumeUnavailable,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();
@@ -51,7 +52,7 @@ fn every_kind_has_a_distinct_code() {
     assert_eq!(codes.len(), kinds.len());
     for k in kinds {
         let c = k.code();
-        assert!(c == -32700 || c == -32600 || c == -32020 || (-32019..=-32000).contains(&c));
+        assert!(c == -32700 || c == -32600 || (-32099..=-32000).contains(&c));
     }
 }
 

@@ -2,10 +2,10 @@
 //! look up, forward within, change settings of and end sessions; it alone talks to the
 //! store, decides when a session moves (and single-flights the move), and counts.
 
+use super::held::HeldStreams;
 use super::recover::bound_backend;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
-use super::stream::HeldStreams;
 use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
@@ -87,11 +87,14 @@ pub struct SessionManager {
     /// Standalone streams held for sessions (`sessions.hold-streams`).
     pub(super) streams: HeldStreams,
     hold_streams: AtomicBool,
+    /// Resumable streams (`sessions.resume`).
+    pub(super) resume: Arc<super::resume::Resume>,
 }
 
 impl SessionManager {
     /// Sessions kept in `store`, with upstream traffic through `engine`.
     pub fn new(store: Arc<dyn SessionStore>, engine: Arc<Engine>) -> SessionManager {
+        let engine_metrics = engine.metrics().clone();
         SessionManager {
             store,
             engine,
@@ -100,7 +103,16 @@ impl SessionManager {
             ttl: std::sync::Mutex::new(None),
             streams: HeldStreams::default(),
             hold_streams: AtomicBool::new(true),
+            resume: Arc::new(super::resume::Resume::new(engine_metrics, None)),
         }
+    }
+
+    /// The same manager, writing stream events through to Redis so other replicas can
+    /// resume them (the Redis store).
+    pub fn with_event_mirror(mut self, mirror: Arc<super::resume::redis::RedisEvents>) -> Self {
+        let metrics = self.engine.metrics().clone();
+        self.resume = Arc::new(super::resume::Resume::new(metrics, Some(mirror)));
+        self
     }
 
     /// The attempt engine sessions use (shared with the stateless paths).
@@ -118,6 +130,7 @@ impl SessionManager {
     pub fn configure(&self, config: &SessionConfig) {
         self.hold_streams
             .store(config.hold_streams, Ordering::Relaxed);
+        self.resume.configure(&config.resume);
         let idle = config.idle_timeout;
         let ttl = Ttl {
             idle,

@@ -14,205 +14,62 @@
 //! - on the new backend as soon as a session that had one moves, before the request that
 //!   moved it is forwarded.
 //!
-//! Events are cut whole and queued (bounded) until a client GET attaches; each client GET gets
-//! a lease, and a newer GET (a reconnect) supersedes the older one. The backend sees one GET
-//! per session, as it expects. Cost: one upstream connection per session that has a stream,
-//! which the SDK clients open anyway. A client GET with `Last-Event-ID` (resuming a server's
-//! own event store) goes to the backend as before.
+//! Events are cut whole into the stream's resumable log (`resume/`, gateway event ids, bounded)
+//! until a client GET attaches; each client GET gets a lease (`held.rs`), and a newer GET (a
+//! reconnect) supersedes the older one. The backend sees one GET per session, as it expects.
+//! A client GET with `Last-Event-ID` resumes after that event: from the held stream, from
+//! another stream of the session (a POST answer), or from the shared store. A held stream no
+//! client has read for the resume window is closed upstream. Cost: one upstream connection
+//! per session that has a stream, which the SDK clients open anyway. With resumption off, a
+//! `Last-Event-ID` goes to the backend as before.
 
+use super::held::{lock, Held, Lease, Leases};
 use super::manager::SessionManager;
 use super::{short, SessionRecord};
 use crate::error::GatewayError;
 use crate::mcp::headers::MCP_PROTOCOL_VERSION;
 use crate::mcp::sse::{is_event_stream, EventSplitter};
+use crate::session::resume::{
+    event_id, parse_event_id, primes, priming, Events, Frame, Read, Refusal, Resume,
+};
 use crate::session::{Forwarded, Outgoing, SessionStore};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
-use bytes::Bytes;
-use dashmap::DashMap;
 use pingora::http::{RequestHeader, ResponseHeader};
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
-/// Events kept for a client that has not attached (or re-attached) yet; older ones are
-/// dropped first.
-const HELD_EVENTS: usize = 1024;
 /// How long opening a stream may hold up the request that asked for it.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One held stream.
-struct Held {
-    generation: u64,
-    head: ResponseHeader,
-    queue: Mutex<Queue>,
-    notify: Notify,
-    task: Mutex<Option<AbortHandle>>,
-}
-
-#[derive(Default)]
-struct Queue {
-    events: VecDeque<Bytes>,
-    /// The newest lease; older leases end.
-    lease: u64,
-    /// A client GET holds the newest lease right now.
-    attached: bool,
-    ended: bool,
-    dropped: u64,
-}
-
-impl Held {
-    fn push(&self, event: Bytes) {
-        let mut q = lock(&self.queue);
-        if !q.attached && is_comment(&event) {
-            return; // a keep-alive is for a connection that is there
-        }
-        if q.events.len() >= HELD_EVENTS {
-            q.events.pop_front();
-            q.dropped += 1;
-        }
-        q.events.push_back(event);
-        drop(q);
-        self.notify.notify_waiters();
-    }
-
-    fn end(&self) {
-        lock(&self.queue).ended = true;
-        self.notify.notify_waiters();
-    }
-
-    fn is_live(&self) -> bool {
-        !lock(&self.queue).ended
-    }
-
-    fn lease(self: &Arc<Self>) -> Lease {
-        let id = {
-            let mut q = lock(&self.queue);
-            q.lease += 1;
-            q.attached = true;
-            q.lease
-        };
-        self.notify.notify_waiters(); // an older lease wakes up and ends
-        Lease {
-            held: self.clone(),
-            id,
-        }
-    }
-
-    /// Closes the upstream stream and ends every lease.
-    fn stop(&self) {
-        if let Some(task) = lock(&self.task).take() {
-            task.abort();
-        }
-        self.end();
-    }
-}
-
-/// Whether an event is only comment lines (a keep-alive).
-fn is_comment(event: &[u8]) -> bool {
-    event
-        .split(|&b| b == b'\n' || b == b'\r')
-        .filter(|line| !line.is_empty())
-        .all(|line| line.starts_with(b":"))
-}
-
-/// A client GET's claim on a session's held stream.
-pub struct Lease {
-    held: Arc<Held>,
-    id: u64,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let mut q = lock(&self.held.queue);
-        if q.lease == self.id {
-            q.attached = false;
-        }
-    }
-}
-
-impl Lease {
-    /// The backend's response head for the stream.
-    pub fn head(&self) -> &ResponseHeader {
-        &self.held.head
-    }
-
-    /// The next whole event; `None` when the stream ended or a newer client GET took over.
-    pub async fn next(&mut self) -> Option<Bytes> {
-        loop {
-            let notified = self.held.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut q = lock(&self.held.queue);
-                if q.lease != self.id {
-                    return None;
-                }
-                if let Some(event) = q.events.pop_front() {
-                    return Some(event);
-                }
-                if q.ended {
-                    return None;
-                }
-            }
-            notified.await;
-        }
-    }
-}
-
-/// Held streams of this gateway process, by session id.
-#[derive(Default)]
-pub(super) struct HeldStreams {
-    held: DashMap<Arc<str>, Arc<Held>>,
-    /// One opening per session at a time (so the backend never sees two GETs).
-    opening: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
-}
-
-impl HeldStreams {
-    /// Stops and forgets a session's stream (the session ended).
-    pub(super) fn stop(&self, id: &str) {
-        if let Some((_, held)) = self.held.remove(id) {
-            held.stop();
-        }
-        self.opening.remove(id);
-    }
-
-    /// Streams held open right now.
-    fn live(&self) -> usize {
-        self.held.iter().filter(|h| h.is_live()).count()
-    }
-
-    /// Whether the session has (or had, on an earlier binding) a held stream.
-    fn has(&self, id: &str) -> bool {
-        self.held.contains_key(id)
-    }
-
-    /// The live stream of the record's binding.
-    fn current(&self, rec: &SessionRecord) -> Option<Arc<Held>> {
-        self.held
-            .get(&rec.id)
-            .filter(|h| h.generation == rec.binding.generation && h.is_live())
-            .map(|h| h.clone())
-    }
-
-    fn opening_lock(&self, id: &Arc<str>) -> Arc<tokio::sync::Mutex<()>> {
-        self.opening.entry(id.clone()).or_default().clone()
-    }
-}
-
 /// What a client GET gets.
 pub enum StreamOpened {
-    /// Attached to the held stream.
-    Attached(Lease),
-    /// The backend's answer to relay as it is (not a stream: 405, 409, an error; or a GET
-    /// passed through), with the record it was sent under.
+    /// Events to write after `head`: the held stream, a relayed stream, or a replay after
+    /// `Last-Event-ID`.
+    Events {
+        /// The client's response head (the backend's, or the gateway's for a replay).
+        head: Box<ResponseHeader>,
+        /// The events.
+        events: Events,
+        /// The backend the stream comes from (`None` for a replay).
+        backend: Option<std::net::SocketAddr>,
+    },
+    /// The backend's answer to relay as it is (not a stream: 405, 409, an error), with the
+    /// record it was sent under.
     Answer(Box<(Exchange, SessionRecord)>),
+}
+
+/// The head of a stream the gateway answers itself (a replay).
+fn replay_head() -> Result<ResponseHeader, GatewayError> {
+    let build = || -> pingora::Result<ResponseHeader> {
+        let mut head = ResponseHeader::build(200, Some(2))?;
+        head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
+        head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+        Ok(head)
+    };
+    build().map_err(|e| GatewayError::internal(format!("replay head: {e}")))
 }
 
 /// Whether a client's `initialize` params declare a capability the server calls back on the
@@ -227,12 +84,19 @@ fn expects_server_requests(init_params: &str) -> bool {
         .any(|c| caps.and_then(|caps| caps.get(c)).is_some())
 }
 
-/// The GET the gateway sends for a held stream: its own, so it outlives client requests.
-fn stream_request(rec: &SessionRecord) -> Result<RequestHeader, GatewayError> {
+/// The GET the gateway sends for a held stream (its own, so it outlives client requests), or
+/// to resume an answer after the backend's own event id.
+pub(super) fn stream_request(
+    rec: &SessionRecord,
+    last_event_id: Option<&str>,
+) -> Result<RequestHeader, GatewayError> {
     let build = || -> pingora::Result<RequestHeader> {
-        let mut req = RequestHeader::build("GET", rec.path.as_bytes(), Some(3))?;
+        let mut req = RequestHeader::build("GET", rec.path.as_bytes(), Some(4))?;
         req.insert_header(http::header::ACCEPT, "text/event-stream")?;
         req.insert_header(MCP_PROTOCOL_VERSION, &*rec.protocol_version)?;
+        if let Some(id) = last_event_id {
+            req.insert_header("last-event-id", id)?;
+        }
         Ok(req)
     };
     build().map_err(|e| GatewayError::internal(format!("stream request: {e}")))
@@ -246,28 +110,105 @@ impl SessionManager {
 
     /// A client's GET: attached to the session's held stream, opened first when needed.
     pub async fn open_stream(
-        &self,
+        self: &Arc<Self>,
         pool: &Arc<Pool>,
         rec: SessionRecord,
         client: &RequestHeader,
         method_label: &'static str,
     ) -> Result<StreamOpened, GatewayError> {
-        let resuming = client.headers.contains_key("last-event-id");
-        if !self.holds_streams() || resuming {
+        let last_event_id = client
+            .headers
+            .get("last-event-id")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if let Some(last) = last_event_id.as_deref().filter(|_| self.resumes()) {
+            if let Some(opened) = self.resume_held(&rec, last)? {
+                return Ok(opened);
+            }
+            let events = self.resume_after(&rec, last).await?;
+            let head = Box::new(replay_head()?);
+            return Ok(StreamOpened::Events {
+                head,
+                events,
+                backend: None,
+            });
+        }
+        if !self.holds_streams() || last_event_id.is_some() {
+            // passed through (with resumption on, relayed with the gateway's event ids)
             let out = Outgoing::get(client, method_label);
             let Forwarded { exchange, record } = self.forward(pool, rec, out).await?;
-            return Ok(StreamOpened::Answer(Box::new((exchange, record))));
+            if !self.resumes() || !is_stream(exchange.header()) {
+                return Ok(StreamOpened::Answer(Box::new((exchange, record))));
+            }
+            let head = Box::new(exchange.header().clone());
+            let backend = Some(record.binding.backend);
+            let events = self.relay_stream(pool, &record, exchange);
+            return Ok(StreamOpened::Events {
+                head,
+                events,
+                backend,
+            });
         }
         let opening = self.streams.opening_lock(&rec.id);
         let _one_at_a_time = opening.lock().await;
-        if let Some(held) = self.streams.current(&rec) {
-            return Ok(StreamOpened::Attached(held.lease()));
+        let lease = match self.streams.current(&rec) {
+            Some(held) => held.lease(None),
+            None => {
+                let (exchange, record) =
+                    self.open_upstream(pool, rec.clone(), method_label).await?;
+                if !is_stream(exchange.header()) {
+                    return Ok(StreamOpened::Answer(Box::new((exchange, record))));
+                }
+                self.install(&record, exchange)
+            }
+        };
+        Ok(self.attached(&rec, lease))
+    }
+
+    /// A client GET attached to the held stream: a client that joins mid-stream first gets a
+    /// priming event naming the position it starts from.
+    fn attached(&self, rec: &SessionRecord, lease: Lease) -> StreamOpened {
+        let head = Box::new(lease.head().clone());
+        let backend = Some(rec.binding.backend);
+        let cursor = lease.reader.cursor();
+        let token = lease.held.log.token;
+        let mut events = Events::lease(lease);
+        if cursor > 0 && primes(&rec.protocol_version) {
+            let retry = self.resume.config().retry;
+            events = events.starting_with(priming(&event_id(token, cursor - 1), retry));
         }
-        let (exchange, record) = self.open_upstream(pool, rec, method_label).await?;
-        if !is_stream(exchange.header()) {
-            return Ok(StreamOpened::Answer(Box::new((exchange, record))));
+        StreamOpened::Events {
+            head,
+            events,
+            backend,
         }
-        Ok(StreamOpened::Attached(self.install(&record, exchange)))
+    }
+
+    /// A `Last-Event-ID` of the session's held stream: a lease from the event after it.
+    /// `None` when the id is not the held stream's.
+    fn resume_held(
+        &self,
+        rec: &SessionRecord,
+        last: &str,
+    ) -> Result<Option<StreamOpened>, GatewayError> {
+        let Some((token, seq)) = parse_event_id(last) else {
+            return Ok(None);
+        };
+        let Some(held) = self.streams.held.get(&rec.id).map(|h| h.clone()) else {
+            return Ok(None);
+        };
+        if held.log.token != token {
+            return Ok(None);
+        }
+        if !held.log.issued(seq) {
+            return Err(self.resume.refuse(Refusal::Unknown, last));
+        }
+        if held.log.read(seq + 1) == Read::Evicted {
+            return Err(self.resume.refuse(Refusal::Evicted, last));
+        }
+        self.resume.count_resumed();
+        self.resume
+            .count_replayed(held.log.next_seq().saturating_sub(seq + 1));
+        Ok(Some(self.attached(rec, held.lease(Some(seq + 1)))))
     }
 
     /// Opens the held stream ahead of the client when it will be needed: after a client's
@@ -325,7 +266,7 @@ impl SessionManager {
         rec: SessionRecord,
         method_label: &'static str,
     ) -> Result<(Exchange, SessionRecord), GatewayError> {
-        let req = stream_request(&rec)?;
+        let req = stream_request(&rec, None)?;
         let out = Outgoing::get(&req, method_label);
         let Forwarded { exchange, record } = self.forward(pool, rec, out).await?;
         Ok((exchange, record))
@@ -338,7 +279,7 @@ impl SessionManager {
         rec: &SessionRecord,
         method_label: &'static str,
     ) -> Result<Exchange, GatewayError> {
-        let req = stream_request(rec)?;
+        let req = stream_request(rec, None)?;
         self.send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
             .await
     }
@@ -351,15 +292,25 @@ impl SessionManager {
         let held = Arc::new(Held {
             generation: rec.binding.generation,
             head: exchange.header().clone(),
-            queue: Mutex::new(Queue::default()),
+            log: self.resume.start(
+                &rec.id,
+                None,
+                self.resumes() && primes(&rec.protocol_version),
+            ),
+            leases: Mutex::new(Leases::default()),
             notify: Notify::new(),
             task: Mutex::new(None),
         });
         if let Some(old) = self.streams.held.insert(rec.id.clone(), held.clone()) {
             old.stop();
         }
-        let lease = held.lease();
-        let pump = pump(held.clone(), exchange, self.store.clone(), rec.id.clone());
+        let lease = held.lease(None);
+        let pump = pump(
+            held.clone(),
+            exchange,
+            self.store.clone(),
+            self.resume.clone(),
+        );
         *lock(&held.task) = Some(tokio::spawn(pump).abort_handle());
         tracing::debug!(
             session = short(&rec.id),
@@ -370,7 +321,8 @@ impl SessionManager {
     }
 }
 
-fn is_stream(head: &ResponseHeader) -> bool {
+/// Whether an answer is a 2xx event stream.
+pub fn is_stream(head: &ResponseHeader) -> bool {
     let content_type = head
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -378,36 +330,62 @@ fn is_stream(head: &ResponseHeader) -> bool {
     head.status.is_success() && is_event_stream(content_type)
 }
 
-/// Reads the backend's stream into the queue until it ends. A stream that breaks marks the
-/// binding suspect (the backend may be gone: the next request moves the session first); one
-/// that was merely quiet past the read timeout, or ended by the backend, does not.
-async fn pump(held: Arc<Held>, mut exchange: Exchange, store: Arc<dyn SessionStore>, id: Arc<str>) {
+/// Reads the backend's stream into the log until it ends, or until no client has read it for
+/// the resume window (an orphaned stream gives back its upstream connection). A stream that
+/// breaks marks the binding suspect (the backend may be gone: the next request moves the
+/// session first); one that was merely quiet past the read timeout, or ended by the backend,
+/// does not.
+async fn pump(
+    held: Arc<Held>,
+    mut exchange: Exchange,
+    store: Arc<dyn SessionStore>,
+    resume: Arc<Resume>,
+) {
+    let log = held.log.clone();
+    let window = resume.config().window;
     let mut splitter = EventSplitter::default();
     let broken = loop {
-        match exchange.chunk().await {
+        let chunk = match log.unread_since() {
+            Some(since) => match tokio::time::timeout_at(since + window, exchange.chunk()).await {
+                Ok(chunk) => chunk,
+                Err(_)
+                    if log
+                        .unread_since()
+                        .is_some_and(|t| t + window <= Instant::now()) =>
+                {
+                    tracing::debug!(
+                        session = short(&log.session),
+                        "an unread held stream was closed"
+                    );
+                    break false;
+                }
+                Err(_) => continue,
+            },
+            None => exchange.chunk().await,
+        };
+        match chunk {
             Ok(Some(chunk)) => {
                 for event in splitter.push(&chunk) {
-                    held.push(event);
+                    let frame = Frame::parse(&event);
+                    if frame.carries_message() {
+                        log.push(|seq| frame.with_id(&event_id(log.token, seq)));
+                        resume.mirror_last(&log);
+                    }
                 }
             }
             Ok(None) => break false,
             Err(e) => break e.etype() != &pingora::ErrorType::ReadTimedout,
         }
     };
+    drop(exchange);
     // The ended stream stays in the map as a mark that the session has one: a move reopens it.
-    held.end();
+    log.end();
+    resume.mirror_end(&log);
+    resume.retire(&log);
     if broken {
-        if let Err(e) = store.mark_stale(&id, held.generation).await {
-            tracing::warn!(session = short(&id), error = %e, "a broken stream's binding was not marked");
+        if let Err(e) = store.mark_stale(&log.session, held.generation).await {
+            tracing::warn!(session = short(&log.session), error = %e, "a broken stream's binding was not marked");
         }
-    }
-    let dropped = lock(&held.queue).dropped;
-    if dropped > 0 {
-        tracing::warn!(
-            session = short(&id),
-            dropped,
-            "held stream events dropped (no client read them in time)"
-        );
     }
 }
 
@@ -425,38 +403,5 @@ mod tests {
         ));
         assert!(!expects_server_requests(r#"{"capabilities":{}}"#));
         assert!(!expects_server_requests("not json"));
-    }
-
-    #[tokio::test]
-    async fn a_newer_lease_takes_over_and_queued_events_wait_for_it() {
-        let held = Arc::new(Held {
-            generation: 1,
-            head: ResponseHeader::build(200, None).unwrap(),
-            queue: Mutex::new(Queue::default()),
-            notify: Notify::new(),
-            task: Mutex::new(None),
-        });
-        held.push(Bytes::from_static(b": keep-alive for nobody\n\n"));
-        let mut first = held.lease();
-        held.push(Bytes::from_static(b"data: 1\n\n"));
-        assert_eq!(first.next().await.as_deref(), Some(&b"data: 1\n\n"[..]));
-        drop(first);
-        // no client reads: events wait, keep-alives do not
-        held.push(Bytes::from_static(b"data: 2\n\n"));
-        held.push(Bytes::from_static(b": ping\r\n\r\n"));
-        let mut stale = Lease {
-            held: held.clone(),
-            id: 1,
-        };
-        let mut second = held.lease();
-        assert_eq!(stale.next().await, None, "superseded");
-        assert_eq!(second.next().await.as_deref(), Some(&b"data: 2\n\n"[..]));
-        let waiting = tokio::spawn(async move { second.next().await });
-        tokio::task::yield_now().await;
-        held.push(Bytes::from_static(b"data: 3\n\n"));
-        assert_eq!(waiting.await.unwrap().as_deref(), Some(&b"data: 3\n\n"[..]));
-        let mut third = held.lease();
-        held.end();
-        assert_eq!(third.next().await, None);
     }
 }

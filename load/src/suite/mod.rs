@@ -15,6 +15,7 @@
 mod overhead;
 mod procs;
 mod report;
+mod resume;
 mod setup;
 mod store;
 
@@ -82,7 +83,7 @@ pub struct SuiteArgs {
     #[arg(long, default_value_t = 100_000)]
     memory_sessions: usize,
     /// Parts to run: any of m1, m3, real, overhead, memory, store (memory vs Redis session
-    /// store; needs redis-server).
+    /// store; needs redis-server), resume (resumable streams on vs off).
     #[arg(
         long,
         default_value = "m1,m3,real,overhead,memory",
@@ -162,6 +163,9 @@ pub async fn main(mut args: SuiteArgs) -> i32 {
     }
     if wants("store") {
         md.push_str(&suite.store().await);
+    }
+    if wants("resume") {
+        md.push_str(&suite.resume().await);
     }
     let json = serde_json::Value::Array(suite.all.lock().expect("all").clone());
     std::fs::write(

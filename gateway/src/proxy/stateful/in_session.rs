@@ -2,12 +2,13 @@
 //! session when needed), the GET stream, and DELETE.
 
 use super::call::Call;
+use super::events::{write_events, Written};
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::{client_response, end_with_error, relay, within, write_whole, Relayed};
 use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
-use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord, StreamOpened};
+use crate::session::{AnswerOf, Forwarded, GoneReason, Outgoing, SessionRecord, StreamOpened};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -56,6 +57,28 @@ pub(super) async fn call(
         }
     }
     let head = client_response(ex.header(), None);
+    if gw.sessions.resumes() && crate::session::stream_answer(ex.header()) {
+        let of = AnswerOf {
+            id: Some(call.id.clone()),
+            deadline,
+            until,
+            method_label: ctx.method_label,
+        };
+        let primed = crate::session::resume::primes(&rec.protocol_version);
+        let events = gw.sessions.relay_answer(pool, &rec, of, ex);
+        session.write_response_header(Box::new(head), false).await?;
+        let config = gw.sessions.resume_config();
+        let close_at = config
+            .poll_after
+            .filter(|_| primed)
+            .map(|after| tokio::time::Instant::now() + after);
+        let written = write_events(session, events, config.keep_alive, close_at).await;
+        if written == Written::ClientGone {
+            // the answer goes on being read for a client that comes back
+            session.set_keepalive(None);
+        }
+        return Ok(());
+    }
     match relay(&mut ex, session, head, until).await? {
         Relayed::Done => gw.engine.release(ex).await,
         Relayed::TimedOut { sse } => {
@@ -96,13 +119,18 @@ pub(super) async fn stream(
         .open_stream(pool, rec, session.req_header(), ctx.method_label)
         .await?;
     match opened {
-        StreamOpened::Attached(mut lease) => {
-            let head = client_response(lease.head(), None);
+        StreamOpened::Events {
+            head,
+            events,
+            backend,
+        } => {
+            ctx.backend = backend.and_then(|b| pool.find(b));
+            let head = client_response(&head, None);
             session.write_response_header(Box::new(head), false).await?;
-            while let Some(event) = lease.next().await {
-                session.write_response_body(Some(event), false).await?;
+            let keep_alive = gw.sessions.resume_config().keep_alive;
+            if write_events(session, events, keep_alive, None).await == Written::ClientGone {
+                session.set_keepalive(None);
             }
-            session.write_response_body(None, true).await?;
         }
         StreamOpened::Answer(answer) => {
             let (mut ex, record) = *answer;

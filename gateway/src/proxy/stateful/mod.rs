@@ -4,6 +4,7 @@
 //! repeated safely gets a JSON-RPC error. Nothing here touches the session store.
 
 mod call;
+mod events;
 mod in_session;
 
 use super::relay::{client_response, read_body, relay, write_whole, Relayed};

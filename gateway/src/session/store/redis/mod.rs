@@ -141,6 +141,29 @@ impl RedisStore {
         }
     }
 
+    /// Runs a pipeline (its keys must share a slot in a cluster), bounded by the store timeout.
+    /// For the stream events kept beside the sessions (`session::resume::redis`).
+    pub(crate) async fn run<T: redis::FromRedisValue>(
+        &self,
+        pipe: &Pipeline,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn().await?;
+        match tokio::time::timeout(TIMEOUT, pipe.query_async(&mut conn)).await {
+            Ok(result) => result.map_err(failed),
+            Err(_) => Err(failed("Redis did not answer in time")),
+        }
+    }
+
+    /// A key in the slot of session `id` (`<prefix>{id}:<name>`).
+    pub(crate) fn session_key(&self, id: &str, name: &str) -> String {
+        format!("{}{{{id}}}:{name}", self.config.key_prefix)
+    }
+
+    /// A key outside any session's slot (`<prefix><name>`).
+    pub(crate) fn plain_key(&self, name: &str) -> String {
+        self.key(name)
+    }
+
     /// Runs a script on the session's slot (its keys are `rec` and `gone`).
     async fn script<T: redis::FromRedisValue>(
         &self,

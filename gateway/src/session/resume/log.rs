@@ -1,0 +1,316 @@
+//! One relayed stream's events, kept in order with their sequence numbers so a client can
+//! read them live and read them again after a reconnect (`Last-Event-ID`).
+//!
+//! Bounded by events and bytes: the oldest go first, and a resume from before the oldest kept
+//! event is refused (`evicted`) rather than replayed with a hole. Readers keep a cursor, so a
+//! live reader and a replaying reader of the same stream do not disturb each other.
+
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Per-stream bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Events kept.
+    pub max_events: usize,
+    /// Bytes of events kept.
+    pub max_bytes: usize,
+}
+
+/// A stream's events and state.
+pub struct StreamLog {
+    /// The gateway session the stream belongs to.
+    pub session: Arc<str>,
+    /// The stream's token (the first half of its event ids).
+    pub token: u64,
+    /// The JSON-RPC id (as JSON text) of the request this stream answers; `None` for a
+    /// session's standalone stream.
+    pub request: Option<Arc<str>>,
+    bounds: Bounds,
+    inner: Mutex<Inner>,
+    notify: Notify,
+    /// Bytes buffered across every stream of the process (the gauge).
+    total: Arc<AtomicUsize>,
+}
+
+struct Inner {
+    events: VecDeque<(u64, Bytes)>,
+    next_seq: u64,
+    bytes: usize,
+    ended: bool,
+    /// Readers attached right now.
+    readers: usize,
+    /// When the last reader left (or the stream started without one).
+    detached_at: Instant,
+}
+
+/// What a read at a cursor found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    /// The event with this sequence number.
+    Event(u64, Bytes),
+    /// Nothing new yet.
+    Pending,
+    /// The stream ended and the cursor is past its last event.
+    Ended,
+    /// Events after the cursor were dropped (bounds): the stream cannot continue without a gap.
+    Evicted,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl StreamLog {
+    /// An empty stream of `session`.
+    pub fn new(session: Arc<str>, token: u64, bounds: Bounds, total: Arc<AtomicUsize>) -> Self {
+        StreamLog {
+            session,
+            token,
+            request: None,
+            bounds,
+            inner: Mutex::new(Inner {
+                events: VecDeque::new(),
+                next_seq: 0,
+                bytes: 0,
+                ended: false,
+                readers: 0,
+                detached_at: Instant::now(),
+            }),
+            notify: Notify::new(),
+            total,
+        }
+    }
+
+    /// The same stream, answering request `id` (JSON text).
+    pub fn answering(mut self, id: Option<Arc<str>>) -> Self {
+        self.request = id;
+        self
+    }
+
+    /// The last event pushed and its sequence number.
+    pub fn last(&self) -> Option<(u64, Bytes)> {
+        lock(&self.inner).events.back().cloned()
+    }
+
+    /// The sequence number the next event gets.
+    pub fn next_seq(&self) -> u64 {
+        lock(&self.inner).next_seq
+    }
+
+    /// Appends an event made by `frame` from its sequence number; drops the oldest beyond the
+    /// bounds. Returns the sequence number. Ignored after the end.
+    pub fn push(&self, frame: impl FnOnce(u64) -> Bytes) -> Option<u64> {
+        let mut inner = lock(&self.inner);
+        if inner.ended {
+            return None;
+        }
+        let seq = inner.next_seq;
+        let event = frame(seq);
+        inner.next_seq += 1;
+        inner.bytes += event.len();
+        self.total.fetch_add(event.len(), Ordering::Relaxed);
+        inner.events.push_back((seq, event));
+        // the newest event always stays, whatever its size
+        while inner.events.len() > 1
+            && (inner.events.len() > self.bounds.max_events || inner.bytes > self.bounds.max_bytes)
+        {
+            if let Some((_, old)) = inner.events.pop_front() {
+                inner.bytes -= old.len();
+                self.total.fetch_sub(old.len(), Ordering::Relaxed);
+            }
+        }
+        drop(inner);
+        self.notify.notify_waiters();
+        Some(seq)
+    }
+
+    /// Ends the stream: readers get what is left, then `Ended`.
+    pub fn end(&self) {
+        lock(&self.inner).ended = true;
+        self.notify.notify_waiters();
+    }
+
+    /// Whether the stream ended.
+    pub fn ended(&self) -> bool {
+        lock(&self.inner).ended
+    }
+
+    /// Since when no reader is attached (`None` while one is).
+    pub fn unread_since(&self) -> Option<Instant> {
+        let inner = lock(&self.inner);
+        (inner.readers == 0).then_some(inner.detached_at)
+    }
+
+    /// Bytes kept.
+    pub fn bytes(&self) -> usize {
+        lock(&self.inner).bytes
+    }
+
+    /// Whether `seq` names an event this stream issued (kept or not).
+    pub fn issued(&self, seq: u64) -> bool {
+        seq < lock(&self.inner).next_seq
+    }
+
+    /// The event at `cursor` (the first with a sequence number ≥ `cursor`).
+    pub fn read(&self, cursor: u64) -> Read {
+        let inner = lock(&self.inner);
+        let first = inner.events.front().map(|(s, _)| *s);
+        match first {
+            Some(first) if cursor < first => Read::Evicted,
+            Some(first) if cursor < inner.next_seq => {
+                let (seq, event) = &inner.events[(cursor - first) as usize];
+                Read::Event(*seq, event.clone())
+            }
+            None if cursor < inner.next_seq => Read::Evicted,
+            _ if inner.ended => Read::Ended,
+            _ => Read::Pending,
+        }
+    }
+
+    /// A reader from `cursor`, counted as attached while it lives.
+    pub fn reader(self: &Arc<Self>, cursor: u64) -> LogReader {
+        lock(&self.inner).readers += 1;
+        LogReader {
+            log: self.clone(),
+            cursor,
+        }
+    }
+}
+
+impl Drop for StreamLog {
+    fn drop(&mut self) {
+        let bytes = lock(&self.inner).bytes;
+        self.total.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// A cursor on a stream that waits for new events.
+pub struct LogReader {
+    log: Arc<StreamLog>,
+    cursor: u64,
+}
+
+impl LogReader {
+    /// The next event, waiting for it; `None` at the end. Events dropped under a slow reader
+    /// are skipped (a live reader cannot be sent back in time).
+    pub async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            let notified = self.log.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.log.read(self.cursor) {
+                Read::Event(seq, event) => {
+                    self.cursor = seq + 1;
+                    return Some(event);
+                }
+                Read::Ended => return None,
+                Read::Evicted => {
+                    let first = lock(&self.log.inner).events.front().map(|(s, _)| *s);
+                    self.cursor = first.unwrap_or_else(|| self.log.next_seq());
+                    continue;
+                }
+                Read::Pending => notified.await,
+            }
+        }
+    }
+
+    /// The sequence number of the next event this reader returns.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// The stream read.
+    pub fn log(&self) -> &Arc<StreamLog> {
+        &self.log
+    }
+}
+
+impl Drop for LogReader {
+    fn drop(&mut self) {
+        let mut inner = lock(&self.log.inner);
+        inner.readers -= 1;
+        if inner.readers == 0 {
+            inner.detached_at = Instant::now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_log(max_events: usize, max_bytes: usize) -> (Arc<StreamLog>, Arc<AtomicUsize>) {
+        let total = Arc::new(AtomicUsize::new(0));
+        let bounds = Bounds {
+            max_events,
+            max_bytes,
+        };
+        (
+            Arc::new(StreamLog::new("s".into(), 7, bounds, total.clone())),
+            total,
+        )
+    }
+
+    fn ev(seq: u64) -> Bytes {
+        Bytes::from(format!("data: {seq}\n\n"))
+    }
+
+    #[tokio::test]
+    async fn readers_replay_from_their_cursor_and_follow_live() {
+        let (log, _) = new_log(10, 1 << 20);
+        log.push(ev);
+        log.push(ev);
+        let mut late = log.reader(1);
+        assert_eq!(late.next().await, Some(ev(1)));
+        let waiting = tokio::spawn(async move { (late.next().await, late.next().await) });
+        tokio::task::yield_now().await;
+        log.push(ev);
+        log.end();
+        assert_eq!(waiting.await.unwrap(), (Some(ev(2)), None));
+        assert_eq!(
+            log.reader(0).next().await,
+            Some(ev(0)),
+            "replayable after the end"
+        );
+    }
+
+    #[test]
+    fn bounds_drop_the_oldest_and_a_resume_before_them_is_refused() {
+        let (log, total) = new_log(3, 1 << 20);
+        for _ in 0..5 {
+            log.push(ev);
+        }
+        assert_eq!(log.read(1), Read::Evicted);
+        assert_eq!(log.read(2), Read::Event(2, ev(2)));
+        assert_eq!(log.read(5), Read::Pending);
+        assert!(log.issued(4) && !log.issued(5));
+        assert_eq!(total.load(Ordering::Relaxed), 3 * ev(0).len());
+        let (small, _) = new_log(100, 2 * ev(0).len());
+        for _ in 0..4 {
+            small.push(ev);
+        }
+        assert_eq!(small.bytes(), 2 * ev(0).len());
+        drop(small);
+        drop(log);
+        assert_eq!(
+            total.load(Ordering::Relaxed),
+            0,
+            "the gauge returns to zero"
+        );
+    }
+
+    #[test]
+    fn attachment_is_counted() {
+        let (log, _) = new_log(10, 1 << 20);
+        assert!(log.unread_since().is_some());
+        let r = log.reader(0);
+        assert!(log.unread_since().is_none());
+        drop(r);
+        assert!(log.unread_since().is_some());
+    }
+}

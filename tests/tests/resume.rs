@@ -1,0 +1,296 @@
+//! Resumable streams (`sessions.resume`) with real peers: a FastMCP 1.30.0 server without an
+//! event store behind the gateway, and the real SDK clients (Python 1.30.0, TypeScript 1.32.2)
+//! whose connection is cut midway through a call that sends progress notifications. The
+//! gateway owns the event ids, buffers the answer, keeps reading it while the client is gone,
+//! and replays the rest after the client's `Last-Event-ID`, exactly once.
+
+use mcp_gateway_tests::rr_proxy::RrProxy;
+use mcp_gateway_tests::{assert_eventually, Gateway, PythonPeer, ReplClient, Request};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const V: &str = "2025-11-25";
+
+fn yaml(backends: &[String], sessions: &str) -> String {
+    format!(
+        "{sessions}pools:\n  legacy: {{ backends: [{}] }}\nroutes:\n  - path: /mcp\n    mode: stateful\n    pool: legacy\n",
+        backends.join(", ")
+    )
+}
+
+/// Calls `slow_progress` (5 notifications 400 ms apart) through a front that cuts the
+/// client's connection after the second notification; returns the client's report.
+async fn progress_through_a_cut(venv: Option<&str>) -> (Value, RrProxy, Gateway, PythonPeer) {
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let front = RrProxy::start(&[gw.addr]).await;
+    let url = front.url("/mcp");
+    let mut client = match venv {
+        Some(venv) => ReplClient::connect(venv, &url, None).await,
+        None => ReplClient::try_connect_ts(&url)
+            .await
+            .expect("TS client starts"),
+    };
+    front.cut_after("notifications/progress", 2);
+    let report = client
+        .cmd(json!({"op": "progress", "steps": 5, "delay_ms": 400}))
+        .await;
+    assert!(client.close().await);
+    (report, front, gw, server)
+}
+
+fn assert_every_notification_once_and_the_result(report: &Value, front: &RrProxy) {
+    assert_eq!(front.cuts(), 1, "the connection was cut: {report}");
+    assert_eq!(report["ok"], true, "{report}");
+    let times = report["progress_times"].as_array().expect("progress times");
+    assert_eq!(times.len(), 5, "each notification exactly once: {report}");
+    assert!(
+        report["text"].as_str().unwrap_or("").contains("done"),
+        "{report}"
+    );
+    let resumed = front
+        .log()
+        .iter()
+        .filter(|s| s.method == "GET" && s.status == Some(200))
+        .count();
+    assert!(
+        resumed >= 1,
+        "the client resumed with a GET: {:?}",
+        front.log()
+    );
+}
+
+#[tokio::test]
+async fn python_client_cut_mid_call_gets_every_notification_once_and_the_result() {
+    let (report, front, gw, _server) = progress_through_a_cut(Some("mcp1")).await;
+    assert_every_notification_once_and_the_result(&report, &front);
+    assert!(gw.metric("mcpgw_streams_resumed_total").await >= 1.0);
+    assert!(gw.metric("mcpgw_events_replayed_total").await >= 1.0);
+}
+
+#[tokio::test]
+async fn typescript_client_cut_mid_call_gets_every_notification_once_and_the_result() {
+    let (report, front, gw, _server) = progress_through_a_cut(None).await;
+    assert_every_notification_once_and_the_result(&report, &front);
+    assert!(gw.metric("mcpgw_streams_resumed_total").await >= 1.0);
+}
+
+/// `initialize` + `notifications/initialized` by hand; the session id.
+async fn open(gw: &Gateway) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{V}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let resp = Request::post("/mcp", body).send(gw.addr).await;
+    assert_eq!(resp.status(), 200);
+    let sid = resp.head.header("mcp-session-id").unwrap().to_owned();
+    let note = Request::post(
+        "/mcp",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .header("Mcp-Session-Id", &sid)
+    .header("MCP-Protocol-Version", V);
+    assert_eq!(note.send(gw.addr).await.status(), 202);
+    sid
+}
+
+fn progress_call(sid: &str, steps: u32, delay_ms: u32) -> Request {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"slow_progress","arguments":{{"steps":{steps},"delay_ms":{delay_ms}}},"_meta":{{"progressToken":"p"}}}}}}"#
+    );
+    Request::post("/mcp", body)
+        .header("Mcp-Session-Id", sid)
+        .header("MCP-Protocol-Version", V)
+}
+
+/// The `id:` of every event in an SSE body, and the event data.
+fn events(body: &str) -> Vec<(Option<String>, String)> {
+    body.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let id = e
+                .lines()
+                .find_map(|l| l.strip_prefix("id: "))
+                .map(str::to_owned);
+            let data = e
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: ").or(l.strip_prefix("data:")))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (id, data)
+        })
+        .collect()
+}
+
+fn resume(sid: &str, last_event_id: &str) -> Request {
+    Request::bare("GET", "/mcp")
+        .header("Mcp-Session-Id", sid)
+        .header("MCP-Protocol-Version", V)
+        .header("Accept", "text/event-stream")
+        .header("Last-Event-ID", last_event_id)
+}
+
+#[tokio::test]
+async fn answers_carry_a_priming_event_and_gateway_ids_and_replay_after_any_of_them() {
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let sid = open(&gw).await;
+    let resp = progress_call(&sid, 3, 50).send(gw.addr).await;
+    assert_eq!(resp.status(), 200);
+    let all = events(&resp.text());
+    // priming first: an id, retry, empty data
+    assert!(resp.text().starts_with("id: "), "{}", resp.text());
+    assert!(resp.text().contains("\nretry: 1000\n"), "{}", resp.text());
+    assert_eq!(all[0].1, "");
+    assert_eq!(all.len(), 5, "priming, 3 progress, result: {all:?}");
+    let ids: Vec<&str> = all
+        .iter()
+        .map(|(id, _)| id.as_deref().expect("every event has an id"))
+        .collect();
+    let token = ids[0].split('-').next().unwrap();
+    for (n, id) in ids.iter().enumerate() {
+        assert_eq!(*id, format!("{token}-{n}"), "gateway ids in order");
+    }
+    // after the second progress event: the rest, the result included
+    let again = resume(&sid, ids[2]).send(gw.addr).await;
+    assert_eq!(again.status(), 200);
+    let rest = events(&again.text());
+    assert_eq!(
+        rest.iter()
+            .map(|e| e.0.clone().unwrap())
+            .collect::<Vec<_>>(),
+        ids[3..]
+    );
+    assert!(rest.last().unwrap().1.contains("\"result\""), "{rest:?}");
+}
+
+#[tokio::test]
+async fn another_sessions_event_id_gets_nothing_of_it() {
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let a = open(&gw).await;
+    let b = open(&gw).await;
+    let resp = progress_call(&a, 2, 10).send(gw.addr).await;
+    let a_ids: Vec<String> = events(&resp.text())
+        .into_iter()
+        .filter_map(|e| e.0)
+        .collect();
+    assert!(a_ids.len() >= 3);
+    for (id, reason) in [
+        (a_ids[0].as_str(), "unknown"),
+        ("0123456789abcdef-0", "unknown"),
+        ("not-an-id", "unknown"),
+    ] {
+        let resp = resume(&b, id).send(gw.addr).await;
+        assert_eq!(resp.status(), 410, "{id}: {}", resp.text());
+        let v: Value = serde_json::from_str(&resp.text()).unwrap();
+        assert_eq!(v["error"]["code"], -32030, "{v}");
+        assert_eq!(v["error"]["data"]["reason"], reason, "{v}");
+        assert!(!resp.text().contains("progress"), "nothing of A: {v}");
+    }
+    assert_eq!(
+        gw.metric("mcpgw_resumes_refused_total{reason=\"unknown\"}")
+            .await,
+        3.0
+    );
+    // A's own id still works for A
+    assert_eq!(resume(&a, &a_ids[0]).send(gw.addr).await.status(), 200);
+}
+
+#[tokio::test]
+async fn an_answer_whose_client_left_is_read_to_the_end_and_replayed() {
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let sid = open(&gw).await;
+    // the client reads the priming event and goes away
+    let first = progress_call(&sid, 4, 300).read_first_event(gw.addr).await;
+    let primed = events(&first);
+    let priming_id = primed[0].0.clone().expect("priming id");
+    // the answer ends upstream without anyone reading; then the client comes back
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let rest = resume(&sid, &priming_id).send(gw.addr).await;
+    let rest = events(&rest.text());
+    assert_eq!(rest.len(), 5, "4 progress + the result: {rest:?}");
+    assert!(rest[4].1.contains("\"result\""), "{rest:?}");
+}
+
+#[tokio::test]
+async fn a_stream_nobody_reads_is_given_up_at_the_windows_end() {
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let sessions = "sessions:\n  resume: { window-s: 1 }\n";
+    let gw = Gateway::start(&yaml(&[server.addr()], sessions)).await;
+    let sid = open(&gw).await;
+    let _ = progress_call(&sid, 50, 200).read_first_event(gw.addr).await;
+    assert!(gw.metric("mcpgw_resume_streams").await >= 1.0);
+    // given up after 1 s unread, forgotten 1 s after that: nothing kept, no buffer left
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.metric("mcpgw_resume_streams").await == 0.0,
+        "the unread stream was dropped"
+    );
+    assert_eq!(gw.metric("mcpgw_resume_buffered_bytes").await, 0.0);
+}
+
+#[tokio::test]
+async fn a_backend_that_dies_mid_answer_ends_the_replay_with_outcome_unknown() {
+    let mut server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let sid = open(&gw).await;
+    let first = progress_call(&sid, 20, 200).read_first_event(gw.addr).await;
+    let priming_id = events(&first)[0].0.clone().expect("priming id");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.kill().await;
+    let rest = resume(&sid, &priming_id).send(gw.addr).await;
+    let rest = events(&rest.text());
+    let last: Value = serde_json::from_str(&rest.last().expect("events").1).unwrap();
+    assert_eq!(last["id"], 7, "{last}");
+    assert_eq!(last["error"]["code"], -32013, "{last}");
+    assert!(
+        rest.len() >= 2,
+        "buffered progress replayed first: {rest:?}"
+    );
+}
+
+/// With the Redis store, the client's reconnect lands on the OTHER replica (the one that
+/// relayed the call leaves the front's rotation after the cut): it replays the rest from
+/// Redis while the first replica goes on reading the answer and writing it there.
+#[tokio::test]
+async fn with_redis_a_reconnect_on_the_other_replica_gets_the_rest() {
+    let redis = mcp_gateway_tests::redis::RedisServer::start().await;
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let sessions = format!(
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"resume:\" }}\n",
+        redis.url()
+    );
+    let yaml = yaml(&[server.addr()], &sessions);
+    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let front = RrProxy::start(&[replicas[0].addr, replicas[1].addr]).await;
+    let mut client = ReplClient::connect("mcp1", &front.url("/mcp"), None).await;
+    front.cut_after("notifications/progress", 2);
+    let call = client.cmd(json!({"op": "progress", "steps": 5, "delay_ms": 400}));
+    let steer = async {
+        // the replica relaying the call leaves the rotation once its client was cut
+        assert_eventually!(Duration::from_secs(10), front.cuts() == 1, "the cut");
+        let slot = front
+            .log()
+            .iter()
+            .rfind(|s| s.rpc.as_deref() == Some("tools/call"))
+            .and_then(|s| s.slot)
+            .expect("the call's slot");
+        front.set_upstream(slot, None);
+        slot
+    };
+    let (report, calling) = tokio::join!(call, steer);
+    assert!(client.close().await);
+    assert_every_notification_once_and_the_result(&report, &front);
+    let other = &replicas[1 - calling];
+    assert!(
+        other.metric("mcpgw_streams_resumed_total").await >= 1.0,
+        "the other replica served the resume"
+    );
+    assert_eq!(
+        replicas[calling]
+            .metric("mcpgw_streams_resumed_total")
+            .await,
+        0.0
+    );
+}
