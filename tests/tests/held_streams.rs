@@ -80,12 +80,19 @@ async fn a_reconnecting_get_takes_over_and_the_previous_one_ends() {
         "no callbacks declared: opened on demand"
     );
     let (first, addr) = (Request::session_stream(&sid), gw.addr);
-    let first = tokio::spawn(async move { first.send_timed(addr).await });
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = received.clone();
+    let first = tokio::spawn(async move { first.send_timed_counting(addr, &counted).await });
     eventually(
         "the first GET reached the backend",
         Duration::from_secs(3),
         || upstream_gets(&mock) == 1,
     )
+    .await;
+    // the first client streams: its priming event (a 2025-11-25 session) arrived
+    eventually("the first client streams", Duration::from_secs(3), || {
+        received.load(std::sync::atomic::Ordering::SeqCst) >= 1
+    })
     .await;
     assert_eq!(
         read_stream(&gw, &sid, 400).await,
@@ -97,7 +104,7 @@ async fn a_reconnecting_get_takes_over_and_the_previous_one_ends() {
         .expect("the first GET ended when the second took over")
         .unwrap();
     assert_eq!(head.status, 200);
-    assert!(!chunks.is_empty(), "keep-alives reached the first client");
+    assert!(!chunks.is_empty(), "the first client's stream was live");
     assert_eq!(upstream_gets(&mock), 1);
 }
 
