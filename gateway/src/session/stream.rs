@@ -361,7 +361,11 @@ async fn pump(
                 }
                 Err(_) => continue,
             },
-            None => exchange.chunk().await,
+            None => tokio::select! {
+                chunk = exchange.chunk() => chunk,
+                // the last client left: the window starts now
+                _ = log.last_reader_left() => continue,
+            },
         };
         match chunk {
             Ok(Some(chunk)) => {

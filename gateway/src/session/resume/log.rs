@@ -33,6 +33,9 @@ pub struct StreamLog {
     bounds: Bounds,
     inner: Mutex<Inner>,
     notify: Notify,
+    /// Wakes the stream's reading task when its last reader leaves (one stored permit, so
+    /// a leave between its check and its wait is not missed).
+    detached: Notify,
     /// Bytes buffered across every stream of the process (the gauge).
     total: Arc<AtomicUsize>,
 }
@@ -82,6 +85,7 @@ impl StreamLog {
                 detached_at: Instant::now(),
             }),
             notify: Notify::new(),
+            detached: Notify::new(),
             total,
         }
     }
@@ -144,6 +148,11 @@ impl StreamLog {
     pub fn unread_since(&self) -> Option<Instant> {
         let inner = lock(&self.inner);
         (inner.readers == 0).then_some(inner.detached_at)
+    }
+
+    /// Completes when the last reader left (at once if it left since the previous call).
+    pub async fn last_reader_left(&self) {
+        self.detached.notified().await;
     }
 
     /// Bytes kept.
@@ -236,6 +245,7 @@ impl Drop for LogReader {
         inner.readers -= 1;
         if inner.readers == 0 {
             inner.detached_at = Instant::now();
+            self.log.detached.notify_one();
         }
     }
 }

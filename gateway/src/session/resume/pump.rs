@@ -226,9 +226,15 @@ async fn pump(
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let next = match wake {
-            Some(at) => tokio::time::timeout_at(at, exchange.chunk()).await.ok(),
-            None => Some(exchange.chunk().await),
+        let next = tokio::select! {
+            next = async {
+                match wake {
+                    Some(at) => tokio::time::timeout_at(at, exchange.chunk()).await.ok(),
+                    None => Some(exchange.chunk().await),
+                }
+            } => next,
+            // the last reader left: the window starts now
+            _ = log.last_reader_left(), if orphaned_at.is_none() => continue,
         };
         match next {
             None => {
