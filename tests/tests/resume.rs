@@ -294,3 +294,50 @@ async fn with_redis_a_reconnect_on_the_other_replica_gets_the_rest() {
         0.0
     );
 }
+
+/// A backend WITH an event store closes the call's stream after the second notification
+/// (SEP-1699 polling): the gateway resumes upstream with the backend's own event id, and the
+/// client reads one stream with every notification once, the result, and no backend id.
+#[tokio::test]
+async fn an_answer_the_backend_closes_early_is_resumed_upstream_with_its_own_event_id() {
+    let server = PythonPeer::start(
+        "mcp1",
+        "event_store_server.py",
+        &["--port", "0", "--name", "store"],
+    )
+    .await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{V}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let answer = Request::post("/mcp", init).send(gw.addr).await.text();
+    assert!(
+        answer.contains("serverInfo") && !answer.contains("backend-"),
+        "{answer}"
+    );
+    let sid = open(&gw).await;
+    let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"progress_then_close","arguments":{"steps":4,"delay_ms":200},"_meta":{"progressToken":"p"}}}"#;
+    let resp = Request::post("/mcp", body)
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", V)
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 200);
+    let text = resp.text();
+    assert!(
+        !text.contains("backend-"),
+        "no backend event id reaches the client: {text}"
+    );
+    let all = events(&text);
+    let progress = all
+        .iter()
+        .filter(|e| e.1.contains("notifications/progress"))
+        .count();
+    assert_eq!(progress, 4, "every notification once: {all:?}");
+    assert!(all.last().unwrap().1.contains("\"result\""), "{all:?}");
+    assert_eq!(
+        all.iter().filter(|e| e.1.is_empty()).count(),
+        1,
+        "one priming event, the gateway's: {all:?}"
+    );
+}

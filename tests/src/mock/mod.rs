@@ -386,7 +386,11 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
                 if !chunk(stream, &format!("event: message\r\ndata: {note}\r\n\r\n")).await {
                     return false;
                 }
-                tokio::time::sleep(Duration::from_millis(arg("gap_ms", 200))).await;
+                let gap = arg("gap_ms", 200);
+                if gap > 0 {
+                    // (a zero gap writes the events back to back: a timer would add a tick each)
+                    tokio::time::sleep(Duration::from_millis(gap)).await;
+                }
             }
             if tool == "drop_mid_sse" {
                 return false;

@@ -144,7 +144,15 @@ async fn initialize(
             answer,
         } => {
             ctx.backend = pool.find(record.binding.backend);
-            write_whole(session, client_response(&head, Some(&record.id)), answer).await?;
+            let answer = if gw.sessions.resumes() && crate::session::stream_answer(&head) {
+                crate::session::resume::without_backend_ids(&answer)
+            } else {
+                answer
+            };
+            let mut head = client_response(&head, Some(&record.id));
+            // the body may have changed length
+            head.remove_header(&http::header::CONTENT_LENGTH);
+            write_whole(session, head, answer).await?;
         }
         Opened::NotASession { head, answer } => {
             write_whole(session, client_response(&head, None), answer).await?;

@@ -199,6 +199,24 @@ impl Frame {
     }
 }
 
+/// A buffered SSE answer with the backend's event ids, `retry:` advice and priming events
+/// taken out (an answer the gateway does not make resumable, such as `initialize`'s: the
+/// backend's ids mean nothing to the client, which talks to the gateway).
+pub fn without_backend_ids(body: &[u8]) -> Bytes {
+    let mut splitter = crate::mcp::sse::EventSplitter::default();
+    let mut events = splitter.push(body);
+    events.extend(splitter.push(b"\n\n")); // a last event without its blank line
+    let mut out = Vec::with_capacity(body.len());
+    for event in events {
+        let frame = Frame::parse(&event);
+        if frame.carries_message() {
+            out.extend_from_slice(&frame.lines);
+            out.push(b'\n');
+        }
+    }
+    Bytes::from(out)
+}
+
 /// Why a resume was refused (the `reason` label and `data.reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -400,6 +418,15 @@ mod tests {
         let priming = Frame::parse(b"id: 0\nretry: 1000\ndata: \n\n");
         assert!(!priming.carries_message());
         assert!(!Frame::parse(b": ping\n\n").carries_message());
+    }
+
+    #[test]
+    fn buffered_answers_lose_the_backends_ids_and_priming() {
+        let body = b"id: backend-1\r\ndata: \r\nretry: 300\r\n\r\nid: backend-2\r\nevent: message\r\ndata: {\"id\":0}\r\n\r\n";
+        assert_eq!(
+            &without_backend_ids(body)[..],
+            b"event: message\ndata: {\"id\":0}\n\n"
+        );
     }
 
     #[test]

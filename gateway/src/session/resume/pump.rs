@@ -93,6 +93,8 @@ impl Events {
 /// How reading an answer ended.
 enum End {
     Done,
+    /// The response arrived on a stream that may stay open (closed, not reused).
+    Answered,
     TimedOut,
     Broken,
     Orphaned,
@@ -220,6 +222,7 @@ async fn pump(
     let mut splitter = EventSplitter::default();
     let mut backend_id: Option<String> = None;
     let mut answered = false;
+    let mut resumed_upstream = false;
     let end = loop {
         let orphaned_at = log.unread_since().map(|t| t + window);
         let wake = match (of.until, orphaned_at) {
@@ -258,6 +261,10 @@ async fn pump(
                         manager.resume.mirror_last(&log);
                     }
                 }
+                if answered && resumed_upstream {
+                    // a resumed stream is a GET the backend may keep open: the answer is whole
+                    break End::Answered;
+                }
             }
             Some(Ok(None)) => {
                 let Some(from) = backend_id.as_deref().filter(|_| !answered) else {
@@ -273,6 +280,7 @@ async fn pump(
                             .release(std::mem::replace(&mut exchange, rest))
                             .await;
                         splitter = EventSplitter::default();
+                        resumed_upstream = true;
                     }
                     Err(e) => {
                         tracing::debug!(session = short(&rec.id), error = %e, "answer not resumed upstream");
@@ -286,6 +294,10 @@ async fn pump(
     let final_error = match end {
         End::Done => {
             manager.engine.release(exchange).await;
+            None
+        }
+        End::Answered => {
+            drop(exchange);
             None
         }
         End::TimedOut => {
