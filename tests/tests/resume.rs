@@ -341,3 +341,54 @@ async fn an_answer_the_backend_closes_early_is_resumed_upstream_with_its_own_eve
         "one priming event, the gateway's: {all:?}"
     );
 }
+
+#[tokio::test]
+async fn buffer_bounds_hold_and_a_resume_from_before_them_is_refused_as_evicted() {
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let sessions = "sessions:\n  resume: { max-events: 3 }\n";
+    let gw = Gateway::start(&yaml(&[server.addr()], sessions)).await;
+    let sid = open(&gw).await;
+    let resp = progress_call(&sid, 8, 5).send(gw.addr).await;
+    let ids: Vec<String> = events(&resp.text())
+        .into_iter()
+        .filter_map(|e| e.0)
+        .collect();
+    assert_eq!(ids.len(), 10, "priming, 8 progress, result");
+    // only the last 3 events are kept: after the 7th (index 6) is the oldest resumable point
+    let refused = resume(&sid, &ids[1]).send(gw.addr).await;
+    assert_eq!(refused.status(), 410);
+    assert_eq!(refused.json()["error"]["data"]["reason"], "evicted");
+    let rest = resume(&sid, &ids[6]).send(gw.addr).await;
+    assert_eq!(events(&rest.text()).len(), 3, "{}", rest.text());
+    assert_eq!(
+        gw.metric("mcpgw_resumes_refused_total{reason=\"evicted\"}")
+            .await,
+        1.0
+    );
+}
+
+#[tokio::test]
+async fn idle_client_streams_get_keep_alive_comments() {
+    // FastMCP's standalone GET stream is silent: only the gateway writes on it
+    let server = PythonPeer::legacy_v1("pod-0", 0).await;
+    let sessions = "sessions:\n  resume: { keep-alive-s: 1 }\n";
+    let gw = Gateway::start(&yaml(&[server.addr()], sessions)).await;
+    let sid = open(&gw).await;
+    let get = Request::session_stream(&sid).header("MCP-Protocol-Version", V);
+    let read = tokio::time::timeout(Duration::from_millis(2500), get.send_timed(gw.addr)).await;
+    assert!(read.is_err(), "the stream stays open");
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = received.clone();
+    let (get, addr) = (
+        Request::session_stream(&sid).header("MCP-Protocol-Version", V),
+        gw.addr,
+    );
+    let reader = tokio::spawn(async move { get.send_timed_counting(addr, &counted).await });
+    // the priming event, then a comment a second
+    assert_eventually!(
+        Duration::from_secs(4),
+        received.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+        "keep-alives arrive on an idle stream"
+    );
+    reader.abort();
+}

@@ -376,6 +376,10 @@ async fn pump(
                         resume.mirror_last(&log);
                     }
                 }
+                // a client that lags a whole buffer behind holds the backend's stream back
+                while log.full() && log.unread_since().is_none() {
+                    log.progressed().await;
+                }
             }
             Ok(None) => break false,
             Err(e) => break e.etype() != &pingora::ErrorType::ReadTimedout,

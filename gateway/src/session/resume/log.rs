@@ -36,6 +36,8 @@ pub struct StreamLog {
     /// Wakes the stream's reading task when its last reader leaves (one stored permit, so
     /// a leave between its check and its wait is not missed).
     detached: Notify,
+    /// Wakes the reading task waiting for a lagging reader (one stored permit).
+    progress: Notify,
     /// Bytes buffered across every stream of the process (the gauge).
     total: Arc<AtomicUsize>,
 }
@@ -45,8 +47,11 @@ struct Inner {
     next_seq: u64,
     bytes: usize,
     ended: bool,
-    /// Readers attached right now.
-    readers: usize,
+    /// Attached readers and the sequence number each reads next: events a reader has not
+    /// had are never dropped (the stream's reading task waits instead), so bounds cost a
+    /// slow client time, never events.
+    readers: Vec<(u64, u64)>,
+    next_reader: u64,
     /// When the last reader left (or the stream started without one).
     detached_at: Instant,
 }
@@ -81,11 +86,13 @@ impl StreamLog {
                 next_seq: 0,
                 bytes: 0,
                 ended: false,
-                readers: 0,
+                readers: Vec::new(),
+                next_reader: 0,
                 detached_at: Instant::now(),
             }),
             notify: Notify::new(),
             detached: Notify::new(),
+            progress: Notify::new(),
             total,
         }
     }
@@ -119,18 +126,36 @@ impl StreamLog {
         inner.bytes += event.len();
         self.total.fetch_add(event.len(), Ordering::Relaxed);
         inner.events.push_back((seq, event));
-        // the newest event always stays, whatever its size
+        self.trim(&mut inner);
+        drop(inner);
+        self.notify.notify_waiters();
+        Some(seq)
+    }
+
+    /// Drops the oldest events beyond the bounds that every attached reader has had (the
+    /// newest event always stays).
+    fn trim(&self, inner: &mut Inner) {
+        let floor = inner.readers.iter().map(|r| r.1).min().unwrap_or(u64::MAX);
         while inner.events.len() > 1
             && (inner.events.len() > self.bounds.max_events || inner.bytes > self.bounds.max_bytes)
+            && inner.events.front().is_some_and(|(seq, _)| *seq < floor)
         {
             if let Some((_, old)) = inner.events.pop_front() {
                 inner.bytes -= old.len();
                 self.total.fetch_sub(old.len(), Ordering::Relaxed);
             }
         }
-        drop(inner);
-        self.notify.notify_waiters();
-        Some(seq)
+    }
+
+    /// Whether the stream holds more than its bounds (an attached reader lags behind).
+    pub fn full(&self) -> bool {
+        let inner = lock(&self.inner);
+        inner.events.len() > self.bounds.max_events || inner.bytes > self.bounds.max_bytes
+    }
+
+    /// Completes when a reader made progress or left (one stored permit).
+    pub async fn progressed(&self) {
+        self.progress.notified().await;
     }
 
     /// Ends the stream: readers get what is left, then `Ended`.
@@ -147,7 +172,7 @@ impl StreamLog {
     /// Since when no reader is attached (`None` while one is).
     pub fn unread_since(&self) -> Option<Instant> {
         let inner = lock(&self.inner);
-        (inner.readers == 0).then_some(inner.detached_at)
+        inner.readers.is_empty().then_some(inner.detached_at)
     }
 
     /// Completes when the last reader left (at once if it left since the previous call).
@@ -183,11 +208,29 @@ impl StreamLog {
 
     /// A reader from `cursor`, counted as attached while it lives.
     pub fn reader(self: &Arc<Self>, cursor: u64) -> LogReader {
-        lock(&self.inner).readers += 1;
+        let id = {
+            let mut inner = lock(&self.inner);
+            inner.next_reader += 1;
+            let id = inner.next_reader;
+            inner.readers.push((id, cursor));
+            id
+        };
         LogReader {
             log: self.clone(),
             cursor,
+            id,
         }
+    }
+
+    /// Records that reader `id` reads `cursor` next.
+    fn advance(&self, id: u64, cursor: u64) {
+        let mut inner = lock(&self.inner);
+        if let Some(r) = inner.readers.iter_mut().find(|r| r.0 == id) {
+            r.1 = cursor;
+        }
+        self.trim(&mut inner);
+        drop(inner);
+        self.progress.notify_one();
     }
 }
 
@@ -202,6 +245,7 @@ impl Drop for StreamLog {
 pub struct LogReader {
     log: Arc<StreamLog>,
     cursor: u64,
+    id: u64,
 }
 
 impl LogReader {
@@ -214,6 +258,8 @@ impl LogReader {
             notified.as_mut().enable();
             match self.log.read(self.cursor) {
                 Read::Event(seq, event) => {
+                    // the previous events were handed out: they may go
+                    self.log.advance(self.id, seq);
                     self.cursor = seq + 1;
                     return Some(event);
                 }
@@ -242,11 +288,14 @@ impl LogReader {
 impl Drop for LogReader {
     fn drop(&mut self) {
         let mut inner = lock(&self.log.inner);
-        inner.readers -= 1;
-        if inner.readers == 0 {
+        inner.readers.retain(|r| r.0 != self.id);
+        if inner.readers.is_empty() {
             inner.detached_at = Instant::now();
             self.log.detached.notify_one();
         }
+        self.log.trim(&mut inner);
+        drop(inner);
+        self.log.progress.notify_one();
     }
 }
 
@@ -312,6 +361,22 @@ mod tests {
             0,
             "the gauge returns to zero"
         );
+    }
+
+    #[tokio::test]
+    async fn an_attached_reader_that_lags_loses_nothing_and_holds_the_writer_back() {
+        let (log, _) = new_log(2, 1 << 20);
+        let mut slow = log.reader(0);
+        for _ in 0..5 {
+            log.push(ev);
+        }
+        assert!(log.full(), "kept for the reader: the writer must wait");
+        for seq in 0..5 {
+            assert_eq!(slow.next().await, Some(ev(seq)));
+        }
+        assert!(!log.full(), "read: trimmed to the bounds");
+        drop(slow);
+        assert_eq!(log.read(0), Read::Evicted);
     }
 
     #[test]

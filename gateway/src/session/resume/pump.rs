@@ -261,6 +261,10 @@ async fn pump(
                         manager.resume.mirror_last(&log);
                     }
                 }
+                // a reader that lags a whole buffer behind holds the upstream back
+                while log.full() && log.unread_since().is_none() {
+                    log.progressed().await;
+                }
                 if answered && resumed_upstream {
                     // a resumed stream is a GET the backend may keep open: the answer is whole
                     break End::Answered;
