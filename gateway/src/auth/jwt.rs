@@ -74,6 +74,10 @@ impl Verifier {
             return Err(Refusal::Algorithm.into());
         }
         let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Malformed)?;
+        // A token that cannot be a JWT is refused before its `kid` may trigger a key fetch.
+        if !well_formed(token) {
+            return Err(Refusal::Malformed.into());
+        }
         let kid = header.kid.as_deref();
         let key = match self.keys.find(kid) {
             Some(key) => key,
@@ -144,6 +148,21 @@ fn header_alg(token: &str) -> Option<String> {
         .ok()?;
     let value: Value = serde_json::from_slice(&bytes).ok()?;
     Some(value.get("alg")?.as_str()?.to_owned())
+}
+
+/// Whether the claims decode to a JSON object and the signature is base64url.
+fn well_formed(token: &str) -> bool {
+    let engine = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut parts = token.split('.').skip(1);
+    let (Some(claims), Some(signature)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let claims_ok = engine
+        .decode(claims)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Map<String, Value>>(&bytes).ok())
+        .is_some();
+    claims_ok && !signature.is_empty() && engine.decode(signature).is_ok()
 }
 
 fn refusal(kind: &JwtError) -> Failed {
