@@ -1,7 +1,7 @@
-//! The request-filter steps, in order: request id, listener guard, route, declared size, MCP
-//! headers, admission, then the plan (which path serves the request). Each step returns
-//! `Result<_, GatewayError>`; the proxy answers an error in one place. A new check (an
-//! authentication step, say) is one more step here.
+//! The request-filter steps, in order: request id, listener guard, metadata document, route,
+//! declared size, caller (`authn.rs`), MCP headers, admission, then the plan (which path serves
+//! the request) and, where the headers are checked against the body, the authorization of the
+//! call. Each step returns `Result<_, GatewayError>`; the proxy answers an error in one place.
 
 use super::ctx::{Native, RequestCtx};
 use super::{trace, Gateway};
