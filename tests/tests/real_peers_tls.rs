@@ -96,3 +96,66 @@ async fn a_backend_certificate_from_another_ca_is_refused() {
         assert_eq!(resp.json()["error"]["code"], -32011, "{tls_section}");
     }
 }
+
+/// The serial number of the certificate the listener at `port` serves, and whether it verifies
+/// against the test CA (Node's TLS client).
+async fn served_certificate(port: u16) -> serde_json::Value {
+    let script = r#"
+const tls = require("tls"), fs = require("fs");
+const [port, ca] = process.argv.slice(1);
+const s = tls.connect({ host: "127.0.0.1", port: Number(port), servername: "localhost", ca: fs.readFileSync(ca) }, () => {
+  console.log(JSON.stringify({ serial: s.getPeerCertificate().serialNumber, authorized: s.authorized }));
+  s.end();
+});
+s.on("error", (e) => console.log(JSON.stringify({ error: String(e) })));
+"#;
+    let out = tokio::process::Command::new(mcp_gateway_tests::harness::node())
+        .args([
+            "-e",
+            script,
+            &port.to_string(),
+            &tls("ca.crt").to_string_lossy(),
+        ])
+        .output()
+        .await
+        .expect("node");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("node printed: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test]
+async fn a_renewed_listener_certificate_is_served_without_a_restart() {
+    let dir = mcp_gateway_tests::harness::unique_temp_path("mcpgw-tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("gw.crt"), dir.join("gw.key"));
+    std::fs::copy(tls("server.crt"), &cert).unwrap();
+    std::fs::copy(tls("server.key"), &key).unwrap();
+    let pod = PythonPeer::stateless_v2("py").await;
+    let gw = Gateway::start(&format!(
+        "listen-tls: {{ cert: {}, key: {} }}\npools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
+        cert.display(),
+        key.display(),
+        pod.addr()
+    ))
+    .await;
+    let first = served_certificate(gw.addr.port()).await;
+    assert_eq!(first["authorized"], true, "{first}");
+    // Renewal: the key first, then the certificate (as cert-manager and certbot write them).
+    std::fs::copy(tls("server2.key"), &key).unwrap();
+    std::fs::copy(tls("server2.crt"), &cert).unwrap();
+    let port = gw.addr.port();
+    let before = first["serial"].clone();
+    mcp_gateway_tests::eventually_async(
+        "the renewed certificate",
+        std::time::Duration::from_secs(10),
+        || {
+            let before = before.clone();
+            async move {
+                let now = served_certificate(port).await;
+                now["authorized"] == true && now["serial"] != before
+            }
+        },
+    )
+    .await;
+    std::fs::remove_dir_all(&dir).ok();
+}

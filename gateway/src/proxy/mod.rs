@@ -12,6 +12,7 @@ mod authn;
 mod check;
 pub mod ctx;
 pub mod guard;
+pub mod listen_tls;
 mod relay;
 pub mod respond;
 mod stateful;
