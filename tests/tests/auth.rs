@@ -505,3 +505,19 @@ async fn a_session_stays_bound_to_its_principal_on_every_replica_sharing_redis()
     let own = call(&alice).send(two.addr).await;
     assert_eq!(own.status(), 200, "{}", String::from_utf8_lossy(&own.body));
 }
+
+#[tokio::test]
+async fn per_client_limits_count_by_the_principal_not_the_address() {
+    let mock = MockServer::start("m").await;
+    let yaml = stateless(&mock, "").replace(
+        "pools:",
+        "limits: { rate: { per-second: 0.1, burst: 1 } }\npools:",
+    );
+    let gw = Gateway::start(&yaml).await;
+    let (alice, bob) = (token("alice", "tools"), token("bob", "tools"));
+    assert_eq!(call_with(&alice).send(gw.addr).await.status(), 200);
+    // Same address, same principal: over the rate.
+    assert_eq!(call_with(&alice).send(gw.addr).await.status(), 429);
+    // Same address, another principal: a bucket of its own.
+    assert_eq!(call_with(&bob).send(gw.addr).await.status(), 200);
+}
