@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod admission;
+pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod error;

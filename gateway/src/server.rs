@@ -73,7 +73,18 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         Gateway::new(state.clone(), sessions.clone()),
         "mcp-gateway",
     );
-    proxy.add_tcp(&config.listen.to_string());
+    match &config.listen_tls {
+        None => proxy.add_tcp(&config.listen.to_string()),
+        Some(tls) => match crate::proxy::listen_tls::ReloadingCert::new(&tls.cert, &tls.key) {
+            Ok(cert) => {
+                proxy.add_tls_with_settings(&config.listen.to_string(), None, cert.settings())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "listen-tls: cannot load the certificate or key");
+                std::process::exit(1);
+            }
+        },
+    }
     proxy.threads = Some(config.threads);
     server.add_service(proxy);
 

@@ -22,6 +22,8 @@ pub struct State {
     pub metrics: Metrics,
     /// The listener's allowed hosts and origins.
     pub guard: PeerGuard,
+    /// Who may call (`auth`); `None`: anyone.
+    pub auth: Option<Arc<crate::auth::Auth>>,
 }
 
 impl State {
@@ -46,6 +48,10 @@ impl State {
     pub fn new(config: Config, metrics: Metrics) -> State {
         State {
             metrics,
+            auth: config
+                .auth
+                .as_ref()
+                .map(|a| Arc::new(crate::auth::Auth::new(a))),
             guard: PeerGuard::new(&config),
             router: Router::new(&config),
             admission: Admission::new(&config.limits, &config.routes),
@@ -71,8 +77,17 @@ impl State {
                 None => Arc::new(Pool::new(cfg)),
             })
             .collect();
+        // An unchanged auth section keeps its fetched keys and verified tokens.
+        let auth = match (&config.auth, &old.auth) {
+            (Some(a), Some(previous)) if old.config.auth.as_ref() == Some(a) => {
+                Some(previous.clone())
+            }
+            (Some(a), _) => Some(Arc::new(crate::auth::Auth::new(a))),
+            (None, _) => None,
+        };
         State {
             metrics: old.metrics.clone(),
+            auth,
             guard: PeerGuard::new(&config),
             router: Router::new(&config),
             admission: Admission::new(&config.limits, &config.routes),

@@ -105,6 +105,7 @@ async fn run_once(args: RunArgs) -> i32 {
         tool: args.tool,
         timeout: Duration::from_millis(args.timeout_ms),
         progress: std::io::stderr().is_terminal(),
+        bearer: None,
     };
     let result = run::run(cfg, Vec::new()).await;
     println!("{}", summary_line(&result));

@@ -31,6 +31,8 @@ pub struct Wire {
     pub close: bool,
     /// The tool every call invokes.
     pub tool: String,
+    /// `Authorization` value sent on every request.
+    pub bearer: Option<String>,
 }
 
 impl Wire {
@@ -100,6 +102,9 @@ impl Wire {
     fn post(&self, extra: &[(&str, &str)], body: &Value) -> Request {
         let mut headers = vec![ACCEPT, JSON];
         headers.extend_from_slice(extra);
+        if let Some(b) = &self.bearer {
+            headers.push(("Authorization", b.as_str()));
+        }
         let body = serde_json::to_vec(body).expect("JSON serializes");
         Request::new("POST", &self.path, &self.host, &headers, &body, self.close)
     }

@@ -18,7 +18,7 @@ import uvicorn
 HOST = "127.0.0.1"  # loopback only, always
 
 
-async def serve(app: Any, port: int, name: str) -> None:
+async def serve(app: Any, port: int, name: str, tls: tuple[str, str] | None = None) -> None:
     # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on sockets whose proto says
     # TCP. Without it Nagle holds each answer's body until the client ACKs the head: 40 ms per
     # call on kept-alive connections (measured with tcpdump).
@@ -29,7 +29,9 @@ async def serve(app: Any, port: int, name: str) -> None:
     except OSError as e:
         raise SystemExit(f"{name}: cannot bind {HOST}:{port}: {e}") from None
     actual_port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    # tls: (certificate, key) PEM files to serve https (the gateway's backend-TLS tests).
+    ssl = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **ssl))
     done = anyio.Event()
 
     async def run() -> None:
@@ -52,9 +54,12 @@ def main(doc: str, make_app: Callable[[str], Any]) -> None:
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--name", required=True)
+    p.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
+    p.add_argument("--tls-key", help="... and this key (PEM)")
     a = p.parse_args()
+    tls = (a.tls_cert, a.tls_key) if a.tls_cert else None
     try:
-        anyio.run(serve, make_app(a.name), a.port, a.name)
+        anyio.run(serve, make_app(a.name), a.port, a.name, tls)
     except KeyboardInterrupt:
         pass
     sys.exit(0)

@@ -127,6 +127,19 @@ class Peer:
                 holder["t"] = self_
 
             sh.StreamableHTTPTransport.__init__ = init  # type: ignore[method-assign]
+            # MCPGW_BEARER: a bearer token sent on every request (the gateway's auth tests).
+            bearer = os.environ.get("MCPGW_BEARER")
+            if bearer:
+                import mcp.client.client as client_module
+                from mcp.shared._httpx_utils import create_mcp_http_client
+
+                plain = sh.streamable_http_client
+
+                def with_token(url: str, **kw: Any) -> Any:
+                    kw["http_client"] = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+                    return plain(url, **kw)
+
+                client_module.streamable_http_client = with_token  # type: ignore[assignment]
             try:
                 client = Client(self.url, mode=self.mode, read_timeout_seconds=self.timeout, **handlers)
                 api = await stack.enter_async_context(client)

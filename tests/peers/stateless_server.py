@@ -33,6 +33,11 @@ def build_server(name: str) -> MCPServer:
         return f"{name}:report:{region}"
 
     @mcp.tool()
+    def admin_reset() -> str:
+        """A tool the gateway's authz rules reserve for the `admin` scope in the auth tests."""
+        return f"{name}:reset"
+
+    @mcp.tool()
     def echo_size(text: str) -> str:
         """Return the length of `text` (used with big arguments)."""
         return str(len(text))

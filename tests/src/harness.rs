@@ -410,7 +410,7 @@ impl ReplClient {
         Self::spawn(cmd).await
     }
 
-    async fn spawn(mut cmd: Command) -> Result<ReplClient, serde_json::Value> {
+    pub(crate) async fn spawn(mut cmd: Command) -> Result<ReplClient, serde_json::Value> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -3,6 +3,7 @@
 //! harness that runs the real gateway binary and the real Python MCP SDK peers on 127.0.0.1.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod client;
 pub mod conformance;
 pub mod dns;

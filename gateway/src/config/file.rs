@@ -45,6 +45,10 @@ pub struct FileConfig {
     /// `routes`: routes in match order.
     #[serde(default)]
     pub routes: Vec<FileRoute>,
+    /// `auth`: who may call (JWT bearer tokens, API keys); see `config/auth.rs`.
+    pub auth: Option<super::auth::FileAuth>,
+    /// `listen-tls`: TLS on the listener.
+    pub listen_tls: Option<super::auth::FileListenTls>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub unknown: Unknown,
@@ -169,6 +173,10 @@ pub struct FilePool {
     pub drain_timeout_s: Option<u64>,
     pub discovery: Option<FileDiscovery>,
     pub health: Option<FileHealth>,
+    /// `tls`: TLS to this pool's backends.
+    pub tls: Option<super::auth::FilePoolTls>,
+    /// `identity-headers`: the caller's identity sent to this pool's backends.
+    pub identity_headers: Option<super::auth::FileIdentityHeaders>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -212,6 +220,11 @@ pub struct FileRoute {
     pub limits: FileRouteLimits,
     #[serde(default)]
     pub rules: Vec<FileRule>,
+    /// `auth`: `required` or `none`.
+    pub auth: Option<String>,
+    /// `authz`: who may call what on this route.
+    #[serde(default)]
+    pub authz: Vec<super::auth::FileAuthzRule>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

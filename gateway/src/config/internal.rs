@@ -39,6 +39,10 @@ pub struct Config {
     pub pools: Vec<PoolConfig>,
     /// Routes in match order.
     pub routes: Vec<RouteConfig>,
+    /// Who may call (`auth`). Default: anyone.
+    pub auth: Option<super::AuthConfig>,
+    /// TLS on the listener (`listen-tls`). Default: plain HTTP.
+    pub listen_tls: Option<super::ListenTls>,
 }
 
 /// Gateway-owned sessions.
@@ -181,6 +185,10 @@ pub struct PoolConfig {
     pub discovery: Option<Discovery>,
     /// Active health checks. Default: none (passive marking only).
     pub health: Option<HealthCheck>,
+    /// TLS to the backends. Default: plain HTTP.
+    pub tls: Option<super::PoolTls>,
+    /// Identity headers sent to the backends. Default: none.
+    pub identity_headers: super::IdentityHeaders,
 }
 
 /// A dynamic membership source; the static `backends` are the initial members.
@@ -270,6 +278,10 @@ pub struct RouteConfig {
     pub limits: RouteLimits,
     /// Rules, first match wins.
     pub rules: Vec<RuleConfig>,
+    /// Whether a caller is required. Default: required once `auth` is set.
+    pub auth: super::RouteAuth,
+    /// Authorization rules, first match decides. Default: none (any caller may call anything).
+    pub authz: Vec<super::AuthzRule>,
 }
 
 /// A routing rule: globs on method and name, and the pool they send to.

@@ -1,11 +1,16 @@
 //! Configuration: the YAML file format (`file`), its validation into the typed [`Config`]
 //! (`internal`), and loading from disk.
 
+mod auth;
 mod file;
 mod internal;
 mod pools;
 mod validate;
 
+pub use auth::{
+    ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
+    PoolTls, Require, RouteAuth,
+};
 pub use file::FileConfig;
 pub use internal::*;
 

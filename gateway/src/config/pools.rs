@@ -13,7 +13,7 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
          failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
-         discovery, health",
+         discovery, health, tls, identity-headers",
     );
     if pool.backends.is_empty() && pool.discovery.is_none() {
         p.add(
@@ -56,6 +56,12 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
         },
         drain_timeout: Duration::from_secs(pool.drain_timeout_s.unwrap_or(120)),
         discovery: pool.discovery.as_ref().and_then(|d| discovery(p, &at, d)),
+        tls: pool.tls.as_ref().map(|t| super::auth::pool_tls(p, &at, t)),
+        identity_headers: pool
+            .identity_headers
+            .as_ref()
+            .map(|h| super::auth::identity_headers(p, &at, h))
+            .unwrap_or_default(),
         health: pool.health.as_ref().map(|h| {
             p.unknown(
                 &format!("{at}.health"),

@@ -41,6 +41,8 @@ fn reference_config_parses_to_expected_struct() {
         drain_timeout: Duration::from_secs(120),
         discovery: None,
         health: None,
+        tls: None,
+        identity_headers: Default::default(),
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),
@@ -69,7 +71,11 @@ fn reference_config_parses_to_expected_struct() {
                 name: Some("report_*".into()),
                 pool: 0,
             }],
+            auth: RouteAuth::None,
+            authz: vec![],
         }],
+        auth: None,
+        listen_tls: None,
     };
     assert_eq!(config, expected);
 }

@@ -5,6 +5,7 @@ use super::file::{
     FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits, Unknown,
 };
 use super::internal::*;
+use super::RouteAuth;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -57,7 +58,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         for (key, globs) in [
@@ -122,12 +123,25 @@ impl Config {
         if pools.is_empty() {
             p.add("pools", "at least one pool is needed");
         }
-        let routes: Vec<RouteConfig> = file
+        let mut routes: Vec<RouteConfig> = file
             .routes
             .iter()
             .enumerate()
             .map(|(i, r)| route_config(&mut p, i, r, &pool_index, check_headers))
             .collect();
+        let auth = file
+            .auth
+            .as_ref()
+            .and_then(|a| super::auth::auth_config(&mut p, a));
+        let listen_tls = file
+            .listen_tls
+            .as_ref()
+            .and_then(|t| super::auth::listen_tls(&mut p, t));
+        for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
+            let at = format!("routes[{i}]");
+            (route.auth, route.authz) =
+                super::auth::route_auth(&mut p, &at, file_route, auth.is_some());
+        }
         if routes.is_empty() {
             p.add("routes", "at least one route is needed");
         }
@@ -152,6 +166,8 @@ impl Config {
                 metric_tools: file.metric_tools,
                 pools,
                 routes,
+                auth,
+                listen_tls,
             })
         } else {
             Err(p.0)
@@ -258,7 +274,7 @@ fn route_config(
     p.unknown(
         &at,
         &route.unknown,
-        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules",
+        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz",
     );
     let path = match (&route.path, &route.path_prefix) {
         (Some(path), None) => PathMatch::Exact(path.clone()),
@@ -327,6 +343,8 @@ fn route_config(
         check_headers: route.check_headers.unwrap_or(check_headers),
         limits: route_limits(p, &format!("{at}.limits"), &route.limits),
         rules,
+        auth: RouteAuth::None,
+        authz: Vec::new(),
     }
 }
 

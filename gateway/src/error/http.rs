@@ -58,6 +58,24 @@ impl GatewayError {
         if let Some((secs, _)) = self.retry() {
             headers.push(("retry-after", secs.to_string()));
         }
+        if let Some(challenge) = self.www_authenticate() {
+            headers.push(("www-authenticate", challenge));
+        }
         (self.kind.http_status(), headers, body)
+    }
+}
+
+impl GatewayError {
+    /// The `WWW-Authenticate` challenge of a 401/403 (RFC 6750, RFC 9728 §5.1), from `data`.
+    fn www_authenticate(&self) -> Option<String> {
+        let metadata = self.data.get("resourceMetadata")?.as_str()?;
+        let quoted = |v: &str| v.replace(['"', '\\'], "");
+        let mut out = format!("Bearer resource_metadata=\"{}\"", quoted(metadata));
+        for key in ["error", "scope"] {
+            if let Some(v) = self.data.get(key).and_then(Value::as_str) {
+                out.push_str(&format!(", {key}=\"{}\"", quoted(v)));
+            }
+        }
+        Some(out)
     }
 }

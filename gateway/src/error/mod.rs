@@ -57,6 +57,16 @@ pub enum ErrorKind {
     /// issued here (or issued in another session), or no longer kept (`data.reason`: `unknown`,
     /// `evicted`). The session itself is fine. -32030, HTTP 410.
     ResumeUnavailable,
+    /// No valid credential (missing, malformed, bad signature, unknown key, expired, wrong
+    /// issuer or audience, unknown API key). -32023, HTTP 401 + `WWW-Authenticate: Bearer
+    /// resource_metadata="…"`.
+    Unauthorized,
+    /// The principal may not make this call (an `authz` rule; a missing scope is
+    /// `insufficient_scope`). -32024, HTTP 403 + `WWW-Authenticate`.
+    Forbidden,
+    /// The signing keys could not be fetched, so a token cannot be checked. -32025, HTTP 503 +
+    /// `Retry-After`.
+    AuthUnavailable,
 }
 
 impl ErrorKind {
@@ -81,6 +91,9 @@ impl ErrorKind {
             ErrorKind::SessionRequired => -32007,
             ErrorKind::StoreUnavailable => -32006,
             ErrorKind::ResumeUnavailable => -32030,
+            ErrorKind::Unauthorized => -32023,
+            ErrorKind::Forbidden => -32024,
+            ErrorKind::AuthUnavailable => -32025,
         }
     }
 
@@ -106,6 +119,9 @@ impl ErrorKind {
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
             ErrorKind::ResumeUnavailable => 410,
+            ErrorKind::Unauthorized => 401,
+            ErrorKind::Forbidden => 403,
+            ErrorKind::AuthUnavailable => 503,
         }
     }
 
@@ -115,6 +131,7 @@ impl ErrorKind {
             ErrorKind::BackendUnavailable | ErrorKind::StoreUnavailable => Some(1),
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
+            ErrorKind::AuthUnavailable => Some(1),
             _ => None,
         }
     }
@@ -140,6 +157,9 @@ impl ErrorKind {
             ErrorKind::SessionRequired => "session-required",
             ErrorKind::StoreUnavailable => "store-unavailable",
             ErrorKind::ResumeUnavailable => "resume-unavailable",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::Forbidden => "forbidden",
+            ErrorKind::AuthUnavailable => "auth-unavailable",
         }
     }
 
@@ -433,6 +453,52 @@ impl GatewayError {
     /// An unexpected state inside the gateway.
     pub fn internal(detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, "Internal gateway error").with("detail", detail.into())
+    }
+}
+
+/// Authentication and authorization answers (`auth/`).
+impl GatewayError {
+    /// No valid credential: `reason` says why; `metadata` is the protected-resource metadata
+    /// URL named in `WWW-Authenticate`.
+    pub fn unauthorized(reason: &str, metadata: &str) -> Self {
+        let message = if reason == "missing" {
+            "Authentication required: send a bearer token".to_owned()
+        } else {
+            format!("Authentication failed: the credential was refused ({reason})")
+        };
+        let e = Self::new(ErrorKind::Unauthorized, message)
+            .with("reason", reason)
+            .with("resourceMetadata", metadata);
+        if reason == "missing" {
+            e
+        } else {
+            e.with("error", "invalid_token")
+        }
+    }
+
+    /// The principal may not make this call; `scope` is the scope a rule requires.
+    pub fn forbidden(scope: Option<&str>, metadata: &str) -> Self {
+        let e = Self::new(
+            ErrorKind::Forbidden,
+            match scope {
+                Some(s) => format!("Forbidden: this call needs the scope `{s}`"),
+                None => "Forbidden: this call is not allowed for this principal".to_owned(),
+            },
+        )
+        .with("resourceMetadata", metadata);
+        match scope {
+            Some(s) => e.with("error", "insufficient_scope").with("scope", s),
+            None => e.with("error", "insufficient_scope"),
+        }
+    }
+
+    /// The signing keys could not be fetched.
+    pub fn auth_unavailable(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::AuthUnavailable,
+            "The gateway cannot check tokens right now (signing keys unavailable); retry shortly",
+        )
+        .with("detail", detail)
     }
 }
 

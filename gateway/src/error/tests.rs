@@ -45,6 +45,9 @@ fn every_kind_has_a_distinct_code() {
         SessionRequired,
         StoreUnavailable,
         ResumeUnavailable,
+        Unauthorized,
+        Forbidden,
+        AuthUnavailable,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();
@@ -68,4 +71,29 @@ fn a_store_failure_is_a_503_to_retry_not_a_lost_session() {
     assert_eq!(v["error"]["code"], -32006);
     assert_eq!(v["error"]["data"]["kind"], "store-unavailable");
     assert_eq!(v["error"]["data"]["detail"], "connection refused");
+}
+
+#[test]
+fn an_unauthorized_answer_names_the_metadata_document_in_www_authenticate() {
+    let meta = "https://gw.example.com/.well-known/oauth-protected-resource/mcp";
+    let (status, headers, body) =
+        GatewayError::unauthorized("missing", meta).to_http(&RequestId::null());
+    assert_eq!(status, 401);
+    let challenge = format!("Bearer resource_metadata=\"{meta}\"");
+    assert!(
+        headers.contains(&("www-authenticate", challenge)),
+        "{headers:?}"
+    );
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["error"]["code"], -32023);
+    let (status, headers, _) =
+        GatewayError::forbidden(Some("admin"), meta).to_http(&RequestId::null());
+    assert_eq!(status, 403);
+    let challenge = headers
+        .iter()
+        .find(|(n, _)| *n == "www-authenticate")
+        .unwrap();
+    assert!(challenge
+        .1
+        .contains("error=\"insufficient_scope\", scope=\"admin\""));
 }

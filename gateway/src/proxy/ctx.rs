@@ -103,6 +103,10 @@ pub struct RequestCtx {
     pub native: Option<Native>,
     /// How it ended.
     pub outcome: Outcome,
+    /// The authenticated caller (`auth`), if any.
+    pub principal: Option<Arc<crate::auth::Principal>>,
+    /// The list method whose answer is filtered by the route's `authz` rules.
+    pub filter: Option<&'static str>,
 }
 
 impl RequestCtx {
@@ -124,6 +128,8 @@ impl RequestCtx {
             backend: None,
             native: None,
             outcome: Outcome::Forwarded,
+            principal: None,
+            filter: None,
         }
     }
 

@@ -8,9 +8,11 @@
 //! - `stateless`: bodies the gateway must read first, forwarded through the attempt engine;
 //! - `stateful`: HTTP glue around the session manager.
 
+mod authn;
 mod check;
 pub mod ctx;
 pub mod guard;
+pub mod listen_tls;
 mod relay;
 pub mod respond;
 mod stateful;
@@ -126,8 +128,9 @@ impl ProxyHttp for Gateway {
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
         // into every request's state, the fast path's too (about 30 KB a request).
-        let handled = match steps::prepare(self, session, ctx) {
+        let handled = match steps::prepare(self, session, ctx).await {
             Ok(Plan::Native) => return Ok(false),
+            Ok(Plan::Metadata(doc)) => authn::serve_metadata(session, doc).await.map_err(Fail::Io),
             Ok(Plan::Stateful(route)) => {
                 Box::pin(stateful::handle(self, session, ctx, route)).await
             }
@@ -220,6 +223,7 @@ impl ProxyHttp for Gateway {
             host: &backend.host,
         };
         let readdressed = request::readdress(upstream, target, client.uri.query());
+        request::identify(upstream, &native.pool.identity);
         readdressed.map_err(|e| respond::stashed(ctx, e))
     }
 

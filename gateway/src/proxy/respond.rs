@@ -101,7 +101,13 @@ pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
         | ErrorType::ConnectError
         | ErrorType::ConnectProxyFailure
         | ErrorType::SocketError
-        | ErrorType::BindError => Some(GatewayError::unavailable(&pool.name, ctx.tried.len())),
+        | ErrorType::BindError
+        // A TLS handshake that fails (a certificate the pool's CA does not sign, a wrong
+        // name) happens before the request is sent: the backend is unreachable.
+        | ErrorType::TLSHandshakeFailure
+        | ErrorType::TLSHandshakeTimedout
+        | ErrorType::InvalidCert
+        | ErrorType::HandshakeError => Some(GatewayError::unavailable(&pool.name, ctx.tried.len())),
         ErrorType::ReadTimedout | ErrorType::WriteTimedout
             if e.esource() == &ErrorSource::Upstream =>
         {

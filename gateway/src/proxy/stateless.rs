@@ -49,6 +49,7 @@ pub(super) async fn forward_buffered(
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     ctx.method_label = method_label(method);
     ctx.note_tool(method, name);
+    super::authn::authorize(ctx, &route, method, name)?;
     let pool = route.pool_for(method, name);
     let deadline = route.deadline(method, name);
     if let (Some("tools/call"), Some(tool), false) = (method, name, ctx.admitted.tool_checked) {
@@ -108,7 +109,10 @@ pub(super) async fn forward_any(
                 host: &b.host,
             };
             let req = match request::forwarded(client, target, None, len) {
-                Ok(req) => req,
+                Ok(mut req) => {
+                    request::identify(&mut req, &pool.identity);
+                    req
+                }
                 Err(e) => return Step::Stop(e),
             };
             match engine.send(pool, &b, &req, body.clone(), repeatable).await {
@@ -137,7 +141,14 @@ pub(super) async fn forward_any(
     }
     let head = client_response(ex.header(), None);
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
-    match relay(&mut ex, session, head, until).await? {
+    let relayed = match ctx.filter.take() {
+        Some(list) => {
+            let principal = ctx.principal.as_deref();
+            super::authn::relay_filtered(&mut ex, session, head, out.route, principal, list).await?
+        }
+        None => relay(&mut ex, session, head, until).await?,
+    };
+    match relayed {
         Relayed::Done => engine.release(ex).await,
         Relayed::TimedOut { sse } => end_with_error(session, sse, &timed_out(ctx), &id).await?,
         Relayed::Broken { sse } => {

@@ -1,7 +1,7 @@
-//! The request-filter steps, in order: request id, listener guard, route, declared size, MCP
-//! headers, admission, then the plan (which path serves the request). Each step returns
-//! `Result<_, GatewayError>`; the proxy answers an error in one place. A new check (an
-//! authentication step, say) is one more step here.
+//! The request-filter steps, in order: request id, listener guard, metadata document, route,
+//! declared size, caller (`authn.rs`), MCP headers, admission, then the plan (which path serves
+//! the request) and, where the headers are checked against the body, the authorization of the
+//! call. Each step returns `Result<_, GatewayError>`; the proxy answers an error in one place.
 
 use super::ctx::{Native, RequestCtx};
 use super::{trace, Gateway};
@@ -28,10 +28,12 @@ pub(super) enum Plan {
         /// Compare body and headers.
         check: bool,
     },
+    /// The protected-resource metadata document (`auth`), answered at once.
+    Metadata(bytes::Bytes),
 }
 
 /// Runs every step; the plan, or the error to answer.
-pub(super) fn prepare(
+pub(super) async fn prepare(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
@@ -40,6 +42,9 @@ pub(super) fn prepare(
     let state = ctx.state.clone();
     let req = session.req_header();
     state.guard.check(req)?;
+    if let Some(doc) = super::authn::metadata(ctx, req.uri.path()) {
+        return Ok(Plan::Metadata(doc));
+    }
     let route = state
         .router
         .route(req.uri.path())
@@ -53,6 +58,8 @@ pub(super) fn prepare(
     if declared.is_some_and(|len| len > state.config.max_body_bytes) {
         return Err(GatewayError::body_too_large(state.config.max_body_bytes));
     }
+    super::authn::authenticate(session, ctx, &route).await?;
+    let req = session.req_header();
     let headers = read_mcp_headers(&req.headers, route.check_headers).map_err(|p| match p {
         HeaderProblem::Duplicated(h) => GatewayError::duplicate_header(h),
         HeaderProblem::Undecodable(h) => GatewayError::undecodable_header(h),
@@ -72,6 +79,17 @@ pub(super) fn prepare(
     // client must not dodge a limit by naming another tool in `Mcp-Name`.
     let verified =
         matches!(plan, Plan::Native) && ctx.native.as_ref().is_some_and(|n| n.check_body);
+    if let (true, Plan::Native) = (verified, &plan) {
+        let route = ctx.native.as_ref().map(|n| n.route.clone());
+        if let Some(route) = route {
+            super::authn::authorize(
+                ctx,
+                &route,
+                headers.method.as_deref(),
+                headers.name.as_deref(),
+            )?;
+        }
+    }
     if let (true, Some("tools/call"), Some(tool)) =
         (verified, headers.method.as_deref(), headers.name.as_deref())
     {
@@ -98,6 +116,8 @@ fn admit(
         .map(|a| a.ip());
     let req = session.req_header();
     let identity = admission.identity(&req.headers, client_ip);
+    // With `auth`, limits count by the authenticated principal.
+    let identity = identity.map(|id| ctx.principal.as_ref().map_or(id, |p| p.id.clone()));
     let stream = req.method == http::Method::GET;
     let admitted = &mut ctx.admitted;
     admitted.permit = admission.admit(route.index, identity.as_deref(), stream)?;
@@ -129,11 +149,12 @@ fn plan(
     let check = route.check_headers && has_body && (method.is_some() || ctx.era == Era::Stateless);
     // Rules and the per-tool rate must read the name the backend will run: from the body,
     // unless check-headers makes the headers say what the body says.
-    let names_matter = route.has_rules() || ctx.state.admission.has_tool_rate();
+    let names_matter =
+        route.has_rules() || ctx.state.admission.has_tool_rate() || route.guard.has_rules();
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
-    if has_body && (by_body || bounded) {
+    if has_body && (by_body || bounded || route.guard.filters(method)) {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;

@@ -21,6 +21,8 @@ pub struct Route {
     rules: Vec<Rule>,
     timeout: Option<std::time::Duration>,
     tool_timeouts: Vec<(GlobMatcher, std::time::Duration)>,
+    /// Whether a caller is required, and the authorization rules.
+    pub guard: crate::auth::RouteGuard,
 }
 
 #[derive(Debug)]
@@ -66,6 +68,7 @@ impl Route {
             default_pool: rc.pool,
             upstream_path: rc.upstream_path.clone(),
             check_headers: rc.check_headers,
+            guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc
                 .limits

@@ -152,6 +152,11 @@ impl SessionManager {
         match self.store.get(id).await? {
             Lookup::Live(r) if r.principal == caller.principal => Ok(r),
             Lookup::Live(_) | Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
+            // Tombstones do not say whose session ended: with authentication, an ended
+            // session is as unknown as any other (no oracle for session ids).
+            Lookup::Gone(_) if caller.principal.is_some() => {
+                Err(GatewayError::session_not_found("unknown"))
+            }
             Lookup::Gone(reason) => Err(GatewayError::session_not_found(reason.as_str())),
         }
     }
@@ -175,7 +180,7 @@ impl SessionManager {
                     continue;
                 }
             };
-            let req = in_session_request(&rec, &backend, &out)?;
+            let req = in_session_request(pool, &rec, &backend, &out)?;
             let body = out.body.clone();
             match self
                 .engine
@@ -251,7 +256,7 @@ impl SessionManager {
     ) -> Result<Exchange, GatewayError> {
         let backend =
             bound_backend(pool, rec).map_err(|_| GatewayError::unavailable(&pool.name, 0))?;
-        let req = in_session_request(rec, &backend, out)?;
+        let req = in_session_request(pool, rec, &backend, out)?;
         let body = out.body.clone();
         self.engine
             .send(pool, &backend, &req, body, out.repeatable)
@@ -405,6 +410,7 @@ impl SessionManager {
 
 /// The client's request as it goes to the session's backend.
 fn in_session_request(
+    pool: &Pool,
     rec: &SessionRecord,
     backend: &Backend,
     out: &Outgoing<'_>,
@@ -415,7 +421,9 @@ fn in_session_request(
     };
     let len = out.is_post.then_some(out.body.len());
     let session = Some(&*rec.binding.backend_session);
-    request::forwarded(out.client, target, session, len)
+    let mut req = request::forwarded(out.client, target, session, len)?;
+    request::identify(&mut req, &pool.identity);
+    Ok(req)
 }
 
 pub(super) fn backend_session(rec: &SessionRecord) -> BackendSession {

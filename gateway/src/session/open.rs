@@ -90,7 +90,10 @@ impl SessionManager {
                     };
                     let len = Some(opening.body.len());
                     let req = match request::forwarded(opening.client, target, None, len) {
-                        Ok(req) => req,
+                        Ok(mut req) => {
+                            request::identify(&mut req, &pool.identity);
+                            req
+                        }
                         Err(e) => return Step::Stop(e),
                     };
                     let body = opening.body.clone();

@@ -9,6 +9,7 @@ pub mod client;
 pub mod discovery;
 pub mod health;
 pub mod request;
+mod tls;
 
 use crate::config::{Balance, PoolConfig};
 use arc_swap::ArcSwap;
@@ -167,6 +168,10 @@ pub struct Pool {
     pub session_not_found: Vec<crate::config::NotFoundRule>,
     /// How long a draining backend keeps its sessions before they move.
     pub drain_timeout: Duration,
+    /// Identity headers sent instead of the client's token (`identity-headers`).
+    pub identity: crate::config::IdentityHeaders,
+    /// TLS to the backends (`tls`), ready for pingora's peers.
+    tls: Option<tls::PeerTls>,
 }
 
 /// Decrements a backend's in-flight count when dropped.
@@ -210,6 +215,11 @@ impl Pool {
             failure_cooldown: cfg.failure_cooldown,
             session_not_found: cfg.session_not_found.clone(),
             drain_timeout: cfg.drain_timeout,
+            identity: cfg.identity_headers.clone(),
+            tls: cfg
+                .tls
+                .as_ref()
+                .map(|t| tls::PeerTls::new(t, cfg.host.as_deref())),
         }
     }
 
@@ -364,7 +374,10 @@ impl Pool {
 
     /// The pingora peer for a backend, with this pool's timeouts.
     pub fn peer(&self, backend: &Backend) -> HttpPeer {
-        let mut peer = HttpPeer::new(backend.addr, false, String::new());
+        let mut peer = match &self.tls {
+            None => HttpPeer::new(backend.addr, false, String::new()),
+            Some(tls) => tls.peer(backend.addr),
+        };
         peer.options.connection_timeout = Some(self.connect_timeout);
         peer.options.read_timeout = Some(self.read_timeout);
         peer.options.idle_timeout = Some(Duration::from_secs(60));

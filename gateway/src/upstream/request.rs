@@ -100,6 +100,38 @@ pub fn forwarded(
     Ok(req)
 }
 
+/// Sets a pool's identity headers from the caller (the principal the auth step put into the
+/// client's request head), after removing whatever the client sent under those names.
+pub fn identify(req: &mut RequestHeader, identity: &crate::config::IdentityHeaders) {
+    for name in identity.names() {
+        req.remove_header(name);
+    }
+    let Some(principal) = req
+        .extensions
+        .get::<std::sync::Arc<crate::auth::Principal>>()
+        .cloned()
+    else {
+        return;
+    };
+    let mut set = |name: &str, value: &str| {
+        if let Ok(v) = http::HeaderValue::from_str(value) {
+            let _ = req.insert_header(name.to_owned(), v);
+        }
+    };
+    if let Some(h) = &identity.principal {
+        set(h, &principal.id);
+    }
+    if let Some(h) = &identity.subject {
+        set(h, &principal.subject);
+    }
+    for (claim, header) in &identity.claims {
+        let values = principal.claim_values(claim);
+        if !values.is_empty() {
+            set(header, &values.join(","));
+        }
+    }
+}
+
 /// A request the gateway sends on its own: `POST` with a JSON body of `body_len` bytes, or
 /// `DELETE` (no body), in the backend session `session` at protocol `version`.
 pub fn own(

@@ -43,6 +43,8 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Draw a progress bar on stderr.
     pub progress: bool,
+    /// `Authorization` value sent on every request (the auth benchmark).
+    pub bearer: Option<String>,
 }
 
 /// Something done at an instant of the run (a backend kill), with its effect measured.
@@ -178,6 +180,7 @@ pub async fn run(cfg: LoadConfig, events: Vec<Event>) -> RunResult {
         host: cfg.target.to_string(),
         close: !cfg.reuse,
         tool: cfg.tool.clone(),
+        bearer: cfg.bearer.clone(),
     };
     let ctx = Arc::new(Ctx {
         client: Client::new(cfg.target, cfg.reuse, cfg.timeout),

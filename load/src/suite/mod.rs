@@ -12,6 +12,7 @@
 //! - Store: memory vs Redis session store (req/s, re-initialization latency, Redis bytes per
 //!   session).
 
+mod auth;
 mod overhead;
 mod procs;
 mod report;
@@ -83,7 +84,8 @@ pub struct SuiteArgs {
     #[arg(long, default_value_t = 100_000)]
     memory_sessions: usize,
     /// Parts to run: any of m1, m3, real, overhead, memory, store (memory vs Redis session
-    /// store; needs redis-server), resume (resumable streams on vs off).
+    /// store; needs redis-server), resume (resumable streams on vs off), auth (JWT validation off
+    /// vs RS256 vs ES256).
     #[arg(
         long,
         default_value = "m1,m3,real,overhead,memory",
@@ -157,6 +159,9 @@ pub async fn main(mut args: SuiteArgs) -> i32 {
     }
     if wants("overhead") {
         md.push_str(&suite.overhead().await);
+    }
+    if wants("auth") {
+        md.push_str(&suite.auth().await);
     }
     if wants("memory") {
         md.push_str(&suite.memory().await);
@@ -269,6 +274,7 @@ impl Suite {
             tool: "whoami".into(),
             timeout: Duration::from_secs(10),
             progress: false,
+            bearer: None,
         };
         let cpu_before = measured.and_then(procs::cpu_seconds);
         let result = run::run(cfg, events).await;

@@ -175,6 +175,7 @@ pub(super) async fn open_sessions(target: SocketAddr, n: usize, concurrency: usi
         host: target.to_string(),
         close: false,
         tool: "whoami".into(),
+        bearer: None,
     });
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let ok = Arc::new(std::sync::atomic::AtomicUsize::new(0));

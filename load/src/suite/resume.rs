@@ -25,6 +25,7 @@ async fn session(client: &Client, host: &str) -> String {
         host: host.into(),
         close: false,
         tool: "whoami".into(),
+        bearer: None,
     };
     let resp = client.send(&wire.initialize(1)).await.expect("initialize");
     let sid = resp.session_id.expect("a session id");

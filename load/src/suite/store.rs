@@ -171,6 +171,7 @@ impl Suite {
             host: gw.addr.to_string(),
             close: false,
             tool: "whoami".into(),
+            bearer: None,
         };
         let mut sids = Vec::new();
         for i in 0..200 {

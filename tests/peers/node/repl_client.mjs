@@ -135,7 +135,12 @@ async function run(client, transport, cmd, timeoutMs, url) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const timeoutMs = args.timeout * 1000;
-  const transport = new StreamableHTTPClientTransport(new URL(args.url));
+  // MCPGW_BEARER: a bearer token sent on every request (the gateway's auth tests).
+  const bearer = process.env.MCPGW_BEARER;
+  const transport = new StreamableHTTPClientTransport(
+    new URL(args.url),
+    bearer ? { requestInit: { headers: { Authorization: `Bearer ${bearer}` } } } : undefined,
+  );
   const client = new Client({ name: "mcp-gateway-repl-ts", version: "1.0.0" }, { capabilities: {} });
   try {
     await client.connect(transport, { timeout: timeoutMs });

@@ -57,7 +57,8 @@ pub(super) async fn call(
         }
     }
     let head = client_response(ex.header(), None);
-    if gw.sessions.resumes() && crate::session::stream_answer(ex.header()) {
+    let filter = ctx.filter.take();
+    if filter.is_none() && gw.sessions.resumes() && crate::session::stream_answer(ex.header()) {
         let of = AnswerOf {
             id: Some(call.id.clone()),
             deadline,
@@ -79,7 +80,15 @@ pub(super) async fn call(
         }
         return Ok(());
     }
-    match relay(&mut ex, session, head, until).await? {
+    let relayed = match filter {
+        Some(list) => {
+            let principal = ctx.principal.as_deref();
+            crate::proxy::authn::relay_filtered(&mut ex, session, head, route, principal, list)
+                .await?
+        }
+        None => relay(&mut ex, session, head, until).await?,
+    };
+    match relayed {
         Relayed::Done => gw.engine.release(ex).await,
         Relayed::TimedOut { sse } => {
             drop(ex);

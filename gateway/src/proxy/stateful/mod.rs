@@ -33,7 +33,7 @@ pub(super) async fn handle(
     let pool = state.pool(route.default_pool)?;
     let caller = Caller {
         identity: ctx.admitted.identity.clone().unwrap_or_default(),
-        principal: None,
+        principal: super::authn::principal_id(ctx),
     };
     let sid = session
         .req_header()
@@ -58,6 +58,7 @@ pub(super) async fn handle(
     ctx.method_label = method_label(call.method.as_deref());
     ctx.request_id = Some(call.id.clone());
     ctx.note_tool(call.method.as_deref(), call.name.as_deref());
+    super::authn::authorize(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     if let (true, false, Some(tool)) = (
         call.is("tools/call"),
         ctx.admitted.tool_checked,

@@ -86,7 +86,9 @@ where
 }
 
 async fn created_sessions_are_found_and_counted(store: &dyn SessionStore) {
-    let a = record("ip:1", 1, now_ms());
+    let mut a = record("ip:1", 1, now_ms());
+    // The principal a session is bound to survives the store (Redis: every replica sees it).
+    a.principal = Some("https://idp.example.com|alice".into());
     let b = record("ip:1", 2, now_ms());
     store.create(a.clone(), OPEN).await.unwrap();
     store.create(b.clone(), OPEN).await.unwrap();

@@ -1,0 +1,262 @@
+//! Authorization per route: `routes[].authz` rules on the MCP method and name (globs), the first
+//! matching rule decides (a scope present, or a claim holding one of some values); a request no
+//! rule matches is allowed. The name decided on is always the one the backend will execute (the
+//! body's, or a header the body was checked against), never a header alone.
+//!
+//! `tools/list`, `prompts/list` and `resources/list` answers are filtered to what the principal
+//! may use (`tools/call`, `prompts/get`, `resources/read` of each entry): the one place where
+//! the gateway rewrites an answer body, and only on routes with rules.
+
+use super::Principal;
+use crate::config::{AuthzRule, Require, RouteAuth, RouteConfig};
+use bytes::Bytes;
+use globset::GlobMatcher;
+use serde_json::Value;
+
+/// A route's authentication requirement and rules, compiled.
+#[derive(Debug)]
+pub struct RouteGuard {
+    /// A caller is required.
+    pub required: bool,
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug)]
+struct Rule {
+    method: Option<GlobMatcher>,
+    name: Option<GlobMatcher>,
+    require: Require,
+}
+
+/// A denial: the scope the rule wanted (for `WWW-Authenticate: ... scope=`), if it wanted one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    /// The missing scope, when the rule required a scope.
+    pub scope: Option<String>,
+}
+
+fn glob(g: &Option<String>) -> Option<GlobMatcher> {
+    let g = g.as_ref()?;
+    globset::GlobBuilder::new(g)
+        .literal_separator(false)
+        .build()
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
+impl RouteGuard {
+    /// Compiles a route's `auth` and `authz` (globs were checked by validation).
+    pub fn new(rc: &RouteConfig) -> RouteGuard {
+        RouteGuard::from_rules(rc.auth == RouteAuth::Required, &rc.authz)
+    }
+
+    /// Compiles rules.
+    pub fn from_rules(required: bool, rules: &[AuthzRule]) -> RouteGuard {
+        RouteGuard {
+            required,
+            rules: rules
+                .iter()
+                .map(|r| Rule {
+                    method: glob(&r.method),
+                    name: glob(&r.name),
+                    require: r.require.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether any rule exists (then names matter, and lists are filtered).
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// Whether `principal` may call `method` on `name`.
+    pub fn decide(
+        &self,
+        principal: Option<&Principal>,
+        method: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<(), Denied> {
+        let one = |g: &Option<GlobMatcher>, v: Option<&str>| match g {
+            None => true,
+            Some(g) => v.is_some_and(|v| g.is_match(v)),
+        };
+        let Some(rule) = self
+            .rules
+            .iter()
+            .find(|r| one(&r.method, method) && one(&r.name, name))
+        else {
+            return Ok(());
+        };
+        let allowed = principal.is_some_and(|p| match &rule.require {
+            Require::Scope(s) => p.has_scope(s),
+            Require::Claim { name, any_of } => p
+                .claim_values(name)
+                .iter()
+                .any(|v| any_of.iter().any(|a| a == v)),
+        });
+        match (allowed, &rule.require) {
+            (true, _) => Ok(()),
+            (false, Require::Scope(s)) => Err(Denied {
+                scope: Some(s.clone()),
+            }),
+            (false, Require::Claim { .. }) => Err(Denied { scope: None }),
+        }
+    }
+
+    /// Whether the answer to `method` is a list this route filters.
+    pub fn filters(&self, method: Option<&str>) -> bool {
+        self.has_rules() && list_kind(method).is_some()
+    }
+
+    /// The answer body with the entries `principal` may not use removed (JSON, or SSE whose
+    /// events are re-framed); `None` when nothing needed removing.
+    pub fn filter_answer(
+        &self,
+        principal: Option<&Principal>,
+        method: Option<&str>,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) -> Option<Bytes> {
+        let (field, call, key) = list_kind(method)?;
+        let sse = crate::mcp::sse::is_event_stream(content_type);
+        let mut changed = false;
+        let mut out: Vec<u8> = Vec::with_capacity(body.len());
+        for message in crate::mcp::sse::messages(content_type, body) {
+            let mut json = message;
+            if let Ok(mut v) = serde_json::from_slice::<Value>(&json) {
+                if let Some(Value::Array(items)) =
+                    v.get_mut("result").and_then(|r| r.get_mut(field))
+                {
+                    let before = items.len();
+                    items.retain(|item| {
+                        let name = item.get(key).and_then(Value::as_str);
+                        self.decide(principal, Some(call), name).is_ok()
+                    });
+                    if items.len() != before {
+                        changed = true;
+                        json = serde_json::to_vec(&v).ok()?;
+                    }
+                }
+            }
+            if sse {
+                out.extend_from_slice(&crate::mcp::sse::event(&json));
+            } else {
+                out = json;
+            }
+        }
+        changed.then(|| Bytes::from(out))
+    }
+}
+
+/// For a list method: the result field, the method that uses an entry, and the entry's key.
+fn list_kind(method: Option<&str>) -> Option<(&'static str, &'static str, &'static str)> {
+    match method? {
+        "tools/list" => Some(("tools", "tools/call", "name")),
+        "prompts/list" => Some(("prompts", "prompts/get", "name")),
+        "resources/list" => Some(("resources", "resources/read", "uri")),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(scopes: &[&str], groups: &[&str]) -> Principal {
+        let mut claims = serde_json::Map::new();
+        claims.insert("groups".into(), serde_json::json!(groups));
+        Principal {
+            id: "idp|u".into(),
+            subject: "u".into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            claims,
+        }
+    }
+
+    fn guard() -> RouteGuard {
+        RouteGuard::from_rules(
+            true,
+            &[
+                AuthzRule {
+                    method: Some("tools/call".into()),
+                    name: Some("admin_*".into()),
+                    require: Require::Scope("admin".into()),
+                },
+                AuthzRule {
+                    method: Some("prompts/get".into()),
+                    name: None,
+                    require: Require::Claim {
+                        name: "groups".into(),
+                        any_of: vec!["writers".into(), "editors".into()],
+                    },
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides_and_unmatched_calls_are_allowed() {
+        let g = guard();
+        let user = principal(&["tools"], &["readers"]);
+        let admin = principal(&["tools", "admin"], &["editors"]);
+        let denied = g.decide(Some(&user), Some("tools/call"), Some("admin_reset"));
+        assert_eq!(denied.unwrap_err().scope.as_deref(), Some("admin"));
+        assert!(g
+            .decide(Some(&admin), Some("tools/call"), Some("admin_reset"))
+            .is_ok());
+        assert!(g
+            .decide(Some(&user), Some("tools/call"), Some("echo"))
+            .is_ok());
+        assert!(g
+            .decide(Some(&user), Some("prompts/get"), Some("p"))
+            .is_err());
+        assert!(g
+            .decide(Some(&admin), Some("prompts/get"), Some("p"))
+            .is_ok());
+    }
+
+    #[test]
+    fn list_answers_lose_what_the_principal_may_not_use_in_json_and_sse() {
+        let g = guard();
+        let user = principal(&["tools"], &[]);
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo"},{"name":"admin_reset"}]}}"#;
+        let out = g
+            .filter_answer(
+                Some(&user),
+                Some("tools/list"),
+                Some("application/json"),
+                body,
+            )
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(v["id"], 1);
+        let sse = format!(
+            "event: message\r\ndata: {}\r\n\r\n",
+            std::str::from_utf8(body).unwrap()
+        );
+        let out = g
+            .filter_answer(
+                Some(&user),
+                Some("tools/list"),
+                Some("text/event-stream"),
+                sse.as_bytes(),
+            )
+            .unwrap();
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(
+            text.contains("echo") && !text.contains("admin_reset"),
+            "{text}"
+        );
+        let admin = principal(&["admin"], &[]);
+        assert!(g
+            .filter_answer(
+                Some(&admin),
+                Some("tools/list"),
+                Some("application/json"),
+                body
+            )
+            .is_none());
+    }
+}

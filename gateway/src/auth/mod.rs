@@ -1,0 +1,207 @@
+//! Who may call: the gateway as an OAuth 2.1 resource server (JWT bearer tokens checked on
+//! every request against a JWKS, `jwt.rs` and `jwks.rs`), API keys (`apikeys.rs`), the
+//! protected-resource metadata document (RFC 9728, `metadata.rs`), authorization rules per
+//! route and the filtering of list answers (`authz.rs`). The identity headers sent to backends
+//! instead of the client's token are set by `upstream/request.rs`. No pingora types here.
+//!
+//! A caller is a [`Principal`]: `issuer|subject` for a token, `key:NAME` for an API key.
+//! Sessions are bound to it, per-client limits count by it, and rules decide on its scopes
+//! and claims.
+
+mod apikeys;
+pub mod authz;
+mod jwks;
+mod jwt;
+pub mod metadata;
+
+use crate::config::AuthConfig;
+use crate::error::GatewayError;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+pub use authz::RouteGuard;
+
+/// Longest credential looked at; longer ones are refused unread (an 8 KiB+ header is no token
+/// this gateway issued keys for).
+pub const MAX_CREDENTIAL_BYTES: usize = 8 * 1024;
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    /// Stable identity: `issuer|subject` (token) or `key:NAME` (API key).
+    pub id: Arc<str>,
+    /// The token's `sub`, or the key's name.
+    pub subject: String,
+    /// Scopes granted (`scope`, space separated, or `scp`).
+    pub scopes: Vec<String>,
+    /// Every claim of the token (empty for a key).
+    pub claims: Map<String, Value>,
+}
+
+impl Principal {
+    /// Whether the principal holds `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// The string values of a claim: a string, or the strings of an array (or, for `scope`,
+    /// the granted scopes).
+    pub fn claim_values(&self, name: &str) -> Vec<&str> {
+        if name == "scope" || name == "scp" {
+            return self.scopes.iter().map(String::as_str).collect();
+        }
+        match self.claims.get(name) {
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(Value::Bool(b)) => vec![if *b { "true" } else { "false" }],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Why a credential was refused: `data.reason` of the 401 answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No credential at all.
+    Missing,
+    /// Not a well-formed token (or too long).
+    Malformed,
+    /// The signature does not verify.
+    BadSignature,
+    /// No key with the token's `kid`, even after fetching the key set again.
+    UnknownKey,
+    /// `alg: none`, a symmetric algorithm, or one the key is not for.
+    Algorithm,
+    /// Past `exp` (plus leeway).
+    Expired,
+    /// Before `nbf` (minus leeway).
+    NotYetValid,
+    /// `iss` is not the configured issuer.
+    WrongIssuer,
+    /// `aud` does not name this resource.
+    WrongAudience,
+    /// An API key that is not in the key file.
+    UnknownApiKey,
+}
+
+impl Refusal {
+    /// The `data.reason` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Missing => "missing",
+            Refusal::Malformed => "malformed",
+            Refusal::BadSignature => "bad-signature",
+            Refusal::UnknownKey => "unknown-key",
+            Refusal::Algorithm => "algorithm-not-allowed",
+            Refusal::Expired => "expired",
+            Refusal::NotYetValid => "not-yet-valid",
+            Refusal::WrongIssuer => "wrong-issuer",
+            Refusal::WrongAudience => "wrong-audience",
+            Refusal::UnknownApiKey => "unknown-api-key",
+        }
+    }
+}
+
+/// The compiled `auth` section.
+pub struct Auth {
+    metadata: metadata::Metadata,
+    jwt: Option<jwt::Verifier>,
+    keys: Option<apikeys::ApiKeys>,
+}
+
+impl Auth {
+    /// Compiles `auth`; a JWKS file and the API key file are read now (and again when they
+    /// change), a JWKS URL at the first token.
+    pub fn new(config: &AuthConfig) -> Auth {
+        Auth {
+            metadata: metadata::Metadata::new(config),
+            jwt: config.jwt.as_ref().map(jwt::Verifier::new),
+            keys: config.api_keys.as_ref().map(apikeys::ApiKeys::new),
+        }
+    }
+
+    /// The protected-resource metadata document, when `path` is one of its well-known paths.
+    pub fn metadata_for(&self, path: &str) -> Option<bytes::Bytes> {
+        self.metadata.document_for(path)
+    }
+
+    /// The header carrying an API key besides `Authorization`, when API keys are on.
+    pub fn api_key_header(&self) -> Option<&http::HeaderName> {
+        self.keys.as_ref().map(|k| k.header())
+    }
+
+    /// The 401 answer for a refused (or missing) credential.
+    pub fn unauthorized(&self, why: Refusal) -> GatewayError {
+        GatewayError::unauthorized(why.as_str(), &self.metadata.url)
+    }
+
+    /// The 403 answer for a principal without `scope` (or a claim) a rule requires.
+    pub fn forbidden(&self, scope: Option<&str>) -> GatewayError {
+        GatewayError::forbidden(scope, &self.metadata.url)
+    }
+
+    /// Authenticates the request's credential: `Authorization: Bearer` (a JWT, or an API key
+    /// when it is not one) or the API key header.
+    pub async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<Arc<Principal>, GatewayError> {
+        let bearer = headers
+            .get(http::header::AUTHORIZATION)
+            .map(|v| bearer_token(v.as_bytes()));
+        let key_header = self
+            .keys
+            .as_ref()
+            .and_then(|k| headers.get(k.header()))
+            .map(|v| v.as_bytes());
+        let credential: &[u8] = match (bearer, key_header) {
+            (Some(Some(token)), _) => token,
+            (Some(None), _) => return Err(self.unauthorized(Refusal::Malformed)),
+            (None, Some(key)) => {
+                return self.api_key(key);
+            }
+            (None, None) => return Err(self.unauthorized(Refusal::Missing)),
+        };
+        if credential.len() > MAX_CREDENTIAL_BYTES {
+            return Err(self.unauthorized(Refusal::Malformed));
+        }
+        let looks_like_jwt = credential.iter().filter(|b| **b == b'.').count() == 2;
+        match (&self.jwt, &self.keys) {
+            (Some(jwt), _) if looks_like_jwt => {
+                let token = std::str::from_utf8(credential)
+                    .map_err(|_| self.unauthorized(Refusal::Malformed))?;
+                jwt.verify(token).await.map_err(|e| match e {
+                    jwt::Failed::Refused(why) => self.unauthorized(why),
+                    jwt::Failed::KeysUnavailable(detail) => GatewayError::auth_unavailable(&detail),
+                })
+            }
+            (_, Some(_)) => self.api_key(credential),
+            (Some(_), None) => Err(self.unauthorized(Refusal::Malformed)),
+            (None, None) => Err(self.unauthorized(Refusal::Missing)),
+        }
+    }
+
+    fn api_key(&self, key: &[u8]) -> Result<Arc<Principal>, GatewayError> {
+        if key.len() > MAX_CREDENTIAL_BYTES {
+            return Err(self.unauthorized(Refusal::Malformed));
+        }
+        self.keys
+            .as_ref()
+            .and_then(|k| k.lookup(key))
+            .ok_or_else(|| self.unauthorized(Refusal::UnknownApiKey))
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` value; `None` when the value is another
+/// scheme or empty.
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at(value.iter().position(|b| *b == b' ')?);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests;

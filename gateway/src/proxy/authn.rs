@@ -1,0 +1,132 @@
+//! The request-filter steps of `auth/` and their HTTP glue: serving the protected-resource
+//! metadata, authenticating the caller (401 / 503 answers), removing its credential before
+//! anything goes upstream (no token passthrough), authorizing a call by the name the backend
+//! will execute (403), and filtering list answers.
+
+use super::ctx::RequestCtx;
+use super::relay::{write_whole, Relayed};
+use crate::auth::Principal;
+use crate::error::GatewayError;
+use crate::routing::Route;
+use crate::upstream::client::Exchange;
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use std::sync::Arc;
+
+/// Largest list answer the gateway filters.
+const LIST_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The metadata document, when `auth` is set and the path is one of its well-known paths.
+pub(super) fn metadata(ctx: &RequestCtx, path: &str) -> Option<Bytes> {
+    ctx.state.auth.as_ref()?.metadata_for(path)
+}
+
+/// Writes the metadata document.
+pub(super) async fn serve_metadata(session: &mut Session, doc: Bytes) -> Result<()> {
+    let mut head = ResponseHeader::build(200, Some(4))?;
+    head.insert_header("content-type", "application/json")?;
+    head.insert_header("content-length", doc.len().to_string())?;
+    head.insert_header("cache-control", "max-age=300")?;
+    head.insert_header("access-control-allow-origin", "*")?;
+    write_whole(session, head, doc).await
+}
+
+/// Authenticates the caller of a route that requires one, then removes its credential from
+/// the request: the client's `Authorization` (and API key header) never reach a backend. The
+/// principal is kept in the context and in the request head's extensions (for identity
+/// headers).
+pub(super) async fn authenticate(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: &Route,
+) -> Result<(), GatewayError> {
+    let Some(auth) = ctx.state.auth.clone() else {
+        return Ok(());
+    };
+    if !route.guard.required {
+        return Ok(());
+    }
+    let req = session.req_header_mut();
+    let principal = auth.authenticate(&req.headers).await?;
+    req.remove_header(&http::header::AUTHORIZATION);
+    if let Some(header) = auth.api_key_header() {
+        req.remove_header(header);
+    }
+    req.extensions_mut().insert(principal.clone());
+    ctx.principal = Some(principal);
+    Ok(())
+}
+
+/// Whether the caller may call `method` on `name` (the name the backend will execute); also
+/// marks a list answer for filtering.
+pub(super) fn authorize(
+    ctx: &mut RequestCtx,
+    route: &Route,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Result<(), GatewayError> {
+    if !route.guard.has_rules() {
+        return Ok(());
+    }
+    if route.guard.filters(method) {
+        ctx.filter = match method {
+            Some("tools/list") => Some("tools/list"),
+            Some("prompts/list") => Some("prompts/list"),
+            Some("resources/list") => Some("resources/list"),
+            _ => None,
+        };
+    }
+    let principal = ctx.principal.as_deref();
+    route
+        .guard
+        .decide(principal, method, name)
+        .map_err(|denied| {
+            let metadata = ctx
+                .state
+                .auth
+                .as_ref()
+                .map(|a| a.forbidden(denied.scope.as_deref()));
+            metadata.unwrap_or_else(|| GatewayError::forbidden(denied.scope.as_deref(), ""))
+        })
+}
+
+/// Relays a list answer with what the caller may not use removed (the whole answer is read
+/// first). Anything but a 2xx answer is relayed untouched.
+pub(super) async fn relay_filtered(
+    exchange: &mut Exchange,
+    session: &mut Session,
+    mut head: ResponseHeader,
+    route: &Route,
+    principal: Option<&Principal>,
+    method: &'static str,
+) -> Result<Relayed> {
+    if !head.status.is_success() {
+        return super::relay::relay(exchange, session, head, None).await;
+    }
+    let sse = crate::mcp::sse::is_event_stream(
+        head.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let Ok(body) = exchange.read_all(LIST_LIMIT).await else {
+        return Ok(Relayed::Broken { sse });
+    };
+    let content_type = head
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let body = route
+        .guard
+        .filter_answer(principal, Some(method), content_type, &body)
+        .unwrap_or(body);
+    head.remove_header(&http::header::TRANSFER_ENCODING);
+    head.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    write_whole(session, head, body).await?;
+    Ok(Relayed::Done)
+}
+
+/// The principal of a request, for the session binding.
+pub(super) fn principal_id(ctx: &RequestCtx) -> Option<Arc<str>> {
+    ctx.principal.as_ref().map(|p| p.id.clone())
+}
