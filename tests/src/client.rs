@@ -139,10 +139,8 @@ impl Request {
         conn.send(self).await
     }
 
-    /// Sends on a new connection, reads the response until its first whole SSE event, and
-    /// closes the connection (a client that goes away mid-answer); returns what it read of
-    /// the body.
-    pub async fn read_first_event(&self, addr: SocketAddr) -> String {
+    /// Sends on a new connection and reads the response head; the body is left to read.
+    async fn send_for_head(&self, addr: SocketAddr) -> (Head, BufReader<TcpStream>) {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         self.write_to(&mut stream, addr)
             .await
@@ -152,6 +150,14 @@ impl Request {
             .await
             .expect("read head")
             .expect("a response");
+        (head, reader)
+    }
+
+    /// Sends on a new connection, reads the response until its first whole SSE event, and
+    /// closes the connection (a client that goes away mid-answer); returns what it read of
+    /// the body.
+    pub async fn read_first_event(&self, addr: SocketAddr) -> String {
+        let (head, mut reader) = self.send_for_head(addr).await;
         assert!(head.chunked(), "a streamed answer: {head:?}");
         let mut body = String::new();
         while !body.contains("\n\n") {
@@ -176,15 +182,7 @@ impl Request {
         addr: SocketAddr,
         received: &AtomicUsize,
     ) -> (Head, Vec<(Instant, Vec<u8>)>) {
-        let mut stream = TcpStream::connect(addr).await.expect("connect");
-        self.write_to(&mut stream, addr)
-            .await
-            .expect("write request");
-        let mut reader = BufReader::new(stream);
-        let head = read_head(&mut reader, false)
-            .await
-            .expect("read head")
-            .expect("a response");
+        let (head, mut reader) = self.send_for_head(addr).await;
         let mut chunks = Vec::new();
         if head.chunked() {
             while let Some(chunk) = read_chunk(&mut reader).await.expect("read chunk") {

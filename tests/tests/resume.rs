@@ -5,7 +5,9 @@
 //! and replays the rest after the client's `Last-Event-ID`, exactly once.
 
 use mcp_gateway_tests::rr_proxy::RrProxy;
-use mcp_gateway_tests::{assert_eventually, Gateway, PythonPeer, ReplClient, Request};
+use mcp_gateway_tests::{
+    assert_eventually, open_session, Gateway, PythonPeer, ReplClient, Request,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -75,24 +77,6 @@ async fn typescript_client_cut_mid_call_gets_every_notification_once_and_the_res
     assert!(gw.metric("mcpgw_streams_resumed_total").await >= 1.0);
 }
 
-/// `initialize` + `notifications/initialized` by hand; the session id.
-async fn open(gw: &Gateway) -> String {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{V}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    );
-    let resp = Request::post("/mcp", body).send(gw.addr).await;
-    assert_eq!(resp.status(), 200);
-    let sid = resp.head.header("mcp-session-id").unwrap().to_owned();
-    let note = Request::post(
-        "/mcp",
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .header("Mcp-Session-Id", &sid)
-    .header("MCP-Protocol-Version", V);
-    assert_eq!(note.send(gw.addr).await.status(), 202);
-    sid
-}
-
 fn progress_call(sid: &str, steps: u32, delay_ms: u32) -> Request {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"slow_progress","arguments":{{"steps":{steps},"delay_ms":{delay_ms}}},"_meta":{{"progressToken":"p"}}}}}}"#
@@ -133,7 +117,7 @@ fn resume(sid: &str, last_event_id: &str) -> Request {
 async fn answers_carry_a_priming_event_and_gateway_ids_and_replay_after_any_of_them() {
     let server = PythonPeer::legacy_v1("pod-0", 0).await;
     let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     let resp = progress_call(&sid, 3, 50).send(gw.addr).await;
     assert_eq!(resp.status(), 200);
     let all = events(&resp.text());
@@ -167,8 +151,8 @@ async fn answers_carry_a_priming_event_and_gateway_ids_and_replay_after_any_of_t
 async fn another_sessions_event_id_gets_nothing_of_it() {
     let server = PythonPeer::legacy_v1("pod-0", 0).await;
     let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
-    let a = open(&gw).await;
-    let b = open(&gw).await;
+    let a = open_session(gw.addr).await;
+    let b = open_session(gw.addr).await;
     let resp = progress_call(&a, 2, 10).send(gw.addr).await;
     let a_ids: Vec<String> = events(&resp.text())
         .into_iter()
@@ -200,7 +184,7 @@ async fn another_sessions_event_id_gets_nothing_of_it() {
 async fn an_answer_whose_client_left_is_read_to_the_end_and_replayed() {
     let server = PythonPeer::legacy_v1("pod-0", 0).await;
     let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     // the client reads the priming event and goes away
     let first = progress_call(&sid, 4, 300).read_first_event(gw.addr).await;
     let primed = events(&first);
@@ -218,7 +202,7 @@ async fn a_stream_nobody_reads_is_given_up_at_the_windows_end() {
     let server = PythonPeer::legacy_v1("pod-0", 0).await;
     let sessions = "sessions:\n  resume: { window-s: 1 }\n";
     let gw = Gateway::start(&yaml(&[server.addr()], sessions)).await;
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     let _ = progress_call(&sid, 50, 200).read_first_event(gw.addr).await;
     assert!(gw.metric("mcpgw_resume_streams").await >= 1.0);
     // given up after 1 s unread, forgotten 1 s after that: nothing kept, no buffer left
@@ -234,7 +218,7 @@ async fn a_stream_nobody_reads_is_given_up_at_the_windows_end() {
 async fn a_backend_that_dies_mid_answer_ends_the_replay_with_outcome_unknown() {
     let mut server = PythonPeer::legacy_v1("pod-0", 0).await;
     let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     let first = progress_call(&sid, 20, 200).read_first_event(gw.addr).await;
     let priming_id = events(&first)[0].0.clone().expect("priming id");
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -315,7 +299,7 @@ async fn an_answer_the_backend_closes_early_is_resumed_upstream_with_its_own_eve
         answer.contains("serverInfo") && !answer.contains("backend-"),
         "{answer}"
     );
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"progress_then_close","arguments":{"steps":4,"delay_ms":200},"_meta":{"progressToken":"p"}}}"#;
     let resp = Request::post("/mcp", body)
         .header("Mcp-Session-Id", &sid)
@@ -347,7 +331,7 @@ async fn buffer_bounds_hold_and_a_resume_from_before_them_is_refused_as_evicted(
     let server = PythonPeer::legacy_v1("pod-0", 0).await;
     let sessions = "sessions:\n  resume: { max-events: 3 }\n";
     let gw = Gateway::start(&yaml(&[server.addr()], sessions)).await;
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     let resp = progress_call(&sid, 8, 5).send(gw.addr).await;
     let ids: Vec<String> = events(&resp.text())
         .into_iter()
@@ -373,7 +357,7 @@ async fn idle_client_streams_get_keep_alive_comments() {
     let server = PythonPeer::legacy_v1("pod-0", 0).await;
     let sessions = "sessions:\n  resume: { keep-alive-s: 1 }\n";
     let gw = Gateway::start(&yaml(&[server.addr()], sessions)).await;
-    let sid = open(&gw).await;
+    let sid = open_session(gw.addr).await;
     let get = Request::session_stream(&sid).header("MCP-Protocol-Version", V);
     let read = tokio::time::timeout(Duration::from_millis(2500), get.send_timed(gw.addr)).await;
     assert!(read.is_err(), "the stream stays open");
