@@ -1,4 +1,4 @@
-//! The `mcp-gateway` command: run, validate a config, or run the demo.
+//! The `mcp-gateway` command: run, validate a config, print the config schema, or run the demo.
 
 use clap::{Parser, Subcommand};
 use mcp_gateway::{config, demo, logging, server};
@@ -31,6 +31,8 @@ enum Command {
         /// The config file.
         file: PathBuf,
     },
+    /// Print the JSON Schema of the config file (shipped as docs/config.schema.json).
+    Schema,
     /// Run the gateway in front of demo MCP servers of both eras on 127.0.0.1, with a
     /// scripted failover.
     Demo {
@@ -66,6 +68,10 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Schema) => {
+            print!("{}", config::schema::schema_text());
+            ExitCode::SUCCESS
+        }
         Some(Command::Demo { port }) => {
             logging::init(cli.log_json);
             demo::run(port)

@@ -4,14 +4,16 @@
 
 use super::file::Unknown;
 use super::validate::Problems;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// `auth` as written in the file.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileAuth {
     pub resource: Option<String>,
     #[serde(default)]
@@ -21,12 +23,14 @@ pub struct FileAuth {
     pub jwt: Option<FileJwt>,
     pub api_keys: Option<FileApiKeys>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `auth.jwt`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileJwt {
     pub issuer: Option<String>,
     #[serde(default)]
@@ -34,83 +38,98 @@ pub struct FileJwt {
     pub jwks: Option<FileJwks>,
     pub leeway_s: Option<u64>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `auth.jwt.jwks`: a file or an URL.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileJwks {
     pub file: Option<String>,
     pub url: Option<String>,
     pub refresh_min_interval_s: Option<u64>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `auth.api-keys`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileApiKeys {
     pub file: Option<String>,
     pub header: Option<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `listen-tls`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileListenTls {
     pub cert: Option<String>,
     pub key: Option<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `pools.NAME.tls`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FilePoolTls {
     pub ca: Option<String>,
     pub sni: Option<String>,
     pub verify: Option<bool>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `pools.NAME.identity-headers`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileIdentityHeaders {
     pub principal: Option<String>,
     pub subject: Option<String>,
     #[serde(default)]
     pub claims: BTreeMap<String, String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `routes[].authz[]`.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileAuthzRule {
     #[serde(rename = "match", default)]
     pub matches: super::file::FileMatch,
     pub require: Option<FileRequire>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `routes[].authz[].require`: one scope, or a claim with one of some values.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileRequire {
     pub scope: Option<String>,
     pub claim: Option<String>,
     #[serde(default)]
     pub any_of: Vec<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 

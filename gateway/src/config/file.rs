@@ -3,6 +3,7 @@
 //! Addresses stay strings and unknown keys are captured rather than rejected by serde, so that
 //! validation can list every problem at once, each with its key path.
 
+use schemars::JsonSchema;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -11,8 +12,9 @@ use std::collections::BTreeMap;
 pub type Unknown = BTreeMap<String, IgnoredAny>;
 
 /// Top level of the config file. Defaults are documented on the internal [`super::Config`].
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileConfig {
     /// `listen`: the MCP listener address.
     pub listen: Option<String>,
@@ -51,201 +53,301 @@ pub struct FileConfig {
     pub listen_tls: Option<super::auth::FileListenTls>,
     /// Keys this version does not know.
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Gateway-owned sessions of stateful routes.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileSessions {
+    /// Seconds an idle session lives before it ends (with a DELETE upstream). Default 1800.
     pub idle_timeout_s: Option<u64>,
+    /// Most sessions at once; then `initialize` gets -32016. Default 100000.
     pub max: Option<usize>,
+    /// Whether the gateway holds each session's GET stream. Default true with the memory store, false with redis.
     pub hold_streams: Option<bool>,
+    /// Where sessions live: `memory` (default) or `redis` (shared by replicas).
+    #[schemars(extend("enum" = ["memory", "redis", null]))]
     pub store: Option<String>,
+    /// The Redis store, used with `store: redis`.
     pub redis: Option<FileRedis>,
+    /// Resumable streams (gateway-owned SSE event ids, `Last-Event-ID` replay).
     #[serde(default)]
     pub resume: FileResume,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `sessions.resume`: resumable streams.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileResume {
+    /// Gateway-owned SSE event ids, buffering and `Last-Event-ID` replay. Default true.
     pub enabled: Option<bool>,
+    /// Events kept per stream. Default 1000.
     pub max_events: Option<usize>,
+    /// Bytes kept per stream. Default 1048576.
     pub max_bytes: Option<usize>,
+    /// Seconds a stream stays replayable after it ended. Default 60.
     pub window_s: Option<u64>,
+    /// The `retry:` advice of priming events, in milliseconds. Default 1000.
     pub retry_ms: Option<u64>,
+    /// Seconds between keep-alive comments on idle client streams. Default 15.
     pub keep_alive_s: Option<u64>,
+    /// SSE polling: close a client's POST answer stream after this many milliseconds. Off unless set.
     pub poll_after_ms: Option<u64>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// `sessions.redis`: the shared store.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileRedis {
+    /// redis:// or rediss:// URLs (cluster: the seed nodes).
     #[serde(default)]
     pub urls: Vec<String>,
+    /// Redis Cluster. Default false.
     pub cluster: Option<bool>,
+    /// Prefix of every key. Default `mcpgw:`.
     pub key_prefix: Option<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Gateway-wide admission limits.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileLimits {
+    /// Header naming the client for per-client limits; the client IP otherwise.
     pub client_id_header: Option<String>,
+    /// Most requests in flight. Unlimited unless set.
     pub max_inflight: Option<usize>,
+    /// Most open server-to-client SSE streams (GET). Unlimited unless set.
     pub max_streams: Option<usize>,
+    /// Most sessions per client. Unlimited unless set.
     pub max_sessions_per_client: Option<usize>,
+    /// Requests per client: a token bucket.
     pub rate: Option<FileRate>,
+    /// Tool calls per client and tool, for the tools matching `tools`.
     pub tool_rate: Option<FileToolRate>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// A token bucket: sustained rate and burst.
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileRate {
+    /// Sustained rate.
     pub per_second: Option<f64>,
+    /// Burst size.
     pub burst: Option<u32>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// A token bucket per client and tool, for the tools matching `tools` globs.
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileToolRate {
+    /// Sustained rate.
     pub per_second: Option<f64>,
+    /// Burst size.
     pub burst: Option<u32>,
+    /// Globs on tool names this applies to.
     #[serde(default)]
     pub tools: Vec<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Per-route limits.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileRouteLimits {
+    /// Most requests in flight on this route.
     pub max_inflight: Option<usize>,
+    /// Most open streams on this route.
     pub max_streams: Option<usize>,
+    /// Deadline in milliseconds for a whole exchange with the backend (GET streams excepted).
     pub timeout_ms: Option<u64>,
+    /// Time limits in milliseconds by tool-name glob.
     #[serde(default)]
     pub tool_timeouts: BTreeMap<String, u64>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// How a backend says it does not know a session.
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileNotFound {
+    /// HTTP status of the answer.
     pub status: Option<u16>,
+    /// JSON-RPC error code of the answer.
     pub code: Option<i64>,
+    /// Text the error message contains (case-insensitive).
     pub message_contains: Option<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// One upstream pool.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FilePool {
+    /// Backend addresses, ip:port.
     #[serde(default)]
     pub backends: Vec<String>,
+    /// round-robin (default), least-requests or power-of-two-choices.
+    #[schemars(extend("enum" = ["round-robin", "least-requests", "power-of-two-choices", "p2c", null]))]
     pub balance: Option<String>,
+    /// Host header sent upstream. Default: the backend's ip:port.
     pub host: Option<String>,
+    /// Connect timeout in milliseconds. Default 2000.
     pub connect_timeout_ms: Option<u64>,
+    /// Read timeout in milliseconds. Default 300000.
     pub read_timeout_ms: Option<u64>,
+    /// Other backends tried after a refused connection. Default 2.
     pub retries: Option<usize>,
+    /// A refusing backend is skipped this long, in milliseconds. Default 2000.
     pub failure_cooldown_ms: Option<u64>,
+    /// Idle upstream connections kept. Default 128.
     pub max_idle_connections: Option<usize>,
+    /// How backends say "unknown session". Default: status 404, or status 400 with code -32000 and a message containing `session`.
     pub session_not_found: Option<Vec<FileNotFound>>,
+    /// Seconds a draining backend keeps its sessions. Default 120.
     pub drain_timeout_s: Option<u64>,
+    /// Members from a file or DNS besides `backends`.
     pub discovery: Option<FileDiscovery>,
+    /// Active health checks. Off unless set.
     pub health: Option<FileHealth>,
     /// `tls`: TLS to this pool's backends.
     pub tls: Option<super::auth::FilePoolTls>,
     /// `identity-headers`: the caller's identity sent to this pool's backends.
     pub identity_headers: Option<super::auth::FileIdentityHeaders>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Where a pool's members come from besides the static list.
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileDiscovery {
+    /// A file listing backend addresses, one a line, watched.
     pub file: Option<String>,
+    /// A DNS name and port (name:port) whose addresses are the backends.
     pub dns: Option<String>,
+    /// The DNS resolver address (ip:port). Default: the system resolver.
     pub resolver: Option<String>,
+    /// How often to look again, in milliseconds. Default 5000.
     pub interval_ms: Option<u64>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Active health checks.
-#[derive(Debug, Deserialize, Default, Clone)]
+#[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileHealth {
+    /// Path probed on each backend. Default `/`.
     pub path: Option<String>,
+    /// Probe interval in milliseconds. Default 2000.
     pub interval_ms: Option<u64>,
+    /// Probe timeout in milliseconds. Default 1000.
     pub timeout_ms: Option<u64>,
+    /// Failed probes before a backend is down. Default 2.
     pub fall: Option<u32>,
+    /// Passed probes before a backend is up again. Default 2.
     pub rise: Option<u32>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// One route.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileRoute {
+    /// Exact request path (this or `path-prefix`).
     pub path: Option<String>,
+    /// Request path prefix (this or `path`).
     pub path_prefix: Option<String>,
+    /// stateless (default), stateful (gateway-owned sessions) or auto (per request by era).
+    #[schemars(extend("enum" = ["stateless", "stateful", "auto", null]))]
     pub mode: Option<String>,
+    /// The pool requests go to unless a rule matches.
     pub pool: Option<String>,
+    /// Path sent upstream. Default: the request path.
     pub upstream_path: Option<String>,
+    /// Check Mcp-Method/Mcp-Name against the body. Default: the top-level `check-headers`.
     pub check_headers: Option<bool>,
+    /// Limits of this route.
     #[serde(default)]
     pub limits: FileRouteLimits,
+    /// Routing rules, first match wins.
     #[serde(default)]
     pub rules: Vec<FileRule>,
     /// `auth`: `required` or `none`.
+    #[schemars(extend("enum" = ["required", "none", null]))]
     pub auth: Option<String>,
     /// `authz`: who may call what on this route.
     #[serde(default)]
     pub authz: Vec<super::auth::FileAuthzRule>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// One routing rule: first match wins.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileRule {
+    /// Globs on the MCP method and name.
     #[serde(rename = "match", default)]
     pub matches: FileMatch,
+    /// The pool a matching request goes to.
     pub pool: Option<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Globs on the request's MCP method and name; an absent key matches anything.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
 pub struct FileMatch {
+    /// Glob on the MCP method (Mcp-Method).
     pub method: Option<String>,
+    /// Glob on the tool, prompt or resource (Mcp-Name).
     pub name: Option<String>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }

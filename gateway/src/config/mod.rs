@@ -5,6 +5,7 @@ mod auth;
 mod file;
 mod internal;
 mod pools;
+pub mod schema;
 mod validate;
 
 pub use auth::{
@@ -36,5 +37,7 @@ pub fn load(path: &std::path::Path) -> Result<Config, Vec<ConfigError>> {
     parse(&text)
 }
 
+#[cfg(test)]
+mod schema_tests;
 #[cfg(test)]
 mod tests;
