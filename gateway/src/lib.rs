@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod admission;
 pub mod auth;
+pub mod capture;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -1,4 +1,5 @@
-//! The `mcp-gateway` command: run, validate a config, print the config schema, or run the demo.
+//! The `mcp-gateway` command: run, validate a config, print the config schema or a capture
+//! file, or run the demo.
 
 use clap::{Parser, Subcommand};
 use mcp_gateway::{config, demo, logging, server};
@@ -33,6 +34,12 @@ enum Command {
     },
     /// Print the JSON Schema of the config file (shipped as docs/config.schema.json).
     Schema,
+    /// Print request capture files (routes[].capture) readably.
+    Capture {
+        /// Capture files, printed in the order given (FILE.2 FILE.1 FILE: oldest first).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Run the gateway in front of demo MCP servers of both eras on 127.0.0.1, with a
     /// scripted failover.
     Demo {
@@ -72,6 +79,7 @@ fn main() -> ExitCode {
             print!("{}", config::schema::schema_text());
             ExitCode::SUCCESS
         }
+        Some(Command::Capture { files }) => print_captures(&files),
         Some(Command::Demo { port }) => {
             logging::init(cli.log_json);
             demo::run(port)
@@ -98,4 +106,18 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn print_captures(files: &[PathBuf]) -> ExitCode {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for file in files {
+        let printed = std::fs::File::open(file)
+            .and_then(|f| mcp_gateway::capture::print_file(std::io::BufReader::new(f), &mut out));
+        if let Err(e) = printed {
+            eprintln!("{}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -40,3 +40,27 @@ fn validate_lists_every_problem_and_exits_1() {
     }
     assert!(err.contains("3 problem(s)"), "{err}");
 }
+
+#[test]
+fn schema_prints_the_shipped_config_schema() {
+    let out = bin().arg("schema").output().unwrap();
+    assert!(out.status.success());
+    let shipped =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/config.schema.json");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        std::fs::read_to_string(shipped).unwrap(),
+        "run `mcp-gateway schema > docs/config.schema.json`"
+    );
+}
+
+#[test]
+fn capture_says_which_file_it_cannot_read_and_exits_1() {
+    let out = bin()
+        .arg("capture")
+        .arg("/nonexistent/capture.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/capture.jsonl"));
+}

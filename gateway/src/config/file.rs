@@ -318,6 +318,8 @@ pub struct FileRoute {
     /// `authz`: who may call what on this route.
     #[serde(default)]
     pub authz: Vec<super::auth::FileAuthzRule>,
+    /// Request capture of this route (JSON lines). Off unless set.
+    pub capture: Option<super::capture::FileCapture>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

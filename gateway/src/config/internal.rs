@@ -282,6 +282,8 @@ pub struct RouteConfig {
     pub auth: super::RouteAuth,
     /// Authorization rules, first match decides. Default: none (any caller may call anything).
     pub authz: Vec<super::AuthzRule>,
+    /// Request capture. Default: off.
+    pub capture: Option<super::CaptureConfig>,
 }
 
 /// A routing rule: globs on method and name, and the pool they send to.

@@ -2,6 +2,7 @@
 //! (`internal`), and loading from disk.
 
 mod auth;
+mod capture;
 mod file;
 mod internal;
 mod pools;
@@ -12,6 +13,7 @@ pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth,
 };
+pub use capture::CaptureConfig;
 pub use file::FileConfig;
 pub use internal::*;
 

@@ -73,6 +73,7 @@ fn reference_config_parses_to_expected_struct() {
             }],
             auth: RouteAuth::None,
             authz: vec![],
+            capture: None,
         }],
         auth: None,
         listen_tls: None,

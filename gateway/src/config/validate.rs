@@ -274,7 +274,7 @@ fn route_config(
     p.unknown(
         &at,
         &route.unknown,
-        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz",
+        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz, capture",
     );
     let path = match (&route.path, &route.path_prefix) {
         (Some(path), None) => PathMatch::Exact(path.clone()),
@@ -345,6 +345,10 @@ fn route_config(
         rules,
         auth: RouteAuth::None,
         authz: Vec::new(),
+        capture: route
+            .capture
+            .as_ref()
+            .and_then(|c| super::capture::capture_config(p, &at, c)),
     }
 }
 

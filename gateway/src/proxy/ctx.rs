@@ -107,6 +107,8 @@ pub struct RequestCtx {
     pub principal: Option<Arc<crate::auth::Principal>>,
     /// The list method whose answer is filtered by the route's `authz` rules.
     pub filter: Option<&'static str>,
+    /// Bodies held for request capture (only on routes that capture).
+    pub captured: crate::capture::Held,
 }
 
 impl RequestCtx {
@@ -130,6 +132,7 @@ impl RequestCtx {
             outcome: Outcome::Forwarded,
             principal: None,
             filter: None,
+            captured: Default::default(),
         }
     }
 
@@ -142,6 +145,26 @@ impl RequestCtx {
                     .unwrap_or(usize::MAX),
             );
         }
+    }
+
+    /// Keeps the whole request body for capture, when the route captures.
+    pub fn capture_request(&mut self, body: &bytes::Bytes) {
+        if self.capture_config().is_some() {
+            self.captured.request = Some(body.clone());
+        }
+    }
+
+    /// Keeps a response body written whole, for capture, when the route captures.
+    pub fn capture_response(&mut self, body: &bytes::Bytes) {
+        if self.capture_config().is_some() {
+            self.captured.response = Some(body.clone());
+        }
+    }
+
+    /// The matched route's capture config, if it captures.
+    pub fn capture_config(&self) -> Option<&crate::config::CaptureConfig> {
+        let route = self.route.as_ref()?;
+        self.state.config.routes.get(route.index)?.capture.as_ref()
     }
 
     /// The route label for metrics (`none` before routing).

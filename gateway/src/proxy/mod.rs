@@ -9,6 +9,7 @@
 //! - `stateful`: HTTP glue around the session manager.
 
 mod authn;
+mod capture;
 mod check;
 pub mod ctx;
 pub mod guard;
@@ -44,6 +45,7 @@ pub struct Gateway {
     metrics: Metrics,
     engine: Arc<Engine>,
     sessions: Arc<SessionManager>,
+    captures: crate::capture::Captures,
 }
 
 impl Gateway {
@@ -55,6 +57,7 @@ impl Gateway {
             metrics: engine.metrics().clone(),
             engine,
             sessions,
+            captures: Default::default(),
         }
     }
 }
@@ -379,6 +382,7 @@ impl ProxyHttp for Gateway {
             .request_duration
             .with_label_values(&[route, ctx.method_label])
             .observe(ctx.start.elapsed().as_secs_f64());
+        capture::record(&self.captures, session, ctx, outcome);
         if let Some(i) = ctx.tool {
             let tool = ctx
                 .state

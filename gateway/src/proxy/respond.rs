@@ -24,6 +24,7 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
         (None, None) => read_id(session).await,
     };
     let (status, headers, body) = err.to_http(&id);
+    ctx.capture_response(&body);
     let mut resp = match ResponseHeader::build(status, Some(headers.len())) {
         Ok(r) => r,
         Err(_) => return 0,

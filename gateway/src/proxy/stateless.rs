@@ -37,6 +37,7 @@ pub(super) async fn forward_buffered(
 ) -> Handled {
     let state = ctx.state.clone();
     let body = read_body(session, state.config.max_body_bytes).await?;
+    ctx.capture_request(&body);
     let info = if check {
         check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
             ctx.request_id = rejected.id;

@@ -54,6 +54,7 @@ pub(super) async fn handle(
         };
     }
     let body = read_body(session, state.config.max_body_bytes).await?;
+    ctx.capture_request(&body);
     let call = Call::classify(body)?;
     ctx.method_label = method_label(call.method.as_deref());
     ctx.request_id = Some(call.id.clone());
@@ -150,12 +151,14 @@ async fn initialize(
             } else {
                 answer
             };
+            ctx.capture_response(&answer);
             let mut head = client_response(&head, Some(&record.id));
             // the body may have changed length
             head.remove_header(&http::header::CONTENT_LENGTH);
             write_whole(session, head, answer).await?;
         }
         Opened::NotASession { head, answer } => {
+            ctx.capture_response(&answer);
             write_whole(session, client_response(&head, None), answer).await?;
         }
         Opened::Refused(mut ex) => {
