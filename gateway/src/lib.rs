@@ -19,4 +19,5 @@ pub mod routing;
 pub mod server;
 pub mod session;
 pub mod state;
+pub mod telemetry;
 pub mod upstream;

@@ -107,6 +107,17 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         ));
     }
 
+    if let Some(traces) = &config.tracing {
+        match crate::telemetry::init(traces) {
+            Ok(()) => {
+                server.add_service(background_service(
+                    "telemetry flush",
+                    crate::telemetry::FlushAtShutdown,
+                ));
+            }
+            Err(e) => tracing::error!(error = %e, "OpenTelemetry traces stay off"),
+        }
+    }
     if let Some(admin) = config.admin {
         let app = AdminApp::new(state, sessions, registry, metrics);
         let mut service = Service::new("admin".into(), app);

@@ -11,6 +11,7 @@ pub mod elicit;
 pub mod harness;
 pub mod interop;
 pub mod mock;
+pub mod otlp;
 pub mod ports;
 pub mod redis;
 pub mod rr_proxy;

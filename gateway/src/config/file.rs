@@ -51,6 +51,8 @@ pub struct FileConfig {
     pub auth: Option<super::auth::FileAuth>,
     /// `listen-tls`: TLS on the listener.
     pub listen_tls: Option<super::auth::FileListenTls>,
+    /// `tracing`: OpenTelemetry traces exported by OTLP. Off unless set.
+    pub tracing: Option<super::tracing::FileTracing>,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]

@@ -43,6 +43,8 @@ pub struct Config {
     pub auth: Option<super::AuthConfig>,
     /// TLS on the listener (`listen-tls`). Default: plain HTTP.
     pub listen_tls: Option<super::ListenTls>,
+    /// OpenTelemetry traces. Default: off. Read at start (a reload does not change it).
+    pub tracing: Option<super::TracingConfig>,
 }
 
 /// Gateway-owned sessions.

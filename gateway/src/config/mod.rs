@@ -7,6 +7,7 @@ mod file;
 mod internal;
 mod pools;
 pub mod schema;
+mod tracing;
 mod validate;
 
 pub use auth::{
@@ -16,6 +17,7 @@ pub use auth::{
 pub use capture::CaptureConfig;
 pub use file::FileConfig;
 pub use internal::*;
+pub use tracing::{OtlpProtocol, TracingConfig};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.
 pub fn parse(yaml: &str) -> Result<Config, Vec<ConfigError>> {

@@ -77,6 +77,7 @@ fn reference_config_parses_to_expected_struct() {
         }],
         auth: None,
         listen_tls: None,
+        tracing: None,
     };
     assert_eq!(config, expected);
 }

@@ -58,7 +58,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         for (key, globs) in [
@@ -153,6 +153,10 @@ impl Config {
                 );
             }
         }
+        let tracing = file
+            .tracing
+            .as_ref()
+            .and_then(|t| super::tracing::tracing_config(&mut p, t));
         if p.0.is_empty() {
             Ok(Config {
                 listen: listen.expect("checked"),
@@ -168,6 +172,7 @@ impl Config {
                 routes,
                 auth,
                 listen_tls,
+                tracing,
             })
         } else {
             Err(p.0)

@@ -109,6 +109,10 @@ pub struct RequestCtx {
     pub filter: Option<&'static str>,
     /// Bodies held for request capture (only on routes that capture).
     pub captured: crate::capture::Held,
+    /// The request's span as an OpenTelemetry context (traces on).
+    pub otel: Option<opentelemetry::Context>,
+    /// The MCP method and name, kept for the span (traces on).
+    pub mcp_call: Option<(String, Option<String>)>,
 }
 
 impl RequestCtx {
@@ -133,11 +137,16 @@ impl RequestCtx {
             principal: None,
             filter: None,
             captured: Default::default(),
+            otel: None,
+            mcp_call: None,
         }
     }
 
     /// Notes the tool of a `tools/call`, for `mcpgw_tool_calls_total`.
     pub fn note_tool(&mut self, method: Option<&str>, name: Option<&str>) {
+        if let (true, Some(m)) = (self.otel.is_some(), method) {
+            self.mcp_call = Some((m.to_owned(), name.map(str::to_owned)));
+        }
         if method == Some("tools/call") {
             let tools = &self.state.config.metric_tools;
             self.tool = Some(

@@ -19,6 +19,7 @@ pub mod respond;
 mod stateful;
 mod stateless;
 mod steps;
+mod telemetry;
 mod trace;
 
 use crate::error::GatewayError;
@@ -131,17 +132,20 @@ impl ProxyHttp for Gateway {
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
         // into every request's state, the fast path's too (about 30 KB a request).
+        ctx.otel = crate::telemetry::start(session.req_header());
+        let otel = ctx.otel.clone();
         let handled = match steps::prepare(self, session, ctx).await {
             Ok(Plan::Native) => return Ok(false),
             Ok(Plan::Metadata(doc)) => authn::serve_metadata(session, doc).await.map_err(Fail::Io),
             Ok(Plan::Stateful(route)) => {
-                Box::pin(stateful::handle(self, session, ctx, route)).await
+                let handle = Box::pin(stateful::handle(self, session, ctx, route));
+                telemetry::within(otel, handle).await
             }
             Ok(Plan::Buffered { route, check }) => {
-                Box::pin(stateless::forward_buffered(
+                let forward = Box::pin(stateless::forward_buffered(
                     self, session, ctx, route, check,
-                ))
-                .await
+                ));
+                telemetry::within(otel, forward).await
             }
             Err(e) => Err(Fail::Answer(e)),
         };
@@ -219,6 +223,9 @@ impl ProxyHttp for Gateway {
             ));
         };
         native.sent = Some(std::time::Instant::now());
+        if let Some(cx) = ctx.otel.as_ref() {
+            crate::telemetry::inject(cx, upstream);
+        }
         let client = session.req_header();
         let path = native.route.upstream_path(client.uri.path());
         let target = Target {
@@ -347,6 +354,7 @@ impl ProxyHttp for Gateway {
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
+        telemetry::finish(session, ctx);
         ctx.native = None;
         ctx.admitted.permit = Default::default();
         if let Outcome::Answered(kind) = ctx.outcome {

@@ -7,8 +7,10 @@ use super::reinit::{self, Failed, Reason};
 use super::store::Rebound;
 use super::{short, Binding, GoneReason, Lookup, SessionRecord};
 use crate::error::GatewayError;
+use crate::telemetry;
 use crate::upstream::attempt::{BackendSession, Pick, Step};
 use crate::upstream::{Backend, Pool};
+use opentelemetry::KeyValue;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,7 +91,14 @@ impl SessionManager {
             .engine
             .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
                 Box::pin(async move {
-                    match reinit::replay(&self.engine, pool, &backend, current).await {
+                    let replay = reinit::replay(&self.engine, pool, &backend, current);
+                    let replayed = telemetry::child(
+                        "mcp.session.reinitialize",
+                        reinit_attributes(current, &backend, reason),
+                        replay,
+                        |r| if r.is_ok() { "ok" } else { "failed" },
+                    );
+                    match replayed.await {
                         Ok(binding) => Step::Done((binding, backend)),
                         Err(Failed::Unreachable) => Step::Unreachable,
                         Err(Failed::Refused) => Step::Refused,
@@ -100,7 +109,19 @@ impl SessionManager {
                 })
             })
             .await?;
-        self.rebind(pool, current, binding, reason).await
+        let rebound = self.rebind(pool, current, binding, reason).await;
+        if let Ok(moved) = &rebound {
+            telemetry::event(
+                "mcp.session.reinitialized",
+                vec![
+                    KeyValue::new("mcp_gateway.from", current.binding.backend.to_string()),
+                    KeyValue::new("mcp_gateway.to", moved.binding.backend.to_string()),
+                    KeyValue::new("mcp_gateway.reason", reason.as_str()),
+                    KeyValue::new("mcp_gateway.generation", moved.binding.generation as i64),
+                ],
+            );
+        }
+        rebound
     }
 
     /// The winner of a move ends the session it left on a backend that is still alive (a
@@ -206,4 +227,13 @@ pub(super) fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Back
         }
         Some(b) => Ok(b),
     }
+}
+
+/// The attributes of one re-initialization attempt's span.
+fn reinit_attributes(rec: &SessionRecord, to: &Backend, reason: Reason) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new("mcp_gateway.from", rec.binding.backend.to_string()),
+        KeyValue::new("server.address", to.label.clone()),
+        KeyValue::new("mcp_gateway.reason", reason.as_str()),
+    ]
 }

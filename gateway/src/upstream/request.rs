@@ -97,6 +97,7 @@ pub fn forwarded(
         req.insert_header(MCP_SESSION_ID, id)
             .map_err(|_| invalid("session id"))?;
     }
+    crate::telemetry::inject_current(&mut req);
     Ok(req)
 }
 
@@ -160,6 +161,7 @@ pub fn own(
     if let Some(v) = version {
         set(MCP_PROTOCOL_VERSION, v)?;
     }
+    crate::telemetry::inject_current(&mut req);
     Ok(req)
 }
 

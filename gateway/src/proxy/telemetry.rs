@@ -1,0 +1,68 @@
+//! The proxy's side of traces: a request's handling runs with its span as the current
+//! context (so what the session manager does inside lands in it), and at the end the span
+//! gets what the context learned (method, name, route, pool, backend, session, status).
+
+use super::ctx::RequestCtx;
+use crate::config::Mode;
+use crate::mcp::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use crate::mcp::Era;
+use crate::telemetry::Finished;
+use opentelemetry::context::FutureExt;
+use opentelemetry::Context;
+use pingora::prelude::*;
+use std::future::Future;
+
+/// Runs `fut` with `cx` as the current context, if traces are on.
+pub(super) async fn within<F: Future>(cx: Option<Context>, fut: F) -> F::Output {
+    match cx {
+        Some(cx) => fut.with_context(cx).await,
+        None => fut.await,
+    }
+}
+
+/// Ends the request's span, if it has one.
+pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
+    let Some(cx) = ctx.otel.take() else {
+        return;
+    };
+    let req = session.req_header();
+    let response = session.response_written();
+    let header = |h: &http::HeaderMap, name: &str| -> Option<String> {
+        h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    };
+    let session_id = header(&req.headers, MCP_SESSION_ID)
+        .or_else(|| response.and_then(|r| header(&r.headers, MCP_SESSION_ID)));
+    let version = header(&req.headers, MCP_PROTOCOL_VERSION);
+    let status = response.map(|r| r.status.as_u16());
+    let (method, name) = match &ctx.mcp_call {
+        Some((m, n)) => (Some(m.as_str()), n.as_deref()),
+        None => (None, None),
+    };
+    let pool = match (&ctx.native, &ctx.route) {
+        (Some(native), _) => Some(native.pool.name.clone()),
+        (None, Some(route)) => {
+            let legacy = route.mode == Mode::Stateful
+                || (route.mode == Mode::Auto && ctx.era == Era::Legacy);
+            let index = if legacy {
+                route.default_pool
+            } else {
+                route.pool_for(method, name)
+            };
+            ctx.state.pool(index).ok().map(|p| p.name.clone())
+        }
+        (None, None) => None,
+    };
+    let backend = ctx.backend.as_ref().map(|b| b.label.clone());
+    let done = Finished {
+        method,
+        name,
+        route: ctx.route.as_ref().map(|r| r.label.as_str()),
+        pool: pool.as_deref(),
+        backend: backend.as_deref(),
+        session: session_id.as_deref(),
+        protocol_version: version.as_deref(),
+        status,
+        outcome: ctx.outcome.label(status),
+    };
+    crate::telemetry::finish(&cx, &done);
+}
