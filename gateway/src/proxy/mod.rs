@@ -132,8 +132,6 @@ impl ProxyHttp for Gateway {
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         ctx.otel = crate::telemetry::start(session.req_header());
         let otel = ctx.otel.clone();
-        ctx.otel = crate::telemetry::start(session.req_header());
-        let otel = ctx.otel.clone();
         // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
         // into every request's state, the fast path's too (about 30 KB a request).
         let handled = match steps::prepare(self, session, ctx).await {
