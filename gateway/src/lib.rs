@@ -4,11 +4,13 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod admin_auth;
 pub mod admission;
 pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod listener;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;

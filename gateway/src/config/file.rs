@@ -49,6 +49,11 @@ pub struct FileConfig {
     pub auth: Option<super::auth::FileAuth>,
     /// `listen-tls`: TLS on the listener.
     pub listen_tls: Option<super::auth::FileListenTls>,
+    /// `admin-token`: where the admin API's bearer token comes from.
+    pub admin_token: Option<FileAdminToken>,
+    /// `client-timeouts`: how long a client may take to send a request, or idle between them.
+    #[serde(default)]
+    pub client_timeouts: FileClientTimeouts,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub unknown: Unknown,
@@ -202,6 +207,7 @@ pub struct FileHealth {
     pub timeout_ms: Option<u64>,
     pub fall: Option<u32>,
     pub rise: Option<u32>,
+    pub enabled: Option<bool>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }
@@ -246,6 +252,27 @@ pub struct FileRule {
 pub struct FileMatch {
     pub method: Option<String>,
     pub name: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// `admin-token`: the admin API's bearer token, read from a file or an environment variable.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileAdminToken {
+    pub file: Option<String>,
+    pub env: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// `client-timeouts`: request header, request body and idle keep-alive timeouts, in seconds.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub struct FileClientTimeouts {
+    pub header_s: Option<u64>,
+    pub body_s: Option<u64>,
+    pub idle_s: Option<u64>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod file;
+mod hardening;
 mod internal;
 mod pools;
 mod validate;
@@ -12,6 +13,7 @@ pub use auth::{
     PoolTls, Require, RouteAuth,
 };
 pub use file::FileConfig;
+pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.

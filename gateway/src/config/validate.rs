@@ -58,7 +58,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, admin-token, client-timeouts",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         for (key, globs) in [
@@ -153,11 +153,17 @@ impl Config {
                 );
             }
         }
+        let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
+        let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
+        let allowed_hosts =
+            super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
+        let allowed_origins =
+            super::hardening::guard_list(listen, file.allowed_origins, super::LOOPBACK_ORIGINS);
         if p.0.is_empty() {
             Ok(Config {
                 listen: listen.expect("checked"),
-                allowed_hosts: file.allowed_hosts,
-                allowed_origins: file.allowed_origins,
+                allowed_hosts,
+                allowed_origins,
                 admin,
                 threads,
                 max_body_bytes,
@@ -168,6 +174,8 @@ impl Config {
                 routes,
                 auth,
                 listen_tls,
+                admin_token,
+                client_timeouts,
             })
         } else {
             Err(p.0)

@@ -115,8 +115,45 @@ struct WireMeta<'a> {
     protocol_version: Option<Cow<'a, str>>,
 }
 
+/// Deepest nesting of arrays and objects accepted: serde_json's own limit, far below what
+/// breaks a backend's parser (100,000 levels made the Python SDK answer 500).
+pub const MAX_DEPTH: usize = 128;
+
+/// What serde_json's skipping of unread fields does not check: UTF-8 throughout and nesting
+/// depth. One pass over the bytes, no allocation; a body that fails is never forwarded.
+fn well_formed(body: &[u8]) -> Result<(), InspectError> {
+    std::str::from_utf8(body).map_err(|e| InspectError::Parse(format!("invalid UTF-8: {e}")))?;
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in body {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(InspectError::Parse(format!(
+                        "nested deeper than {MAX_DEPTH} levels"
+                    )));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Reads the routing-relevant fields of one JSON-RPC message.
 pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
+    well_formed(body)?;
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         Some(b'[') => {
