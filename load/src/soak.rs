@@ -304,6 +304,7 @@ pub async fn main(args: SoakArgs) -> i32 {
         tool: "whoami".into(),
         timeout: Duration::from_secs(10),
         progress: false,
+        bearer: None,
     };
     let (legacy_result, stateless_result) = tokio::join!(
         run::run(

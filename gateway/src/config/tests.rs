@@ -40,7 +40,6 @@ fn reference_config_parses_to_expected_struct() {
         session_not_found: default_not_found(),
         drain_timeout: Duration::from_secs(120),
         discovery: None,
-        health: None,
         tls: None,
         identity_headers: Default::default(),
         health: Some(HealthCheck {
