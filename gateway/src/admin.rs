@@ -6,6 +6,8 @@
 //! - `POST /admin/backends/drain?pool=P&backend=IP:PORT` (and `/undrain`): no new sessions on
 //!   it; its sessions move after the pool's `drain-timeout-s`;
 //! - `GET /admin/sessions`: session counts per backend; `GET /admin/sessions/ID`: one session.
+//!
+//! Who may call what (browsers never; `/admin/*` with the token) is `admin_auth.rs`.
 
 use crate::metrics::Metrics;
 use crate::session::{Lookup, SessionManager};
@@ -212,6 +214,17 @@ fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let config = &self.state.load().config;
+        if let Err(refused) = crate::admin_auth::check(session.req_header(), config) {
+            let mut resp = reply_json(refused.status, &json!({"error": refused.message}));
+            if refused.status == 401 {
+                resp.headers_mut().insert(
+                    http::header::WWW_AUTHENTICATE,
+                    http::HeaderValue::from_static("Bearer"),
+                );
+            }
+            return resp;
+        }
         let path = session.req_header().uri.path().to_owned();
         let query = session.req_header().uri.query().unwrap_or("").to_owned();
         let post = session.req_header().method == http::Method::POST;

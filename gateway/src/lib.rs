@@ -4,12 +4,14 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod admin_auth;
 pub mod admission;
 pub mod auth;
 pub mod capture;
 pub mod config;
 pub mod demo;
 pub mod error;
+pub mod listener;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;

@@ -35,6 +35,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     };
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
+    warn_unguarded(&config);
 
     let registry = Registry::new();
     let metrics = Metrics::new(&registry);
@@ -68,10 +69,13 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     let sessions = Arc::new(sessions);
     sessions.configure(&config.sessions);
 
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
+    let proxy = pingora::proxy::http_proxy(
         &server.configuration,
         Gateway::new(state.clone(), sessions.clone()),
-        "mcp-gateway",
+    );
+    let mut proxy = Service::new(
+        "mcp-gateway".into(),
+        crate::listener::Guarded::new(proxy, state.clone()),
     );
     match &config.listen_tls {
         None => proxy.add_tcp(&config.listen.to_string()),
@@ -100,6 +104,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         let discovery = DiscoveryService::new(state.clone(), metrics.clone());
         server.add_service(background_service("discovery", discovery));
     }
+    // on by default (a TCP connect), so a dead backend reads down until it answers again
     if config.pools.iter().any(|p| p.health.is_some()) {
         server.add_service(background_service(
             "health checks",
@@ -126,4 +131,24 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         server.add_service(service);
     }
     server
+}
+
+/// A listener that browsers may reach on a non-loopback address, without `allowed-hosts` or
+/// `allowed-origins`, lets any page's requests (DNS rebinding) through: said once at startup.
+fn warn_unguarded(config: &Config) {
+    if config.listen.ip().is_loopback() {
+        return;
+    }
+    for (key, list) in [
+        ("allowed-hosts", &config.allowed_hosts),
+        ("allowed-origins", &config.allowed_origins),
+    ] {
+        if list.is_empty() {
+            tracing::warn!(
+                listen = %config.listen,
+                "{key} is not set on a non-loopback listener: any Host or browser Origin is \
+                 served (DNS rebinding); set it to the names clients use"
+            );
+        }
+    }
 }

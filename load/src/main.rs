@@ -8,6 +8,7 @@ mod chart;
 mod http;
 mod mcp;
 mod run;
+mod soak;
 mod suite;
 
 use clap::{Args, Parser, Subcommand};
@@ -35,6 +36,9 @@ enum Command {
     /// The resilience benchmark: scale-out, pod kills, overhead and memory, against mock and
     /// real backends; writes a Markdown report with charts.
     Suite(suite::SuiteArgs),
+    /// Mixed legacy and stateless load while backends are SIGKILLed and the config reloads:
+    /// failures vs calls in flight at the kills, RSS slope, file descriptors, sessions.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Args)]
@@ -87,6 +91,7 @@ fn main() {
         match cli.command {
             Command::Run(args) => run_once(args).await,
             Command::Suite(args) => suite::main(args).await,
+            Command::Soak(args) => soak::main(args).await,
         }
     });
     std::process::exit(code);

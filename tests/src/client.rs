@@ -90,7 +90,8 @@ impl Request {
         self
     }
 
-    fn head_bytes(&self, addr: SocketAddr) -> Vec<u8> {
+    /// The request line and headers as sent (Host added when not given).
+    pub fn head_bytes(&self, addr: SocketAddr) -> Vec<u8> {
         let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.path);
         // A Host given with `header` replaces the default one.
         if !self

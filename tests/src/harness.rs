@@ -55,6 +55,20 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// The admin token every test gateway runs with (from this environment variable), unless its
+/// config sets `admin-token` itself.
+pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+/// The environment variable the test gateways read [`ADMIN_TOKEN`] from.
+pub const ADMIN_TOKEN_ENV: &str = "MCPGW_TEST_ADMIN_TOKEN";
+
+fn with_admin_token(yaml: &str) -> String {
+    if yaml.contains("admin-token") {
+        yaml.to_owned()
+    } else {
+        format!("admin-token: {{ env: {ADMIN_TOKEN_ENV} }}\n{yaml}")
+    }
+}
+
 /// A running gateway process, killed on drop.
 pub struct Gateway {
     /// Client-facing address.
@@ -90,11 +104,15 @@ impl Gateway {
             let dir = unique_temp_path("mcpgw-test");
             std::fs::create_dir_all(&dir).expect("temp dir");
             let config_path = dir.join("gateway.yaml");
-            let full = format!("listen: {addr}\nadmin: {admin}\nthreads: 2\n{yaml}");
+            let full = format!(
+                "listen: {addr}\nadmin: {admin}\nthreads: 2\n{}",
+                with_admin_token(yaml)
+            );
             std::fs::write(&config_path, full).expect("write config");
             let mut child = Command::new(gateway_bin())
                 .arg("--config")
                 .arg(&config_path)
+                .env(ADMIN_TOKEN_ENV, ADMIN_TOKEN)
                 .env(
                     "RUST_LOG",
                     std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
@@ -130,9 +148,12 @@ impl Gateway {
         format!("http://{}{path}", self.addr)
     }
 
-    /// The admin endpoint's answer (status, body).
+    /// The admin endpoint's answer (status, body), asked with the admin token.
     pub async fn admin_get(&self, path: &str) -> (u16, String) {
-        let resp = crate::Request::bare("GET", path).send(self.admin).await;
+        let resp = crate::Request::bare("GET", path)
+            .header("Authorization", &format!("Bearer {ADMIN_TOKEN}"))
+            .send(self.admin)
+            .await;
         (
             resp.status(),
             String::from_utf8_lossy(&resp.body).into_owned(),
@@ -153,8 +174,10 @@ impl Gateway {
     /// Rewrites the config file with `yaml` (listen, admin and threads kept as started).
     pub fn rewrite_config(&self, yaml: &str) {
         let full = format!(
-            "listen: {}\nadmin: {}\nthreads: 2\n{yaml}",
-            self.addr, self.admin
+            "listen: {}\nadmin: {}\nthreads: 2\n{}",
+            self.addr,
+            self.admin,
+            with_admin_token(yaml)
         );
         std::fs::write(&self.config_path, full).expect("write config");
     }

@@ -45,7 +45,14 @@ fn draining_for_ms(view: &Value, addr: SocketAddr) -> Option<u64> {
 }
 
 async fn post_admin(gw: &Gateway, path: &str) -> u16 {
-    Request::bare("POST", path).send(gw.admin).await.status()
+    Request::bare("POST", path)
+        .header(
+            "Authorization",
+            &format!("Bearer {}", mcp_gateway_tests::harness::ADMIN_TOKEN),
+        )
+        .send(gw.admin)
+        .await
+        .status()
 }
 
 #[tokio::test]

@@ -99,6 +99,10 @@ async fn a_rollout_with_real_pods_loses_no_call_after_any_event() {
     let drain = Request::bare(
         "POST",
         &format!("/admin/backends/drain?pool=pods&backend={drained}"),
+    )
+    .header(
+        "Authorization",
+        &format!("Bearer {}", mcp_gateway_tests::harness::ADMIN_TOKEN),
     );
     assert_eq!(drain.send(gw.admin).await.status(), 200);
     all_calls_succeed(&mut clients, "while pod-0 drains").await;

@@ -53,6 +53,11 @@ pub struct FileConfig {
     pub listen_tls: Option<super::auth::FileListenTls>,
     /// `tracing`: OpenTelemetry traces exported by OTLP. Off unless set.
     pub tracing: Option<super::tracing::FileTracing>,
+    /// `admin-token`: where the admin API's bearer token comes from.
+    pub admin_token: Option<FileAdminToken>,
+    /// `client-timeouts`: how long a client may take to send a request, or idle between them.
+    #[serde(default)]
+    pub client_timeouts: FileClientTimeouts,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -275,7 +280,7 @@ pub struct FileDiscovery {
 #[serde(rename_all = "kebab-case")]
 #[schemars(deny_unknown_fields)]
 pub struct FileHealth {
-    /// Path probed on each backend. Default `/`.
+    /// Path probed on each backend (`GET`); without one the probe is a TCP connect.
     pub path: Option<String>,
     /// Probe interval in milliseconds. Default 2000.
     pub interval_ms: Option<u64>,
@@ -285,6 +290,8 @@ pub struct FileHealth {
     pub fall: Option<u32>,
     /// Passed probes before a backend is up again. Default 2.
     pub rise: Option<u32>,
+    /// Active health checks; on by default.
+    pub enabled: Option<bool>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -351,6 +358,36 @@ pub struct FileMatch {
     pub method: Option<String>,
     /// Glob on the tool, prompt or resource (Mcp-Name).
     pub name: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `admin-token`: the admin API's bearer token, read from a file or an environment variable.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileAdminToken {
+    /// A file holding the token (at least 16 characters).
+    pub file: Option<String>,
+    /// An environment variable holding the token.
+    pub env: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `client-timeouts`: request header, request body and idle keep-alive timeouts, in seconds.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileClientTimeouts {
+    /// Longest time to receive a request head, in seconds. Default 60.
+    pub header_s: Option<u64>,
+    /// Longest silence while a request body arrives, in seconds. Default 60.
+    pub body_s: Option<u64>,
+    /// Longest idle time of a kept-alive connection between requests, in seconds. Default 75.
+    pub idle_s: Option<u64>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

@@ -45,6 +45,10 @@ pub struct Config {
     pub listen_tls: Option<super::ListenTls>,
     /// OpenTelemetry traces. Default: off. Read at start (a reload does not change it).
     pub tracing: Option<super::TracingConfig>,
+    /// The admin API's bearer token; without one, mutating admin calls are refused.
+    pub admin_token: Option<super::AdminToken>,
+    /// Client header, body and idle keep-alive timeouts.
+    pub client_timeouts: super::ClientTimeouts,
 }
 
 /// Gateway-owned sessions.
@@ -185,7 +189,8 @@ pub struct PoolConfig {
     pub drain_timeout: Duration,
     /// Dynamic membership source. Default: the static `backends` only.
     pub discovery: Option<Discovery>,
-    /// Active health checks. Default: none (passive marking only).
+    /// Active health checks. Default: a TCP connect every 2 s; `health: {enabled: false}`
+    /// leaves passive marking only.
     pub health: Option<HealthCheck>,
     /// TLS to the backends. Default: plain HTTP.
     pub tls: Option<super::PoolTls>,
@@ -216,12 +221,13 @@ pub enum Discovery {
     },
 }
 
-/// An active HTTP health probe: any answer below 500 counts as alive (session servers refuse
-/// sessionless requests with 4xx, and that still means alive).
+/// An active health probe: a TCP connect, or with a `path` an HTTP GET where any answer below
+/// 500 counts as alive (session servers refuse sessionless requests with 4xx, and that still
+/// means alive).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthCheck {
-    /// Path probed with GET. Default `/`.
-    pub path: String,
+    /// Path probed with GET. Default: none (a TCP connect is the probe).
+    pub path: Option<String>,
     /// Between probes. Default 2 s.
     pub interval: Duration,
     /// Probe timeout. Default 1 s.

@@ -4,6 +4,7 @@
 mod auth;
 mod capture;
 mod file;
+mod hardening;
 mod internal;
 mod pools;
 pub mod schema;
@@ -16,6 +17,7 @@ pub use auth::{
 };
 pub use capture::CaptureConfig;
 pub use file::FileConfig;
+pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
 pub use tracing::{OtlpProtocol, TracingConfig};
 

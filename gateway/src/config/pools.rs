@@ -62,20 +62,7 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             .as_ref()
             .map(|h| super::auth::identity_headers(p, &at, h))
             .unwrap_or_default(),
-        health: pool.health.as_ref().map(|h| {
-            p.unknown(
-                &format!("{at}.health"),
-                &h.unknown,
-                "path, interval-ms, timeout-ms, fall, rise",
-            );
-            HealthCheck {
-                path: h.path.clone().unwrap_or_else(|| "/".into()),
-                interval: ms(h.interval_ms, 2_000),
-                timeout: ms(h.timeout_ms, 1_000),
-                fall: h.fall.unwrap_or(2).max(1),
-                rise: h.rise.unwrap_or(2).max(1),
-            }
-        }),
+        health: health(p, &at, pool.health.as_ref()),
     }
 }
 
@@ -137,4 +124,26 @@ fn not_found_rules(p: &mut Problems, at: &str, rules: &[FileNotFound]) -> Vec<No
             }
         })
         .collect()
+}
+
+/// Health checks are on by default (a TCP connect); `enabled: false` turns them off.
+fn health(p: &mut Problems, at: &str, h: Option<&super::file::FileHealth>) -> Option<HealthCheck> {
+    let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
+    let default = super::file::FileHealth::default();
+    let h = h.unwrap_or(&default);
+    p.unknown(
+        &format!("{at}.health"),
+        &h.unknown,
+        "enabled, path, interval-ms, timeout-ms, fall, rise",
+    );
+    if h.enabled == Some(false) {
+        return None;
+    }
+    Some(HealthCheck {
+        path: h.path.clone(),
+        interval: ms(h.interval_ms, 2_000),
+        timeout: ms(h.timeout_ms, 1_000),
+        fall: h.fall.unwrap_or(2).max(1),
+        rise: h.rise.unwrap_or(2).max(1),
+    })
 }

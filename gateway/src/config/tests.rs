@@ -40,14 +40,21 @@ fn reference_config_parses_to_expected_struct() {
         session_not_found: default_not_found(),
         drain_timeout: Duration::from_secs(120),
         discovery: None,
-        health: None,
         tls: None,
         identity_headers: Default::default(),
+        health: Some(HealthCheck {
+            path: None,
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(1),
+            fall: 2,
+            rise: 2,
+        }),
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),
-        allowed_hosts: vec![],
-        allowed_origins: vec![],
+        // a loopback listener guards DNS rebinding by default
+        allowed_hosts: LOOPBACK_HOSTS.iter().map(|s| s.to_string()).collect(),
+        allowed_origins: LOOPBACK_ORIGINS.iter().map(|s| s.to_string()).collect(),
         admin: Some("127.0.0.1:9090".parse().unwrap()),
         threads: config.threads,
         max_body_bytes: 4 * 1024 * 1024,
@@ -78,6 +85,8 @@ fn reference_config_parses_to_expected_struct() {
         auth: None,
         listen_tls: None,
         tracing: None,
+        admin_token: None,
+        client_timeouts: ClientTimeouts::default(),
     };
     assert_eq!(config, expected);
 }

@@ -58,7 +58,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         for (key, globs) in [
@@ -157,11 +157,17 @@ impl Config {
             .tracing
             .as_ref()
             .and_then(|t| super::tracing::tracing_config(&mut p, t));
+        let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
+        let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
+        let allowed_hosts =
+            super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
+        let allowed_origins =
+            super::hardening::guard_list(listen, file.allowed_origins, super::LOOPBACK_ORIGINS);
         if p.0.is_empty() {
             Ok(Config {
                 listen: listen.expect("checked"),
-                allowed_hosts: file.allowed_hosts,
-                allowed_origins: file.allowed_origins,
+                allowed_hosts,
+                allowed_origins,
                 admin,
                 threads,
                 max_body_bytes,
@@ -173,6 +179,8 @@ impl Config {
                 auth,
                 listen_tls,
                 tracing,
+                admin_token,
+                client_timeouts,
             })
         } else {
             Err(p.0)

@@ -61,6 +61,11 @@ impl GatewayError {
         if let Some(challenge) = self.www_authenticate() {
             headers.push(("www-authenticate", challenge));
         }
+        if let Some(allow) = self.data.get("allow").and_then(Value::as_str) {
+            if self.kind == super::ErrorKind::MethodNotAllowed {
+                headers.push(("allow", allow.to_owned()));
+            }
+        }
         (self.kind.http_status(), headers, body)
     }
 }

@@ -67,6 +67,18 @@ pub enum ErrorKind {
     /// The signing keys could not be fetched, so a token cannot be checked. -32025, HTTP 503 +
     /// `Retry-After`.
     AuthUnavailable,
+    /// The HTTP framing cannot be trusted (differing `Content-Length`s, an unknown
+    /// `Transfer-Encoding`, an unparsable request head): answered, then the connection is
+    /// closed. -32026, HTTP 400.
+    BadFraming,
+    /// The request head is too large or has too many header lines. -32027, HTTP 431.
+    HeadTooLarge,
+    /// The client sent its request head too slowly (`client-timeouts.header-s`) or fell
+    /// silent while sending its body (`client-timeouts.body-s`). -32028, HTTP 408.
+    ClientTimeout,
+    /// The route does not serve this HTTP method (`Allow` lists the ones it does). -32029,
+    /// HTTP 405.
+    MethodNotAllowed,
 }
 
 impl ErrorKind {
@@ -94,6 +106,10 @@ impl ErrorKind {
             ErrorKind::Unauthorized => -32023,
             ErrorKind::Forbidden => -32024,
             ErrorKind::AuthUnavailable => -32025,
+            ErrorKind::BadFraming => -32026,
+            ErrorKind::HeadTooLarge => -32027,
+            ErrorKind::ClientTimeout => -32028,
+            ErrorKind::MethodNotAllowed => -32029,
         }
     }
 
@@ -122,6 +138,10 @@ impl ErrorKind {
             ErrorKind::Unauthorized => 401,
             ErrorKind::Forbidden => 403,
             ErrorKind::AuthUnavailable => 503,
+            ErrorKind::BadFraming => 400,
+            ErrorKind::HeadTooLarge => 431,
+            ErrorKind::ClientTimeout => 408,
+            ErrorKind::MethodNotAllowed => 405,
         }
     }
 
@@ -160,6 +180,10 @@ impl ErrorKind {
             ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::Forbidden => "forbidden",
             ErrorKind::AuthUnavailable => "auth-unavailable",
+            ErrorKind::BadFraming => "bad-framing",
+            ErrorKind::HeadTooLarge => "head-too-large",
+            ErrorKind::ClientTimeout => "client-timeout",
+            ErrorKind::MethodNotAllowed => "method-not-allowed",
         }
     }
 
@@ -448,6 +472,41 @@ impl GatewayError {
         Self::new(ErrorKind::ResumeUnavailable, message)
             .with("reason", reason)
             .with("lastEventId", shown)
+    }
+
+    /// HTTP framing the gateway will not guess at; the connection closes after the answer.
+    pub fn bad_framing(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::BadFraming,
+            format!("Bad request framing: {detail}"),
+        )
+        .with("detail", detail)
+    }
+
+    /// A request head over the gateway's limits.
+    pub fn head_too_large(limit: &str) -> Self {
+        Self::new(
+            ErrorKind::HeadTooLarge,
+            format!("Request head too large: {limit}"),
+        )
+        .with("limit", limit)
+    }
+
+    /// The client took longer than `client-timeouts.header-s` to send its request head, or
+    /// fell silent for `client-timeouts.body-s` while sending its body.
+    pub fn client_timeout(after: std::time::Duration) -> Self {
+        Self::new(ErrorKind::ClientTimeout, "The request was not sent in time")
+            .with("timeoutMs", after.as_millis() as u64)
+    }
+
+    /// An HTTP method the route does not serve; `allow` lists those it does.
+    pub fn method_not_allowed(method: &str, allow: &str) -> Self {
+        Self::new(
+            ErrorKind::MethodNotAllowed,
+            format!("Method {method} is not allowed here (allowed: {allow})"),
+        )
+        .with("method", method)
+        .with("allow", allow)
     }
 
     /// An unexpected state inside the gateway.

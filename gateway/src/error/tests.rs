@@ -48,6 +48,10 @@ fn every_kind_has_a_distinct_code() {
         Unauthorized,
         Forbidden,
         AuthUnavailable,
+        BadFraming,
+        HeadTooLarge,
+        ClientTimeout,
+        MethodNotAllowed,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

@@ -115,8 +115,72 @@ struct WireMeta<'a> {
     protocol_version: Option<Cow<'a, str>>,
 }
 
+/// Nesting of arrays and objects refused: serde_json's own limit (it accepts 127 levels), far
+/// below what breaks a backend's parser (100,000 levels made the Python SDK answer 500).
+pub const MAX_DEPTH: usize = 128;
+
+/// What serde_json's skipping of unread fields does not check and a full parse does: UTF-8
+/// throughout, nesting depth, and `\u` escapes that are lone UTF-16 surrogates. One pass over
+/// the bytes, no allocation; a body that fails is never forwarded.
+fn well_formed(body: &[u8]) -> Result<(), InspectError> {
+    std::str::from_utf8(body).map_err(|e| InspectError::Parse(format!("invalid UTF-8: {e}")))?;
+    let (mut depth, mut in_string, mut i) = (0usize, false, 0usize);
+    // a high surrogate escape just ended; the next thing must be its low half
+    let mut want_low = false;
+    while i < body.len() {
+        let b = body[i];
+        if in_string {
+            if want_low && !body[i..].starts_with(b"\\u") {
+                return Err(lone_surrogate());
+            }
+            match b {
+                b'"' => in_string = false,
+                b'\\' if body.get(i + 1) == Some(&b'u') => {
+                    let unit = body
+                        .get(i + 2..i + 6)
+                        .and_then(|h| std::str::from_utf8(h).ok())
+                        .and_then(|h| u16::from_str_radix(h, 16).ok());
+                    match unit {
+                        Some(0xD800..=0xDBFF) if !want_low => want_low = true,
+                        Some(0xDC00..=0xDFFF) if want_low => want_low = false,
+                        Some(0xD800..=0xDFFF) => return Err(lone_surrogate()),
+                        _ if want_low => return Err(lone_surrogate()),
+                        _ => {}
+                    }
+                    i += 6;
+                    continue;
+                }
+                b'\\' => i += 1,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth >= MAX_DEPTH {
+                    return Err(InspectError::Parse(format!(
+                        "nested {MAX_DEPTH} levels deep or more"
+                    )));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn lone_surrogate() -> InspectError {
+    InspectError::Parse("a \\u escape that is a lone UTF-16 surrogate".into())
+}
+
 /// Reads the routing-relevant fields of one JSON-RPC message.
 pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
+    well_formed(body)?;
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     match first {
         Some(b'[') => {

@@ -1,25 +1,30 @@
 //! DNS-rebinding protection for the listener: the `Host` must be one the gateway serves
 //! (`allowed-hosts`) and a browser's `Origin` one it trusts (`allowed-origins`). Checked before
-//! anything else, so a foreign page never reaches a backend.
+//! anything else, so a foreign page never reaches a backend. A loopback listener serves only
+//! loopback names unless told otherwise (config defaults).
+//!
+//! Patterns are matched by hand rather than with a glob library: a `*` must stay inside one
+//! DNS label or one port (it never matches `.`, `:`, `/` or `@`), so `localhost:*` cannot
+//! match `localhost:8080.evil.com` nor `http://localhost:*` match `http://localhost:1@evil.com`.
+//! A pattern that is just `*` matches anything (the guard turned off on purpose).
 
 use crate::config::Config;
 use crate::error::GatewayError;
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use pingora::http::RequestHeader;
 
 /// Compiled `allowed-hosts` / `allowed-origins`; `None` means "any".
 #[derive(Debug, Default)]
 pub struct PeerGuard {
-    hosts: Option<GlobSet>,
-    origins: Option<GlobSet>,
+    hosts: Option<Patterns>,
+    origins: Option<Patterns>,
 }
 
 impl PeerGuard {
     /// Compiles the listener's lists.
     pub fn new(config: &Config) -> PeerGuard {
         PeerGuard {
-            hosts: compile(&config.allowed_hosts),
-            origins: compile(&config.allowed_origins),
+            hosts: Patterns::new(&config.allowed_hosts),
+            origins: Patterns::new(&config.allowed_origins),
         }
     }
 
@@ -48,41 +53,66 @@ impl PeerGuard {
     }
 }
 
-/// Patterns use `*` and `?` only (brackets stay literal: `[::1]:*` is an IPv6 host);
-/// `name:*` also matches `name` without a port.
-fn compile(patterns: &[String]) -> Option<GlobSet> {
-    if patterns.is_empty() {
-        return None;
-    }
-    let mut set = GlobSetBuilder::new();
-    for p in patterns {
-        let p = p.trim();
-        let bare = p.strip_suffix(":*").map(str::to_owned);
-        for pattern in std::iter::once(p.to_owned()).chain(bare) {
-            let glob = GlobBuilder::new(&literal_brackets(&pattern))
-                .literal_separator(false)
-                .case_insensitive(true)
-                .build()
-                .expect("escaped patterns always compile");
-            set.add(glob);
-        }
-    }
-    Some(set.build().expect("escaped patterns always compile"))
+/// Host or origin patterns: `*` (any run within a label or port), `?` (one such character),
+/// case-insensitive; `name:*` also matches a bare `name`.
+#[derive(Debug, Default, Clone)]
+pub struct Patterns {
+    patterns: Vec<Vec<u8>>,
+    any: bool,
 }
 
-fn literal_brackets(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len() + 8);
-    for c in pattern.chars() {
-        match c {
-            '[' | ']' | '{' | '}' | '\\' => {
-                out.push('[');
-                out.push(c);
-                out.push(']');
-            }
-            _ => out.push(c),
+impl Patterns {
+    /// `None` for an empty list (anything goes).
+    pub fn new(patterns: &[String]) -> Option<Patterns> {
+        if patterns.is_empty() {
+            return None;
         }
+        let mut out = Patterns::default();
+        for p in patterns {
+            let p = p.trim().to_ascii_lowercase();
+            if p == "*" {
+                out.any = true;
+            }
+            if let Some(bare) = p.strip_suffix(":*") {
+                out.patterns.push(bare.as_bytes().to_vec());
+            }
+            out.patterns.push(p.into_bytes());
+        }
+        Some(out)
     }
-    out
+
+    /// Whether `value` matches one of the patterns.
+    pub fn is_match(&self, value: &str) -> bool {
+        let value = value.to_ascii_lowercase();
+        self.any || self.patterns.iter().any(|p| matches(p, value.as_bytes()))
+    }
+}
+
+/// Characters a `*` or `?` never stands for: they separate labels, ports, schemes and users.
+fn separator(c: u8) -> bool {
+    matches!(
+        c,
+        b'.' | b':' | b'/' | b'@' | b'[' | b']' | b'?' | b'#' | b'\\'
+    )
+}
+
+fn matches(pattern: &[u8], value: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => value.is_empty(),
+        Some((b'*', rest)) => {
+            // the longest run of non-separators this star may take, tried shortest first
+            let run = value.iter().take_while(|c| !separator(**c)).count();
+            (0..=run).any(|n| matches(rest, &value[n..]))
+        }
+        Some((b'?', rest)) => match value.split_first() {
+            Some((c, tail)) if !separator(*c) => matches(rest, tail),
+            _ => false,
+        },
+        Some((p, rest)) => match value.split_first() {
+            Some((c, tail)) if c == p => matches(rest, tail),
+            _ => false,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -148,6 +178,40 @@ mod tests {
             assert_eq!(e.kind.http_status(), 421);
         }
         assert!(g.check(&req(None, None)).is_err(), "no Host at all");
+    }
+
+    #[test]
+    fn a_star_never_crosses_a_label_a_port_or_a_user() {
+        let g = guard(&["localhost:*", "*.corp.example"], &["http://localhost:*"]);
+        for bad in [
+            "localhost:8080.evil.com",
+            "localhost:1@evil.com",
+            "evil.com.corp.example.net",
+            "a.b.corp.example",
+        ] {
+            assert!(g.check(&req(Some(bad), None)).is_err(), "{bad}");
+        }
+        for bad in [
+            "http://localhost:1@evil.com",
+            "http://localhost:80.evil.com",
+        ] {
+            let e = g.check(&req(Some("localhost"), Some(bad))).unwrap_err();
+            assert_eq!(e.kind.code(), -32008, "{bad}");
+        }
+        assert!(g
+            .check(&req(Some("localhost:99"), Some("http://localhost:5173")))
+            .is_ok());
+    }
+
+    #[test]
+    fn a_lone_star_turns_the_guard_off() {
+        let g = guard(&["*"], &["*"]);
+        assert!(g
+            .check(&req(
+                Some("evil.example.com:1"),
+                Some("http://evil.example.com")
+            ))
+            .is_ok());
     }
 
     #[test]

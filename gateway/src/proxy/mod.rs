@@ -132,6 +132,8 @@ impl ProxyHttp for Gateway {
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         ctx.otel = crate::telemetry::start(session.req_header());
         let otel = ctx.otel.clone();
+        // the longest silence while the client sends its body (`client-timeouts.body-s`)
+        session.set_read_timeout(Some(ctx.state.config.client_timeouts.body));
         // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
         // into every request's state, the fast path's too (about 30 KB a request).
         let handled = match steps::prepare(self, session, ctx).await {
@@ -276,6 +278,26 @@ impl ProxyHttp for Gateway {
             Some(err) => Err(respond::stashed(ctx, err)),
             None => Ok(()),
         }
+    }
+
+    /// An HTTP/1.0 client cannot read a chunked answer: it gets the body delimited by the
+    /// connection's close instead.
+    async fn response_filter(
+        &self,
+        session: &mut Session,
+        upstream: &mut ResponseHeader,
+        _ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if session.req_header().version == http::Version::HTTP_10
+            && upstream
+                .headers
+                .contains_key(http::header::TRANSFER_ENCODING)
+        {
+            upstream.remove_header(&http::header::TRANSFER_ENCODING);
+            upstream.insert_header(http::header::CONNECTION, "close")?;
+            session.set_keepalive(None);
+        }
+        Ok(())
     }
 
     async fn request_body_filter(

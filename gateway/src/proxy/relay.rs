@@ -15,10 +15,36 @@ pub async fn read_body(
     session: &mut Session,
     max: u64,
 ) -> std::result::Result<Bytes, GatewayError> {
+    // A client that asked to be told before it sends (`Expect: 100-continue`) is told here,
+    // where the gateway reads the body itself (pingora's proxy only passes the header on).
+    let expects = session
+        .req_header()
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if expects && !session.is_body_done() {
+        session.write_continue_response().await.map_err(|e| {
+            GatewayError::invalid_request(&format!("the client went away before its body: {e}"))
+        })?;
+    }
+    // The longest silence between body reads (`client-timeouts.body-s`, set on the session),
+    // kept here with tokio's timer.
+    let silence = session.get_read_timeout();
     let mut body = BytesMut::new();
-    while let Some(chunk) = session.read_request_body().await.map_err(|e| {
-        GatewayError::invalid_request(&format!("reading the request body failed: {e}"))
-    })? {
+    loop {
+        let read = session.read_request_body();
+        let read = match silence {
+            Some(t) => tokio::time::timeout(t, read)
+                .await
+                .map_err(|_| GatewayError::client_timeout(t))?,
+            None => read.await,
+        };
+        let chunk = read.map_err(|e| {
+            GatewayError::invalid_request(&format!("reading the request body failed: {e}"))
+        })?;
+        let Some(chunk) = chunk else {
+            break;
+        };
         if (body.len() + chunk.len()) as u64 > max {
             return Err(GatewayError::body_too_large(max));
         }

@@ -21,6 +21,11 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
     let id = match (ctx.request_id.take(), ctx.body_prefix.take()) {
         (Some(id), _) => id,
         (None, Some(prefix)) => id_of(&prefix),
+        (None, None) if err.kind == crate::error::ErrorKind::ClientTimeout => {
+            // the client stopped sending its body: nothing more to read, the connection ends
+            session.set_keepalive(None);
+            RequestId::null()
+        }
         (None, None) => read_id(session).await,
     };
     let (status, headers, body) = err.to_http(&id);
@@ -46,6 +51,20 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
     status
 }
 
+/// Reads the rest of the body away, each read within `silence`; whether it all came.
+async fn drain(
+    downstream: &mut pingora::protocols::http::ServerSession,
+    silence: std::time::Duration,
+) -> bool {
+    loop {
+        match tokio::time::timeout(silence, downstream.read_request_body()).await {
+            Ok(Ok(Some(_))) => {}
+            Ok(Ok(None)) => return true,
+            _ => return false,
+        }
+    }
+}
+
 /// Finds the JSON-RPC id in the unread request body, then drains the rest.
 async fn read_id(session: &mut Session) -> RequestId {
     let downstream = session.as_downstream_mut();
@@ -57,18 +76,22 @@ async fn read_id(session: &mut Session) -> RequestId {
         .headers
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    // a client that falls silent is not waited for longer than `client-timeouts.body-s`
+    let silence = downstream
+        .get_read_timeout()
+        .unwrap_or(std::time::Duration::from_secs(60));
     let mut prefix = BytesMut::new();
     while prefix.len() < ID_SCAN_LIMIT {
-        match downstream.read_request_body().await {
-            Ok(Some(chunk)) => prefix.extend_from_slice(&chunk),
+        match tokio::time::timeout(silence, downstream.read_request_body()).await {
+            Ok(Ok(Some(chunk))) => prefix.extend_from_slice(&chunk),
             _ => break,
         }
     }
     let id = id_of(&prefix);
     if !downstream.is_body_done() {
-        if declared.is_some_and(|len| len <= DRAIN_LIMIT) {
-            let _ = downstream.drain_request_body().await;
-        } else {
+        let drained =
+            declared.is_some_and(|len| len <= DRAIN_LIMIT) && drain(downstream, silence).await;
+        if !drained {
             downstream.set_keepalive(None);
         }
     }

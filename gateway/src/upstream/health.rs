@@ -1,7 +1,8 @@
-//! Active health checks: an HTTP probe per backend on an interval. Any answer below 500 counts
-//! as alive (legacy session servers refuse a sessionless GET with 4xx, and that still means
+//! Active health checks, on by default: a probe per backend on an interval, a TCP connect
+//! unless the pool names an HTTP `path`. Any HTTP answer below 500 counts as alive (legacy session servers refuse a sessionless GET with 4xx, and that still means
 //! the process is up); a refused connection, a timeout or a 5xx counts as a failure.
-//! `fall` failures in a row mark a backend down, `rise` successes bring it back.
+//! `fall` failures in a row mark a backend down, `rise` successes bring it back; one success
+//! clears a passive mark (a refused connection), which otherwise stays until a request succeeds.
 
 use super::Backend;
 use crate::config::HealthCheck;
@@ -14,13 +15,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Probes one backend: `GET path` with its Host; true when it answers below 500 in time.
+/// Probes one backend: a TCP connect, or `GET path` with its Host; true when it connects (and
+/// answers below 500) in time.
 pub async fn probe(backend: &Backend, check: &HealthCheck) -> bool {
     let attempt = async {
         let mut stream = tokio::net::TcpStream::connect(backend.addr).await.ok()?;
+        let Some(path) = check.path.as_deref() else {
+            return Some(true);
+        };
         let request = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n\r\n",
-            check.path, backend.host
+            path, backend.host
         );
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut head = [0u8; 16];

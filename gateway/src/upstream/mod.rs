@@ -39,6 +39,9 @@ pub struct Backend {
     discovery_drained: AtomicBool,
     /// Consecutive active health probe results (positive: successes, negative: failures).
     probe_streak: std::sync::atomic::AtomicI32,
+    /// A connection failed and neither a probe nor a request has succeeded since: shown down
+    /// (and skipped while others are left) past the failure cooldown, where health checks run.
+    suspect: AtomicBool,
 }
 
 /// What a backend is doing, for admin and metrics.
@@ -75,6 +78,7 @@ impl Backend {
             draining_since_ms: AtomicU64::new(0),
             discovery_drained: AtomicBool::new(false),
             probe_streak: std::sync::atomic::AtomicI32::new(0),
+            suspect: AtomicBool::new(false),
         }
     }
 
@@ -85,7 +89,9 @@ impl Backend {
 
     /// Whether a recent connection failure or the health checks mark it to be skipped.
     pub fn is_failed(&self) -> bool {
-        self.down.load(Ordering::Relaxed) || self.failed_until_ms.load(Ordering::Relaxed) > now_ms()
+        self.down.load(Ordering::Relaxed)
+            || self.suspect.load(Ordering::Relaxed)
+            || self.failed_until_ms.load(Ordering::Relaxed) > now_ms()
     }
 
     /// Whether it is draining (no new sessions).
@@ -121,6 +127,9 @@ impl Backend {
             (false, _) => -1,
         };
         self.probe_streak.store(streak, Ordering::Relaxed);
+        if ok {
+            self.suspect.store(false, Ordering::Relaxed);
+        }
         let down = self.down.load(Ordering::Relaxed);
         if !down && !ok && streak <= -(fall as i32) {
             self.down.store(true, Ordering::Relaxed);
@@ -164,6 +173,8 @@ pub struct Pool {
     /// Other backends tried after a refused connection.
     pub retries: usize,
     failure_cooldown: Duration,
+    /// Active health checks run for this pool (they clear passive marks).
+    checked: bool,
     /// How the pool's backends answer "I do not know this session".
     pub session_not_found: Vec<crate::config::NotFoundRule>,
     /// How long a draining backend keeps its sessions before they move.
@@ -213,6 +224,7 @@ impl Pool {
             read_timeout: cfg.read_timeout,
             retries: cfg.retries,
             failure_cooldown: cfg.failure_cooldown,
+            checked: cfg.health.is_some(),
             session_not_found: cfg.session_not_found.clone(),
             drain_timeout: cfg.drain_timeout,
             identity: cfg.identity_headers.clone(),
@@ -236,7 +248,12 @@ impl Pool {
         let members = addrs
             .iter()
             .map(|a| match old.iter().find(|b| b.addr == *a) {
-                Some(b) => b.clone(),
+                Some(b) => {
+                    if !pool.checked {
+                        b.suspect.store(false, Ordering::Relaxed);
+                    }
+                    b.clone()
+                }
                 None => Arc::new(Backend::new(*a, cfg.host.as_deref())),
             })
             .collect();
@@ -354,16 +371,23 @@ impl Pool {
         InflightGuard(backend.clone())
     }
 
-    /// Marks a backend to be skipped for the failure cooldown (passive health).
+    /// Marks a backend to be skipped for the failure cooldown (passive health). Where health
+    /// checks run, it also stays down after the cooldown until a probe or a request succeeds.
     pub fn mark_failed(&self, backend: &Backend) {
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
         backend.failed_until_ms.store(until, Ordering::Relaxed);
+        if self.checked {
+            backend.suspect.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Clears a failure mark after a successful connection.
     pub fn mark_ok(&self, backend: &Backend) {
         if backend.failed_until_ms.load(Ordering::Relaxed) != 0 {
             backend.failed_until_ms.store(0, Ordering::Relaxed);
+        }
+        if backend.suspect.load(Ordering::Relaxed) {
+            backend.suspect.store(false, Ordering::Relaxed);
         }
     }
 

@@ -14,7 +14,7 @@
 
 mod auth;
 mod overhead;
-mod procs;
+pub(crate) mod procs;
 mod report;
 mod resume;
 mod setup;

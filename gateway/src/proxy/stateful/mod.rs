@@ -53,6 +53,11 @@ pub(super) async fn handle(
             in_session::stream(gw, session, ctx, &pool, rec).await
         };
     }
+    if method != http::Method::POST {
+        let err =
+            crate::error::GatewayError::method_not_allowed(method.as_str(), "GET, POST, DELETE");
+        return Err(err.into());
+    }
     let body = read_body(session, state.config.max_body_bytes).await?;
     ctx.capture_request(&body);
     let call = Call::classify(body)?;

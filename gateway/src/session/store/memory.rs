@@ -15,6 +15,11 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Most tombstones kept: beyond it the oldest is forgotten first (its id then reads as
+/// unknown rather than deleted, which a client answers the same way), so ending sessions in a
+/// loop cannot grow memory for the whole tombstone time.
+pub const MAX_TOMBSTONES: usize = 10_000;
+
 /// Due times, earliest first: (due at, session id).
 type DueQueue = BinaryHeap<Reverse<(u64, Arc<str>)>>;
 
@@ -87,7 +92,14 @@ impl MemoryStore {
         self.count_backend(&record.pool, record.binding.backend, false);
         self.uncount_client(&record.client);
         self.gone.insert(key.clone(), reason);
-        lock(&self.gone_order).push_back((now_ms(), key));
+        let mut order = lock(&self.gone_order);
+        order.push_back((now_ms(), key));
+        while order.len() > MAX_TOMBSTONES {
+            if let Some((_, oldest)) = order.pop_front() {
+                self.gone.remove(&oldest);
+            }
+        }
+        drop(order);
         Some(record)
     }
 }
@@ -206,6 +218,7 @@ impl SessionStore for MemoryStore {
             }
         }
         let keep = self.tombstone_ms.load(Ordering::Relaxed);
+        // (the count cap is kept where tombstones are made, in `remove`)
         let mut order = lock(&self.gone_order);
         while let Some((at, _)) = order.front() {
             if at + keep > now_ms {
@@ -254,6 +267,32 @@ impl SessionStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn ending_sessions_in_a_loop_keeps_at_most_the_tombstone_cap() {
+        let ttl = Ttl {
+            idle: std::time::Duration::from_secs(1800),
+            tombstone: std::time::Duration::from_secs(1800),
+        };
+        let store = MemoryStore::new(ttl);
+        let quota = Quota {
+            max_sessions: usize::MAX,
+            max_per_client: None,
+        };
+        let mut last = String::new();
+        for _ in 0..MAX_TOMBSTONES + 500 {
+            let record = super::super::suite::record("c", 1, now_ms());
+            last = record.id.to_string();
+            store.create(record, quota).await.expect("created");
+            store.end(&last, GoneReason::Deleted).await.expect("ended");
+        }
+        assert_eq!(store.gone.len(), MAX_TOMBSTONES);
+        assert_eq!(lock(&store.gone_order).len(), MAX_TOMBSTONES);
+        assert!(matches!(
+            store.get(&last).await,
+            Ok(Lookup::Gone(GoneReason::Deleted))
+        ));
+    }
 
     #[tokio::test]
     async fn the_memory_store_passes_the_store_suite() {

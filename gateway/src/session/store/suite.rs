@@ -37,7 +37,7 @@ fn binding(port: u16, generation: u64) -> Binding {
 }
 
 /// A record with a fresh unique id (a shared store may hold other tests' records).
-fn record(client: &str, port: u16, last_use_ms: u64) -> SessionRecord {
+pub(super) fn record(client: &str, port: u16, last_use_ms: u64) -> SessionRecord {
     SessionRecord {
         id: crate::session::new_session_id(),
         pool: "suite-pool".into(),

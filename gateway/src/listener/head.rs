@@ -1,0 +1,331 @@
+//! `Watch`: the client's stream as pingora reads it, watched while a request head arrives.
+//! Between requests it waits at most the idle timeout for a first byte; from the first byte
+//! the whole head must arrive within the header timeout, stay within the size and line
+//! limits and frame its body unambiguously. A head that does not is never handed to pingora:
+//! the watch writes the JSON-RPC error itself and then reads as closed.
+
+use crate::config::ClientTimeouts;
+use crate::error::GatewayError;
+use crate::mcp::RequestId;
+use pingora::protocols::raw_connect::ProxyDigest;
+use pingora::protocols::{
+    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream,
+    TimingDigest, UniqueID, UniqueIDType,
+};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Largest request head accepted.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Most lines (request line and headers) in a request head.
+pub const MAX_HEAD_LINES: usize = 100;
+
+/// Where the connection is between requests.
+#[derive(Debug)]
+enum Stage {
+    /// Waiting for the first byte of a request (`first`: of the connection).
+    Idle { first: bool },
+    /// A head is arriving; its bytes so far.
+    Head(Vec<u8>),
+    /// The head was handed on; pingora's own timeouts apply until the next request.
+    Open,
+}
+
+/// The watch's state, shared with the connection loop that re-arms it per request.
+#[derive(Debug)]
+pub struct Phase {
+    stage: Stage,
+    since: Instant,
+    timeouts: ClientTimeouts,
+}
+
+impl Phase {
+    /// A new connection: waiting for its first request.
+    pub fn new(timeouts: ClientTimeouts) -> Phase {
+        Phase {
+            stage: Stage::Idle { first: true },
+            since: Instant::now(),
+            timeouts,
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match self.stage {
+            Stage::Idle { first: true } | Stage::Head(_) => Some(self.since + self.timeouts.header),
+            Stage::Idle { first: false } => Some(self.since + self.timeouts.idle),
+            Stage::Open => None,
+        }
+    }
+}
+
+/// The previous request is done: wait for the next one (a pipelined one may already be read).
+pub fn rearm(phase: &Mutex<Phase>) {
+    if let Ok(mut p) = phase.lock() {
+        p.stage = Stage::Idle { first: false };
+        p.since = Instant::now();
+    }
+}
+
+/// The client's stream, watched.
+#[derive(Debug)]
+pub struct Watch {
+    inner: Stream,
+    phase: Arc<Mutex<Phase>>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// An answer being written instead of reading on; then the stream reads as closed.
+    refusal: Option<(Vec<u8>, usize)>,
+}
+
+impl Watch {
+    /// Watches `inner` under `phase`.
+    pub fn new(inner: Stream, phase: Arc<Mutex<Phase>>) -> Watch {
+        Watch {
+            inner,
+            phase,
+            timer: None,
+            refusal: None,
+        }
+    }
+
+    fn refuse(&mut self, error: &GatewayError) {
+        let (status, headers, body) = error.to_http(&RequestId::null());
+        let reason = http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Error");
+        let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
+        for (k, v) in headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        out.push_str("connection: close\r\n\r\n");
+        let mut bytes = out.into_bytes();
+        bytes.extend_from_slice(&body);
+        tracing::debug!(status, kind = error.kind.as_str(), "request head refused");
+        self.refusal = Some((bytes, 0));
+    }
+
+    /// Writes the refusal; ready once it is out (or the client is gone).
+    fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while let Some((bytes, done)) = self.refusal.as_mut() {
+            if *done >= bytes.len() {
+                let _ = Pin::new(&mut self.inner).poll_flush(cx);
+                return Poll::Ready(());
+            }
+            match Pin::new(&mut self.inner).poll_write(cx, &bytes[*done..]) {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                    *done = bytes.len();
+                }
+                Poll::Ready(Ok(n)) => *done += n,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(())
+    }
+}
+
+/// What the bytes just read mean for the head in progress.
+enum Verdict {
+    /// Still arriving, or handed on whole.
+    Pass,
+    /// Refuse with this error.
+    Refuse(GatewayError),
+}
+
+/// Appends `new` to the head in progress and judges it.
+fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
+    if matches!(phase.stage, Stage::Idle { first: false })
+        && !new.first().is_some_and(|b| b.is_ascii_uppercase())
+    {
+        // Not a request line (they start with an upper-case method): the rest of the body of
+        // a pipelined request whose head was already read with the previous one.
+        phase.stage = Stage::Open;
+        return Verdict::Pass;
+    }
+    if matches!(phase.stage, Stage::Idle { .. }) {
+        phase.stage = Stage::Head(Vec::new());
+        phase.since = Instant::now();
+    }
+    let Stage::Head(head) = &mut phase.stage else {
+        return Verdict::Pass;
+    };
+    let start = head.len().saturating_sub(3);
+    head.extend_from_slice(new);
+    let end = find_end(&head[start..]).map(|e| start + e);
+    let lines = memchr::memchr_iter(b'\n', &head[..end.unwrap_or(head.len())]).count();
+    if lines > MAX_HEAD_LINES {
+        return Verdict::Refuse(GatewayError::head_too_large("100 header lines"));
+    }
+    let Some(end) = end else {
+        if head.len() > MAX_HEAD_BYTES {
+            return Verdict::Refuse(GatewayError::head_too_large("64 KiB"));
+        }
+        return Verdict::Pass;
+    };
+    if end > MAX_HEAD_BYTES {
+        return Verdict::Refuse(GatewayError::head_too_large("64 KiB"));
+    }
+    let verdict = match super::head_check::framing(&head[..end]) {
+        Ok(()) => Verdict::Pass,
+        Err(e) => Verdict::Refuse(e),
+    };
+    phase.stage = Stage::Open;
+    verdict
+}
+
+/// The index just past the blank line ending a head (`\r\n\r\n` or `\n\n`).
+fn find_end(bytes: &[u8]) -> Option<usize> {
+    let crlf = memchr::memmem::find(bytes, b"\r\n\r\n").map(|i| i + 4);
+    let lf = memchr::memmem::find(bytes, b"\n\n").map(|i| i + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl AsyncRead for Watch {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.refusal.is_some() {
+            // the answer goes out, then the stream reads as closed
+            return this.poll_refusal(cx).map(|()| Ok(()));
+        }
+        let before = buf.filled().len();
+        let deadline = match this.phase.lock() {
+            Ok(p) => p.deadline(),
+            Err(_) => None,
+        };
+        let Some(deadline) = deadline else {
+            this.timer = None;
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        };
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let verdict = match this.phase.lock() {
+                    Ok(mut p) if buf.filled().len() > before => {
+                        judge(&mut p, &buf.filled()[before..])
+                    }
+                    _ => Verdict::Pass,
+                };
+                match verdict {
+                    Verdict::Pass => Poll::Ready(Ok(())),
+                    Verdict::Refuse(e) => {
+                        buf.set_filled(before);
+                        this.refuse(&e);
+                        this.poll_refusal(cx).map(|()| Ok(()))
+                    }
+                }
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+                if timer.deadline() != deadline.into() {
+                    timer.as_mut().reset(deadline.into());
+                }
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                let (idle, header) = match this.phase.lock() {
+                    Ok(p) => (matches!(p.stage, Stage::Idle { .. }), p.timeouts.header),
+                    Err(_) => (true, Default::default()),
+                };
+                if idle {
+                    // nothing of a request was sent: close quietly
+                    tracing::debug!("idle client connection closed");
+                    return Poll::Ready(Ok(()));
+                }
+                this.refuse(&GatewayError::client_timeout(header));
+                this.poll_refusal(cx).map(|()| Ok(()))
+            }
+        }
+    }
+}
+
+use std::future::Future;
+
+impl AsyncWrite for Watch {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[async_trait::async_trait]
+impl Shutdown for Watch {
+    async fn shutdown(&mut self) {
+        self.inner.shutdown().await
+    }
+}
+
+impl UniqueID for Watch {
+    fn id(&self) -> UniqueIDType {
+        self.inner.id()
+    }
+}
+
+/// TLS facts come from the stream underneath (a `listen-tls` listener's).
+impl Ssl for Watch {
+    fn get_ssl(&self) -> Option<&pingora::protocols::tls::TlsRef> {
+        self.inner.get_ssl()
+    }
+
+    fn get_ssl_digest(&self) -> Option<Arc<pingora::protocols::tls::SslDigest>> {
+        self.inner.get_ssl_digest()
+    }
+
+    fn selected_alpn_proto(&self) -> Option<pingora::protocols::ALPN> {
+        self.inner.selected_alpn_proto()
+    }
+}
+
+impl GetTimingDigest for Watch {
+    fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
+        self.inner.get_timing_digest()
+    }
+}
+
+impl GetProxyDigest for Watch {
+    fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
+        self.inner.get_proxy_digest()
+    }
+}
+
+impl GetSocketDigest for Watch {
+    fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
+        self.inner.get_socket_digest()
+    }
+}
+
+#[async_trait::async_trait]
+impl Peek for Watch {}

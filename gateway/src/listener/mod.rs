@@ -1,0 +1,81 @@
+//! The client-facing listener around pingora's HTTP proxy: per connection, the client
+//! timeouts pingora lacks and the request heads it would answer with a bare 400.
+//! - an idle kept-alive connection closes after `client-timeouts.idle-s` (pingora waits
+//!   forever once a client sent `Connection: keep-alive` or nothing);
+//! - a request head must be complete within `client-timeouts.header-s` of its first byte
+//!   (pingora's read timeout restarts at every byte, so a header byte every few seconds kept a
+//!   connection open for ever): 408 / -32028;
+//! - a head over 64 KiB or 100 lines is refused (431 / -32027), and framing the gateway will
+//!   not guess at (differing `Content-Length`s, a `Transfer-Encoding` other than `chunked`) gets
+//!   400 / -32026, each a JSON-RPC error, and the connection closes;
+//! - HTTP/1.1 pipelining is on: requests sent back to back are answered in order.
+//!
+//! The request body's own timeout (silence between reads) is pingora's read timeout, set per
+//! request from `client-timeouts.body-s` in the proxy.
+
+mod head;
+mod head_check;
+
+use crate::config::ClientTimeouts;
+use crate::state::State;
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use head::{Phase, Watch};
+use pingora::apps::{HttpServerApp, ServerApp};
+use pingora::protocols::http::ServerSession;
+use pingora::protocols::Stream;
+use pingora::server::ShutdownWatch;
+use std::sync::{Arc, Mutex};
+
+/// pingora's proxy app wrapped in the per-connection guard.
+pub struct Guarded<A> {
+    inner: Arc<A>,
+    state: Arc<ArcSwap<State>>,
+}
+
+impl<A> Guarded<A> {
+    /// Guards `inner`'s connections with the timeouts of the running config.
+    pub fn new(inner: A, state: Arc<ArcSwap<State>>) -> Guarded<A> {
+        Guarded {
+            inner: Arc::new(inner),
+            state,
+        }
+    }
+}
+
+#[async_trait]
+impl<A> ServerApp for Guarded<A>
+where
+    A: HttpServerApp + Send + Sync + 'static,
+{
+    async fn process_new(
+        self: &Arc<Self>,
+        stream: Stream,
+        shutdown: &ShutdownWatch,
+    ) -> Option<Stream> {
+        let timeouts: ClientTimeouts = self.state.load().config.client_timeouts;
+        let phase = Arc::new(Mutex::new(Phase::new(timeouts)));
+        let watched: Stream = Box::new(Watch::new(stream, phase.clone()));
+        let mut session = ServerSession::new_http1(watched);
+        if *shutdown.borrow() {
+            session.set_keepalive(None);
+        } else {
+            session.set_keepalive(Some(timeouts.idle.as_secs()));
+        }
+        session.set_pipelining_enabled(true);
+        let mut result = self.inner.process_new_http(session, shutdown).await;
+        while let Some((stream, settings)) = result.map(|r| r.consume()) {
+            head::rearm(&phase);
+            let mut session = ServerSession::new_http1(stream);
+            if let Some(settings) = settings {
+                settings.apply_to_session(&mut session);
+            }
+            result = self.inner.process_new_http(session, shutdown).await;
+        }
+        None
+    }
+
+    async fn cleanup(&self) {
+        self.inner.http_cleanup().await;
+    }
+}

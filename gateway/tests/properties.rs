@@ -1,0 +1,351 @@
+//! Property tests (proptest) for what reads untrusted bytes: the body scanner, the
+//! `=?base64?…?=` header decoder, the SSE parser and the config loader. Fed arbitrary and
+//! mutated inputs, none panics, and the scanner accepts exactly the bodies serde_json parses as
+//! one JSON-RPC message.
+//!
+//! `cargo test` runs a bounded number of cases (64 per property, or `PROPTEST_CASES`); a longer
+//! run: `PROPTEST_CASES=20000 cargo test --release -p mcp-gateway --test properties`.
+
+use base64::Engine;
+use mcp_gateway::mcp::headers::decode_value;
+use mcp_gateway::mcp::sse::{self, EventSplitter};
+use mcp_gateway::mcp::{inspect_body, InspectError};
+use proptest::prelude::*;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{json, Map, Value};
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(64);
+    ProptestConfig::with_cases(cases)
+}
+
+/// Any JSON value, a few levels deep.
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{0,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// A value for a field the scanner reads: usually of the right type, sometimes not.
+fn field(right: impl Strategy<Value = Value> + 'static) -> BoxedStrategy<Option<Value>> {
+    prop_oneof![
+        3 => right.prop_map(Some),
+        1 => Just(None),
+        1 => any_json().prop_map(Some),
+    ]
+    .boxed()
+}
+
+/// JSON-RPC-shaped objects: the fields the scanner reads, with right and wrong types.
+fn message() -> impl Strategy<Value = Value> {
+    let id = field(prop_oneof![
+        any::<i64>().prop_map(|n| json!(n)),
+        "[a-z0-9-]{0,8}".prop_map(Value::String),
+        Just(Value::Null),
+    ]);
+    let method = field("(tools/call|initialize|resources/read|x)".prop_map(Value::String));
+    let name = field("[a-z_]{1,8}".prop_map(Value::String));
+    let version = field(Just(json!("2026-07-28")));
+    let extra = any_json();
+    (id, method, name, version, extra, any::<u8>()).prop_map(
+        |(id, method, name, version, extra, shape)| {
+            let mut params = Map::new();
+            if let Some(n) = name {
+                params.insert(if shape & 1 == 0 { "name" } else { "uri" }.into(), n);
+            }
+            if let Some(v) = version {
+                let meta = json!({ "io.modelcontextprotocol/protocolVersion": v });
+                params.insert("_meta".into(), meta);
+            }
+            params.insert("arguments".into(), extra.clone());
+            let mut m = Map::new();
+            m.insert("jsonrpc".into(), json!("2.0"));
+            if let Some(id) = id {
+                m.insert("id".into(), id);
+            }
+            if let Some(method) = method {
+                m.insert("method".into(), method);
+            }
+            if shape & 2 == 0 {
+                m.insert("params".into(), Value::Object(params));
+            } else if shape & 4 == 0 {
+                m.insert("params".into(), extra);
+            }
+            Value::Object(m)
+        },
+    )
+}
+
+/// Top-level or `params` keys that appear more than once (serde_json's `Value` keeps the last;
+/// a JSON-RPC message with two ids is not one message).
+fn has_duplicate_keys(body: &[u8]) -> bool {
+    struct Keys(bool);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("anything")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                    let mut seen = std::collections::HashSet::new();
+                    let mut dup = false;
+                    while let Some(k) = map.next_key::<String>()? {
+                        dup |= !seen.insert(k.clone());
+                        if k == "params" || k == "_meta" {
+                            dup |= map.next_value::<Keys>()?.0;
+                        } else {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    Ok(Keys(dup))
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut s: A,
+                ) -> Result<Keys, A::Error> {
+                    while s.next_element::<IgnoredAny>()?.is_some() {}
+                    Ok(Keys(false))
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Keys, E> {
+                    Ok(Keys(false))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Keys, E> {
+                    Ok(Keys(false))
+                }
+                fn visit_i64<E>(self, _: i64) -> Result<Keys, E> {
+                    Ok(Keys(false))
+                }
+                fn visit_u64<E>(self, _: u64) -> Result<Keys, E> {
+                    Ok(Keys(false))
+                }
+                fn visit_f64<E>(self, _: f64) -> Result<Keys, E> {
+                    Ok(Keys(false))
+                }
+                fn visit_unit<E>(self) -> Result<Keys, E> {
+                    Ok(Keys(false))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+    serde_json::from_slice::<Keys>(body).is_ok_and(|k| k.0)
+}
+
+/// serde_json's verdict: `Some(true)` one JSON-RPC message, `Some(false)` not one, `None` when
+/// serde_json cannot say (a number out of `f64` range, which the scanner leaves untouched).
+fn oracle(body: &[u8]) -> Option<bool> {
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) if e.to_string().contains("number out of range") => return None,
+        Err(_) => return Some(false),
+    };
+    let string_or_null =
+        |v: Option<&Value>| matches!(v, None | Some(Value::Null | Value::String(_)));
+    let Value::Object(m) = &v else {
+        return Some(false);
+    };
+    let id_ok = matches!(
+        m.get("id"),
+        None | Some(Value::Null | Value::String(_) | Value::Number(_))
+    );
+    let params_ok = match m.get("params") {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(p)) => {
+            string_or_null(p.get("name"))
+                && string_or_null(p.get("uri"))
+                && match p.get("_meta") {
+                    None | Some(Value::Null) => true,
+                    Some(Value::Object(meta)) => {
+                        string_or_null(meta.get("io.modelcontextprotocol/protocolVersion"))
+                    }
+                    _ => false,
+                }
+        }
+        // arrays are read positionally by serde's derive; MCP params are objects
+        Some(Value::Array(_)) => return None,
+        _ => false,
+    };
+    Some(id_ok && string_or_null(m.get("method")) && params_ok && !has_duplicate_keys(body))
+}
+
+fn mutate(bytes: &mut Vec<u8>, edits: &[(usize, u8, u8)]) {
+    for &(at, what, byte) in edits {
+        if bytes.is_empty() {
+            bytes.push(byte);
+            continue;
+        }
+        let at = at % bytes.len();
+        match what % 3 {
+            0 => bytes[at] = byte,
+            1 => bytes.insert(at, byte),
+            _ => {
+                bytes.remove(at);
+            }
+        }
+    }
+}
+
+/// Bytes JSON bodies are made of, so mutations land on structure, not only on noise.
+fn json_byte() -> impl Strategy<Value = u8> {
+    prop_oneof![
+        prop::sample::select(b"{}[]\",:\\0123456789-eE.tfnu \n\xff\xc3".to_vec()),
+        any::<u8>(),
+    ]
+}
+
+fn check_agreement(body: &[u8]) -> Result<(), TestCaseError> {
+    let scanned = inspect_body(body);
+    if let Some(expected) = oracle(body) {
+        prop_assert_eq!(
+            scanned.is_ok(),
+            expected,
+            "scanner {:?} vs serde_json on {}",
+            scanned.as_ref().err(),
+            String::from_utf8_lossy(body)
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn the_scanner_agrees_with_serde_json_on_generated_messages(m in message()) {
+        check_agreement(&serde_json::to_vec(&m).unwrap())?;
+    }
+
+    #[test]
+    fn the_scanner_agrees_with_serde_json_on_mutated_messages(
+        m in message(),
+        edits in prop::collection::vec((any::<usize>(), any::<u8>(), json_byte()), 1..4),
+    ) {
+        let mut body = serde_json::to_vec(&m).unwrap();
+        mutate(&mut body, &edits);
+        check_agreement(&body)?;
+    }
+
+    #[test]
+    fn the_scanner_never_panics_on_arbitrary_bytes(body in prop::collection::vec(any::<u8>(), 0..256)) {
+        check_agreement(&body)?;
+    }
+
+    #[test]
+    fn the_scanner_agrees_on_deep_nesting(depth in 100usize..140, object in any::<bool>()) {
+        let (open, close) = if object { (r#"{"a":"#, "}") } else { ("[", "]") };
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"arguments":{}1{}}}}}"#,
+            open.repeat(depth),
+            close.repeat(depth)
+        );
+        check_agreement(body.as_bytes())?;
+    }
+
+    #[test]
+    fn the_scanner_agrees_on_unicode_escapes(units in prop::collection::vec(any::<u16>(), 1..4)) {
+        let escapes: String = units.iter().map(|u| format!("\\u{u:04x}")).collect();
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"arguments":"{escapes}"}}}}"#);
+        check_agreement(body.as_bytes())?;
+    }
+
+    #[test]
+    fn base64_header_values_round_trip(s in ".{0,40}") {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+        let value = format!("=?base64?{encoded}?=");
+        let decoded = decode_value(value.as_bytes());
+        prop_assert_eq!(decoded.as_deref(), Some(s.as_str()));
+    }
+
+    #[test]
+    fn the_header_decoder_never_panics(raw in prop::collection::vec(any::<u8>(), 0..64), wrap in any::<bool>()) {
+        let mut bytes = raw.clone();
+        if wrap {
+            bytes = [b"=?base64?".as_slice(), &raw, b"?="].concat();
+        }
+        if let Some(decoded) = decode_value(&bytes) {
+            prop_assert!(std::str::from_utf8(decoded.as_bytes()).is_ok());
+        }
+    }
+
+    #[test]
+    fn sse_events_are_the_same_however_the_stream_is_cut(
+        events in prop::collection::vec(("[a-z ]{0,8}", prop::sample::select(vec!["\n", "\r\n", "\r"])), 0..6),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+        tail in prop::collection::vec(any::<u8>(), 0..16),
+    ) {
+        let mut stream = Vec::new();
+        for (data, eol) in &events {
+            stream.extend_from_slice(format!("data: {data}{eol}{eol}").as_bytes());
+        }
+        stream.extend_from_slice(&tail);
+        let mut whole = EventSplitter::default();
+        let all: Vec<u8> = whole.push(&stream).concat();
+        let mut pieces = EventSplitter::default();
+        let mut got = Vec::new();
+        let mut at = 0;
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+        points.sort();
+        for p in points.into_iter().chain([stream.len()]) {
+            for e in pieces.push(&stream[at..p.max(at)]) {
+                got.extend_from_slice(&e);
+            }
+            at = p.max(at);
+        }
+        prop_assert_eq!(&got, &all);
+        prop_assert!(stream.starts_with(&all));
+        // the buffered-body reader takes the same bytes without panicking
+        let _ = sse::messages(Some("text/event-stream"), &stream);
+        let _ = sse::response(Some("text/event-stream"), &stream);
+    }
+
+    #[test]
+    fn the_config_loader_never_panics_on_arbitrary_text(text in "\\PC{0,200}") {
+        let _ = mcp_gateway::config::parse(&text);
+    }
+
+    #[test]
+    fn the_config_loader_never_panics_on_mutated_examples(
+        which in any::<prop::sample::Index>(),
+        edits in prop::collection::vec((any::<usize>(), any::<u8>(), prop::sample::select(b"{}[]:-, \n#*&!|>'\"0aZ".to_vec())), 1..6),
+    ) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
+        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        let mut bytes = std::fs::read(which.get(&files)).unwrap();
+        mutate(&mut bytes, &edits);
+        let _ = mcp_gateway::config::parse(&String::from_utf8_lossy(&bytes));
+    }
+}
+
+#[test]
+fn an_inspect_error_is_never_a_panic_for_the_issue_15_bodies() {
+    let deep = format!(
+        r#"{{"params":{{"a":{}{}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    assert!(matches!(
+        inspect_body(deep.as_bytes()),
+        Err(InspectError::Parse(_))
+    ));
+    let bad = b"{\"params\":{\"a\":\"\xff\"}}";
+    assert!(matches!(inspect_body(bad), Err(InspectError::Parse(_))));
+}
