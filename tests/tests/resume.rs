@@ -376,3 +376,29 @@ async fn idle_client_streams_get_keep_alive_comments() {
     );
     reader.abort();
 }
+
+/// The TypeScript SDK server answers a POST with an SSE body AND a `Content-Length`; the
+/// gateway adds its event ids, so it must not keep the backend's length (pingora would cut
+/// the body at it, the result's end included): the answer is sent chunked, whole.
+#[tokio::test]
+async fn an_sse_answer_with_a_content_length_arrives_whole_with_the_gateways_ids() {
+    let server = mcp_gateway_tests::elicit::ElicitServer::start(3000).await;
+    let gw = Gateway::start(&yaml(&[server.addr()], "")).await;
+    let sid = open_session(gw.addr).await;
+    let list = Request::post("/mcp", r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#)
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", V)
+        .send(gw.addr)
+        .await;
+    assert_eq!(list.status(), 200);
+    assert_eq!(list.head.header("content-length"), None, "{:?}", list.head);
+    let all = events(&list.text());
+    assert!(all.iter().all(|e| e.0.is_some()), "{all:?}");
+    let result: Value = serde_json::from_str(&all.last().unwrap().1).expect("the whole result");
+    assert!(
+        result["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{result}"
+    );
+}

@@ -64,6 +64,14 @@ pub fn client_response(upstream: &ResponseHeader, gateway_session: Option<&str>)
     resp
 }
 
+/// Makes `head` fit a body the gateway rewrites as it goes (gateway event ids, a replay, an
+/// answer without the backend's ids): the backend's `Content-Length` no longer holds, so the
+/// body is sent chunked.
+pub fn rewritten_body(head: &mut ResponseHeader) {
+    head.remove_header(&http::header::CONTENT_LENGTH);
+    let _ = head.insert_header(http::header::TRANSFER_ENCODING, "chunked");
+}
+
 /// Writes a complete response.
 pub async fn write_whole(session: &mut Session, head: ResponseHeader, body: Bytes) -> Result<()> {
     let empty = body.is_empty();

@@ -5,7 +5,9 @@ use super::call::Call;
 use super::events::{write_events, Written};
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
-use crate::proxy::relay::{client_response, end_with_error, relay, within, write_whole, Relayed};
+use crate::proxy::relay::{
+    client_response, end_with_error, relay, rewritten_body, within, write_whole, Relayed,
+};
 use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{AnswerOf, Forwarded, GoneReason, Outgoing, SessionRecord, StreamOpened};
@@ -67,6 +69,8 @@ pub(super) async fn call(
         };
         let primed = crate::session::resume::primes(&rec.protocol_version);
         let events = gw.sessions.relay_answer(pool, &rec, of, ex);
+        let mut head = head;
+        rewritten_body(&mut head);
         session.write_response_header(Box::new(head), false).await?;
         let config = gw.sessions.resume_config();
         let close_at = config
@@ -134,7 +138,8 @@ pub(super) async fn stream(
             backend,
         } => {
             ctx.backend = backend.and_then(|b| pool.find(b));
-            let head = client_response(&head, None);
+            let mut head = client_response(&head, None);
+            rewritten_body(&mut head);
             session.write_response_header(Box::new(head), false).await?;
             let keep_alive = gw.sessions.resume_config().keep_alive;
             if write_events(session, events, keep_alive, None).await == Written::ClientGone {

@@ -158,8 +158,9 @@ async fn initialize(
             };
             ctx.capture_response(&answer);
             let mut head = client_response(&head, Some(&record.id));
-            // the body may have changed length
-            head.remove_header(&http::header::CONTENT_LENGTH);
+            // the body is whole and may have changed length
+            head.remove_header(&http::header::TRANSFER_ENCODING);
+            let _ = head.insert_header(http::header::CONTENT_LENGTH, answer.len());
             write_whole(session, head, answer).await?;
         }
         Opened::NotASession { head, answer } => {
