@@ -39,8 +39,10 @@ pub async fn read_body(
                 .map_err(|_| GatewayError::client_timeout(t))?,
             None => read.await,
         };
-        let chunk = read.map_err(|e| {
-            GatewayError::invalid_request(&format!("reading the request body failed: {e}"))
+        let chunk = read.map_err(|e| match (e.etype(), silence) {
+            // pingora's own read timeout (the same setting) may fire before the timer above
+            (ErrorType::ReadTimedout, Some(t)) => GatewayError::client_timeout(t),
+            _ => GatewayError::invalid_request(&format!("reading the request body failed: {e}")),
         })?;
         let Some(chunk) = chunk else {
             break;
