@@ -134,14 +134,19 @@ async fn server_everything_gives_the_same_results_through_the_gateway() {
     let _ = std::fs::write(out.join("summary.md"), summary);
 }
 
-#[tokio::test]
-async fn the_fixture_server_passes_every_check_directly_and_through_the_gateway() {
-    let server = PythonPeer::start(
+/// The suite's fixture server (`tests/peers/conformance_server.py`, FastMCP 1.30.0).
+async fn fixture_server() -> PythonPeer {
+    PythonPeer::start(
         "mcp1",
         "conformance_server.py",
         &["--port", "0", "--name", "conformance"],
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn the_fixture_server_passes_every_check_directly_and_through_the_gateway() {
+    let server = fixture_server().await;
     let plan = Plan {
         default_suite: true,
         repeated: &SERVER_INITIATED,
@@ -184,12 +189,7 @@ async fn server_initiated_requests_on_the_get_stream_pass_every_time_directly_an
 /// reconnecting with `Last-Event-ID`: every check succeeds.
 #[tokio::test]
 async fn sse_polling_passes_through_the_gateway_for_a_server_without_an_event_store() {
-    let server = PythonPeer::start(
-        "mcp1",
-        "conformance_server.py",
-        &["--port", "0", "--name", "conformance"],
-    )
-    .await;
+    let server = fixture_server().await;
     let sessions = "sessions:\n  resume: { poll-after-ms: 300 }\n";
     let gw = Gateway::start(&gateway_config(
         &format!("{LISTENER}{sessions}"),
