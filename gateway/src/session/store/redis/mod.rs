@@ -14,17 +14,18 @@
 //! session); quotas are checked against them before a session is created, so concurrent
 //! initializes on several replicas can pass a cap by at most their number.
 
+mod conn;
 mod layout;
 
 use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use async_trait::async_trait;
+use conn::Conn;
 use layout::{
     decode, failed, json, parse_reason, Base, CLAIM_EXPIRED, CREATE, END, MARK_STALE, REBIND,
     SETTINGS, TOUCH,
 };
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
+use redis::{Cmd, Pipeline, Script};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,40 +45,6 @@ pub struct RedisConfig {
     pub cluster: bool,
     /// Prefix of every key.
     pub key_prefix: String,
-}
-
-#[derive(Clone)]
-enum Conn {
-    Single(ConnectionManager),
-    Cluster(redis::cluster_async::ClusterConnection),
-}
-
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
-        }
-    }
 }
 
 /// Sessions in Redis.
@@ -104,32 +71,11 @@ impl RedisStore {
     }
 
     async fn conn(&self) -> Result<Conn, StoreError> {
-        let conn = self.conn.get_or_try_init(|| self.connect());
+        let conn = self.conn.get_or_try_init(|| conn::connect(&self.config));
         let conn = tokio::time::timeout(TIMEOUT, conn)
             .await
             .map_err(|_| failed("connecting to Redis timed out"))??;
         Ok(conn.clone())
-    }
-
-    async fn connect(&self) -> Result<Conn, StoreError> {
-        if self.config.cluster {
-            let client = redis::cluster::ClusterClient::builder(self.config.urls.clone())
-                .connection_timeout(TIMEOUT)
-                .response_timeout(TIMEOUT)
-                .build()
-                .map_err(failed)?;
-            let conn = client.get_async_connection().await.map_err(failed)?;
-            return Ok(Conn::Cluster(conn));
-        }
-        let url = self.config.urls.first().ok_or_else(|| failed("no URL"))?;
-        let client = redis::Client::open(url.as_str()).map_err(failed)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(TIMEOUT))
-            .set_response_timeout(Some(TIMEOUT))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_secs(2));
-        let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(failed)?;
-        Ok(Conn::Single(conn))
     }
 
     /// Runs a command, bounded by the store timeout.
