@@ -256,7 +256,9 @@ async fn pump(
                         backend_id = frame.backend_id.clone();
                     }
                     if frame.carries_message() {
-                        answered |= frame.is_response();
+                        // whether the response came matters only to resume a backend's own
+                        // stream: no JSON parse per event for servers that give no ids
+                        answered |= backend_id.is_some() && frame.is_response();
                         log.push(|seq| frame.with_id(&event_id(log.token, seq)));
                         manager.resume.mirror_last(&log);
                     }
