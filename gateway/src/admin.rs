@@ -62,6 +62,7 @@ impl AdminApp {
                     json!({
                         "address": b.label,
                         "state": b.state().as_str(),
+                        "era": b.era().map(|e| e.as_str()),
                         "sessions": sessions_of(&counts, b.addr),
                         "inflight": b.inflight(),
                         "drainingForMs": b.draining_for().map(|d| d.as_millis() as u64),

@@ -252,6 +252,9 @@ pub struct FilePool {
     pub tls: Option<super::auth::FilePoolTls>,
     /// `identity-headers`: the caller's identity sent to this pool's backends.
     pub identity_headers: Option<super::auth::FileIdentityHeaders>,
+    /// Which protocol era the backends serve: detect (default: probed with `server/discover`), legacy, modern or dual.
+    #[schemars(extend("enum" = ["detect", "legacy", "modern", "dual", null]))]
+    pub era: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

@@ -166,6 +166,8 @@ pub fn default_not_found() -> Vec<NotFoundRule> {
 pub struct PoolConfig {
     /// Name used in routes, metrics and errors.
     pub name: String,
+    /// Which era the backends serve. Default [`EraSetting::Detect`].
+    pub era: EraSetting,
     /// Backend addresses (IP:port).
     pub backends: Vec<SocketAddr>,
     /// Balancing algorithm. Default round-robin.
@@ -236,6 +238,16 @@ pub struct HealthCheck {
     pub fall: u32,
     /// Good probes in a row that bring it back. Default 2.
     pub rise: u32,
+}
+
+/// How a pool knows its backends' protocol era (`pools.*.era`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EraSetting {
+    /// Each backend is probed with `server/discover` when it joins or comes back up (default).
+    #[default]
+    Detect,
+    /// Every backend is declared to serve this era; nothing is probed.
+    Fixed(crate::mcp::BackendEra),
 }
 
 /// Balancing algorithm of a pool.

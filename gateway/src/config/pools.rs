@@ -13,7 +13,7 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
          failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
-         discovery, health, tls, identity-headers",
+         discovery, health, tls, identity-headers, era",
     );
     if pool.backends.is_empty() && pool.discovery.is_none() {
         p.add(
@@ -39,8 +39,22 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             Balance::RoundRobin
         }
     };
+    let era = match pool.era.as_deref() {
+        None | Some("detect") => EraSetting::Detect,
+        Some(other) => match crate::mcp::BackendEra::parse(other) {
+            Some(era) => EraSetting::Fixed(era),
+            None => {
+                p.add(
+                    format!("{at}.era"),
+                    format!("unknown `{other}` (detect, legacy, modern, dual)"),
+                );
+                EraSetting::Detect
+            }
+        },
+    };
     let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
     PoolConfig {
+        era,
         name: name.to_owned(),
         backends,
         balance,

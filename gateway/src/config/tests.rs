@@ -29,6 +29,7 @@ fn reference_config_parses_to_expected_struct() {
     let config = load(&repo_file("gateway.yaml")).unwrap();
     let pool = |name: &str, backends: &[&str]| PoolConfig {
         name: name.into(),
+        era: EraSetting::Detect,
         backends: backends.iter().map(|b| b.parse().unwrap()).collect(),
         balance: Balance::RoundRobin,
         host: None,
@@ -149,6 +150,21 @@ fn session_not_found_rules_are_validated() {
             "pools.p.session-not-found[1].colour"
         ]
     );
+}
+
+#[test]
+fn a_pool_era_is_detected_by_default_declared_by_name_and_checked() {
+    let yaml = |era: &str| {
+        format!("pools: {{ p: {{ backends: [127.0.0.1:1]{era} }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n")
+    };
+    assert_eq!(parse(&yaml("")).unwrap().pools[0].era, EraSetting::Detect);
+    assert_eq!(
+        parse(&yaml(", era: modern")).unwrap().pools[0].era,
+        EraSetting::Fixed(crate::mcp::BackendEra::Modern)
+    );
+    let errors = parse(&yaml(", era: newest")).unwrap_err();
+    assert_eq!(errors[0].path, "pools.p.era");
+    assert!(errors[0].message.contains("detect, legacy, modern, dual"));
 }
 
 #[test]

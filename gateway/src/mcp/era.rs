@@ -31,6 +31,48 @@ impl Era {
     }
 }
 
+/// What a backend serves: which client eras it answers natively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendEra {
+    /// Only the 2025-11-25 era (and earlier): `initialize` and sessions.
+    Legacy,
+    /// Only 2026-07-28 (and later): per-request `_meta`, no sessions.
+    Modern,
+    /// Both: answers `initialize` sessions and 2026-07-28 requests.
+    Dual,
+}
+
+impl BackendEra {
+    /// Whether a request of `era` can go to this backend as it is, without a bridge.
+    pub fn serves(self, era: Era) -> bool {
+        matches!(
+            (self, era),
+            (BackendEra::Dual, _)
+                | (BackendEra::Legacy, Era::Legacy)
+                | (BackendEra::Modern, Era::Stateless)
+        )
+    }
+
+    /// Parses a config value (`legacy`, `modern`, `dual`).
+    pub fn parse(s: &str) -> Option<BackendEra> {
+        match s {
+            "legacy" => Some(BackendEra::Legacy),
+            "modern" => Some(BackendEra::Modern),
+            "dual" => Some(BackendEra::Dual),
+            _ => None,
+        }
+    }
+
+    /// Label for metrics, logs and the admin API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendEra::Legacy => "legacy",
+            BackendEra::Modern => "modern",
+            BackendEra::Dual => "dual",
+        }
+    }
+}
+
 fn is_date(v: &str) -> bool {
     let b = v.as_bytes();
     b.len() == 10
@@ -52,6 +94,18 @@ mod tests {
         }
         assert_eq!(Era::of_version(None), Era::Legacy);
         assert_eq!(Era::of_version(Some("garbage")), Era::Legacy);
+    }
+
+    #[test]
+    fn a_backend_serves_its_own_era_and_dual_serves_both() {
+        use BackendEra::*;
+        assert!(Legacy.serves(Era::Legacy) && !Legacy.serves(Era::Stateless));
+        assert!(Modern.serves(Era::Stateless) && !Modern.serves(Era::Legacy));
+        assert!(Dual.serves(Era::Legacy) && Dual.serves(Era::Stateless));
+        for e in [Legacy, Modern, Dual] {
+            assert_eq!(BackendEra::parse(e.as_str()), Some(e));
+        }
+        assert_eq!(BackendEra::parse("detect"), None);
     }
 
     #[test]

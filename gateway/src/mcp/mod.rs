@@ -6,7 +6,7 @@ pub mod headers;
 pub mod inspect;
 pub mod sse;
 
-pub use era::Era;
+pub use era::{BackendEra, Era};
 pub use inspect::{inspect_body, BodyInfo, InspectError, RequestId};
 
 /// MCP methods known to the gateway: the only method values that become metric labels.

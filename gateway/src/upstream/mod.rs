@@ -11,11 +11,13 @@ pub mod health;
 pub mod request;
 mod tls;
 
+use crate::config::EraSetting;
 use crate::config::{Balance, PoolConfig};
+use crate::mcp::BackendEra;
 use arc_swap::ArcSwap;
 use pingora::upstreams::peer::HttpPeer;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,9 @@ pub struct Backend {
     /// A connection failed and neither a probe nor a request has succeeded since: shown down
     /// (and skipped while others are left) past the failure cooldown, where health checks run.
     suspect: AtomicBool,
+    /// The protocol era it serves ([`BackendEra`] as `era_code`), 0 while unknown: fixed by
+    /// the pool's `era` setting, or learned by the era probe.
+    era: AtomicU8,
 }
 
 /// What a backend is doing, for admin and metrics.
@@ -67,7 +72,7 @@ impl BackendState {
 }
 
 impl Backend {
-    fn new(addr: SocketAddr, host: Option<&str>) -> Backend {
+    fn new(addr: SocketAddr, host: Option<&str>, era: EraSetting) -> Backend {
         Backend {
             addr,
             label: addr.to_string(),
@@ -79,7 +84,29 @@ impl Backend {
             discovery_drained: AtomicBool::new(false),
             probe_streak: std::sync::atomic::AtomicI32::new(0),
             suspect: AtomicBool::new(false),
+            era: AtomicU8::new(match era {
+                EraSetting::Detect => 0,
+                EraSetting::Fixed(e) => era_code(Some(e)),
+            }),
         }
+    }
+
+    /// The protocol era it serves, `None` while not known yet (a pool with `era: detect`
+    /// before the probe has answered).
+    pub fn era(&self) -> Option<BackendEra> {
+        match self.era.load(Ordering::Relaxed) {
+            1 => Some(BackendEra::Legacy),
+            2 => Some(BackendEra::Modern),
+            3 => Some(BackendEra::Dual),
+            _ => None,
+        }
+    }
+
+    /// Records the era a probe found (`None`: unknown again); returns the previous one.
+    pub fn set_era(&self, era: Option<BackendEra>) -> Option<BackendEra> {
+        let previous = self.era();
+        self.era.store(era_code(era), Ordering::Relaxed);
+        previous
     }
 
     /// Requests in flight right now.
@@ -159,11 +186,22 @@ impl Backend {
     }
 }
 
+fn era_code(era: Option<BackendEra>) -> u8 {
+    match era {
+        None => 0,
+        Some(BackendEra::Legacy) => 1,
+        Some(BackendEra::Modern) => 2,
+        Some(BackendEra::Dual) => 3,
+    }
+}
+
 /// A named set of backends with a balancing algorithm.
 #[derive(Debug)]
 pub struct Pool {
     /// Name from config.
     pub name: String,
+    /// How the backends' era is known (`era`): fixed for all, or probed per backend.
+    pub era: EraSetting,
     members: ArcSwap<Vec<Arc<Backend>>>,
     host: Option<String>,
     balance: Balance,
@@ -212,10 +250,11 @@ impl Pool {
         let members = cfg
             .backends
             .iter()
-            .map(|addr| Arc::new(Backend::new(*addr, cfg.host.as_deref())))
+            .map(|addr| Arc::new(Backend::new(*addr, cfg.host.as_deref(), cfg.era)))
             .collect();
         Pool {
             name: cfg.name.clone(),
+            era: cfg.era,
             members: ArcSwap::from_pointee(members),
             host: cfg.host.clone(),
             balance: cfg.balance,
@@ -252,9 +291,12 @@ impl Pool {
                     if !pool.checked {
                         b.suspect.store(false, Ordering::Relaxed);
                     }
+                    if let EraSetting::Fixed(era) = cfg.era {
+                        b.set_era(Some(era));
+                    }
                     b.clone()
                 }
-                None => Arc::new(Backend::new(*a, cfg.host.as_deref())),
+                None => Arc::new(Backend::new(*a, cfg.host.as_deref(), cfg.era)),
             })
             .collect();
         pool.members.store(Arc::new(members));
@@ -305,7 +347,7 @@ impl Pool {
                 Some(b) => b.clone(),
                 None => {
                     change.added.push(*addr);
-                    Arc::new(Backend::new(*addr, self.host.as_deref()))
+                    Arc::new(Backend::new(*addr, self.host.as_deref(), self.era))
                 }
             })
             .collect();
