@@ -9,10 +9,7 @@
 //! (`REPEAT`), compared repetition for repetition, so a difference that shows only sometimes
 //! (a race) still fails the comparison.
 
-#[allow(dead_code)]
-mod elicit;
-
-use elicit::ElicitServer;
+use crate::elicit::ElicitServer;
 use mcp_gateway_tests::conformance::{self, Results, SERVER_INITIATED};
 use mcp_gateway_tests::harness::workspace;
 use mcp_gateway_tests::{Gateway, PythonPeer};

@@ -9,10 +9,7 @@
 //! test); on a loaded 2-core machine it lost 2 of about 1,200 direct runs (0.2 %), so the
 //! control can fail now and then for reasons outside the gateway. Needs `scripts/setup-peers`.
 
-#[allow(dead_code)]
-mod elicit;
-
-use elicit::{race, ElicitServer, Race, RaceClient};
+use crate::elicit::{race, ElicitServer, Race, RaceClient};
 use mcp_gateway_tests::Gateway;
 
 /// Sessions per tool for `client`. Each is a fresh client: connect, call at once, DELETE.
