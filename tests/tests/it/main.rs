@@ -9,6 +9,10 @@
 //! A new test file: put it beside this one (`tests/tests/it/NAME.rs`, with its `//!` header) and
 //! add `mod NAME;` below, in alphabetical order. A file left directly in `tests/tests/` still
 //! builds, as a binary of its own: move it here.
+//!
+//! Every test shares this process with the others: nothing process-wide may change under them
+//! (no `std::env::set_var`, no `set_current_dir`): give a process the test starts its own
+//! environment (`Gateway::start_with_env`, `Command::env`).
 #![forbid(unsafe_code)]
 
 mod admission;
