@@ -4,7 +4,7 @@
   render.py render CHART [VALUES.yaml]   manifests as `helm template` prints them
   render.py lint CHART [VALUES.yaml]     lint findings; exit 1 on errors
 
-Release name `mcp-gateway`, namespace `default`. Used by gateway/tests/helm.rs; scripts/setup-peers
+Release name `mcp-gateway`, namespace `default`. Used by gateway/tests/it/helm.rs; scripts/setup-peers
 installs the SDK into .venv-helm.
 """
 import sys

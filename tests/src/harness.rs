@@ -90,10 +90,24 @@ impl Gateway {
         Self::start_picking(yaml, free_port).await
     }
 
+    /// [`Gateway::start`] with environment variables of its own (the tests share one process,
+    /// so a test never sets a variable there for the gateways it starts).
+    pub async fn start_with_env(yaml: &str, env: &[(&str, &str)]) -> Gateway {
+        Self::start_inner(yaml, free_port, env).await
+    }
+
     /// [`Gateway::start`] with the port picker given (the harness's own tests hand it ports
     /// that are taken).
     #[doc(hidden)]
-    pub async fn start_picking(yaml: &str, mut pick: impl FnMut() -> u16) -> Gateway {
+    pub async fn start_picking(yaml: &str, pick: impl FnMut() -> u16) -> Gateway {
+        Self::start_inner(yaml, pick, &[]).await
+    }
+
+    async fn start_inner(
+        yaml: &str,
+        mut pick: impl FnMut() -> u16,
+        env: &[(&str, &str)],
+    ) -> Gateway {
         let mut failures = Vec::new();
         for _ in 0..START_ATTEMPTS {
             let addr = SocketAddr::from(([127, 0, 0, 1], pick()));
@@ -117,6 +131,7 @@ impl Gateway {
                     "RUST_LOG",
                     std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
                 )
+                .envs(env.iter().copied())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .kill_on_drop(true)

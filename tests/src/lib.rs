@@ -10,6 +10,7 @@ pub mod dns;
 pub mod elicit;
 pub mod harness;
 pub mod interop;
+pub mod machine;
 pub mod mock;
 pub mod otlp;
 pub mod ports;

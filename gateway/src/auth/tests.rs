@@ -1,6 +1,6 @@
 //! The token-fault table, row by row, against `Auth::authenticate` with the committed test keys
 //! (`tests/fixtures/auth/`), plus API keys. The same rows go through the gateway in
-//! `tests/tests/auth.rs`.
+//! `tests/tests/it/auth.rs`.
 
 use super::*;
 use crate::config::{ApiKeysConfig, AuthConfig, JwksSource, JwtConfig};

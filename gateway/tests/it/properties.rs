@@ -4,7 +4,7 @@
 //! one JSON-RPC message.
 //!
 //! `cargo test` runs a bounded number of cases (64 per property, or `PROPTEST_CASES`); a longer
-//! run: `PROPTEST_CASES=20000 cargo test --release -p mcp-gateway --test properties`.
+//! run: `PROPTEST_CASES=20000 cargo test --release -p mcp-gateway --test it properties::`.
 
 use base64::Engine;
 use mcp_gateway::mcp::headers::decode_value;

@@ -17,10 +17,9 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 
-/// Export every 100 ms instead of the SDK's 5 s (the gateways of this test process inherit it).
-fn export_quickly() {
-    std::env::set_var("OTEL_BSP_SCHEDULE_DELAY", "100");
-}
+/// Export every 100 ms instead of the SDK's 5 s: the environment of the gateways that export
+/// (given to each, as the process is shared with every other test).
+const EXPORT_QUICKLY: &[(&str, &str)] = &[("OTEL_BSP_SCHEDULE_DELAY", "100")];
 
 fn tracing_yaml(receiver: &OtlpReceiver, protocol: &str) -> String {
     format!(
@@ -92,7 +91,6 @@ fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
 
 #[tokio::test]
 async fn a_failover_under_a_real_sdk_client_is_one_trace_with_the_reinitialization() {
-    export_quickly();
     let receiver = OtlpReceiver::http().await;
     let mut pods = [
         PythonPeer::legacy_v1("pod-0", 0).await,
@@ -104,7 +102,7 @@ async fn a_failover_under_a_real_sdk_client_is_one_trace_with_the_reinitializati
         tracing_yaml(&receiver, "http/protobuf"),
         backends.join(", ")
     );
-    let gw = Gateway::start(&yaml).await;
+    let gw = Gateway::start_with_env(&yaml, EXPORT_QUICKLY).await;
     let mut client = TracedClient::connect(&gw.url("/mcp")).await;
     let first_trace = "11111111111111111111111111111111";
     let pinned = client
@@ -197,7 +195,6 @@ async fn a_failover_under_a_real_sdk_client_is_one_trace_with_the_reinitializati
 
 #[tokio::test]
 async fn the_trace_context_goes_upstream_and_spans_export_over_grpc() {
-    export_quickly();
     let receiver = OtlpReceiver::grpc().await;
     let mock = MockServer::start("m-0").await;
     let yaml = format!(
@@ -205,7 +202,7 @@ async fn the_trace_context_goes_upstream_and_spans_export_over_grpc() {
         tracing_yaml(&receiver, "grpc"),
         mock.addr
     );
-    let gw = Gateway::start(&yaml).await;
+    let gw = Gateway::start_with_env(&yaml, EXPORT_QUICKLY).await;
     let answer = Request::tools_call("/mcp", 7, "whoami")
         .header(
             "traceparent",
@@ -268,7 +265,6 @@ async fn without_tracing_the_gateway_adds_no_trace_context() {
 
 #[tokio::test]
 async fn the_replayed_initialize_carries_the_reinitialization_span_upstream() {
-    export_quickly();
     let receiver = OtlpReceiver::http().await;
     let pods = [
         MockServer::legacy("a", 0, "2025-11-25").await,
@@ -280,7 +276,7 @@ async fn the_replayed_initialize_carries_the_reinitialization_span_upstream() {
         pods[0].addr,
         pods[1].addr
     );
-    let gw = Gateway::start(&yaml).await;
+    let gw = Gateway::start_with_env(&yaml, EXPORT_QUICKLY).await;
     let sid = mcp_gateway_tests::open_session(gw.addr).await;
     let pinned = usize::from(pods[0].count() == 0);
     let survivor = &pods[1 - pinned];

@@ -6,9 +6,12 @@
 //! docs/benchmarks.md).
 
 use mcp_gateway_tests::harness::workspace_bin;
+use mcp_gateway_tests::machine;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_minutes_of_kills_and_reloads_fail_only_calls_in_flight_and_leak_nothing() {
+    // two minutes of fixed-rate load with kills: no other guarded test meanwhile
+    let _machine = machine::exclusive().await;
     let bin_dir = workspace_bin("mcp-gateway")
         .parent()
         .expect("binary directory")

@@ -9,10 +9,8 @@
 //! test); on a loaded 2-core machine it lost 2 of about 1,200 direct runs (0.2 %), so the
 //! control can fail now and then for reasons outside the gateway. Needs `scripts/setup-peers`.
 
-#[allow(dead_code)]
-mod elicit;
-
-use elicit::{race, ElicitServer, Race, RaceClient};
+use crate::elicit::{race, ElicitServer, Race, RaceClient};
+use mcp_gateway_tests::machine;
 use mcp_gateway_tests::Gateway;
 
 /// Sessions per tool for `client`. Each is a fresh client: connect, call at once, DELETE.
@@ -94,16 +92,22 @@ async fn through_the_gateway(client: RaceClient) {
 
 #[tokio::test]
 async fn server_initiated_requests_reach_a_typescript_client_that_calls_right_after_connecting() {
+    // counts stalls past a 2.5 s timeout: never beside an exclusive test
+    let _machine = machine::shared().await;
     through_the_gateway(RaceClient::Ts).await;
 }
 
 #[tokio::test]
 async fn server_initiated_requests_reach_a_python_1_30_client_that_calls_right_after_connecting() {
+    // counts stalls past a 2.5 s timeout: never beside an exclusive test
+    let _machine = machine::shared().await;
     through_the_gateway(RaceClient::Py1).await;
 }
 
 #[tokio::test]
 async fn without_the_gateway_clients_that_call_right_after_connecting_rarely_stall() {
+    // counts stalls past a 2.5 s timeout: never beside an exclusive test
+    let _machine = machine::shared().await;
     let server = ElicitServer::start(SERVER_TIMEOUT_MS).await;
     for client in [RaceClient::Ts, RaceClient::Py1] {
         let results = races(client, &server.url(), "directly").await;

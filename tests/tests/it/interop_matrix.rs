@@ -7,11 +7,14 @@
 
 use mcp_gateway_tests::harness::workspace;
 use mcp_gateway_tests::interop::{self, SERVERS};
+use mcp_gateway_tests::machine;
 use mcp_gateway_tests::Gateway;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_client_server_and_mode_works_or_fails_as_documented() {
+    // ten servers and a client process per cell: no other guarded test meanwhile
+    let _machine = machine::exclusive().await;
     let mut replicas = Vec::new();
     let mut pools = Vec::new();
     for server in SERVERS {

@@ -101,7 +101,7 @@ fn golden_renders_match_the_chart() {
     assert!(
         stale.is_empty(),
         "golden renders out of date: {stale:?}; check the change and run \
-         `UPDATE_GOLDEN=1 cargo test -p mcp-gateway --test helm golden`"
+         `UPDATE_GOLDEN=1 cargo test -p mcp-gateway --test it helm::golden`"
     );
 }
 

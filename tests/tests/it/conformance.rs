@@ -9,12 +9,10 @@
 //! (`REPEAT`), compared repetition for repetition, so a difference that shows only sometimes
 //! (a race) still fails the comparison.
 
-#[allow(dead_code)]
-mod elicit;
-
-use elicit::ElicitServer;
+use crate::elicit::ElicitServer;
 use mcp_gateway_tests::conformance::{self, Results, SERVER_INITIATED};
 use mcp_gateway_tests::harness::workspace;
+use mcp_gateway_tests::machine;
 use mcp_gateway_tests::{Gateway, PythonPeer};
 use std::path::Path;
 
@@ -99,6 +97,8 @@ async fn compare(
 
 #[tokio::test]
 async fn server_everything_gives_the_same_results_through_the_gateway() {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
     let server = PythonPeer::everything("everything", 0).await;
     // A transparent gateway (no listener guard) changes nothing. server-everything has none of
     // the suite's fixture tools, so its server-initiated scenarios fail alike every time: they
@@ -146,6 +146,8 @@ async fn fixture_server() -> PythonPeer {
 
 #[tokio::test]
 async fn the_fixture_server_passes_every_check_directly_and_through_the_gateway() {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
     let server = fixture_server().await;
     let plan = Plan {
         default_suite: true,
@@ -166,6 +168,8 @@ async fn the_fixture_server_passes_every_check_directly_and_through_the_gateway(
 #[tokio::test]
 async fn server_initiated_requests_on_the_get_stream_pass_every_time_directly_and_through_the_gateway(
 ) {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
     let server = ElicitServer::start(3000).await;
     let plan = Plan {
         default_suite: false,
@@ -189,6 +193,8 @@ async fn server_initiated_requests_on_the_get_stream_pass_every_time_directly_an
 /// reconnecting with `Last-Event-ID`: every check succeeds.
 #[tokio::test]
 async fn sse_polling_passes_through_the_gateway_for_a_server_without_an_event_store() {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
     let server = fixture_server().await;
     let sessions = "sessions:\n  resume: { poll-after-ms: 300 }\n";
     let gw = Gateway::start(&gateway_config(

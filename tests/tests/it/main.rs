@@ -1,0 +1,48 @@
+//! The integration tests, one module per concern, all in one test binary (`it`), the way
+//! linkerd2-proxy's integration crate is laid out: the harness, tokio, h2, prost and the rest
+//! are linked once instead of once per file, and the tests of every module share the test
+//! threads (two at a time on a 2-core machine, across the whole suite instead of per file).
+//!
+//! Run them: `cargo test -p mcp-gateway-tests --test it`; one module:
+//! `cargo test -p mcp-gateway-tests --test it stateful::`; one test: add its name.
+//!
+//! A new test file: put it beside this one (`tests/tests/it/NAME.rs`, with its `//!` header) and
+//! add `mod NAME;` below, in alphabetical order. A file left directly in `tests/tests/` still
+//! builds, as a binary of its own: move it here.
+//!
+//! Every test shares this process with the others: nothing process-wide may change under them
+//! (no `std::env::set_var`, no `set_current_dir`): give a process the test starts its own
+//! environment (`Gateway::start_with_env`, `Command::env`).
+#![forbid(unsafe_code)]
+
+mod admission;
+mod auth;
+mod auth_principals;
+mod capture;
+mod configmap_reload;
+mod conformance;
+mod elicit;
+mod harness;
+mod held_streams;
+mod hostile;
+mod interop_matrix;
+mod listener;
+mod load_tool;
+mod lying_headers;
+mod ordering;
+mod orphaned_streams;
+mod pools;
+mod real_peers_admission;
+mod real_peers_auth;
+mod real_peers_rollout;
+mod real_peers_stateful;
+mod real_peers_stateless;
+mod real_peers_tls;
+mod replicas;
+mod replicas_real;
+mod resume;
+mod safe_defaults;
+mod soak;
+mod stateful;
+mod stateless;
+mod traces;
