@@ -13,6 +13,7 @@ pub mod authz;
 mod jwks;
 mod jwt;
 pub mod metadata;
+pub mod resource_uri;
 
 use crate::config::AuthConfig;
 use crate::error::GatewayError;

@@ -74,6 +74,7 @@ pub(super) fn authorize(
             Some("tools/list") => Some("tools/list"),
             Some("prompts/list") => Some("prompts/list"),
             Some("resources/list") => Some("resources/list"),
+            Some("resources/templates/list") => Some("resources/templates/list"),
             _ => None,
         };
     }
@@ -82,6 +83,9 @@ pub(super) fn authorize(
         .guard
         .decide(principal, method, name)
         .map_err(|denied| {
+            if let Some(why) = denied.undecidable {
+                return GatewayError::undecidable_name(why.as_str());
+            }
             let metadata = ctx
                 .state
                 .auth
