@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Backend for the gateway's round-3 hostile tests (runs under .venv-mcp1 OR .venv-mcp2).
 
-Usage: round3_server.py --port P --name NAME [--gzip]
+Usage: round3_server.py --port P --name NAME [--gzip] [--json]
 
 Under mcp 1.30.0: FastMCP in its default stateful mode; under mcp 2.3.0: MCPServer with sessions
 (a 2026-07-28 request is served statelessly). Both at http://127.0.0.1:P/mcp, with:
@@ -9,7 +9,8 @@ Under mcp 1.30.0: FastMCP in its default stateful mode; under mcp 2.3.0: MCPServ
   (`resources/read` returns "secret", "info", "user <uid>");
 - tools `whoami` (NAME) and `admin_reset` ("NAME:reset").
 --gzip wraps the app in Starlette's GZipMiddleware (minimum_size=0: every answer it may compress,
-i.e. every JSON answer, is gzip when the client accepts it). Prints "READY <port>" (flushed).
+i.e. every JSON answer, is gzip when the client accepts it); --json answers POSTs with JSON
+instead of SSE (the SDKs' `json_response=True`). Prints "READY <port>" (flushed).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ V2 = int(dist_version("mcp").split(".")[0]) >= 2
 GZIP = "--gzip" in sys.argv
 if GZIP:
     sys.argv.remove("--gzip")
+JSON = "--json" in sys.argv
+if JSON:
+    sys.argv.remove("--json")
 
 
 def build_app(name: str):
@@ -34,7 +38,7 @@ def build_app(name: str):
     else:
         from mcp.server.fastmcp import FastMCP
 
-        mcp = FastMCP(name, host=HOST, log_level="WARNING")
+        mcp = FastMCP(name, host=HOST, log_level="WARNING", json_response=JSON)
 
     @mcp.tool()
     def whoami() -> str:
@@ -61,7 +65,7 @@ def build_app(name: str):
         """One user, only for admins."""
         return f"user {uid}"
 
-    app = mcp.streamable_http_app(host=HOST) if V2 else mcp.streamable_http_app()
+    app = mcp.streamable_http_app(host=HOST, json_response=JSON) if V2 else mcp.streamable_http_app()
     if GZIP:
         from starlette.middleware.gzip import GZipMiddleware
 

@@ -4,7 +4,7 @@
 //! (Starlette's `GZipMiddleware` before a 2.3.0 server) neither slips a list past the filter
 //! nor breaks the session the real `mcp.Client` opens. Needs `scripts/setup-peers`.
 
-use mcp_gateway_tests::auth::{auth_yaml, token, RESOURCE};
+use mcp_gateway_tests::auth::{auth_yaml, repl_with_bearer, token, RESOURCE};
 use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -14,7 +14,8 @@ const RESOURCE_RULE: &str = "    authz:\n      - { match: { method: resources/re
 async fn round3_server(venv: &str, name: &str, gzip: bool) -> PythonPeer {
     let mut args = vec!["--port", "0", "--name", name];
     if gzip {
-        args.push("--gzip");
+        // JSON answers: Starlette never compresses `text/event-stream`.
+        args.extend(["--gzip", "--json"]);
     }
     PythonPeer::start(venv, "round3_server.py", &args).await
 }
@@ -143,4 +144,31 @@ async fn resource_and_template_lists_show_only_what_the_caller_may_read() {
         entries(&templates, "resourceTemplates", "uriTemplate"),
         ["admin://users/{uid}"]
     );
+}
+
+#[tokio::test]
+async fn a_gzip_backend_neither_slips_a_list_past_the_filter_nor_loses_the_session() {
+    let backend = round3_server("mcp2", "gzipped", true).await;
+    for mode in ["stateful", "auto", "stateless"] {
+        let gw = gateway(&backend, mode).await;
+        let user = token("alice", "tools");
+        // The real 2.3.0 client sends `Accept-Encoding: gzip, deflate`.
+        let client_mode = if mode == "stateless" {
+            "auto"
+        } else {
+            "legacy"
+        };
+        let mut client = repl_with_bearer("mcp2", &gw.url("/mcp"), Some(client_mode), &user)
+            .await
+            .unwrap_or_else(|hello| panic!("{mode}: the client did not connect: {hello}"));
+        let tools = client.cmd(json!({"op": "list"})).await;
+        assert_eq!(tools["ok"], true, "{mode}: {tools}");
+        assert_eq!(tools["tools"], json!(["whoami"]), "{mode}: {tools}");
+        assert_eq!(client.call_text("whoami", json!({})).await, "gzipped");
+        let denied = client
+            .cmd(json!({"op": "call", "name": "admin_reset", "args": {}}))
+            .await;
+        assert_eq!(denied["code"], -32024, "{mode}: {denied}");
+        assert!(client.close().await, "{mode}: unclean close");
+    }
 }

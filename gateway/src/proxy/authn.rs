@@ -9,6 +9,7 @@ use crate::auth::Principal;
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::client::Exchange;
+use crate::upstream::encoding;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
@@ -113,9 +114,15 @@ pub(super) async fn relay_filtered(
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
-    let Ok(body) = exchange.read_all(LIST_LIMIT).await else {
+    let Ok(mut body) = exchange.read_all(LIST_LIMIT).await else {
         return Ok(Relayed::Broken { sse });
     };
+    // A compressed list is read decoded and sent decoded; one the gateway cannot decode (it
+    // asks only for gzip and deflate) is never passed on unfiltered.
+    if let Err(why) = encoding::decode_in_place(&mut head, &mut body, LIST_LIMIT) {
+        tracing::debug!(why = %why.0, "a list answer that cannot be decoded is not relayed");
+        return Ok(Relayed::Broken { sse });
+    }
     let content_type = head
         .headers
         .get(http::header::CONTENT_TYPE)

@@ -83,6 +83,7 @@ pub fn forwarded(
     let mut req = client.clone();
     readdress(&mut req, target, client.uri.query())?;
     drop_hop_by_hop(&mut req);
+    super::encoding::narrow_accept_encoding(&mut req);
     req.remove_header(&http::header::TRANSFER_ENCODING);
     match body_len {
         Some(len) => req
