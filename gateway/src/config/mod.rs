@@ -13,7 +13,7 @@ mod validate;
 
 pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
-    PoolTls, Require, RouteAuth,
+    PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
