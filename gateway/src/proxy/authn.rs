@@ -50,6 +50,16 @@ pub(super) async fn authenticate(
     }
     let req = session.req_header_mut();
     let principal = auth.authenticate(&req.headers).await?;
+    // A principal an identity header cannot carry (CR/LF in `sub`, say) is refused here, not
+    // passed on with its identity headers silently missing.
+    let renderable = ctx
+        .state
+        .pools
+        .iter()
+        .all(|pool| crate::auth::identity::render(&principal, &pool.identity).is_ok());
+    if !renderable {
+        return Err(auth.unauthorized(crate::auth::Refusal::Unrenderable));
+    }
     req.remove_header(&http::header::AUTHORIZATION);
     if let Some(header) = auth.api_key_header() {
         req.remove_header(header);
