@@ -42,6 +42,9 @@ pub async fn read_body(
         let chunk = read.map_err(|e| match (e.etype(), silence) {
             // pingora's own read timeout (the same setting) may fire before the timer above
             (ErrorType::ReadTimedout, Some(t)) => GatewayError::client_timeout(t),
+            _ if super::respond::is_bad_chunk(&e) => {
+                GatewayError::bad_framing("invalid chunked encoding")
+            }
             _ => GatewayError::invalid_request(&format!("reading the request body failed: {e}")),
         })?;
         let Some(chunk) = chunk else {

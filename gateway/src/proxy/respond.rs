@@ -18,10 +18,19 @@ const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
 /// and drained, so the connection stays usable. Returns the HTTP status written, 0 if none.
 pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
     ctx.outcome = Outcome::Answered(err.kind);
+    if err.kind == crate::error::ErrorKind::BadFraming {
+        // the rest of the connection cannot be read as requests: answer, then close
+        session.set_keepalive(None);
+    }
     let id = match (ctx.request_id.take(), ctx.body_prefix.take()) {
         (Some(id), _) => id,
         (None, Some(prefix)) => id_of(&prefix),
-        (None, None) if err.kind == crate::error::ErrorKind::ClientTimeout => {
+        (None, None)
+            if matches!(
+                err.kind,
+                crate::error::ErrorKind::ClientTimeout | crate::error::ErrorKind::BadFraming
+            ) =>
+        {
             // the client stopped sending its body: nothing more to read, the connection ends
             session.set_keepalive(None);
             RequestId::null()
@@ -107,9 +116,18 @@ fn id_of(body: &[u8]) -> RequestId {
         .unwrap_or_else(RequestId::null)
 }
 
+/// Whether pingora refused a chunked body the client sent (a bad chunk size or delimiter).
+pub fn is_bad_chunk(e: &pingora::Error) -> bool {
+    // pingora's `INVALID_CHUNK` (`ErrorType::new("InvalidChunk")`), not exported
+    matches!(e.etype(), ErrorType::Custom("InvalidChunk")) && e.esource() != &ErrorSource::Upstream
+}
+
 /// The gateway error for a pingora error of the fast path, or `None` when the client itself
 /// went away.
 pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
+    if is_bad_chunk(e) {
+        return Some(GatewayError::bad_framing("invalid chunked encoding"));
+    }
     let Some(native) = ctx.native.as_ref() else {
         return match e.esource() {
             ErrorSource::Downstream => None,
