@@ -22,6 +22,7 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
         // the rest of the connection cannot be read as requests: answer, then close
         session.set_keepalive(None);
     }
+    let held_back = awaits_continue(session);
     let id = match (ctx.request_id.take(), ctx.body_prefix.take()) {
         (Some(id), _) => id,
         (None, Some(prefix)) => id_of(&prefix),
@@ -29,9 +30,10 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
             if matches!(
                 err.kind,
                 crate::error::ErrorKind::ClientTimeout | crate::error::ErrorKind::BadFraming
-            ) =>
+            ) || held_back =>
         {
-            // the client stopped sending its body: nothing more to read, the connection ends
+            // no body to read (the client stopped, holds it back for a 100, or its framing is
+            // broken): the connection ends after the answer
             session.set_keepalive(None);
             RequestId::null()
         }
@@ -58,6 +60,18 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
     }
     let _ = session.write_response_body(Some(body), true).await;
     status
+}
+
+/// Whether the client holds its body back until told `100 Continue` (and nothing of it came
+/// yet): an error is answered at once, without waiting for a body that will not come, and the
+/// connection closes (RFC 9110 §10.1.1: the client may send the body anyway).
+fn awaits_continue(session: &Session) -> bool {
+    let expects = session
+        .req_header()
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    expects && session.body_bytes_read() == 0
 }
 
 /// Reads the rest of the body away, each read within `silence`; whether it all came.

@@ -84,6 +84,10 @@ pub fn forwarded(
     readdress(&mut req, target, client.uri.query())?;
     drop_hop_by_hop(&mut req);
     super::encoding::narrow_accept_encoding(&mut req);
+    // The gateway holds the whole body and sends it with the head: a backend asked to say
+    // `100 Continue` first would answer twice (uvicorn does), and pingora's client would read
+    // that 100 as the answer (then panic reading its body).
+    req.remove_header(&http::header::EXPECT);
     req.remove_header(&http::header::TRANSFER_ENCODING);
     match body_len {
         Some(len) => req
