@@ -106,7 +106,10 @@ pub enum Relayed {
 }
 
 /// Streams the upstream response to the client as it arrives, with `head` as the client's
-/// response head. Client-side write errors are returned as errors.
+/// response head. Client-side write errors are returned as errors, and so is a client that
+/// closes its connection while the upstream is quiet (a held SSE stream): noticed at once, not
+/// at the next upstream write, so its stream slot and the upstream connection are given back.
+/// (Every caller has read the request body whole before relaying.)
 pub async fn relay(
     exchange: &mut Exchange,
     session: &mut Session,
@@ -124,7 +127,16 @@ pub async fn relay(
         return Ok(Relayed::Done);
     }
     loop {
-        let Some(next) = within(until, exchange.chunk()).await else {
+        let next = tokio::select! {
+            next = within(until, exchange.chunk()) => next,
+            // returns only when the client closes (pipelined bytes are kept for the next request)
+            gone = session.downstream_session.read_body_or_idle(true) => {
+                return Err(gone.err().unwrap_or_else(|| {
+                    Error::explain(ErrorType::ConnectionClosed, "the client went away")
+                }));
+            }
+        };
+        let Some(next) = next else {
             return Ok(Relayed::TimedOut { sse });
         };
         match next {
