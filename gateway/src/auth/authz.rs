@@ -323,4 +323,53 @@ mod tests {
             )
             .is_none());
     }
+
+    #[test]
+    fn a_resource_uri_is_decided_under_every_form_and_templates_by_their_expansions() {
+        let g = RouteGuard::from_rules(
+            true,
+            &[AuthzRule {
+                method: Some("resources/*".into()),
+                name: Some("admin://*".into()),
+                require: Require::Scope("admin".into()),
+            }],
+        );
+        let user = principal(&["tools"], &[]);
+        for method in [
+            "resources/read",
+            "resources/subscribe",
+            "resources/unsubscribe",
+        ] {
+            for uri in ["admin://x", "ADMIN://x", " admin://x", "%61dmin://x"] {
+                let denied = g.decide(Some(&user), Some(method), Some(uri));
+                assert!(denied.is_err(), "{method} {uri:?}");
+            }
+            let undecidable = g.decide(Some(&user), Some(method), Some("\tadmin://x"));
+            assert_eq!(
+                undecidable.unwrap_err().undecidable,
+                Some(Undecidable::ControlCharacter)
+            );
+            assert!(g
+                .decide(Some(&user), Some(method), Some("public://x"))
+                .is_ok());
+        }
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"resourceTemplates":[{"uriTemplate":"admin://u/{id}"},{"uriTemplate":"public://{p}"}]}}"#;
+        let out = g
+            .filter_answer(
+                Some(&user),
+                Some("resources/templates/list"),
+                Some("application/json"),
+                body,
+            )
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["result"]["resourceTemplates"].as_array().unwrap().len(),
+            1
+        );
+        assert_eq!(
+            v["result"]["resourceTemplates"][0]["uriTemplate"],
+            "public://{p}"
+        );
+    }
 }
