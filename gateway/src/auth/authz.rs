@@ -3,10 +3,16 @@
 //! rule matches is allowed. The name decided on is always the one the backend will execute (the
 //! body's, or a header the body was checked against), never a header alone.
 //!
-//! `tools/list`, `prompts/list` and `resources/list` answers are filtered to what the principal
-//! may use (`tools/call`, `prompts/get`, `resources/read` of each entry): the one place where
-//! the gateway rewrites an answer body, and only on routes with rules.
+//! A resource URI is decided under every form a backend may look it up by (`resource_uri.rs`:
+//! case, whitespace, dot segments, percent-encoding); it passes only when every form does, and
+//! one that cannot be decided is refused.
+//!
+//! `tools/list`, `prompts/list`, `resources/list` and `resources/templates/list` answers are
+//! filtered to what the principal may use (`tools/call`, `prompts/get`, `resources/read` of
+//! each entry; a template is hidden when one of its expansions could be refused): the one
+//! place where the gateway rewrites an answer body, and only on routes with rules.
 
+use super::resource_uri::{self, Undecidable};
 use super::Principal;
 use crate::config::{AuthzRule, Require, RouteAuth, RouteConfig};
 use bytes::Bytes;
@@ -33,6 +39,8 @@ struct Rule {
 pub struct Denied {
     /// The missing scope, when the rule required a scope.
     pub scope: Option<String>,
+    /// Set when the resource URI could not be decided at all (then no rule was tried).
+    pub undecidable: Option<Undecidable>,
 }
 
 fn glob(g: &Option<String>) -> Option<GlobMatcher> {
@@ -42,6 +50,24 @@ fn glob(g: &Option<String>) -> Option<GlobMatcher> {
         .build()
         .ok()
         .map(|g| g.compile_matcher())
+}
+
+fn one(g: &Option<GlobMatcher>, v: Option<&str>) -> bool {
+    match g {
+        None => true,
+        Some(g) => v.is_some_and(|v| g.is_match(v)),
+    }
+}
+
+/// Whether the principal meets a rule's requirement.
+fn holds(principal: Option<&Principal>, require: &Require) -> bool {
+    principal.is_some_and(|p| match require {
+        Require::Scope(s) => p.has_scope(s),
+        Require::Claim { name, any_of } => p
+            .claim_values(name)
+            .iter()
+            .any(|v| any_of.iter().any(|a| a == v)),
+    })
 }
 
 impl RouteGuard {
@@ -70,17 +96,37 @@ impl RouteGuard {
         !self.rules.is_empty()
     }
 
-    /// Whether `principal` may call `method` on `name`.
+    /// Whether `principal` may call `method` on `name`. A resource URI is decided under each
+    /// of its forms (every one must pass).
     pub fn decide(
         &self,
         principal: Option<&Principal>,
         method: Option<&str>,
         name: Option<&str>,
     ) -> Result<(), Denied> {
-        let one = |g: &Option<GlobMatcher>, v: Option<&str>| match g {
-            None => true,
-            Some(g) => v.is_some_and(|v| g.is_match(v)),
-        };
+        match (method, name) {
+            (Some(m), Some(uri)) if resource_uri::names_a_uri(m) => {
+                if !self.rules.iter().any(|r| one(&r.method, method)) {
+                    return Ok(());
+                }
+                let forms = resource_uri::forms(uri).map_err(|why| Denied {
+                    scope: None,
+                    undecidable: Some(why),
+                })?;
+                forms
+                    .iter()
+                    .try_for_each(|form| self.decide_one(principal, method, Some(form)))
+            }
+            _ => self.decide_one(principal, method, name),
+        }
+    }
+
+    fn decide_one(
+        &self,
+        principal: Option<&Principal>,
+        method: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<(), Denied> {
         let Some(rule) = self
             .rules
             .iter()
@@ -88,20 +134,34 @@ impl RouteGuard {
         else {
             return Ok(());
         };
-        let allowed = principal.is_some_and(|p| match &rule.require {
-            Require::Scope(s) => p.has_scope(s),
-            Require::Claim { name, any_of } => p
-                .claim_values(name)
-                .iter()
-                .any(|v| any_of.iter().any(|a| a == v)),
-        });
-        match (allowed, &rule.require) {
-            (true, _) => Ok(()),
-            (false, Require::Scope(s)) => Err(Denied {
-                scope: Some(s.clone()),
-            }),
-            (false, Require::Claim { .. }) => Err(Denied { scope: None }),
+        if holds(principal, &rule.require) {
+            return Ok(());
         }
+        Err(Denied {
+            scope: match &rule.require {
+                Require::Scope(s) => Some(s.clone()),
+                Require::Claim { .. } => None,
+            },
+            undecidable: None,
+        })
+    }
+
+    /// Whether every URI the template could expand to may be read by `principal`: no rule on
+    /// `resources/read` that it fails could match one of them (rules an earlier one shadows
+    /// are counted too, so a template is hidden rather than shown wrongly).
+    fn template_readable(&self, principal: Option<&Principal>, template: Option<&str>) -> bool {
+        let Some(template) = template else {
+            return self
+                .decide_one(principal, Some("resources/read"), None)
+                .is_ok();
+        };
+        !self.rules.iter().any(|r| {
+            one(&r.method, Some("resources/read"))
+                && !holds(principal, &r.require)
+                && r.name
+                    .as_ref()
+                    .is_none_or(|g| resource_uri::may_overlap(g.glob().glob(), template))
+        })
     }
 
     /// Whether the answer to `method` is a list this route filters.
@@ -131,6 +191,9 @@ impl RouteGuard {
                     let before = items.len();
                     items.retain(|item| {
                         let name = item.get(key).and_then(Value::as_str);
+                        if method == Some("resources/templates/list") {
+                            return self.template_readable(principal, name);
+                        }
                         self.decide(principal, Some(call), name).is_ok()
                     });
                     if items.len() != before {
@@ -155,6 +218,7 @@ fn list_kind(method: Option<&str>) -> Option<(&'static str, &'static str, &'stat
         "tools/list" => Some(("tools", "tools/call", "name")),
         "prompts/list" => Some(("prompts", "prompts/get", "name")),
         "resources/list" => Some(("resources", "resources/read", "uri")),
+        "resources/templates/list" => Some(("resourceTemplates", "resources/read", "uriTemplate")),
         _ => None,
     }
 }
@@ -258,5 +322,54 @@ mod tests {
                 body
             )
             .is_none());
+    }
+
+    #[test]
+    fn a_resource_uri_is_decided_under_every_form_and_templates_by_their_expansions() {
+        let g = RouteGuard::from_rules(
+            true,
+            &[AuthzRule {
+                method: Some("resources/*".into()),
+                name: Some("admin://*".into()),
+                require: Require::Scope("admin".into()),
+            }],
+        );
+        let user = principal(&["tools"], &[]);
+        for method in [
+            "resources/read",
+            "resources/subscribe",
+            "resources/unsubscribe",
+        ] {
+            for uri in ["admin://x", "ADMIN://x", " admin://x", "%61dmin://x"] {
+                let denied = g.decide(Some(&user), Some(method), Some(uri));
+                assert!(denied.is_err(), "{method} {uri:?}");
+            }
+            let undecidable = g.decide(Some(&user), Some(method), Some("\tadmin://x"));
+            assert_eq!(
+                undecidable.unwrap_err().undecidable,
+                Some(Undecidable::ControlCharacter)
+            );
+            assert!(g
+                .decide(Some(&user), Some(method), Some("public://x"))
+                .is_ok());
+        }
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"resourceTemplates":[{"uriTemplate":"admin://u/{id}"},{"uriTemplate":"public://{p}"}]}}"#;
+        let out = g
+            .filter_answer(
+                Some(&user),
+                Some("resources/templates/list"),
+                Some("application/json"),
+                body,
+            )
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["result"]["resourceTemplates"].as_array().unwrap().len(),
+            1
+        );
+        assert_eq!(
+            v["result"]["resourceTemplates"][0]["uriTemplate"],
+            "public://{p}"
+        );
     }
 }

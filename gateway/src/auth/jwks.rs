@@ -1,7 +1,8 @@
 //! The signing keys: a JWKS read from a file or fetched from an URL, kept in memory and
 //! fetched again when a token names a `kid` not in it — one fetch at a time, and at most one
 //! per `refresh-min-interval-s`, so a stream of made-up `kid`s cannot turn the gateway into a
-//! load generator against the identity provider. `jsonwebtoken` parses keys but does not fetch
+//! load generator against the identity provider. A fetch of an URL is bounded by
+//! `fetch-timeout-s` (5 s): a key set that does not come in time is "unavailable" (503 -32025). `jsonwebtoken` parses keys but does not fetch
 //! them; fetching goes through pingora's connector (TLS via its rustls feature).
 
 use crate::config::{JwksSource, JwtConfig};
@@ -31,6 +32,7 @@ pub struct KeySet {
     keys: ArcSwap<Vec<Arc<Key>>>,
     refresh: tokio::sync::Mutex<Refresh>,
     min_interval: Duration,
+    fetch_timeout: Duration,
 }
 
 /// Why no key could be had.
@@ -47,6 +49,7 @@ impl KeySet {
             keys: ArcSwap::from_pointee(Vec::new()),
             refresh: tokio::sync::Mutex::new(Refresh::default()),
             min_interval: config.refresh_min_interval,
+            fetch_timeout: config.fetch_timeout,
         };
         if let JwksSource::File(path) = &set.source {
             match std::fs::read(path) {
@@ -94,7 +97,15 @@ impl KeySet {
             JwksSource::File(path) => tokio::fs::read(path)
                 .await
                 .map_err(|e| format!("{}: {e}", path.display())),
-            JwksSource::Url(url) => fetch(url).await.map(|b| b.to_vec()),
+            JwksSource::Url(url) => {
+                match tokio::time::timeout(self.fetch_timeout, fetch(url)).await {
+                    Ok(fetched) => fetched.map(|b| b.to_vec()),
+                    Err(_) => Err(format!(
+                        "fetching {url}: no key set within {} s (auth.jwt.jwks.fetch-timeout-s)",
+                        self.fetch_timeout.as_secs()
+                    )),
+                }
+            }
         };
         let first = !state.loaded;
         let bytes = match fetched {

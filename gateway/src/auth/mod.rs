@@ -2,7 +2,8 @@
 //! every request against a JWKS, `jwt.rs` and `jwks.rs`), API keys (`apikeys.rs`), the
 //! protected-resource metadata document (RFC 9728, `metadata.rs`), authorization rules per
 //! route and the filtering of list answers (`authz.rs`). The identity headers sent to backends
-//! instead of the client's token are set by `upstream/request.rs`. No pingora types here.
+//! instead of the client's token are rendered by `identity.rs` and set by
+//! `upstream/request.rs`. No pingora types here.
 //!
 //! A caller is a [`Principal`]: `issuer|subject` for a token, `key:NAME` for an API key.
 //! Sessions are bound to it, per-client limits count by it, and rules decide on its scopes
@@ -10,9 +11,11 @@
 
 mod apikeys;
 pub mod authz;
+pub mod identity;
 mod jwks;
 mod jwt;
 pub mod metadata;
+pub mod resource_uri;
 
 use crate::config::AuthConfig;
 use crate::error::GatewayError;
@@ -82,6 +85,9 @@ pub enum Refusal {
     WrongAudience,
     /// An API key that is not in the key file.
     UnknownApiKey,
+    /// A claim an identity header carries holds a control character (CR, LF, ...): no
+    /// header can carry it (`identity.rs`).
+    Unrenderable,
 }
 
 impl Refusal {
@@ -98,6 +104,7 @@ impl Refusal {
             Refusal::WrongIssuer => "wrong-issuer",
             Refusal::WrongAudience => "wrong-audience",
             Refusal::UnknownApiKey => "unknown-api-key",
+            Refusal::Unrenderable => "unrenderable-claim",
         }
     }
 }

@@ -57,6 +57,7 @@ fn config(jwks: JwksSource) -> AuthConfig {
             jwks,
             leeway: Duration::from_secs(30),
             refresh_min_interval: Duration::from_secs(60),
+            fetch_timeout: crate::config::DEFAULT_JWKS_FETCH_TIMEOUT,
         }),
         api_keys: None,
     }

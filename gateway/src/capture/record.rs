@@ -54,7 +54,9 @@ fn rfc3339(at: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Replaces the value at `path` (keys; `*` any key or element) by [`REDACTED`].
+/// Replaces the value at `path` (keys; `*` any key or element) by [`REDACTED`]. A string,
+/// number or boolean found where the path goes on into an object or array is replaced too: a
+/// client must not dodge the redaction by sending `"params": "<secret>"`.
 pub fn redact(value: &mut Value, path: &[String]) {
     let Some((first, rest)) = path.split_first() else {
         *value = Value::String(REDACTED.into());
@@ -73,13 +75,24 @@ pub fn redact(value: &mut Value, path: &[String]) {
                 redact(v, rest);
             }
         }
-        _ => {}
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => {
+            *value = Value::String(REDACTED.into());
+        }
+        Value::Null => {}
     }
 }
 
+/// Every message of `value` redacted: the value itself, or each message of a batch (`[...]`:
+/// the paths are paths in one JSON-RPC message).
 fn redacted(mut value: Value, config: &CaptureConfig) -> Value {
-    for path in &config.redact {
-        redact(&mut value, path);
+    let messages: Vec<&mut Value> = match &mut value {
+        Value::Array(items) => items.iter_mut().collect(),
+        one => vec![one],
+    };
+    for message in messages {
+        for path in &config.redact {
+            redact(message, path);
+        }
     }
     value
 }

@@ -50,6 +50,9 @@ pub struct FileJwks {
     pub file: Option<String>,
     pub url: Option<String>,
     pub refresh_min_interval_s: Option<u64>,
+    /// Longest wait for one fetch of a JWKS URL (connect, answer and body), in seconds; a
+    /// token that needs the keys then gets 503 -32025. Default 5.
+    pub fetch_timeout_s: Option<u64>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -162,7 +165,12 @@ pub struct JwtConfig {
     pub leeway: Duration,
     /// Least time between two key-set fetches (an unknown `kid` triggers one). Default 30 s.
     pub refresh_min_interval: Duration,
+    /// Longest wait for one fetch of a JWKS URL. Default [`DEFAULT_JWKS_FETCH_TIMEOUT`].
+    pub fetch_timeout: Duration,
 }
+
+/// Default `auth.jwt.jwks.fetch-timeout-s`: 5 s.
+pub const DEFAULT_JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where a key set comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,8 +341,11 @@ fn jwt_config(p: &mut Problems, j: &FileJwt) -> Option<JwtConfig> {
     p.unknown(
         "auth.jwt.jwks",
         &jwks.unknown,
-        "file, url, refresh-min-interval-s",
+        "file, url, refresh-min-interval-s, fetch-timeout-s",
     );
+    if jwks.fetch_timeout_s == Some(0) {
+        p.add("auth.jwt.jwks.fetch-timeout-s", "must be at least 1");
+    }
     let source = match (&jwks.file, &jwks.url) {
         (Some(f), None) => JwksSource::File(f.into()),
         (None, Some(u)) => {
@@ -352,6 +363,9 @@ fn jwt_config(p: &mut Problems, j: &FileJwt) -> Option<JwtConfig> {
         jwks: source,
         leeway: Duration::from_secs(j.leeway_s.unwrap_or(30)),
         refresh_min_interval: Duration::from_secs(jwks.refresh_min_interval_s.unwrap_or(30)),
+        fetch_timeout: jwks
+            .fetch_timeout_s
+            .map_or(DEFAULT_JWKS_FETCH_TIMEOUT, Duration::from_secs),
     })
 }
 

@@ -14,6 +14,19 @@ pub const DEFAULT_CAPTURE_FILES: usize = 3;
 /// Default largest body recorded; larger bodies are recorded by size only.
 pub const DEFAULT_CAPTURE_BODY_BYTES: usize = 64 * 1024;
 
+/// The JSON paths redacted by default: tool arguments, what a user typed into a completion
+/// (`completion/complete`) and the context arguments sent with it, and what a client answers
+/// to a server's request (`result` of an elicitation, sampling or roots answer; the
+/// 2026-07-28 `params.inputResponses` carrying the same).
+pub const DEFAULT_REDACT: &[&str] = &[
+    "params.arguments",
+    "params.argument.value",
+    "params.context.arguments",
+    "params.inputResponses",
+    "result.content",
+    "result.roots",
+];
+
 /// `routes[].capture` as written.
 #[derive(Debug, Deserialize, JsonSchema, Default, Clone)]
 #[serde(rename_all = "kebab-case")]
@@ -30,8 +43,11 @@ pub struct FileCapture {
     /// Bodies larger than this are recorded by their size only, in bytes. Default 65536.
     pub max_body_bytes: Option<usize>,
     /// JSON paths whose values are replaced by "[redacted]" in recorded bodies: dot-separated
-    /// keys from the JSON-RPC message, `*` for any key or array element. Default
-    /// `[params.arguments]` (tool arguments); `[]` records bodies unredacted.
+    /// keys from the JSON-RPC message (each message of a batch), `*` for any key or array
+    /// element. Default `[params.arguments, params.argument.value, params.context.arguments,
+    /// params.inputResponses, result.content, result.roots]` (tool arguments, completion
+    /// values, what a client answers to elicitation, sampling and roots requests); `[]`
+    /// records bodies unredacted.
     pub redact: Option<Vec<String>>,
     /// Keys this version does not know.
     #[serde(flatten)]
@@ -52,7 +68,7 @@ pub struct CaptureConfig {
     pub bodies: bool,
     /// Largest body recorded. Default 64 KiB.
     pub max_body_bytes: usize,
-    /// Redacted JSON paths, each split into its keys. Default `params.arguments`.
+    /// Redacted JSON paths, each split into its keys. Default [`DEFAULT_REDACT`].
     pub redact: Vec<Vec<String>>,
 }
 
@@ -76,7 +92,10 @@ pub(super) fn capture_config(p: &mut Problems, at: &str, c: &FileCapture) -> Opt
         p.add(format!("{at}.max-file-bytes"), "must be at least 1024");
     }
     let redact = match &c.redact {
-        None => vec![vec!["params".to_string(), "arguments".to_string()]],
+        None => DEFAULT_REDACT
+            .iter()
+            .map(|path| path.split('.').map(str::to_owned).collect())
+            .collect(),
         Some(paths) => paths
             .iter()
             .enumerate()

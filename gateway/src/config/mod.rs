@@ -13,9 +13,9 @@ mod validate;
 
 pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
-    PoolTls, Require, RouteAuth,
+    PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
-pub use capture::CaptureConfig;
+pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;

@@ -327,6 +327,17 @@ impl GatewayError {
         }
     }
 
+    /// A resource URI the authorization rules cannot be decided on (`reason`, from
+    /// `auth::resource_uri::Undecidable`).
+    pub fn undecidable_name(reason: &str) -> Self {
+        Self::new(
+            ErrorKind::UndecidableName,
+            "The resource URI cannot be checked against this route's rules: it holds a control \
+             character, decodes to bytes that are not UTF-8, or is too long",
+        )
+        .with("reason", reason)
+    }
+
     /// The signing keys could not be fetched.
     pub fn auth_unavailable(detail: &str) -> Self {
         Self::new(

@@ -80,6 +80,10 @@ pub enum ErrorKind {
     /// The route does not serve this HTTP method (`Allow` lists the ones it does). -32029,
     /// HTTP 405.
     MethodNotAllowed,
+    /// A resource URI on a route with `authz` rules that the gateway cannot decide on safely
+    /// (a control character, percent-decoding that is not UTF-8, over 8 KiB: `data.reason`).
+    /// -32031, HTTP 400.
+    UndecidableName,
 }
 
 impl ErrorKind {
@@ -111,6 +115,7 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => -32027,
             ErrorKind::ClientTimeout => -32028,
             ErrorKind::MethodNotAllowed => -32029,
+            ErrorKind::UndecidableName => -32031,
         }
     }
 
@@ -143,6 +148,7 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => 431,
             ErrorKind::ClientTimeout => 408,
             ErrorKind::MethodNotAllowed => 405,
+            ErrorKind::UndecidableName => 400,
         }
     }
 
@@ -185,6 +191,7 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => "head-too-large",
             ErrorKind::ClientTimeout => "client-timeout",
             ErrorKind::MethodNotAllowed => "method-not-allowed",
+            ErrorKind::UndecidableName => "name-undecidable",
         }
     }
 

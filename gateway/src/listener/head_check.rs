@@ -1,7 +1,9 @@
 //! Whether a complete request head frames its body unambiguously (RFC 9112 §6.3): one
-//! `Content-Length` value (repeats must agree), a `Transfer-Encoding` that ends in `chunked`
-//! and names nothing else, no `Transfer-Encoding` on HTTP/1.0. Anything else is refused, as a
-//! proxy in front of other servers must (request smuggling).
+//! `Content-Length` value of digits only (repeats must agree; `+5` is no length), a
+//! `Transfer-Encoding` that is `chunked` and names nothing else, never both (RFC 9112 §6.1 lets
+//! a server refuse that, and pingora would otherwise guess: it drops the length and reads an
+//! oddly spelled coding as none), no `Transfer-Encoding` on HTTP/1.0. Anything else is refused,
+//! as a proxy in front of other servers must (request smuggling).
 
 use crate::error::GatewayError;
 
@@ -23,7 +25,9 @@ pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
         if h.name.eq_ignore_ascii_case("content-length") {
             for v in h.value.split(|b| *b == b',') {
                 let v = std::str::from_utf8(v).unwrap_or("").trim();
-                let n: u64 = v.parse().map_err(|_| {
+                // RFC 9112: `1*DIGIT`; Rust's parse would take `+5`
+                let digits = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
+                let n: u64 = v.parse().ok().filter(|_| digits).ok_or_else(|| {
                     GatewayError::bad_framing("a Content-Length that is not a number")
                 })?;
                 if length.is_some_and(|l| l != n) {
@@ -42,6 +46,11 @@ pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
     }
     if codings.is_empty() {
         return Ok(());
+    }
+    if length.is_some() {
+        return Err(GatewayError::bad_framing(
+            "both Transfer-Encoding and Content-Length",
+        ));
     }
     if req.version == Some(0) {
         return Err(GatewayError::bad_framing(
@@ -87,6 +96,12 @@ mod tests {
             &["Transfer-Encoding: xchunked"],
             &["Transfer-Encoding: gzip, chunked"],
             &["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+            &["Content-Length: +5"],
+            &["Content-Length: 0x5"],
+            &["Content-Length: "],
+            &["Transfer-Encoding: chunked", "Content-Length: 5"],
+            &["Transfer-Encoding:  Chunked", "Content-Length: 5"],
+            &["Transfer-Encoding: chunked\t", "Content-Length: 5"],
         ] {
             let e = framing(&head(lines)).unwrap_err();
             assert_eq!(e.kind.code(), -32026, "{lines:?}");

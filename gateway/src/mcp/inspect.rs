@@ -199,7 +199,13 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
     }
     let wire: Wire = serde_json::from_slice(body).map_err(|e| {
         if e.is_data() {
-            InspectError::NotAMessage(e.to_string())
+            // serde's own text quotes the offending value (`invalid type: string "…"`): it
+            // would carry a client's secret into the answer and the capture record.
+            InspectError::NotAMessage(format!(
+                "`id`, `method` or `params` has the wrong type (params must be an object) at line {}, column {}",
+                e.line(),
+                e.column()
+            ))
         } else {
             InspectError::Parse(e.to_string())
         }
@@ -329,6 +335,18 @@ mod tests {
         assert_eq!(info.method.as_deref(), Some("tools/call"));
         assert_eq!(info.name.as_deref(), Some("report_q3"));
         assert_eq!(info.meta_protocol_version.as_deref(), Some("2026-07-28"));
+    }
+
+    #[test]
+    fn a_wrongly_typed_field_is_described_without_its_value() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"hunter2-secret"}"#;
+        match inspect_body(body) {
+            Err(InspectError::NotAMessage(detail)) => {
+                assert!(!detail.contains("hunter2"), "{detail}");
+                assert!(detail.contains("params"), "{detail}");
+            }
+            _ => panic!("not refused as a message"),
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::auth::Principal;
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::client::Exchange;
+use crate::upstream::encoding;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
@@ -49,6 +50,16 @@ pub(super) async fn authenticate(
     }
     let req = session.req_header_mut();
     let principal = auth.authenticate(&req.headers).await?;
+    // A principal an identity header cannot carry (CR/LF in `sub`, say) is refused here, not
+    // passed on with its identity headers silently missing.
+    let renderable = ctx
+        .state
+        .pools
+        .iter()
+        .all(|pool| crate::auth::identity::render(&principal, &pool.identity).is_ok());
+    if !renderable {
+        return Err(auth.unauthorized(crate::auth::Refusal::Unrenderable));
+    }
     req.remove_header(&http::header::AUTHORIZATION);
     if let Some(header) = auth.api_key_header() {
         req.remove_header(header);
@@ -74,6 +85,7 @@ pub(super) fn authorize(
             Some("tools/list") => Some("tools/list"),
             Some("prompts/list") => Some("prompts/list"),
             Some("resources/list") => Some("resources/list"),
+            Some("resources/templates/list") => Some("resources/templates/list"),
             _ => None,
         };
     }
@@ -82,6 +94,9 @@ pub(super) fn authorize(
         .guard
         .decide(principal, method, name)
         .map_err(|denied| {
+            if let Some(why) = denied.undecidable {
+                return GatewayError::undecidable_name(why.as_str());
+            }
             let metadata = ctx
                 .state
                 .auth
@@ -109,9 +124,15 @@ pub(super) async fn relay_filtered(
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
-    let Ok(body) = exchange.read_all(LIST_LIMIT).await else {
+    let Ok(mut body) = exchange.read_all(LIST_LIMIT).await else {
         return Ok(Relayed::Broken { sse });
     };
+    // A compressed list is read decoded and sent decoded; one the gateway cannot decode (it
+    // asks only for gzip and deflate) is never passed on unfiltered.
+    if let Err(why) = encoding::decode_in_place(&mut head, &mut body, LIST_LIMIT) {
+        tracing::debug!(why = %why.0, "a list answer that cannot be decoded is not relayed");
+        return Ok(Relayed::Broken { sse });
+    }
     let content_type = head
         .headers
         .get(http::header::CONTENT_TYPE)

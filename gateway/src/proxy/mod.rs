@@ -371,7 +371,8 @@ impl ProxyHttp for Gateway {
         };
         FailToProxy {
             error_code: code,
-            can_reuse_downstream: code != 0,
+            // after a framing error the connection's bytes cannot be read as requests
+            can_reuse_downstream: code != 0 && !respond::is_bad_chunk(e),
         }
     }
 

@@ -42,6 +42,9 @@ pub async fn read_body(
         let chunk = read.map_err(|e| match (e.etype(), silence) {
             // pingora's own read timeout (the same setting) may fire before the timer above
             (ErrorType::ReadTimedout, Some(t)) => GatewayError::client_timeout(t),
+            _ if super::respond::is_bad_chunk(&e) => {
+                GatewayError::bad_framing("invalid chunked encoding")
+            }
             _ => GatewayError::invalid_request(&format!("reading the request body failed: {e}")),
         })?;
         let Some(chunk) = chunk else {
@@ -103,7 +106,10 @@ pub enum Relayed {
 }
 
 /// Streams the upstream response to the client as it arrives, with `head` as the client's
-/// response head. Client-side write errors are returned as errors.
+/// response head. Client-side write errors are returned as errors, and so is a client that
+/// closes its connection while the upstream is quiet (a held SSE stream): noticed at once, not
+/// at the next upstream write, so its stream slot and the upstream connection are given back.
+/// (Every caller has read the request body whole before relaying.)
 pub async fn relay(
     exchange: &mut Exchange,
     session: &mut Session,
@@ -121,7 +127,16 @@ pub async fn relay(
         return Ok(Relayed::Done);
     }
     loop {
-        let Some(next) = within(until, exchange.chunk()).await else {
+        let next = tokio::select! {
+            next = within(until, exchange.chunk()) => next,
+            // returns only when the client closes (pipelined bytes are kept for the next request)
+            gone = session.downstream_session.read_body_or_idle(true) => {
+                return Err(gone.err().unwrap_or_else(|| {
+                    Error::explain(ErrorType::ConnectionClosed, "the client went away")
+                }));
+            }
+        };
+        let Some(next) = next else {
             return Ok(Relayed::TimedOut { sse });
         };
         match next {

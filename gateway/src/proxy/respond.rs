@@ -18,11 +18,22 @@ const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
 /// and drained, so the connection stays usable. Returns the HTTP status written, 0 if none.
 pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
     ctx.outcome = Outcome::Answered(err.kind);
+    if err.kind == crate::error::ErrorKind::BadFraming {
+        // the rest of the connection cannot be read as requests: answer, then close
+        session.set_keepalive(None);
+    }
+    let held_back = awaits_continue(session);
     let id = match (ctx.request_id.take(), ctx.body_prefix.take()) {
         (Some(id), _) => id,
         (None, Some(prefix)) => id_of(&prefix),
-        (None, None) if err.kind == crate::error::ErrorKind::ClientTimeout => {
-            // the client stopped sending its body: nothing more to read, the connection ends
+        (None, None)
+            if matches!(
+                err.kind,
+                crate::error::ErrorKind::ClientTimeout | crate::error::ErrorKind::BadFraming
+            ) || held_back =>
+        {
+            // no body to read (the client stopped, holds it back for a 100, or its framing is
+            // broken): the connection ends after the answer
             session.set_keepalive(None);
             RequestId::null()
         }
@@ -49,6 +60,18 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
     }
     let _ = session.write_response_body(Some(body), true).await;
     status
+}
+
+/// Whether the client holds its body back until told `100 Continue` (and nothing of it came
+/// yet): an error is answered at once, without waiting for a body that will not come, and the
+/// connection closes (RFC 9110 §10.1.1: the client may send the body anyway).
+fn awaits_continue(session: &Session) -> bool {
+    let expects = session
+        .req_header()
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    expects && session.body_bytes_read() == 0
 }
 
 /// Reads the rest of the body away, each read within `silence`; whether it all came.
@@ -107,9 +130,18 @@ fn id_of(body: &[u8]) -> RequestId {
         .unwrap_or_else(RequestId::null)
 }
 
+/// Whether pingora refused a chunked body the client sent (a bad chunk size or delimiter).
+pub fn is_bad_chunk(e: &pingora::Error) -> bool {
+    // pingora's `INVALID_CHUNK` (`ErrorType::new("InvalidChunk")`), not exported
+    matches!(e.etype(), ErrorType::Custom("InvalidChunk")) && e.esource() != &ErrorSource::Upstream
+}
+
 /// The gateway error for a pingora error of the fast path, or `None` when the client itself
 /// went away.
 pub fn classify(e: &pingora::Error, ctx: &RequestCtx) -> Option<GatewayError> {
+    if is_bad_chunk(e) {
+        return Some(GatewayError::bad_framing("invalid chunked encoding"));
+    }
     let Some(native) = ctx.native.as_ref() else {
         return match e.esource() {
             ErrorSource::Downstream => None,

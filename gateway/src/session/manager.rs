@@ -216,7 +216,16 @@ impl SessionManager {
                         .map(str::to_owned);
                     let answer = ex.read_all(ANSWER_LIMIT).await.unwrap_or_default();
                     let rules = &pool.session_not_found;
-                    if super::is_not_found(rules, status, content_type.as_deref(), &answer) {
+                    let readable = match crate::upstream::encoding::is_encoded(ex.header()) {
+                        true => crate::upstream::encoding::decode(
+                            ex.header(),
+                            answer.clone(),
+                            ANSWER_LIMIT,
+                        )
+                        .unwrap_or_default(),
+                        false => answer.clone(),
+                    };
+                    if super::is_not_found(rules, status, content_type.as_deref(), &readable) {
                         self.engine.release(ex).await;
                         rec = self.moved(pool, &rec, Reason::SessionUnknown, &out).await?;
                         continue;

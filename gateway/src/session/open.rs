@@ -9,6 +9,7 @@ use super::{now_ms, short, Binding, SessionRecord, Settings};
 use crate::error::GatewayError;
 use crate::upstream::attempt::{Pick, Step};
 use crate::upstream::client::Exchange;
+use crate::upstream::encoding;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
@@ -105,11 +106,13 @@ impl SessionManager {
                     if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {
                         return Step::Done(Opened::Refused(ex));
                     }
-                    let Ok(answer) = ex.read_all(ANSWER_LIMIT).await else {
+                    let Ok(mut answer) = ex.read_all(ANSWER_LIMIT).await else {
                         return Step::Unreachable;
                     };
-                    let head = ex.header().clone();
+                    let mut head = ex.header().clone();
                     engine.release(ex).await;
+                    // gzip (Starlette's GZipMiddleware): the session id is read from the answer
+                    let _ = encoding::decode_in_place(&mut head, &mut answer, ANSWER_LIMIT);
                     match reinit::accepted(&head, &answer) {
                         None => Step::Done(Opened::NotASession { head, answer }),
                         Some(accepted) => {

@@ -217,12 +217,13 @@ impl Engine {
         body: Bytes,
     ) -> Result<(ResponseHeader, Bytes), CallError> {
         let mut exchange = self.send(pool, backend, req, body, true).await?;
-        let head = exchange.header().clone();
-        let body = exchange
+        let mut head = exchange.header().clone();
+        let mut body = exchange
             .read_all(OWN_ANSWER_LIMIT)
             .await
             .map_err(CallError::Lost)?;
         self.release(exchange).await;
+        let _ = super::encoding::decode_in_place(&mut head, &mut body, OWN_ANSWER_LIMIT);
         Ok((head, body))
     }
 

@@ -7,6 +7,7 @@ pub mod attempt;
 mod balance;
 pub mod client;
 pub mod discovery;
+pub mod encoding;
 pub mod health;
 pub mod request;
 mod tls;

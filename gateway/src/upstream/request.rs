@@ -83,6 +83,11 @@ pub fn forwarded(
     let mut req = client.clone();
     readdress(&mut req, target, client.uri.query())?;
     drop_hop_by_hop(&mut req);
+    super::encoding::narrow_accept_encoding(&mut req);
+    // The gateway holds the whole body and sends it with the head: a backend asked to say
+    // `100 Continue` first would answer twice (uvicorn does), and pingora's client would read
+    // that 100 as the answer (then panic reading its body).
+    req.remove_header(&http::header::EXPECT);
     req.remove_header(&http::header::TRANSFER_ENCODING);
     match body_len {
         Some(len) => req
@@ -102,10 +107,23 @@ pub fn forwarded(
 }
 
 /// Sets a pool's identity headers from the caller (the principal the auth step put into the
-/// client's request head), after removing whatever the client sent under those names.
+/// client's request head), after removing whatever the client sent under those names in any
+/// spelling a backend framework maps onto them (`auth/identity.rs`: any case, `_` for `-`).
+/// The auth step has refused a principal these headers cannot carry.
 pub fn identify(req: &mut RequestHeader, identity: &crate::config::IdentityHeaders) {
-    for name in identity.names() {
-        req.remove_header(name);
+    use crate::auth::identity;
+    let wanted: Vec<String> = identity.names().map(identity::canonical).collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let spoofed: Vec<http::HeaderName> = req
+        .headers
+        .keys()
+        .filter(|k| wanted.contains(&identity::canonical(k.as_str())))
+        .cloned()
+        .collect();
+    for name in spoofed {
+        req.remove_header(&name);
     }
     let Some(principal) = req
         .extensions
@@ -114,21 +132,12 @@ pub fn identify(req: &mut RequestHeader, identity: &crate::config::IdentityHeade
     else {
         return;
     };
-    let mut set = |name: &str, value: &str| {
-        if let Ok(v) = http::HeaderValue::from_str(value) {
-            let _ = req.insert_header(name.to_owned(), v);
-        }
+    let Ok(values) = identity::render(&principal, identity) else {
+        return;
     };
-    if let Some(h) = &identity.principal {
-        set(h, &principal.id);
-    }
-    if let Some(h) = &identity.subject {
-        set(h, &principal.subject);
-    }
-    for (claim, header) in &identity.claims {
-        let values = principal.claim_values(claim);
-        if !values.is_empty() {
-            set(header, &values.join(","));
+    for (name, value) in values {
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            let _ = req.insert_header(name, v);
         }
     }
 }
