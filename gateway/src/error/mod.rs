@@ -80,6 +80,11 @@ pub enum ErrorKind {
     /// The route does not serve this HTTP method (`Allow` lists the ones it does). -32029,
     /// HTTP 405.
     MethodNotAllowed,
+    /// The pool has backends, but none (of a known era) serves this request's protocol era: a
+    /// 2026-07-28 request and only legacy backends, or a new (or moving) legacy session and
+    /// only modern-only backends. -32005, HTTP 503 + `Retry-After` (a rolling upgrade may bring
+    /// one back).
+    NoBackendOfEra,
 }
 
 impl ErrorKind {
@@ -111,6 +116,7 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => -32027,
             ErrorKind::ClientTimeout => -32028,
             ErrorKind::MethodNotAllowed => -32029,
+            ErrorKind::NoBackendOfEra => -32005,
         }
     }
 
@@ -132,7 +138,8 @@ impl ErrorKind {
             ErrorKind::BackendUnavailable
             | ErrorKind::SessionLimit
             | ErrorKind::Overloaded
-            | ErrorKind::StoreUnavailable => 503,
+            | ErrorKind::StoreUnavailable
+            | ErrorKind::NoBackendOfEra => 503,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
             ErrorKind::ResumeUnavailable => 410,
@@ -149,7 +156,9 @@ impl ErrorKind {
     /// `Retry-After` seconds, for errors a client should retry later.
     pub fn retry_after_secs(self) -> Option<u32> {
         match self {
-            ErrorKind::BackendUnavailable | ErrorKind::StoreUnavailable => Some(1),
+            ErrorKind::BackendUnavailable
+            | ErrorKind::StoreUnavailable
+            | ErrorKind::NoBackendOfEra => Some(1),
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             ErrorKind::AuthUnavailable => Some(1),
@@ -185,6 +194,7 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => "head-too-large",
             ErrorKind::ClientTimeout => "client-timeout",
             ErrorKind::MethodNotAllowed => "method-not-allowed",
+            ErrorKind::NoBackendOfEra => "no-backend-of-era",
         }
     }
 

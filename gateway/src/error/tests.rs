@@ -52,6 +52,7 @@ fn every_kind_has_a_distinct_code() {
         HeadTooLarge,
         ClientTimeout,
         MethodNotAllowed,
+        NoBackendOfEra,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

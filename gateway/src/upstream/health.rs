@@ -67,6 +67,10 @@ impl HealthService {
                     if let Some(down) = backend.record_probe(ok, check.fall, check.rise) {
                         let state = if down { "down" } else { "up" };
                         tracing::info!(pool = %pool_name, backend = %backend.addr, state, "health changed");
+                        if !down {
+                            // back up: a restart may have brought another image (another era)
+                            backend.recheck_era();
+                        }
                     }
                 }));
             }
