@@ -167,7 +167,7 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
         let pool = native(ctx)?.pool.clone();
-        let pick = Pick::Serving(ctx.era);
+        let pick = Pick::sessionless(ctx.era);
         let Some(b) = self.engine.next_backend(&pool, &pick, &ctx.tried) else {
             let err = self.engine.exhausted(&pool, &pick, ctx.tried.len());
             return Err(respond::stashed(ctx, err));

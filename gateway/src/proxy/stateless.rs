@@ -103,7 +103,7 @@ pub(super) async fn forward_any(
     let len = (client.method == http::Method::POST).then_some(out.body.len());
     let engine = gw.engine.as_ref();
     let (path_ref, body, repeatable) = (&*path, &out.body, out.repeatable);
-    let attempts = engine.each_backend(pool, Pick::Serving(ctx.era), &mut ctx.tried, |b| {
+    let attempts = engine.each_backend(pool, Pick::sessionless(ctx.era), &mut ctx.tried, |b| {
         Box::pin(async move {
             let target = Target {
                 path: path_ref,

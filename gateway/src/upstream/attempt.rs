@@ -74,6 +74,16 @@ pub enum Pick<'a> {
 }
 
 impl Pick<'_> {
+    /// The pick for a sessionless request of `era`: a 2026-07-28 request only to backends that
+    /// serve it; a legacy-era one (no session: a stateless route) to any backend, as before
+    /// eras were known.
+    pub fn sessionless(era: Era) -> Pick<'static> {
+        match era {
+            Era::Stateless => Pick::Serving(Era::Stateless),
+            Era::Legacy => Pick::Request,
+        }
+    }
+
     /// The protocol era the picked backend must serve (`None`: any).
     pub fn era(&self) -> Option<Era> {
         match self {
@@ -242,7 +252,9 @@ impl Engine {
 
     /// A request of the era probe (`upstream/era.rs`): one attempt, the whole (bounded) answer
     /// read, without counting it in flight, in latency or against the backend's health (the
-    /// health checks and client traffic do that).
+    /// health checks and client traffic do that). Its connection is closed afterwards, never
+    /// pooled: a probe must not leave an idle connection that a client's call (not safe to
+    /// repeat) could find dead when the backend goes away.
     pub async fn probe(
         &self,
         pool: &Pool,
@@ -259,7 +271,7 @@ impl Engine {
             .read_all(OWN_ANSWER_LIMIT)
             .await
             .map_err(CallError::Lost)?;
-        self.release(exchange).await;
+        drop(exchange);
         Ok((head, body))
     }
 

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +51,9 @@ pub(super) struct Schedule {
     due_ms: AtomicU64,
     backoff_ms: AtomicU64,
     last_ms: AtomicU64,
+    /// The backend went down since its era was learned: it may come back as another image,
+    /// so it takes new work only when no other backend can, until a probe says again.
+    stale: AtomicBool,
 }
 
 impl Schedule {
@@ -60,6 +63,7 @@ impl Schedule {
             due_ms: AtomicU64::new(0),
             backoff_ms: AtomicU64::new(FIRST_BACKOFF_MS),
             last_ms: AtomicU64::new(0),
+            stale: AtomicBool::new(false),
         }
     }
 
@@ -76,6 +80,7 @@ impl Schedule {
     fn finish(&self, conclusive: bool, now: u64) {
         self.last_ms.store(now, Ordering::Relaxed);
         if conclusive {
+            self.stale.store(false, Ordering::Relaxed);
             self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
             self.due_ms.store(IDLE, Ordering::Relaxed);
         } else {
@@ -104,6 +109,21 @@ impl Backend {
         self.era_probe.again();
     }
 
+    /// It went down (a refused connection, the health checks): whatever comes back at its
+    /// address may serve another era, so its known era is not trusted until probed again.
+    pub fn era_went_stale(&self) {
+        if self.era().is_some() {
+            self.era_probe.stale.store(true, Ordering::Relaxed);
+        }
+        self.era_probe.again();
+    }
+
+    /// Whether its era is in doubt since it went down ([`Backend::era_went_stale`]): it is
+    /// picked only when no other backend can take the work.
+    pub fn era_is_stale(&self) -> bool {
+        self.era_probe.stale.load(Ordering::Relaxed)
+    }
+
     /// The proxy's hook for an answer that suggests the known era is wrong (a 2026-07-28
     /// request answered 400 by a legacy server, a legacy `initialize` answered -32601 or
     /// -32022): probes again soon, at most once per [`MIN_GAP_MS`]. Cheap: two atomics.
@@ -120,6 +140,17 @@ pub fn answer_suggests_other_era(era: Era, status: u16, opened_session: bool) ->
     match era {
         Era::Stateless => status == 400 || (opened_session && status < 300),
         Era::Legacy => status == 400 || status == 404,
+    }
+}
+
+/// -32005 when a sessionless request of `era` has no backend in `pool` to go to (every
+/// backend's era is known and is the other one); checked before the request is forwarded.
+pub fn require(pool: &Pool, era: Era) -> Result<(), crate::error::GatewayError> {
+    match era {
+        Era::Stateless if pool.lacks_era(era) => Err(
+            crate::error::GatewayError::no_backend_of_era(&pool.name, era, pool.backends().len()),
+        ),
+        _ => Ok(()),
     }
 }
 

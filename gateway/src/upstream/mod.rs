@@ -388,7 +388,7 @@ impl Pool {
     pub fn select_serving(&self, tried: &[SocketAddr], era: Option<Era>) -> Option<Arc<Backend>> {
         let members = self.backends();
         let untried = |b: &Backend| !tried.contains(&b.addr) && era.is_none_or(|era| b.serves(era));
-        let good = |b: &Backend| untried(b) && b.eligible();
+        let good = |b: &Backend| untried(b) && b.eligible() && !b.era_is_stale();
         balance::pick(self, &members, &good)
             .or_else(|| balance::pick(self, &members, &untried))
             .map(|i| members[i].clone())
@@ -416,7 +416,9 @@ impl Pool {
             (0..members.len())
                 .filter(|&i| !tried.contains(&members[i].addr))
                 .filter(|&i| members[i].serves(Era::Legacy))
-                .filter(|&i| !eligible_only || members[i].eligible())
+                .filter(|&i| {
+                    !eligible_only || (members[i].eligible() && !members[i].era_is_stale())
+                })
                 .min_by_key(|&i| (sessions(&members[i]), (i + n - offset % n) % n))
                 .map(|i| members[i].clone())
         };
@@ -446,6 +448,9 @@ impl Pool {
     pub fn mark_failed(&self, backend: &Backend) {
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
         backend.failed_until_ms.store(until, Ordering::Relaxed);
+        if self.era == EraSetting::Detect {
+            backend.era_went_stale();
+        }
         if self.checked {
             backend.suspect.store(true, Ordering::Relaxed);
         }
