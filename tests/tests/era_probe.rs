@@ -149,3 +149,33 @@ async fn a_backend_restarted_as_another_era_is_detected_again() {
         "the gauge follows"
     );
 }
+
+#[tokio::test]
+async fn an_answer_of_the_other_era_makes_the_gateway_probe_again() {
+    let mock = EraMock::start(MODERN).await;
+    let addr = mock.addr.to_string();
+    let gw = Gateway::start(&pools(&[("p", addr.clone())], "")).await;
+    assert_eventually!(
+        Duration::from_secs(10),
+        era_of(&gw, &addr).await.as_deref() == Some("modern"),
+        "probed modern"
+    );
+    let probes = mock.discovers();
+    // the backend now refuses 2026-07-28 requests with 400, as a legacy server does; the health
+    // checks (a TCP connect) see nothing, the answer itself is the hint
+    mock.answer(400);
+    let resp = mcp_gateway_tests::Request::tools_call("/p", 1, "whoami")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 400, "the backend's own answer");
+    assert_eventually!(
+        Duration::from_secs(10),
+        era_of(&gw, &addr).await.as_deref() == Some("legacy"),
+        "probed again after the suspicious answer"
+    );
+    assert_eq!(mock.discovers(), probes + 1, "one probe for the hint");
+    let resp = mcp_gateway_tests::Request::tools_call("/p", 2, "whoami")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.json()["error"]["code"], -32005);
+}

@@ -205,6 +205,26 @@ mod tests {
         assert_eq!(era_of(Inconclusive, None), None);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_answer_is_read_without_panicking_and_overload_is_never_an_era(
+            status in 100u16..600,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..256),
+            sse in proptest::bool::ANY,
+        ) {
+            let ct = if sse { SSE } else { JSON };
+            let d = read_discover(status, ct, &body);
+            let i = read_initialize(status, ct, &body);
+            if inconclusive_status(status) {
+                proptest::prop_assert_eq!(d, Verdict::Inconclusive);
+                proptest::prop_assert_eq!(i, Verdict::Inconclusive);
+            } else {
+                proptest::prop_assert_ne!(d, Verdict::Inconclusive);
+                proptest::prop_assert_ne!(i, Verdict::Inconclusive);
+            }
+        }
+    }
+
     #[test]
     fn the_probes_carry_what_each_era_requires() {
         let discover: Value = serde_json::from_str(&discover_body()).unwrap();
