@@ -102,7 +102,22 @@ impl Schedule {
     }
 }
 
+impl Pool {
+    /// Whether the pool has members but none of them serves `era` (their eras are known and
+    /// all of the other one): the "no backend of this era" case, not a failure.
+    pub fn lacks_era(&self, era: Era) -> bool {
+        let members = self.backends();
+        !members.is_empty() && !members.iter().any(|b| b.serves(era))
+    }
+}
+
 impl Backend {
+    /// Whether a request of `era` may go to it: its era serves it, or its era is not known
+    /// yet (a pool works while its probes are pending).
+    pub fn serves(&self, era: Era) -> bool {
+        self.era().is_none_or(|e| e.serves(era))
+    }
+
     /// Probes its era again soon (it came back up, or joined again). Only pools with
     /// `era: detect` run probes; elsewhere this does nothing.
     pub fn recheck_era(&self) {

@@ -113,12 +113,6 @@ impl Backend {
         previous
     }
 
-    /// Whether a request of `era` may go to it: its era serves it, or its era is not known
-    /// yet (a pool works while its probes are pending).
-    pub fn serves(&self, era: Era) -> bool {
-        self.era().is_none_or(|e| e.serves(era))
-    }
-
     /// Requests in flight right now.
     pub fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Relaxed)
@@ -423,13 +417,6 @@ impl Pool {
                 .map(|i| members[i].clone())
         };
         pick(true).or_else(|| pick(false))
-    }
-
-    /// Whether the pool has members but none of them serves `era` (their eras are known and
-    /// all of the other one): the "no backend of this era" case, not a failure.
-    pub fn lacks_era(&self, era: Era) -> bool {
-        let members = self.backends();
-        !members.is_empty() && !members.iter().any(|b| b.serves(era))
     }
 
     /// The member at `addr`, if it is still one.
