@@ -276,14 +276,6 @@ impl PythonPeer {
         .await
     }
 
-    /// The TypeScript SDK v2 `createMcpHandler` server (`node/modern_server.mjs`) named `name`
-    /// on `port` (0: any); `legacy`: `reject` (modern-only) or `serve` (dual).
-    pub async fn modern_ts(name: &str, port: u16, legacy: &str) -> PythonPeer {
-        let port = port.to_string();
-        let args = ["--port", &port, "--name", name, "--legacy", legacy];
-        Self::spawn(node(), "node/modern_server.mjs", &args).await
-    }
-
     /// Starts the peer and waits for `READY <port>`, then proves the port is the peer's own
     /// (it binds the port it is given, or a free one for `--port 0`, and reports it). A peer
     /// that exits first (its fixed port still held, say) or whose port someone else also
@@ -363,6 +355,14 @@ impl PythonPeer {
             &["--port", "0", "--name", name],
         )
         .await
+    }
+
+    /// The TypeScript SDK v2 `createMcpHandler` server (`node/modern_server.mjs`) named `name`
+    /// on `port` (0: any; a fixed port: a pod restarted in place); `legacy`: `reject` (modern-only) or `serve` (dual).
+    pub async fn modern_ts_on(name: &str, port: u16, legacy: &str) -> PythonPeer {
+        let port = port.to_string();
+        let args = ["--port", &port, "--name", name, "--legacy", legacy];
+        Self::spawn(node(), "node/modern_server.mjs", &args).await
     }
 
     /// `127.0.0.1:port`.

@@ -42,8 +42,8 @@ async fn the_probe_finds_the_era_of_every_real_server() {
     let stateless_v2 = PythonPeer::stateless_v2("stateless-v2").await;
     let ts_v1 = ElicitServer::start(5_000).await;
     let everything = PythonPeer::everything("everything", 0).await;
-    let ts_v2_dual = PythonPeer::modern_ts("ts-v2-dual", 0, "serve").await;
-    let ts_v2_modern = PythonPeer::modern_ts("ts-v2-modern", 0, "reject").await;
+    let ts_v2_dual = PythonPeer::modern_ts_on("ts-v2-dual", 0, "serve").await;
+    let ts_v2_modern = PythonPeer::modern_ts_on("ts-v2-modern", 0, "reject").await;
     let cases = [
         ("fastmcp", fastmcp.addr(), "legacy"),
         ("stateful_v2", stateful_v2.addr(), "dual"),
@@ -137,7 +137,7 @@ async fn a_backend_restarted_as_another_era_is_detected_again() {
     );
     // the pod is replaced by a modern-only image at the same address
     legacy.kill().await;
-    let _modern = PythonPeer::modern_ts("pod", port, "reject").await;
+    let _modern = PythonPeer::modern_ts_on("pod", port, "reject").await;
     assert_eventually!(
         Duration::from_secs(15),
         era_of(&gw, &addr).await.as_deref() == Some("modern"),

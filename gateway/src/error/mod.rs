@@ -23,6 +23,11 @@ pub enum ErrorKind {
     /// No backend could take the request (all refused or none configured). -32011, HTTP 503
     /// with `Retry-After`.
     BackendUnavailable,
+    /// The pool has backends, but none (of a known era) serves this request's protocol era: a
+    /// 2026-07-28 request and only legacy backends, or a new (or moving) legacy session and
+    /// only modern-only backends. -32005, HTTP 503 + `Retry-After` (a rolling upgrade may bring
+    /// one back).
+    NoBackendOfEra,
     /// The backend did not answer in time. -32012, HTTP 200 (see [`ErrorKind::http_status`]).
     UpstreamTimeout,
     /// The connection to the backend broke after the request was sent; the outcome is unknown.
@@ -80,11 +85,6 @@ pub enum ErrorKind {
     /// The route does not serve this HTTP method (`Allow` lists the ones it does). -32029,
     /// HTTP 405.
     MethodNotAllowed,
-    /// The pool has backends, but none (of a known era) serves this request's protocol era: a
-    /// 2026-07-28 request and only legacy backends, or a new (or moving) legacy session and
-    /// only modern-only backends. -32005, HTTP 503 + `Retry-After` (a rolling upgrade may bring
-    /// one back).
-    NoBackendOfEra,
 }
 
 impl ErrorKind {
@@ -96,6 +96,7 @@ impl ErrorKind {
             ErrorKind::HeaderMismatch => -32020,
             ErrorKind::NoRoute => -32010,
             ErrorKind::BackendUnavailable => -32011,
+            ErrorKind::NoBackendOfEra => -32005,
             ErrorKind::UpstreamTimeout => -32012,
             ErrorKind::BackendLost => -32013,
             ErrorKind::BodyTooLarge => -32014,
@@ -116,7 +117,6 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => -32027,
             ErrorKind::ClientTimeout => -32028,
             ErrorKind::MethodNotAllowed => -32029,
-            ErrorKind::NoBackendOfEra => -32005,
         }
     }
 
@@ -174,6 +174,7 @@ impl ErrorKind {
             ErrorKind::HeaderMismatch => "header-mismatch",
             ErrorKind::NoRoute => "no-route",
             ErrorKind::BackendUnavailable => "backend-unavailable",
+            ErrorKind::NoBackendOfEra => "no-backend-of-era",
             ErrorKind::UpstreamTimeout => "upstream-timeout",
             ErrorKind::BackendLost => "backend-lost",
             ErrorKind::BodyTooLarge => "body-too-large",
@@ -194,7 +195,6 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => "head-too-large",
             ErrorKind::ClientTimeout => "client-timeout",
             ErrorKind::MethodNotAllowed => "method-not-allowed",
-            ErrorKind::NoBackendOfEra => "no-backend-of-era",
         }
     }
 

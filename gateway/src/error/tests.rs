@@ -32,6 +32,7 @@ fn every_kind_has_a_distinct_code() {
         HeaderMismatch,
         NoRoute,
         BackendUnavailable,
+        NoBackendOfEra,
         UpstreamTimeout,
         BackendLost,
         BodyTooLarge,
@@ -52,7 +53,6 @@ fn every_kind_has_a_distinct_code() {
         HeadTooLarge,
         ClientTimeout,
         MethodNotAllowed,
-        NoBackendOfEra,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();
