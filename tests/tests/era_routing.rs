@@ -71,7 +71,7 @@ async fn modern_requests_never_reach_a_legacy_backend_and_new_sessions_never_a_m
 }
 
 #[tokio::test]
-async fn a_pool_without_a_backend_of_the_needed_era_answers_no_backend_of_era() {
+async fn a_2026_request_with_only_legacy_backends_answers_no_backend_of_era() {
     // 2026-07-28 requests, legacy backends only: both stateless paths (pingora's and the
     // gateway-driven one under a deadline)
     let legacy = MockServer::legacy("legacy", 0, V).await;
@@ -91,8 +91,11 @@ async fn a_pool_without_a_backend_of_the_needed_era_answers_no_backend_of_era() 
         assert_eq!(resp.head.header("retry-after"), Some("1"));
         assert_eq!(legacy.count(), before, "nothing was sent to the legacy pod");
     }
+}
 
-    // a new legacy session, modern-only backends
+/// (Until the era bridge serves legacy sessions on modern backends: it takes this case over.)
+#[tokio::test]
+async fn a_new_legacy_session_with_only_modern_only_backends_answers_no_backend_of_era() {
     let modern = MockServer::start("modern").await;
     let gw = Gateway::start(&config(&[&modern], "stateful")).await;
     assert_eventually!(Duration::from_secs(10), eras_known(&gw, 1).await, "probed");

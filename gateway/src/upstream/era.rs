@@ -54,6 +54,9 @@ pub(super) struct Schedule {
     /// The backend went down since its era was learned: it may come back as another image,
     /// so it takes new work only when no other backend can, until a probe says again.
     stale: AtomicBool,
+    /// Asked for at once while a probe was running (it may have started before the backend
+    /// came back): another probe follows it.
+    again_after: AtomicBool,
 }
 
 impl Schedule {
@@ -64,6 +67,7 @@ impl Schedule {
             backoff_ms: AtomicU64::new(FIRST_BACKOFF_MS),
             last_ms: AtomicU64::new(0),
             stale: AtomicBool::new(false),
+            again_after: AtomicBool::new(false),
         }
     }
 
@@ -79,6 +83,13 @@ impl Schedule {
 
     fn finish(&self, conclusive: bool, now: u64) {
         self.last_ms.store(now, Ordering::Relaxed);
+        if self.again_after.swap(false, Ordering::AcqRel) {
+            if conclusive {
+                self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
+            }
+            self.due_ms.store(now, Ordering::Relaxed);
+            return;
+        }
         if conclusive {
             self.stale.store(false, Ordering::Relaxed);
             self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
@@ -88,6 +99,20 @@ impl Schedule {
             let next = (wait * 2).min(MAX_BACKOFF_MS);
             self.backoff_ms.store(next, Ordering::Relaxed);
             self.due_ms.store(now + wait, Ordering::Relaxed);
+        }
+    }
+
+    /// Asks for a probe at once (the backend is back: what answers may be another image); one
+    /// running now is followed by another.
+    fn now(&self) {
+        let now = now_ms();
+        let _ = self
+            .due_ms
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |due| {
+                (due != RUNNING && due > now).then_some(now)
+            });
+        if self.due_ms.load(Ordering::Relaxed) == RUNNING {
+            self.again_after.store(true, Ordering::Release);
         }
     }
 
@@ -121,7 +146,7 @@ impl Backend {
     /// Probes its era again soon (it came back up, or joined again). Only pools with
     /// `era: detect` run probes; elsewhere this does nothing.
     pub fn recheck_era(&self) {
-        self.era_probe.again();
+        self.era_probe.now();
     }
 
     /// It went down (a refused connection, the health checks): whatever comes back at its
@@ -404,6 +429,22 @@ mod tests {
         s.again();
         let due = s.due_ms.load(Ordering::Relaxed);
         assert_eq!(due, now + MIN_GAP_MS);
+    }
+
+    #[test]
+    fn a_backend_back_up_is_probed_at_once_even_right_after_a_probe() {
+        let s = Schedule::due_now();
+        let now = now_ms();
+        assert!(s.claim(now));
+        s.finish(false, now);
+        s.now();
+        assert!(s.claim(now_ms()), "no backoff, no gap");
+        s.now();
+        s.finish(false, now_ms());
+        assert!(
+            s.claim(now_ms()),
+            "the running probe is followed by another"
+        );
     }
 
     #[test]
