@@ -44,6 +44,11 @@ pub struct Metrics {
     pub discovery_changes: IntCounterVec,
     /// `mcpgw_backend_draining{pool,backend}`: 1 while a backend drains.
     pub backend_draining: IntGaugeVec,
+    /// `mcpgw_backends{pool,era}`: backends per protocol era (legacy, modern, dual, unknown).
+    pub backends_by_era: IntGaugeVec,
+    /// `mcpgw_era_probes_total{pool,result}`: era probes by result (legacy, modern, dual,
+    /// inconclusive).
+    pub era_probes: IntCounterVec,
     /// `mcpgw_open_streams{route}`: server→client SSE streams (GET) open right now.
     pub open_streams: IntGaugeVec,
     /// `mcpgw_held_streams`: sessions' standalone streams the gateway holds open upstream (one
@@ -187,6 +192,16 @@ impl Metrics {
                 "mcpgw_backend_draining",
                 "1 while a backend drains (no new sessions)",
                 &["pool", "backend"],
+            ),
+            backends_by_era: gauge(
+                "mcpgw_backends",
+                "Backends per protocol era: legacy, modern, dual, unknown (probe pending)",
+                &["pool", "era"],
+            ),
+            era_probes: counter(
+                "mcpgw_era_probes_total",
+                "Era probes (server/discover, then initialize) by result",
+                &["pool", "result"],
             ),
             open_streams: gauge(
                 "mcpgw_open_streams",

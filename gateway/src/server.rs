@@ -62,7 +62,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         }
     };
     let engine = Arc::new(Engine::new(metrics.clone()));
-    let mut sessions = SessionManager::new(store, engine);
+    let mut sessions = SessionManager::new(store, engine.clone());
     if let Some(events) = events {
         sessions = sessions.with_event_mirror(events);
     }
@@ -104,6 +104,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         let discovery = DiscoveryService::new(state.clone(), metrics.clone());
         server.add_service(background_service("discovery", discovery));
     }
+    // probes only pools with `era: detect`; the gauge of backends by era covers every pool
+    server.add_service(background_service(
+        "era probes",
+        crate::upstream::era::EraService::new(state.clone(), engine),
+    ));
     // on by default (a TCP connect), so a dead backend reads down until it answers again
     if config.pools.iter().any(|p| p.health.is_some()) {
         server.add_service(background_service(

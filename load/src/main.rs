@@ -3,10 +3,12 @@
 //!
 //! `mcp-load run --target 127.0.0.1:8080 --dialect legacy --rate 200 --duration 60`
 //! `mcp-load suite --out bench/out/resilience` (see `mcp-load suite --help`)
+//! `mcp-load rollout --pods 3 --every 10` (legacy pods replaced by 2026-07-28 pods under load)
 
 mod chart;
 mod http;
 mod mcp;
+mod rollout;
 mod run;
 mod soak;
 mod suite;
@@ -39,6 +41,10 @@ enum Command {
     /// Mixed legacy and stateless load while backends are SIGKILLed and the config reloads:
     /// failures vs calls in flight at the kills, RSS slope, file descriptors, sessions.
     Soak(soak::SoakArgs),
+    /// A rolling upgrade: legacy (FastMCP 1.30.0) pods replaced one by one by modern-only
+    /// (TypeScript SDK v2) pods under legacy and 2026-07-28 load: failures vs calls in flight
+    /// per replacement, failures after the last, the eras the gateway shows.
+    Rollout(rollout::RolloutArgs),
 }
 
 #[derive(Args)]
@@ -92,6 +98,7 @@ fn main() {
             Command::Run(args) => run_once(args).await,
             Command::Suite(args) => suite::main(args).await,
             Command::Soak(args) => soak::main(args).await,
+            Command::Rollout(args) => rollout::main(args).await,
         }
     });
     std::process::exit(code);

@@ -372,6 +372,14 @@ impl PythonPeer {
         .await
     }
 
+    /// The TypeScript SDK v2 `createMcpHandler` server (`node/modern_server.mjs`) named `name`
+    /// on `port` (0: any; a fixed port: a pod restarted in place); `legacy`: `reject` (modern-only) or `serve` (dual).
+    pub async fn modern_ts_on(name: &str, port: u16, legacy: &str) -> PythonPeer {
+        let port = port.to_string();
+        let args = ["--port", &port, "--name", name, "--legacy", legacy];
+        Self::spawn(node(), "node/modern_server.mjs", &args).await
+    }
+
     /// `127.0.0.1:port`.
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)

@@ -85,6 +85,30 @@ impl GatewayError {
         .with("backendsTried", tried)
     }
 
+    /// The pool has backends but none of them serves `era` (`legacy` or `modern`): the typed
+    /// "no backend of this era" outcome that a bridge can take over.
+    pub fn no_backend_of_era(pool: &str, era: crate::mcp::Era, backends: usize) -> Self {
+        let (needed, other) = match era {
+            crate::mcp::Era::Legacy => ("legacy (sessions)", "modern-only"),
+            crate::mcp::Era::Stateless => ("2026-07-28", "legacy"),
+        };
+        Self::new(
+            ErrorKind::NoBackendOfEra,
+            format!(
+                "No backend of pool `{pool}` serves {needed} requests: its {backends} backend(s) are {other}"
+            ),
+        )
+        .with(
+            "era",
+            match era {
+                crate::mcp::Era::Legacy => "legacy",
+                crate::mcp::Era::Stateless => "modern",
+            },
+        )
+        .with("pool", pool)
+        .with("backends", backends)
+    }
+
     /// The backend did not answer in time.
     pub fn upstream_timeout(pool: &str, backend: &str) -> Self {
         Self::new(

@@ -23,6 +23,11 @@ pub enum ErrorKind {
     /// No backend could take the request (all refused or none configured). -32011, HTTP 503
     /// with `Retry-After`.
     BackendUnavailable,
+    /// The pool has backends, but none (of a known era) serves this request's protocol era: a
+    /// 2026-07-28 request and only legacy backends, or a new (or moving) legacy session and
+    /// only modern-only backends. -32005, HTTP 503 + `Retry-After` (a rolling upgrade may bring
+    /// one back).
+    NoBackendOfEra,
     /// The backend did not answer in time. -32012, HTTP 200 (see [`ErrorKind::http_status`]).
     UpstreamTimeout,
     /// The connection to the backend broke after the request was sent; the outcome is unknown.
@@ -95,6 +100,7 @@ impl ErrorKind {
             ErrorKind::HeaderMismatch => -32020,
             ErrorKind::NoRoute => -32010,
             ErrorKind::BackendUnavailable => -32011,
+            ErrorKind::NoBackendOfEra => -32005,
             ErrorKind::UpstreamTimeout => -32012,
             ErrorKind::BackendLost => -32013,
             ErrorKind::BodyTooLarge => -32014,
@@ -137,7 +143,8 @@ impl ErrorKind {
             ErrorKind::BackendUnavailable
             | ErrorKind::SessionLimit
             | ErrorKind::Overloaded
-            | ErrorKind::StoreUnavailable => 503,
+            | ErrorKind::StoreUnavailable
+            | ErrorKind::NoBackendOfEra => 503,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
             ErrorKind::ResumeUnavailable => 410,
@@ -155,7 +162,9 @@ impl ErrorKind {
     /// `Retry-After` seconds, for errors a client should retry later.
     pub fn retry_after_secs(self) -> Option<u32> {
         match self {
-            ErrorKind::BackendUnavailable | ErrorKind::StoreUnavailable => Some(1),
+            ErrorKind::BackendUnavailable
+            | ErrorKind::StoreUnavailable
+            | ErrorKind::NoBackendOfEra => Some(1),
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             ErrorKind::AuthUnavailable => Some(1),
@@ -171,6 +180,7 @@ impl ErrorKind {
             ErrorKind::HeaderMismatch => "header-mismatch",
             ErrorKind::NoRoute => "no-route",
             ErrorKind::BackendUnavailable => "backend-unavailable",
+            ErrorKind::NoBackendOfEra => "no-backend-of-era",
             ErrorKind::UpstreamTimeout => "upstream-timeout",
             ErrorKind::BackendLost => "backend-lost",
             ErrorKind::BodyTooLarge => "body-too-large",

@@ -32,6 +32,7 @@ fn every_kind_has_a_distinct_code() {
         HeaderMismatch,
         NoRoute,
         BackendUnavailable,
+        NoBackendOfEra,
         UpstreamTimeout,
         BackendLost,
         BodyTooLarge,

@@ -167,8 +167,9 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
         let pool = native(ctx)?.pool.clone();
-        let Some(b) = self.engine.next_backend(&pool, &Pick::Request, &ctx.tried) else {
-            let err = GatewayError::unavailable(&pool.name, ctx.tried.len());
+        let pick = Pick::sessionless(ctx.era);
+        let Some(b) = self.engine.next_backend(&pool, &pick, &ctx.tried) else {
+            let err = self.engine.exhausted(&pool, &pick, ctx.tried.len());
             return Err(respond::stashed(ctx, err));
         };
         ctx.tried.push(b.addr);
@@ -248,6 +249,18 @@ impl ProxyHttp for Gateway {
         let native = native(ctx)?;
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
+        }
+        let opened = upstream
+            .headers
+            .contains_key(crate::mcp::headers::MCP_SESSION_ID);
+        if let Some(b) = ctx.backend.as_ref().filter(|_| {
+            crate::upstream::era::answer_suggests_other_era(
+                ctx.era,
+                upstream.status.as_u16(),
+                opened,
+            )
+        }) {
+            b.suspect_era();
         }
         // Only a backend that opened a session of its own has anything to refuse; a refusal
         // (non-2xx) just loses the id: backend session ids never reach clients.

@@ -103,7 +103,7 @@ pub(super) async fn forward_any(
     let len = (client.method == http::Method::POST).then_some(out.body.len());
     let engine = gw.engine.as_ref();
     let (path_ref, body, repeatable) = (&*path, &out.body, out.repeatable);
-    let attempts = engine.each_backend(pool, Pick::Request, &mut ctx.tried, |b| {
+    let attempts = engine.each_backend(pool, Pick::sessionless(ctx.era), &mut ctx.tried, |b| {
         Box::pin(async move {
             let target = Target {
                 path: path_ref,
@@ -133,6 +133,11 @@ pub(super) async fn forward_any(
     };
     let (mut ex, backend) = sent?;
     ctx.backend = Some(backend.clone());
+    let opened = ex.header().headers.contains_key(MCP_SESSION_ID);
+    let status = ex.header().status.as_u16();
+    if crate::upstream::era::answer_suggests_other_era(ctx.era, status, opened) {
+        backend.suspect_era();
+    }
     if out.stateless {
         if let Some(e) =
             refuse_backend_session(gw, out.route, &path, pool, &backend, ex.header()).await

@@ -158,6 +158,8 @@ fn plan(
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;
+    // answered here, not from pingora's upstream phase: the connection stays usable
+    crate::upstream::era::require(&pool, ctx.era)?;
     ctx.native = Some(Native {
         route,
         pool,

@@ -104,6 +104,14 @@ impl SessionManager {
                     };
                     let head = ex.header();
                     if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {
+                        let status = head.status.as_u16();
+                        if crate::upstream::era::answer_suggests_other_era(
+                            crate::mcp::Era::Legacy,
+                            status,
+                            false,
+                        ) {
+                            backend.suspect_era();
+                        }
                         return Step::Done(Opened::Refused(ex));
                     }
                     let Ok(mut answer) = ex.read_all(ANSWER_LIMIT).await else {

@@ -13,6 +13,7 @@ use super::client::{CallError, Exchange, UpstreamClient};
 use super::request::{self, Target};
 use super::{Backend, Pool};
 use crate::error::GatewayError;
+use crate::mcp::Era;
 use crate::metrics::Metrics;
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -53,20 +54,44 @@ pub fn safe_to_repeat(method: Option<&str>, is_request: bool) -> bool {
 pub enum Pick<'a> {
     /// By the pool's balancing algorithm, at most `retries` more after the first attempt.
     Request,
-    /// For a new session: the fewest sessions (counts from the session store), at most
-    /// `retries` more after the first attempt.
+    /// By the pool's balancing algorithm among the backends that serve requests of this era
+    /// (or whose era is not known yet), at most `retries` more after the first attempt.
+    Serving(Era),
+    /// For a new session: the fewest sessions (counts from the session store) among the
+    /// backends that serve legacy sessions, at most `retries` more after the first attempt.
     Session {
         /// Sessions per backend.
         counts: &'a [(SocketAddr, usize)],
     },
-    /// For a session moving off its backend: every other backend once, fewest sessions
-    /// first, then `last_resort` (the backend it leaves, which may be the only one).
+    /// For a session moving off its backend: every other backend that serves legacy sessions
+    /// once, fewest sessions first, then `last_resort` (the backend it leaves, which may be the only one).
     Move {
         /// Sessions per backend.
         counts: &'a [(SocketAddr, usize)],
         /// Tried after every other backend.
         last_resort: Option<Arc<Backend>>,
     },
+}
+
+impl Pick<'_> {
+    /// The pick for a sessionless request of `era`: a 2026-07-28 request only to backends that
+    /// serve it; a legacy-era one (no session: a stateless route) to any backend, as before
+    /// eras were known.
+    pub fn sessionless(era: Era) -> Pick<'static> {
+        match era {
+            Era::Stateless => Pick::Serving(Era::Stateless),
+            Era::Legacy => Pick::Request,
+        }
+    }
+
+    /// The protocol era the picked backend must serve (`None`: any).
+    pub fn era(&self) -> Option<Era> {
+        match self {
+            Pick::Request => None,
+            Pick::Serving(era) => Some(*era),
+            Pick::Session { .. } | Pick::Move { .. } => Some(Era::Legacy),
+        }
+    }
 }
 
 /// One attempt in progress (boxed: the futures of a retry loop borrow from their caller, and
@@ -114,19 +139,37 @@ impl Engine {
     ) -> Option<Arc<Backend>> {
         match pick {
             Pick::Request if tried.len() <= pool.retries => pool.select(tried),
+            Pick::Serving(era) if tried.len() <= pool.retries => {
+                pool.select_serving(tried, Some(*era))
+            }
             Pick::Session { counts } if tried.len() <= pool.retries => {
                 pool.select_for_session(tried, counts)
             }
-            Pick::Request | Pick::Session { .. } => None,
+            Pick::Request | Pick::Serving(_) | Pick::Session { .. } => None,
             Pick::Move {
                 counts,
                 last_resort,
             } => {
                 let mut exclude = tried.to_vec();
                 exclude.extend(last_resort.as_ref().map(|b| b.addr));
-                pool.select_for_session(&exclude, counts)
-                    .or_else(|| last_resort.clone().filter(|b| !tried.contains(&b.addr)))
+                pool.select_for_session(&exclude, counts).or_else(|| {
+                    last_resort
+                        .clone()
+                        .filter(|b| !tried.contains(&b.addr) && b.serves(Era::Legacy))
+                })
             }
+        }
+    }
+
+    /// The error when `pick` found no (more) backend: -32005 no-backend-of-era when the pool
+    /// has backends but none serves the era `pick` needs (the typed case a bridge can take
+    /// over: match on [`crate::error::ErrorKind::NoBackendOfEra`]), else -32011.
+    pub fn exhausted(&self, pool: &Pool, pick: &Pick<'_>, tried: usize) -> GatewayError {
+        match pick.era() {
+            Some(era) if pool.lacks_era(era) => {
+                GatewayError::no_backend_of_era(&pool.name, era, pool.backends().len())
+            }
+            _ => GatewayError::unavailable(&pool.name, tried),
         }
     }
 
@@ -204,7 +247,32 @@ impl Engine {
                 Step::Stop(err) => return Err(err),
             }
         }
-        Err(GatewayError::unavailable(&pool.name, tried.len()))
+        Err(self.exhausted(pool, &pick, tried.len()))
+    }
+
+    /// A request of the era probe (`upstream/era.rs`): one attempt, the whole (bounded) answer
+    /// read, without counting it in flight, in latency or against the backend's health (the
+    /// health checks and client traffic do that). Its connection is closed afterwards, never
+    /// pooled: a probe must not leave an idle connection that a client's call (not safe to
+    /// repeat) could find dead when the backend goes away.
+    pub async fn probe(
+        &self,
+        pool: &Pool,
+        backend: &Backend,
+        req: &RequestHeader,
+        body: Bytes,
+    ) -> Result<(ResponseHeader, Bytes), CallError> {
+        let mut exchange = self
+            .client
+            .send(pool.peer(backend), req, body, true)
+            .await?;
+        let head = exchange.header().clone();
+        let body = exchange
+            .read_all(OWN_ANSWER_LIMIT)
+            .await
+            .map_err(CallError::Lost)?;
+        drop(exchange);
+        Ok((head, body))
     }
 
     /// Sends a request the gateway makes on its own (safe to repeat) and reads the whole

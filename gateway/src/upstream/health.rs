@@ -62,11 +62,19 @@ impl HealthService {
             };
             for backend in pool.backends().iter().cloned() {
                 let (check, pool_name) = (check.clone(), pool.name.clone());
+                let detect = pool.era == crate::config::EraSetting::Detect;
                 probes.push(tokio::spawn(async move {
                     let ok = probe(&backend, &check).await;
                     if let Some(down) = backend.record_probe(ok, check.fall, check.rise) {
                         let state = if down { "down" } else { "up" };
                         tracing::info!(pool = %pool_name, backend = %backend.addr, state, "health changed");
+                        // down: what comes back may be another image (another era); back up:
+                        // probe it again
+                        if down && detect {
+                            backend.era_went_stale();
+                        } else if !down {
+                            backend.recheck_era();
+                        }
                     }
                 }));
             }

@@ -8,13 +8,14 @@ mod balance;
 pub mod client;
 pub mod discovery;
 pub mod encoding;
+pub mod era;
 pub mod health;
 pub mod request;
 mod tls;
 
 use crate::config::EraSetting;
 use crate::config::{Balance, PoolConfig};
-use crate::mcp::BackendEra;
+use crate::mcp::{BackendEra, Era};
 use arc_swap::ArcSwap;
 use pingora::upstreams::peer::HttpPeer;
 use std::net::SocketAddr;
@@ -48,6 +49,8 @@ pub struct Backend {
     /// The protocol era it serves ([`BackendEra`] as `era_code`), 0 while unknown: fixed by
     /// the pool's `era` setting, or learned by the era probe.
     era: AtomicU8,
+    /// When the era probe is due next (pools with `era: detect`).
+    era_probe: era::Schedule,
 }
 
 /// What a backend is doing, for admin and metrics.
@@ -89,6 +92,7 @@ impl Backend {
                 EraSetting::Detect => 0,
                 EraSetting::Fixed(e) => era_code(Some(e)),
             }),
+            era_probe: era::Schedule::due_now(),
         }
     }
 
@@ -292,8 +296,13 @@ impl Pool {
                     if !pool.checked {
                         b.suspect.store(false, Ordering::Relaxed);
                     }
-                    if let EraSetting::Fixed(era) = cfg.era {
-                        b.set_era(Some(era));
+                    match (cfg.era, previous.era) {
+                        (EraSetting::Fixed(era), _) => {
+                            b.set_era(Some(era));
+                        }
+                        // declared before, detected now: probe it
+                        (EraSetting::Detect, EraSetting::Fixed(_)) => b.recheck_era(),
+                        (EraSetting::Detect, EraSetting::Detect) => {}
                     }
                     b.clone()
                 }
@@ -367,9 +376,14 @@ impl Pool {
     /// not draining). A failed mark is a hint, not a verdict: when only marked or draining
     /// backends are left, one of them is tried.
     pub fn select(&self, tried: &[SocketAddr]) -> Option<Arc<Backend>> {
+        self.select_serving(tried, None)
+    }
+
+    /// [`Pool::select`] among the backends that serve `era` (any backend when `None`).
+    pub fn select_serving(&self, tried: &[SocketAddr], era: Option<Era>) -> Option<Arc<Backend>> {
         let members = self.backends();
-        let untried = |b: &Backend| !tried.contains(&b.addr);
-        let good = |b: &Backend| untried(b) && b.eligible();
+        let untried = |b: &Backend| !tried.contains(&b.addr) && era.is_none_or(|era| b.serves(era));
+        let good = |b: &Backend| untried(b) && b.eligible() && !b.era_is_stale();
         balance::pick(self, &members, &good)
             .or_else(|| balance::pick(self, &members, &untried))
             .map(|i| members[i].clone())
@@ -378,7 +392,7 @@ impl Pool {
     /// Picks the backend for a new (or moving) session: the fewest sessions (by `counts`,
     /// from the session store) among those not tried, preferring eligible ones, so a new pod
     /// gets new sessions at once. Draining backends take new sessions only when nothing else
-    /// is left.
+    /// is left. Only backends that serve legacy sessions (legacy, dual, or not known yet).
     pub fn select_for_session(
         &self,
         tried: &[SocketAddr],
@@ -396,7 +410,10 @@ impl Pool {
             let n = members.len().max(1);
             (0..members.len())
                 .filter(|&i| !tried.contains(&members[i].addr))
-                .filter(|&i| !eligible_only || members[i].eligible())
+                .filter(|&i| members[i].serves(Era::Legacy))
+                .filter(|&i| {
+                    !eligible_only || (members[i].eligible() && !members[i].era_is_stale())
+                })
                 .min_by_key(|&i| (sessions(&members[i]), (i + n - offset % n) % n))
                 .map(|i| members[i].clone())
         };
@@ -419,18 +436,29 @@ impl Pool {
     pub fn mark_failed(&self, backend: &Backend) {
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
         backend.failed_until_ms.store(until, Ordering::Relaxed);
+        if self.era == EraSetting::Detect {
+            backend.era_went_stale();
+        }
         if self.checked {
             backend.suspect.store(true, Ordering::Relaxed);
         }
     }
 
     /// Clears a failure mark after a successful connection.
+    /// A backend that was marked and answers again may be a restarted one (another image):
+    /// its era is probed again.
     pub fn mark_ok(&self, backend: &Backend) {
+        let mut was_failed = false;
         if backend.failed_until_ms.load(Ordering::Relaxed) != 0 {
             backend.failed_until_ms.store(0, Ordering::Relaxed);
+            was_failed = true;
         }
         if backend.suspect.load(Ordering::Relaxed) {
             backend.suspect.store(false, Ordering::Relaxed);
+            was_failed = true;
+        }
+        if was_failed {
+            backend.recheck_era();
         }
     }
 

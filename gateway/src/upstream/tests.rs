@@ -151,3 +151,45 @@ fn health_probes_need_fall_failures_and_rise_successes() {
     assert_eq!(b.record_probe(true, 2, 2), Some(false));
     assert_eq!(b.state(), BackendState::Up);
 }
+
+#[test]
+fn requests_go_only_to_backends_of_their_era_and_unknown_ones_take_both() {
+    let p = pool("round-robin", 3);
+    let b = p.backends();
+    b[0].set_era(Some(BackendEra::Legacy));
+    b[1].set_era(Some(BackendEra::Modern));
+    // backend 2: not probed yet, takes both
+    for _ in 0..6 {
+        assert_ne!(port(p.select_serving(&[], Some(Era::Stateless))), 0);
+        assert_ne!(port(p.select_for_session(&[], &[])), 1);
+    }
+    assert_eq!(port(p.select_serving(&[addr(1)], Some(Era::Stateless))), 2);
+    assert!(p
+        .select_serving(&[addr(1), addr(2)], Some(Era::Stateless))
+        .is_none());
+    assert!(!p.lacks_era(Era::Stateless));
+    b[2].set_era(Some(BackendEra::Dual));
+    b[1].set_era(Some(BackendEra::Legacy));
+    assert_eq!(port(p.select_serving(&[], Some(Era::Stateless))), 2);
+    b[2].set_era(Some(BackendEra::Legacy));
+    assert!(p.lacks_era(Era::Stateless) && !p.lacks_era(Era::Legacy));
+    assert!(p.select_serving(&[], Some(Era::Stateless)).is_none());
+}
+
+#[test]
+fn a_backend_that_went_down_takes_work_only_when_no_other_can_until_probed() {
+    let p = pool("round-robin", 2);
+    let b = p.backends();
+    b[0].set_era(Some(BackendEra::Legacy));
+    b[1].set_era(Some(BackendEra::Legacy));
+    b[0].era_went_stale();
+    for _ in 0..4 {
+        assert_eq!(port(p.select_for_session(&[], &[])), 1);
+        assert_eq!(port(p.select(&[])), 1);
+    }
+    assert_eq!(
+        port(p.select_for_session(&[addr(1)], &[])),
+        0,
+        "the last resort"
+    );
+}

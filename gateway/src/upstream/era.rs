@@ -1,0 +1,458 @@
+//! The era probe: which protocol era each backend of a pool with `era: detect` serves.
+//! A background service (like health checks and discovery, never on a request's path) sends
+//! a backend a 2026-07-28 `server/discover` and, when that answers as modern, a legacy
+//! `initialize` (its session is deleted again at once); `mcp/discover.rs` reads the answers.
+//!
+//! A backend is probed when it joins its pool (startup, discovery, reload), when it answers
+//! again after being down (health checks, or a refused connection: a restart may bring another
+//! image), and when an answer suggests its era is wrong ([`Backend::suspect_era`]). An
+//! inconclusive probe (401/403, 5xx, timeout, refused) changes nothing and is repeated with a
+//! backoff. Requests sent by the prober never go through the balancing, the in-flight counts
+//! or the upstream latency histogram. A changed era is logged at INFO, and every pool's
+//! backends are counted by era in `mcpgw_backends{pool,era}`.
+
+use super::attempt::Engine;
+use super::request::{self, Target};
+use super::{now_ms, Backend, Pool};
+use crate::config::{Config, EraSetting, PathMatch};
+use crate::mcp::discover::{self, Verdict};
+use crate::mcp::headers::{MCP_METHOD, MCP_SESSION_ID};
+use crate::mcp::{BackendEra, Era};
+use crate::metrics::Metrics;
+use crate::state::State;
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the service looks for probes that are due.
+const TICK: Duration = Duration::from_millis(200);
+/// The first wait after an inconclusive probe; doubled each time, up to [`MAX_BACKOFF_MS`].
+const FIRST_BACKOFF_MS: u64 = 500;
+/// The longest wait between inconclusive probes.
+const MAX_BACKOFF_MS: u64 = 30_000;
+/// The shortest time between two probes a backend's answers asked for (a flood of suspicious
+/// answers makes one probe, not one per answer).
+const MIN_GAP_MS: u64 = 2_000;
+/// A whole probe (one or two requests and a DELETE) gives up after this: inconclusive.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// No probe due (and none running).
+const IDLE: u64 = u64::MAX;
+/// A probe is running.
+const RUNNING: u64 = u64::MAX - 1;
+
+/// When a backend's era probe is due, in milliseconds of the upstream clock.
+#[derive(Debug)]
+pub(super) struct Schedule {
+    due_ms: AtomicU64,
+    backoff_ms: AtomicU64,
+    last_ms: AtomicU64,
+    /// The backend went down since its era was learned: it may come back as another image,
+    /// so it takes new work only when no other backend can, until a probe says again.
+    stale: AtomicBool,
+    /// Asked for at once while a probe was running (it may have started before the backend
+    /// came back): another probe follows it.
+    again_after: AtomicBool,
+}
+
+impl Schedule {
+    /// A new member: probed at once (in pools that detect).
+    pub(super) fn due_now() -> Schedule {
+        Schedule {
+            due_ms: AtomicU64::new(0),
+            backoff_ms: AtomicU64::new(FIRST_BACKOFF_MS),
+            last_ms: AtomicU64::new(0),
+            stale: AtomicBool::new(false),
+            again_after: AtomicBool::new(false),
+        }
+    }
+
+    /// Claims the probe when it is due: one prober per backend at a time.
+    fn claim(&self, now: u64) -> bool {
+        let due = self.due_ms.load(Ordering::Relaxed);
+        due <= now
+            && self
+                .due_ms
+                .compare_exchange(due, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    fn finish(&self, conclusive: bool, now: u64) {
+        self.last_ms.store(now, Ordering::Relaxed);
+        if self.again_after.swap(false, Ordering::AcqRel) {
+            if conclusive {
+                self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
+            }
+            self.due_ms.store(now, Ordering::Relaxed);
+            return;
+        }
+        if conclusive {
+            self.stale.store(false, Ordering::Relaxed);
+            self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
+            self.due_ms.store(IDLE, Ordering::Relaxed);
+        } else {
+            let wait = self.backoff_ms.load(Ordering::Relaxed);
+            let next = (wait * 2).min(MAX_BACKOFF_MS);
+            self.backoff_ms.store(next, Ordering::Relaxed);
+            self.due_ms.store(now + wait, Ordering::Relaxed);
+        }
+    }
+
+    /// Asks for a probe at once (the backend is back: what answers may be another image); one
+    /// running now is followed by another.
+    fn now(&self) {
+        let now = now_ms();
+        let _ = self
+            .due_ms
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |due| {
+                (due != RUNNING && due > now).then_some(now)
+            });
+        if self.due_ms.load(Ordering::Relaxed) == RUNNING {
+            self.again_after.store(true, Ordering::Release);
+        }
+    }
+
+    /// Asks for a probe soon: at once, but not sooner than [`MIN_GAP_MS`] after the last one.
+    fn again(&self) {
+        let at = (self.last_ms.load(Ordering::Relaxed) + MIN_GAP_MS).max(now_ms());
+        let _ = self
+            .due_ms
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |due| {
+                (due != RUNNING && due > at).then_some(at)
+            });
+    }
+}
+
+impl Pool {
+    /// Whether the pool has members but none of them serves `era` (their eras are known and
+    /// all of the other one): the "no backend of this era" case, not a failure.
+    pub fn lacks_era(&self, era: Era) -> bool {
+        let members = self.backends();
+        !members.is_empty() && !members.iter().any(|b| b.serves(era))
+    }
+}
+
+impl Backend {
+    /// Whether a request of `era` may go to it: its era serves it, or its era is not known
+    /// yet (a pool works while its probes are pending).
+    pub fn serves(&self, era: Era) -> bool {
+        self.era().is_none_or(|e| e.serves(era))
+    }
+
+    /// Probes its era again soon (it came back up, or joined again). Only pools with
+    /// `era: detect` run probes; elsewhere this does nothing.
+    pub fn recheck_era(&self) {
+        self.era_probe.now();
+    }
+
+    /// It went down (a refused connection, the health checks): whatever comes back at its
+    /// address may serve another era, so its known era is not trusted until probed again.
+    pub fn era_went_stale(&self) {
+        if self.era().is_some() {
+            self.era_probe.stale.store(true, Ordering::Relaxed);
+        }
+        self.era_probe.again();
+    }
+
+    /// Whether its era is in doubt since it went down ([`Backend::era_went_stale`]): it is
+    /// picked only when no other backend can take the work.
+    pub fn era_is_stale(&self) -> bool {
+        self.era_probe.stale.load(Ordering::Relaxed)
+    }
+
+    /// The proxy's hook for an answer that suggests the known era is wrong (a 2026-07-28
+    /// request answered 400 by a legacy server, a legacy `initialize` answered -32601 or
+    /// -32022): probes again soon, at most once per [`MIN_GAP_MS`]. Cheap: two atomics.
+    pub fn suspect_era(&self) {
+        self.era_probe.again();
+    }
+}
+
+/// Whether an answer to a request of `era` suggests the backend's era is not what the gateway
+/// thinks: a 2026-07-28 request refused with 400 (a legacy server: "Missing session ID") or
+/// answered with a backend session; a legacy `initialize` refused with 400 (-32022) or 404
+/// (-32601) by a modern-only server.
+pub fn answer_suggests_other_era(era: Era, status: u16, opened_session: bool) -> bool {
+    match era {
+        Era::Stateless => status == 400 || (opened_session && status < 300),
+        Era::Legacy => status == 400 || status == 404,
+    }
+}
+
+/// -32005 when a sessionless request of `era` has no backend in `pool` to go to (every
+/// backend's era is known and is the other one); checked before the request is forwarded.
+pub fn require(pool: &Pool, era: Era) -> Result<(), crate::error::GatewayError> {
+    match era {
+        Era::Stateless if pool.lacks_era(era) => Err(
+            crate::error::GatewayError::no_backend_of_era(&pool.name, era, pool.backends().len()),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The path the probe is sent to: the upstream path of the first route that uses the pool
+/// (as its pool or in a rule), `/mcp` when none does.
+pub fn probe_path(config: &Config, pool: usize) -> String {
+    config
+        .routes
+        .iter()
+        .find(|r| r.pool == pool || r.rules.iter().any(|rule| rule.pool == pool))
+        .map(|r| match (&r.upstream_path, &r.path) {
+            (Some(up), _) => up.clone(),
+            (None, PathMatch::Exact(p) | PathMatch::Prefix(p)) => p.clone(),
+        })
+        .unwrap_or_else(|| "/mcp".to_owned())
+}
+
+/// Probes one backend: its era, or `None` when the answers were inconclusive.
+pub async fn probe(
+    engine: &Engine,
+    pool: &Pool,
+    backend: &Backend,
+    path: &str,
+) -> Option<BackendEra> {
+    let target = Target {
+        path,
+        host: &backend.host,
+    };
+    let send = |method: http::Method,
+                body: String,
+                version: Option<&str>,
+                session: Option<&str>,
+                mcp_method: Option<&str>| {
+        let req = request::own(method, target, session, version, body.len()).map(|mut req| {
+            if let Some(m) = mcp_method {
+                let _ = req.insert_header(MCP_METHOD, m);
+            }
+            req
+        });
+        async move {
+            let req = req.ok()?;
+            let (head, body) = engine
+                .probe(pool, backend, &req, Bytes::from(body))
+                .await
+                .ok()?;
+            Some((head, body))
+        }
+    };
+    let content_type = |head: &pingora::http::ResponseHeader| {
+        head.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let modern = discover::discover_body();
+    let answer = send(
+        http::Method::POST,
+        modern,
+        Some(crate::mcp::era::STATELESS_SINCE),
+        None,
+        Some("server/discover"),
+    )
+    .await;
+    // A throwaway `mcp-session-id` on a refused probe is never read: nothing is stored.
+    let discovered = match &answer {
+        Some((head, body)) => {
+            discover::read_discover(head.status.as_u16(), content_type(head).as_deref(), body)
+        }
+        None => Verdict::Inconclusive,
+    };
+    if discovered != Verdict::Serves {
+        return discover::era_of(discovered, None);
+    }
+    let legacy = send(
+        http::Method::POST,
+        discover::initialize_body(),
+        None,
+        None,
+        None,
+    )
+    .await;
+    let initialized = match &legacy {
+        Some((head, body)) => {
+            discover::read_initialize(head.status.as_u16(), content_type(head).as_deref(), body)
+        }
+        None => Verdict::Inconclusive,
+    };
+    if initialized == Verdict::Serves {
+        // the probe's own session: ended at once
+        let sid = legacy
+            .as_ref()
+            .and_then(|(head, _)| head.headers.get(MCP_SESSION_ID));
+        if let Some(sid) = sid.and_then(|v| v.to_str().ok()) {
+            let version = Some(discover::PROBE_LEGACY_VERSION);
+            let _ = send(
+                http::Method::DELETE,
+                String::new(),
+                version,
+                Some(sid),
+                None,
+            )
+            .await;
+        }
+    }
+    discover::era_of(discovered, Some(initialized))
+}
+
+/// Runs the era probes of every pool with `era: detect`, and counts backends by era.
+pub struct EraService {
+    state: Arc<ArcSwap<State>>,
+    engine: Arc<Engine>,
+    metrics: Metrics,
+}
+
+impl EraService {
+    /// Era probes for the pools of the running state, sent through `engine`.
+    pub fn new(state: Arc<ArcSwap<State>>, engine: Arc<Engine>) -> EraService {
+        let metrics = engine.metrics().clone();
+        EraService {
+            state,
+            engine,
+            metrics,
+        }
+    }
+
+    /// Starts the probes that are due (each in a task of its own) and updates the gauges.
+    pub fn tick(&self) {
+        let state = self.state.load_full();
+        self.metrics.backends_by_era.reset();
+        for (index, pool) in state.pools.iter().enumerate() {
+            let members = pool.backends();
+            for era in ["legacy", "modern", "dual", "unknown"] {
+                let n = members
+                    .iter()
+                    .filter(|b| b.era().map_or("unknown", BackendEra::as_str) == era)
+                    .count();
+                self.metrics
+                    .backends_by_era
+                    .with_label_values(&[&pool.name, era])
+                    .set(n as i64);
+            }
+            if pool.era != EraSetting::Detect {
+                continue;
+            }
+            let now = now_ms();
+            for backend in members.iter().filter(|b| b.era_probe.claim(now)) {
+                let (engine, pool, backend) = (self.engine.clone(), pool.clone(), backend.clone());
+                let path = probe_path(&state.config, index);
+                let metrics = self.metrics.clone();
+                tokio::spawn(async move {
+                    let probed = probe(&engine, &pool, &backend, &path);
+                    let era = tokio::time::timeout(PROBE_TIMEOUT, probed)
+                        .await
+                        .ok()
+                        .flatten();
+                    record(&metrics, &pool, &backend, era);
+                });
+            }
+        }
+    }
+}
+
+/// Records one probe's result: the era (logged when it changed) or another try later.
+fn record(metrics: &Metrics, pool: &Pool, backend: &Backend, era: Option<BackendEra>) {
+    let result = era.map_or("inconclusive", BackendEra::as_str);
+    metrics
+        .era_probes
+        .with_label_values(&[&pool.name, result])
+        .inc();
+    backend.era_probe.finish(era.is_some(), now_ms());
+    match era {
+        Some(era) => {
+            let previous = backend.set_era(Some(era));
+            if previous != Some(era) {
+                tracing::info!(
+                    pool = %pool.name,
+                    backend = %backend.label,
+                    era = era.as_str(),
+                    previous = previous.map_or("unknown", BackendEra::as_str),
+                    "backend era changed"
+                );
+            }
+        }
+        None => {
+            tracing::debug!(pool = %pool.name, backend = %backend.label, "era probe inconclusive; retried later")
+        }
+    }
+}
+
+#[async_trait]
+impl BackgroundService for EraService {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        loop {
+            self.tick();
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tokio::time::sleep(TICK) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_is_claimed_once_and_an_inconclusive_one_backs_off() {
+        let s = Schedule::due_now();
+        let now = now_ms();
+        assert!(s.claim(now));
+        assert!(!s.claim(now), "one prober at a time");
+        s.finish(false, now);
+        assert!(!s.claim(now));
+        assert!(s.claim(now + FIRST_BACKOFF_MS));
+        s.finish(false, now + FIRST_BACKOFF_MS);
+        assert!(!s.claim(now + 2 * FIRST_BACKOFF_MS), "the wait doubles");
+        assert!(s.claim(now + 3 * FIRST_BACKOFF_MS));
+        s.finish(true, now);
+        assert!(!s.claim(u64::MAX - 2), "a conclusive probe is kept");
+    }
+
+    #[test]
+    fn a_suspect_answer_asks_for_one_probe_not_one_per_answer() {
+        let s = Schedule::due_now();
+        let now = now_ms();
+        assert!(s.claim(now));
+        s.again();
+        assert_eq!(
+            s.due_ms.load(Ordering::Relaxed),
+            RUNNING,
+            "not while running"
+        );
+        s.finish(true, now);
+        s.again();
+        s.again();
+        let due = s.due_ms.load(Ordering::Relaxed);
+        assert_eq!(due, now + MIN_GAP_MS);
+    }
+
+    #[test]
+    fn a_backend_back_up_is_probed_at_once_even_right_after_a_probe() {
+        let s = Schedule::due_now();
+        let now = now_ms();
+        assert!(s.claim(now));
+        s.finish(false, now);
+        s.now();
+        assert!(s.claim(now_ms()), "no backoff, no gap");
+        s.now();
+        s.finish(false, now_ms());
+        assert!(
+            s.claim(now_ms()),
+            "the running probe is followed by another"
+        );
+    }
+
+    #[test]
+    fn answers_of_the_other_era_are_suspect() {
+        assert!(answer_suggests_other_era(Era::Stateless, 400, false));
+        assert!(answer_suggests_other_era(Era::Stateless, 200, true));
+        assert!(!answer_suggests_other_era(Era::Stateless, 200, false));
+        assert!(answer_suggests_other_era(Era::Legacy, 404, false));
+        assert!(!answer_suggests_other_era(Era::Legacy, 200, true));
+    }
+}

@@ -1,0 +1,128 @@
+//! Era-aware balancing with Rust mocks of both eras in one pool: 2026-07-28 requests go only
+//! to backends that serve them, new legacy sessions only to backends that keep sessions, and
+//! a pool with no backend of the needed era answers -32005.
+
+use mcp_gateway_tests::{assert_eventually, open_session, Gateway, MockServer, Request};
+use serde_json::Value;
+use std::time::Duration;
+
+const V: &str = "2025-11-25";
+
+async fn eras_known(gw: &Gateway, n: usize) -> bool {
+    let (_, body) = gw.admin_get("/admin/backends").await;
+    let view: Value = serde_json::from_str(&body).unwrap();
+    let known = view["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["backends"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["era"].is_string())
+        .count();
+    known == n
+}
+
+fn config(backends: &[&MockServer], mode: &str) -> String {
+    config_with(backends, mode, "")
+}
+
+fn config_with(backends: &[&MockServer], mode: &str, route_extra: &str) -> String {
+    let list: Vec<String> = backends.iter().map(|m| m.addr.to_string()).collect();
+    format!(
+        "pools:\n  p: {{ backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: {mode}{route_extra} }} ]\n",
+        list.join(", ")
+    )
+}
+
+#[tokio::test]
+async fn modern_requests_never_reach_a_legacy_backend_and_new_sessions_never_a_modern_one() {
+    let legacy = MockServer::legacy("legacy", 0, V).await;
+    let modern = MockServer::start("modern").await;
+    let gw = Gateway::start(&config(&[&legacy, &modern], "auto")).await;
+    assert_eventually!(Duration::from_secs(10), eras_known(&gw, 2).await, "probed");
+    for i in 0..20 {
+        let resp = Request::tools_call("/mcp", i, "whoami").send(gw.addr).await;
+        assert_eq!(resp.tool_text(), "modern", "2026-07-28 call {i}");
+    }
+    for i in 0..10 {
+        let sid = open_session(gw.addr).await;
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}}"#;
+        let resp = Request::post("/mcp", body)
+            .header("Mcp-Session-Id", &sid)
+            .header("MCP-Protocol-Version", V)
+            .send(gw.addr)
+            .await;
+        assert_eq!(resp.tool_text(), "legacy", "session {i}");
+    }
+    let modern_seen_by_legacy = legacy
+        .requests()
+        .iter()
+        .filter(|r| r.head.header("mcp-protocol-version") == Some("2026-07-28"))
+        .count();
+    assert_eq!(
+        modern_seen_by_legacy, 0,
+        "no 2026-07-28 request reached the legacy pod"
+    );
+    assert_eq!(
+        modern.count_method("initialize"),
+        0,
+        "no session opened on the modern pod"
+    );
+    assert_eq!(legacy.sessions().initializes(), 10);
+}
+
+#[tokio::test]
+async fn a_2026_request_with_only_legacy_backends_answers_no_backend_of_era() {
+    // 2026-07-28 requests, legacy backends only: both stateless paths (pingora's and the
+    // gateway-driven one under a deadline)
+    let legacy = MockServer::legacy("legacy", 0, V).await;
+    for deadline in ["", ", limits: { timeout-ms: 5000 }"] {
+        let yaml = config_with(&[&legacy], "stateless", deadline);
+        let gw = Gateway::start(&yaml).await;
+        assert_eventually!(Duration::from_secs(10), eras_known(&gw, 1).await, "probed");
+        let before = legacy.count();
+        let resp = Request::tools_call("/mcp", 7, "whoami").send(gw.addr).await;
+        assert_eq!(resp.status(), 503, "{yaml}");
+        let body = resp.json();
+        assert_eq!(body["id"], 7);
+        assert_eq!(body["error"]["code"], -32005, "{body}");
+        assert_eq!(body["error"]["data"]["kind"], "no-backend-of-era");
+        assert_eq!(body["error"]["data"]["era"], "modern");
+        assert_eq!(body["error"]["data"]["pool"], "p");
+        assert_eq!(resp.head.header("retry-after"), Some("1"));
+        assert_eq!(legacy.count(), before, "nothing was sent to the legacy pod");
+    }
+}
+
+/// (Until the era bridge serves legacy sessions on modern backends: it takes this case over.)
+#[tokio::test]
+async fn a_new_legacy_session_with_only_modern_only_backends_answers_no_backend_of_era() {
+    let modern = MockServer::start("modern").await;
+    let gw = Gateway::start(&config(&[&modern], "stateful")).await;
+    assert_eventually!(Duration::from_secs(10), eras_known(&gw, 1).await, "probed");
+    let init = r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let resp = Request::post("/mcp", init).send(gw.addr).await;
+    let body = resp.json();
+    assert_eq!(body["error"]["code"], -32005, "{body}");
+    assert_eq!(body["error"]["data"]["era"], "legacy");
+    assert_eq!(modern.count_method("initialize"), 0);
+}
+
+#[tokio::test]
+async fn a_declared_era_is_used_without_probing() {
+    let legacy = MockServer::legacy("legacy", 0, V).await;
+    let yaml = format!(
+        "pools:\n  p: {{ backends: [{}], era: modern }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
+        legacy.addr
+    );
+    let gw = Gateway::start(&yaml).await;
+    assert!(eras_known(&gw, 1).await, "declared: known at once");
+    // declared modern: the 2026-07-28 request goes there (and the legacy pod refuses it)
+    let resp = Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
+    assert_eq!(resp.status(), 400);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        gw.metric("mcpgw_era_probes_total").await,
+        0.0,
+        "nothing probed in a pool with a declared era"
+    );
+}
