@@ -9,6 +9,7 @@ use super::store::{SessionStore, Ttl};
 use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
+use crate::mcp::Era;
 use crate::mcp::RequestId;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::{CallError, Exchange};
@@ -229,6 +230,10 @@ impl SessionManager {
                         self.engine.release(ex).await;
                         rec = self.moved(pool, &rec, Reason::SessionUnknown, &out).await?;
                         continue;
+                    }
+                    if crate::upstream::era::answer_suggests_other_era(Era::Legacy, status, false) {
+                        // a pod of the other era may have taken the address: probe it again
+                        backend.suspect_era();
                     }
                     return Ok(Forwarded {
                         exchange: ex.with_buffered(answer),

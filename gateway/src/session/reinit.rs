@@ -29,6 +29,9 @@ pub enum Reason {
     SessionUnknown,
     /// The connection broke mid-request (the request was safe to repeat).
     ConnectionLost,
+    /// The pinned backend's era was probed again and it no longer serves sessions (a pod
+    /// replaced by a 2026-07-28-only one at the same address).
+    EraChanged,
 }
 
 impl Reason {
@@ -41,6 +44,7 @@ impl Reason {
             Reason::ConnectRefused => "connect-refused",
             Reason::SessionUnknown => "session-unknown",
             Reason::ConnectionLost => "connection-lost",
+            Reason::EraChanged => "era-changed",
         }
     }
 }
