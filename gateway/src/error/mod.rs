@@ -2,6 +2,7 @@
 //! is a JSON-RPC error object carrying the request's id, a documented code, a message a person
 //! understands and a `data` object with machine-readable details.
 
+mod bridge;
 mod constructors;
 mod http;
 
@@ -80,6 +81,20 @@ pub enum ErrorKind {
     /// The route does not serve this HTTP method (`Allow` lists the ones it does). -32029,
     /// HTTP 405.
     MethodNotAllowed,
+    /// Bridging a legacy client to 2026-07-28 backends: the server asked for input the client
+    /// did not declare the capability for in its `initialize` (`data.requiredCapabilities`,
+    /// the spec's own code for it, so the client sees what a 2026-07-28 server says). -32021,
+    /// HTTP 200.
+    MissingClientCapability,
+    /// Bridging: the server asked for input more rounds than the gateway's cap. -32031, HTTP 200.
+    BridgeRoundsExceeded,
+    /// Bridging: a legacy method with no 2026-07-28 translation. -32032, HTTP 200.
+    NotBridged,
+    /// Bridging: the client answered the gateway's server→client request with an error, or not
+    /// in time. -32033, HTTP 200.
+    InputNotGiven,
+    /// Bridging: a 2026-07-28 answer the gateway cannot turn into a legacy one. -32034, HTTP 200.
+    Untranslatable,
 }
 
 impl ErrorKind {
@@ -111,6 +126,11 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => -32027,
             ErrorKind::ClientTimeout => -32028,
             ErrorKind::MethodNotAllowed => -32029,
+            ErrorKind::MissingClientCapability => -32021,
+            ErrorKind::BridgeRoundsExceeded => -32031,
+            ErrorKind::NotBridged => -32032,
+            ErrorKind::InputNotGiven => -32033,
+            ErrorKind::Untranslatable => -32034,
         }
     }
 
@@ -143,6 +163,12 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => 431,
             ErrorKind::ClientTimeout => 408,
             ErrorKind::MethodNotAllowed => 405,
+            // answers to one bridged call: every legacy client shows a JSON-RPC error on 200
+            ErrorKind::MissingClientCapability
+            | ErrorKind::BridgeRoundsExceeded
+            | ErrorKind::NotBridged
+            | ErrorKind::InputNotGiven
+            | ErrorKind::Untranslatable => 200,
         }
     }
 
@@ -185,6 +211,11 @@ impl ErrorKind {
             ErrorKind::HeadTooLarge => "head-too-large",
             ErrorKind::ClientTimeout => "client-timeout",
             ErrorKind::MethodNotAllowed => "method-not-allowed",
+            ErrorKind::MissingClientCapability => "missing-client-capability",
+            ErrorKind::BridgeRoundsExceeded => "bridge-rounds-exceeded",
+            ErrorKind::NotBridged => "not-bridged",
+            ErrorKind::InputNotGiven => "input-not-given",
+            ErrorKind::Untranslatable => "untranslatable",
         }
     }
 
