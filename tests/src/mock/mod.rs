@@ -17,6 +17,7 @@
 
 mod claim;
 pub mod legacy;
+pub mod modern;
 
 use claim::Bound;
 pub use claim::PortClaim;
