@@ -201,6 +201,20 @@ async fn the_gateway_never_asks_a_client_for_a_capability_it_did_not_declare() {
         .await;
     assert!(ok && v["code"] == -32031, "{v}");
     assert_eq!(endless(&mock) - before, 9);
+    let m = |k: &'static str| gw.metric(k);
+    assert_eq!(
+        m(r#"mcpgw_bridge_errors_total{pool="modern",kind="missing-client-capability"}"#).await,
+        2.0
+    );
+    assert_eq!(
+        m(r#"mcpgw_bridge_errors_total{pool="modern",kind="bridge-rounds-exceeded"}"#).await,
+        1.0
+    );
+    // roots 1 + ask 2 per client, and 8 for endless
+    assert_eq!(m(r#"mcpgw_bridge_rounds_total{pool="modern"}"#).await, 14.0);
+    assert!(
+        m(r#"mcpgw_requests_by_eras_total{client_era="legacy",backend_era="modern"}"#).await > 0.0
+    );
 }
 
 #[tokio::test]

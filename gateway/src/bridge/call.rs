@@ -125,6 +125,11 @@ impl Call<'_> {
                 break;
             }
             let responses = self.ask_client(&input, out).await?;
+            let metrics = self.up.engine.metrics();
+            metrics
+                .bridge_rounds
+                .with_label_values(&[&self.up.pool.name])
+                .inc();
             retry = Some(Retry {
                 id: Value::String(format!("mcpgw-retry-{}-{round}", self.id_json)),
                 input_responses: responses,

@@ -216,12 +216,15 @@ pub async fn post(
                     return Err(e.into());
                 }
                 Disposition::Refused => {
+                    let metrics = bridge.engine.metrics();
                     let reason = if method.starts_with("tasks/") {
                         "tasks are an extension in 2026-07-28, not bridged"
                     } else {
                         "2026-07-28 replaces it with subscriptions/listen, not bridged yet"
                     };
-                    return Err(GatewayError::not_bridged(method, reason).into());
+                    let e = GatewayError::not_bridged(method, reason);
+                    super::count_error(metrics, &to.pool.name, &e);
+                    return Err(e.into());
                 }
             }
         }
@@ -350,8 +353,13 @@ impl Bridged<'_> {
                     backend: progress.backend,
                 });
             }
-            Err(e) if !streaming => return Err(e.into()),
-            Err(e) => e.body(self.id),
+            Err(e) => {
+                super::count_error(self.bridge.engine.metrics(), &self.to.pool.name, &e);
+                if !streaming {
+                    return Err(e.into());
+                }
+                e.body(self.id)
+            }
         };
         if streaming {
             session

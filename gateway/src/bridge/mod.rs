@@ -24,7 +24,9 @@ mod upstream;
 pub use http::{delete, get, initialize, post, Failed, Served, Target};
 
 use crate::config::DualBackends;
-use crate::mcp::BackendEra;
+use crate::error::GatewayError;
+use crate::mcp::{BackendEra, Era};
+use crate::metrics::Metrics;
 use crate::upstream::attempt::Engine;
 use crate::upstream::{Backend, BackendState, Pool};
 use std::sync::Arc;
@@ -77,6 +79,37 @@ impl Bridge {
             }
         };
         decide(true).or_else(|| decide(false)).unwrap_or(false)
+    }
+}
+
+/// Counts a finished request by the client's era and the era of the backend that answered it
+/// (`mcpgw_requests_by_eras_total`).
+pub fn count_eras(metrics: &Metrics, client: Era, backend: Option<&Backend>) {
+    let backend_era = match backend {
+        None => "none",
+        Some(b) => b.era().map_or("unknown", BackendEra::as_str),
+    };
+    metrics
+        .requests_by_eras
+        .with_label_values(&[client.as_str(), backend_era])
+        .inc();
+}
+
+/// Counts a bridge error answered to a legacy client (`mcpgw_bridge_errors_total`).
+pub(crate) fn count_error(metrics: &Metrics, pool: &str, e: &GatewayError) {
+    use crate::error::ErrorKind::*;
+    if matches!(
+        e.kind,
+        MissingClientCapability
+            | BridgeRoundsExceeded
+            | NotBridged
+            | InputNotGiven
+            | Untranslatable
+    ) {
+        metrics
+            .bridge_errors
+            .with_label_values(&[pool, e.kind.as_str()])
+            .inc();
     }
 }
 

@@ -392,6 +392,7 @@ impl ProxyHttp for Gateway {
         }
         let status = session.response_written().map(|r| r.status.as_u16());
         let outcome = ctx.outcome.label(status);
+        crate::bridge::count_eras(&self.metrics, ctx.era, ctx.backend.as_deref());
         let route = ctx.route_label();
         self.metrics
             .requests
