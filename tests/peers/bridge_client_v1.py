@@ -14,6 +14,7 @@ Scenarios:
   roots-nocap     no roots callback; calls `roots`, reports the error.
   endless         elicitation callback; calls `endless`, reports the error.
   connect         initialize only (to show a direct connection to a modern-only server fails).
+  whoami          initialize, then `whoami` three times: which servers answered (the demo).
 Errors: {"error": "<Type>: <message>", "code": C, "data": D} (exit 0 for *-nocap and endless,
 1 otherwise).
 """
@@ -69,6 +70,9 @@ async def run(url, scenario, arg):
             res = {"protocol": init.protocolVersion, "server": init.serverInfo.name,
                    "instructions": init.instructions, "session": bool(get_sid())}
             if scenario == "connect":
+                return res
+            if scenario == "whoami":
+                res["whoami"] = [(await s.call_tool("whoami", {})).content[0].text for _ in range(3)]
                 return res
             if scenario == "tour":
                 res["tools"] = sorted(t.name for t in (await s.list_tools()).tools)

@@ -4,6 +4,7 @@
 //! | tool | behaviour |
 //! |---|---|
 //! | (any other) | JSON result whose text is the server's name |
+//! | `server/discover` (method) | a 2026-07-28 discover result (tools capability, serverInfo NAME) |
 //! | `sse_progress` | SSE: `arguments.steps` progress notifications `arguments.gap_ms` apart, then the result |
 //! | `odd_response` | answers [`ODD_RESPONSE`] verbatim |
 //! | `drop_connection` | closes the connection without answering |
@@ -348,6 +349,14 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
     let Some(id) = request.get("id").cloned().filter(|id| !id.is_null()) else {
         return write(stream, 202, "application/json", b"").await;
     };
+    if request.get("method").and_then(Value::as_str) == Some("server/discover") {
+        let discovered = json!({"jsonrpc": "2.0", "id": id, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": name, "version": "mock"}}}});
+        let body = serde_json::to_vec(&discovered).expect("json");
+        return write(stream, 200, "application/json", &body).await;
+    }
     let tool = request
         .pointer("/params/name")
         .and_then(Value::as_str)
