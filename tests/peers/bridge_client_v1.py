@@ -13,6 +13,8 @@ Scenarios:
   roots           list_roots callback with file:///a and file:///b; calls `roots`.
   roots-nocap     no roots callback; calls `roots`, reports the error.
   endless         elicitation callback; calls `endless`, reports the error.
+  progress-rounds elicitation + progress callbacks; calls `progress_ask` (progress in two rounds).
+  state-echo      calls `state_echo` (a requestState-only round the gateway retries itself).
   connect         initialize only (to show a direct connection to a modern-only server fails).
   whoami          initialize, then `whoami` three times: which servers answered (the demo).
 Errors: {"error": "<Type>: <message>", "code": C, "data": D} (exit 0 for *-nocap and endless,
@@ -57,7 +59,7 @@ async def run(url, scenario, arg):
         logs.append(params.level)
 
     kwargs = {"logging_callback": log}
-    if scenario in ("ask", "endless", "tour"):
+    if scenario in ("ask", "endless", "tour", "progress-rounds"):
         kwargs["elicitation_callback"] = elicit
     if scenario == "sample":
         kwargs["sampling_callback"] = sample
@@ -99,6 +101,18 @@ async def run(url, scenario, arg):
                     res["templates"] = [t.uriTemplate for t in templates.resourceTemplates]
                 except McpError as e:
                     res["templates_error"] = e.error.code
+                return res
+            if scenario == "progress-rounds":
+                progress = []
+
+                async def on_progress(p, total, message):
+                    progress.append([p, total])
+
+                result = await s.call_tool("progress_ask", {}, progress_callback=on_progress)
+                res.update(text=result.content[0].text, progress=progress, calls=calls)
+                return res
+            if scenario == "state-echo":
+                res["text"] = (await s.call_tool("state_echo", {})).content[0].text
                 return res
             tool, args = {
                 "ask": ("ask", {"rounds": int(arg or 2)}),

@@ -157,6 +157,34 @@ async fn elicitation_sampling_and_roots_reach_the_legacy_clients_callbacks() {
 }
 
 #[tokio::test]
+async fn progress_keeps_increasing_across_rounds_and_request_state_is_echoed_exactly() {
+    let server = PythonPeer::modern_ts("m1", false).await;
+    let gw = Gateway::start(&config(&[server.addr()])).await;
+    for client in LegacyClient::ALL {
+        let (ok, v) = client.run(&gw.url("/mcp"), "progress-rounds", None).await;
+        assert!(ok, "{client:?}: {v}");
+        assert_eq!(v["text"], "progress_ask:A1", "{client:?}: {v}");
+        let seen: Vec<f64> = v["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p[0].as_f64())
+            .collect();
+        assert_eq!(
+            seen,
+            vec![1.0, 2.0, 3.0, 4.0],
+            "{client:?}: round 2 continues past round 1: {v}"
+        );
+        let (ok, v) = client.run(&gw.url("/mcp"), "state-echo", None).await;
+        assert!(ok, "{client:?}: {v}");
+        assert_eq!(
+            v["text"], "state:st=\u{e9}\u{2603} \"q\" \\ +/= \t end",
+            "{client:?}: {v}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn the_gateway_never_asks_a_client_for_a_capability_it_did_not_declare() {
     let mock = ModernMock::start("mock").await;
     let gw = Gateway::start(&config(&[mock.addr.to_string()])).await;

@@ -4,7 +4,8 @@
 // stdout line.
 //
 // Usage: node tests/peers/node/bridge_client_v1.mjs --url URL SCENARIO [ARG]
-//   tour | ask ROUNDS | ask-nocap | sample | roots | roots-nocap | endless | connect
+//   tour | ask ROUNDS | ask-nocap | sample | roots | roots-nocap | endless | connect |
+//   progress-rounds | state-echo
 // Errors: {"error": "...", "code": C, "data": D}; exit 0 for the *-nocap and endless scenarios
 // when the call failed with a JSON-RPC error, 1 otherwise.
 
@@ -38,7 +39,7 @@ async function run() {
   const calls = { elicit: 0, sample: 0, roots: 0 };
   const logs = [];
   const capabilities = {};
-  if (["ask", "endless", "tour"].includes(scenario)) capabilities.elicitation = {};
+  if (["ask", "endless", "tour", "progress-rounds"].includes(scenario)) capabilities.elicitation = {};
   if (scenario === "sample") capabilities.sampling = {};
   if (scenario === "roots") capabilities.roots = {};
   const client = new Client({ name: "ts-legacy", version: "1.32.2" }, { capabilities });
@@ -89,6 +90,17 @@ async function run() {
       res.logs = [...logs];
       res.ping = (await client.ping()) !== undefined;
       res.templates = (await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
+      return res;
+    }
+    if (scenario === "progress-rounds") {
+      const progress = [];
+      const r = await client.callTool({ name: "progress_ask", arguments: {} }, undefined, {
+        onprogress: (p) => progress.push([p.progress, p.total]),
+      });
+      return Object.assign(res, { text: r.content[0].text, progress, calls });
+    }
+    if (scenario === "state-echo") {
+      res.text = (await client.callTool({ name: "state_echo", arguments: {} })).content[0].text;
       return res;
     }
     const [tool, args] = {
