@@ -375,3 +375,42 @@ async fn bridged_calls_are_balanced_per_request_and_a_dead_pod_costs_nothing() {
     let reinits = gw.metric("mcpgw_session_reinits_total").await;
     assert_eq!(reinits, 0.0, "nothing was re-initialized");
 }
+
+#[tokio::test]
+async fn a_bridged_list_is_filtered_by_the_routes_authz_rules() {
+    use mcp_gateway_tests::auth::{auth_yaml, token, RESOURCE};
+    let mock = ModernMock::start("mock").await;
+    let yaml = format!(
+        "{}{}    authz:\n      - {{ match: {{ method: tools/call, name: \"ask\" }}, require: {{ scope: admin }} }}\n",
+        auth_yaml(RESOURCE),
+        config(&[mock.addr.to_string()])
+    );
+    let gw = Gateway::start(&yaml).await;
+    let bearer = format!("Bearer {}", token("alice", "tools"));
+    let resp = Request::post("/mcp", INIT)
+        .header("Authorization", &bearer)
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    let sid = resp.head.header("mcp-session-id").unwrap().to_owned();
+    let list = in_session(&sid, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .header("Authorization", &bearer)
+        .send(gw.addr)
+        .await;
+    let names: Vec<String> = list.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.contains(&"whoami".to_owned()), "{names:?}");
+    assert!(
+        !names.contains(&"ask".to_owned()),
+        "a tool the caller may not call was listed: {names:?}"
+    );
+    let denied = in_session(&sid, &call(2, "ask", json!({})))
+        .header("Authorization", &bearer)
+        .send(gw.addr)
+        .await;
+    assert_eq!(denied.json()["error"]["code"], -32024, "{}", denied.text());
+}

@@ -62,6 +62,9 @@ pub struct Target<'a> {
     pub dual: DualBackends,
     /// Upstream path.
     pub path: &'a str,
+    /// The route's `authz` filter of a list answer (the entries the caller may not use
+    /// removed), when this request's answer is one.
+    pub filter: Option<&'a (dyn Fn(&[u8]) -> Option<Bytes> + Sync)>,
 }
 
 impl Bridge {
@@ -339,7 +342,13 @@ impl Bridged<'_> {
             write_event(session, &m).await?;
         }
         let body = match done {
-            Ok(Final::Result(result)) => response(self.id, "result", &result),
+            Ok(Final::Result(result)) => {
+                let body = response(self.id, "result", &result);
+                match self.to.filter {
+                    Some(filter) => filter(&body).unwrap_or(body),
+                    None => body,
+                }
+            }
             Ok(Final::Error(error)) => response(self.id, "error", &error),
             Ok(Final::Cancelled) if streaming => {
                 session.write_response_body(None, true).await?;

@@ -27,6 +27,7 @@ fn target<'a>(pool: &'a Arc<Pool>, route: &Route, path: &'a str) -> Target<'a> {
         pool,
         dual: route.dual_backends,
         path,
+        filter: None,
     }
 }
 
@@ -78,7 +79,18 @@ pub(super) async fn call(
     call: Call,
 ) -> Handled {
     let path = rec.path.clone();
-    let to = target(pool, route, &path);
+    let principal = ctx.principal.clone();
+    let list = ctx.filter.take();
+    let filter = move |body: &[u8]| {
+        let json = Some("application/json");
+        route
+            .guard
+            .filter_answer(principal.as_deref(), list, json, body)
+    };
+    let mut to = target(pool, route, &path);
+    if list.is_some() {
+        to.filter = Some(&filter);
+    }
     let done = bridge::post(
         &gw.bridge,
         &gw.sessions,
