@@ -64,11 +64,11 @@ pub struct Target<'a> {
     pub path: &'a str,
     /// The route's `authz` filter of a list answer (the entries the caller may not use
     /// removed), when this request's answer is one.
-    pub filter: Option<&'a ListFilter>,
+    pub filter: Option<&'a ListFilter<'a>>,
 }
 
 /// Rewrites a list answer body, or `None` when nothing changes.
-pub type ListFilter = dyn Fn(&[u8]) -> Option<Bytes> + Sync;
+pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
 
 impl Bridge {
     fn upstream<'a>(&'a self, to: &Target<'a>, session: &'a Session) -> Upstream<'a> {
