@@ -1,11 +1,11 @@
 //! Reading a 2026-07-28 answer as JSON-RPC messages, one at a time as they arrive: a JSON
-//! body is one message; an SSE body is cut into events (the one splitter in `mcp::sse`) and
-//! each event's data parsed. Events that are not JSON (priming, comments) are skipped.
+//! body is one message; an SSE body is cut into events (the one splitter in `mcp::sse`), each
+//! event's data one message. Messages come as bytes, parsed only as far as the caller needs.
 
 use crate::mcp::sse::{self, EventSplitter};
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::Exchange;
-use serde_json::Value;
+use bytes::Bytes;
 use std::collections::VecDeque;
 
 /// Largest JSON answer (not SSE) read whole.
@@ -21,7 +21,7 @@ pub(super) struct Messages {
     ended: bool,
     sse: bool,
     splitter: EventSplitter,
-    queue: VecDeque<Value>,
+    queue: VecDeque<Bytes>,
 }
 
 impl Messages {
@@ -49,7 +49,7 @@ impl Messages {
     }
 
     /// The next message, `None` at the end of the answer.
-    pub(super) async fn next(&mut self) -> Result<Option<Value>, Broken> {
+    pub(super) async fn next(&mut self) -> Result<Option<Bytes>, Broken> {
         loop {
             if let Some(m) = self.queue.pop_front() {
                 return Ok(Some(m));
@@ -64,7 +64,7 @@ impl Messages {
                     .await
                     .map_err(|_| Broken)?;
                 self.ended = true;
-                return Ok(serde_json::from_slice(&body).ok());
+                return Ok(Some(body).filter(|b| !b.is_empty()));
             }
             match self.exchange.chunk().await.map_err(|_| Broken)? {
                 Some(chunk) => {
@@ -113,9 +113,10 @@ impl Messages {
     }
 }
 
-fn parse(event: &[u8]) -> Vec<Value> {
+/// The messages (data) of one event; priming events and comments have none.
+fn parse(event: &[u8]) -> Vec<Bytes> {
     sse::messages(Some("text/event-stream"), event)
-        .iter()
-        .filter_map(|m| serde_json::from_slice(m).ok())
+        .into_iter()
+        .map(Bytes::from)
         .collect()
 }

@@ -10,7 +10,7 @@ use super::upstream::Upstream;
 use super::{INPUT_TIMEOUT, MAX_ROUNDS};
 use crate::error::GatewayError;
 use crate::mcp::bridge::request::{modern_request, Envelope, Retry};
-use crate::mcp::bridge::result::{answer, Answer, ProgressShift};
+use crate::mcp::bridge::result::{answer, peek, Answer, ProgressShift};
 use crate::mcp::bridge::rounds::{missing_capability, server_request, ClientAnswer, InputRequired};
 use crate::mcp::bridge::ClientInit;
 use crate::upstream::Backend;
@@ -23,6 +23,8 @@ use tokio::sync::mpsc;
 pub(super) enum Final {
     /// The legacy result.
     Result(Value),
+    /// The backend's response message as it is (first round: it has the client's id).
+    Verbatim(bytes::Bytes),
     /// The server's JSON-RPC error object, passed on.
     Error(Value),
     /// The client cancelled the call: nothing more is sent.
@@ -84,11 +86,19 @@ impl Call<'_> {
                 let next = messages.next().await.map_err(|_| {
                     GatewayError::backend_lost(&self.up.pool.name, &sent.backend.label)
                 })?;
-                let Some(msg) = next else { break None };
-                if msg.get("result").is_some() || msg.get("error").is_some() {
+                let Some(raw) = next else { break None };
+                let Some(peek) = peek(&raw) else { continue };
+                if peek.response && peek.verbatim && retry.is_none() {
+                    messages.finish(self.up.engine).await;
+                    return Ok(Final::Verbatim(raw));
+                }
+                let Ok(msg) = serde_json::from_slice::<Value>(&raw) else {
+                    continue;
+                };
+                if peek.response {
                     break Some(msg);
                 }
-                if msg.get("id").is_some() {
+                if peek.request {
                     // a server→client request on a 2026-07-28 answer has no way back
                     tracing::debug!(
                         "a 2026-07-28 backend sent a request on a POST answer; dropped"

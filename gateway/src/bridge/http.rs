@@ -115,6 +115,7 @@ pub async fn initialize(
             let mut messages = Messages::new(sent.exchange);
             let answer = messages.next().await.ok().flatten();
             messages.finish(&bridge.engine).await;
+            let answer = answer.and_then(|raw| serde_json::from_slice::<Value>(&raw).ok());
             let result = answer.and_then(|mut a| a.get_mut("result").map(Value::take));
             let Some(result) = result else {
                 let detail = "server/discover gave no result";
@@ -352,6 +353,10 @@ impl Bridged<'_> {
                     None => body,
                 }
             }
+            Ok(Final::Verbatim(raw)) => match self.to.filter {
+                Some(filter) => filter(&raw).unwrap_or(raw),
+                None => raw,
+            },
             Ok(Final::Error(error)) => response(self.id, "error", &error),
             Ok(Final::Cancelled) if streaming => {
                 session.write_response_body(None, true).await?;

@@ -95,6 +95,56 @@ pub fn legacy_result(result: Value) -> Value {
     Value::Object(m)
 }
 
+/// What a glance at one message of a modern answer tells, without building it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peek {
+    /// A response (`result` or `error`).
+    pub response: bool,
+    /// A request (`method` and `id`).
+    pub request: bool,
+    /// A response a legacy client takes exactly as it is: an error, or a complete result
+    /// that is not empty ([`legacy_result`] would not change it).
+    pub verbatim: bool,
+}
+
+/// Peeks at a message's top level (and a result's keys); `None` when it is not a JSON object.
+pub fn peek(raw: &[u8]) -> Option<Peek> {
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
+    #[derive(serde::Deserialize)]
+    struct Msg<'a> {
+        #[serde(borrow, default)]
+        method: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a RawValue>,
+    }
+    let m: Msg = serde_json::from_slice(raw).ok()?;
+    let verbatim = match (m.result, m.error) {
+        (None, Some(_)) => true,
+        (Some(result), None) => {
+            let keys: std::collections::BTreeMap<Cow<'_, str>, &RawValue> =
+                serde_json::from_str(result.get()).ok()?;
+            let complete = keys
+                .get("resultType")
+                .is_none_or(|t| t.get() == "\"complete\"");
+            let empty = keys
+                .keys()
+                .all(|k| k == "_meta" || MODERN_ONLY_KEYS.contains(&k.as_ref()));
+            complete && !empty
+        }
+        _ => false,
+    };
+    Some(Peek {
+        response: m.result.is_some() || m.error.is_some(),
+        request: m.method.is_some() && m.id.is_some(),
+        verbatim,
+    })
+}
+
 /// Keeps the progress a legacy client sees increasing across the rounds of one call: each
 /// retry is a new request whose server starts counting again, so a later round's values are
 /// shifted past the last one forwarded, and a value that would not increase is dropped.

@@ -217,3 +217,29 @@ fn the_stored_initialize_is_read_leniently() {
             && !i.declares(&["elicitation", "url"])
     );
 }
+
+#[test]
+fn a_peek_tells_what_passes_to_a_legacy_client_unchanged() {
+    use super::result::peek;
+    let full = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}"#;
+    let p = peek(full).unwrap();
+    assert!(p.response && p.verbatim && !p.request);
+    let empty = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{}}}"#;
+    assert!(
+        !peek(empty).unwrap().verbatim,
+        "an empty result loses its modern keys first"
+    );
+    let asks =
+        br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}"#;
+    assert!(!peek(asks).unwrap().verbatim);
+    let error = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}"#;
+    assert!(peek(error).unwrap().verbatim);
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#;
+    assert!(!peek(note).unwrap().response);
+    assert!(
+        peek(br#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#)
+            .unwrap()
+            .request
+    );
+    assert!(peek(b"not json").is_none());
+}
