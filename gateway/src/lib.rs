@@ -7,6 +7,7 @@ pub mod admin;
 pub mod admin_auth;
 pub mod admission;
 pub mod auth;
+pub mod bridge;
 pub mod capture;
 pub mod config;
 pub mod demo;

@@ -78,6 +78,17 @@ pub struct Metrics {
     /// `mcpgw_resume_streams`: streams kept in this process for replay (live or in their
     /// window).
     pub resume_streams: IntGaugeVec,
+    /// `mcpgw_requests_by_eras_total{client_era,backend_era}`: finished requests by the
+    /// client's era (legacy, stateless) and the era of the backend that answered (legacy,
+    /// modern, dual, unknown; `none` when the gateway answered itself).
+    pub requests_by_eras: IntCounterVec,
+    /// `mcpgw_bridge_rounds_total{pool}`: `input_required` rounds the bridge fulfilled for
+    /// legacy clients (server→client requests sent, call retried).
+    pub bridge_rounds: IntCounterVec,
+    /// `mcpgw_bridge_errors_total{pool,kind}`: bridged calls answered with a bridge error
+    /// (missing-client-capability, bridge-rounds-exceeded, not-bridged, input-not-given,
+    /// untranslatable).
+    pub bridge_errors: IntCounterVec,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -273,6 +284,21 @@ impl Metrics {
                 "mcpgw_resume_buffered_bytes",
                 "Bytes of stream events kept in this process for replay",
                 &[],
+            ),
+            requests_by_eras: counter(
+                "mcpgw_requests_by_eras_total",
+                "Finished requests by client era and the era of the backend that answered",
+                &["client_era", "backend_era"],
+            ),
+            bridge_rounds: counter(
+                "mcpgw_bridge_rounds_total",
+                "input_required rounds the era bridge fulfilled for legacy clients",
+                &["pool"],
+            ),
+            bridge_errors: counter(
+                "mcpgw_bridge_errors_total",
+                "Bridged calls answered with a bridge error, by kind",
+                &["pool", "kind"],
             ),
             resume_streams: gauge(
                 "mcpgw_resume_streams",

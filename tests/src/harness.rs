@@ -291,6 +291,19 @@ impl PythonPeer {
         .await
     }
 
+    /// The TypeScript SDK v2 server `node/modern_server.mjs` named `name` on a free port:
+    /// modern-only (`legacy: "reject"`) or, with `legacy_serve`, also serving legacy clients
+    /// statelessly (a dual backend).
+    pub async fn modern_ts(name: &str, legacy_serve: bool) -> PythonPeer {
+        let legacy = if legacy_serve { "serve" } else { "reject" };
+        Self::spawn(
+            node(),
+            "node/modern_server.mjs",
+            &["--port", "0", "--name", name, "--legacy", legacy],
+        )
+        .await
+    }
+
     /// Starts the peer and waits for `READY <port>`, then proves the port is the peer's own
     /// (it binds the port it is given, or a free one for `--port 0`, and reports it). A peer
     /// that exits first (its fixed port still held, say) or whose port someone else also

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod bridge;
 pub mod client;
 pub mod conformance;
 pub mod dns;

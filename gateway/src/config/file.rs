@@ -332,6 +332,10 @@ pub struct FileRoute {
     pub authz: Vec<super::auth::FileAuthzRule>,
     /// Request capture of this route (JSON lines). Off unless set.
     pub capture: Option<super::capture::FileCapture>,
+    /// Legacy clients on backends that serve both eras: `native` (default: sessions on the
+    /// backend) or `bridge` (2026-07-28 requests balanced per request, as on modern backends).
+    #[schemars(extend("enum" = ["native", "bridge", null]))]
+    pub dual_backends: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

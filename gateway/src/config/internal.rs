@@ -272,6 +272,18 @@ pub enum Mode {
     Auto,
 }
 
+/// Which path a legacy (2025-era) client takes on a route whose backends serve both eras.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DualBackends {
+    /// Native sessions on the backend, pinned as on a legacy pool (the default: the server's
+    /// own legacy path, with everything it does on a session, server requests at any time
+    /// included).
+    #[default]
+    Native,
+    /// The bridge: 2026-07-28 requests balanced per request, nothing pinned.
+    Bridge,
+}
+
 /// How a route matches the request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathMatch {
@@ -304,6 +316,8 @@ pub struct RouteConfig {
     pub authz: Vec<super::AuthzRule>,
     /// Request capture. Default: off.
     pub capture: Option<super::CaptureConfig>,
+    /// Legacy clients on dual-era backends (`dual-backends`). Default: native.
+    pub dual_backends: DualBackends,
 }
 
 /// A routing rule: globs on method and name, and the pool they send to.

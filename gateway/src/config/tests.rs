@@ -82,6 +82,7 @@ fn reference_config_parses_to_expected_struct() {
             auth: RouteAuth::None,
             authz: vec![],
             capture: None,
+            dual_backends: DualBackends::Native,
         }],
         auth: None,
         listen_tls: None,

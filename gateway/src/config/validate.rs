@@ -287,7 +287,8 @@ fn route_config(
     p.unknown(
         &at,
         &route.unknown,
-        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz, capture",
+        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz, capture, \
+         dual-backends",
     );
     let path = match (&route.path, &route.path_prefix) {
         (Some(path), None) => PathMatch::Exact(path.clone()),
@@ -323,6 +324,17 @@ fn route_config(
                 format!("unknown `{other}` (stateless, stateful, auto)"),
             );
             Mode::Stateless
+        }
+    };
+    let dual_backends = match route.dual_backends.as_deref() {
+        None | Some("native") => DualBackends::Native,
+        Some("bridge") => DualBackends::Bridge,
+        Some(other) => {
+            p.add(
+                format!("{at}.dual-backends"),
+                format!("unknown `{other}` (native, bridge)"),
+            );
+            DualBackends::Native
         }
     };
     let pool = pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools);
@@ -362,6 +374,7 @@ fn route_config(
             .capture
             .as_ref()
             .and_then(|c| super::capture::capture_config(p, &at, c)),
+        dual_backends,
     }
 }
 

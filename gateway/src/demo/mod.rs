@@ -2,6 +2,8 @@
 //! a newcomer sees it work with one command:
 //! - `/mcp` (stateless): three in-process 2026-07-28 servers; `report_*` calls go to their own
 //!   pool by a rule;
+//! - `/bridge` (stateful, the era bridge): a legacy client's session on the same 2026-07-28
+//!   servers as `/mcp`, each call balanced on its own;
 //! - `/legacy` (stateful): three legacy pods, separate processes keeping sessions in memory.
 //!   A scripted client opens a session, the demo SIGKILLs its pod, and the next call is
 //!   answered by another pod on the same session.
@@ -24,7 +26,7 @@ pub fn config_yaml(port: u16) -> String {
 admin: 127.0.0.1:{admin}
 threads: 2
 pools:
-  modern: {{ backends: [127.0.0.1:{a}, 127.0.0.1:{b}], balance: round-robin }}
+  modern: {{ backends: [127.0.0.1:{a}, 127.0.0.1:{b}], balance: round-robin, era: modern }}
   heavy:  {{ backends: [127.0.0.1:{c}] }}
   pods:   {{ backends: [127.0.0.1:{p0}, 127.0.0.1:{p1}, 127.0.0.1:{p2}], failure-cooldown-ms: 5000 }}
 routes:
@@ -34,6 +36,10 @@ routes:
     rules:
       - match: {{ method: tools/call, name: "report_*" }}
         pool: heavy
+  - path: /bridge
+    mode: stateful
+    pool: modern
+    upstream-path: /mcp
   - path: /legacy
     mode: stateful
     pool: pods
@@ -95,6 +101,7 @@ pub fn banner(config: &Config) -> String {
     format!(
         "mcp-gateway demo: gateway on http://{gw}, admin on http://{admin}\n\
          /mcp     stateless: modern = demo-a + demo-b (round robin), heavy = demo-c (report_* calls)\n\
+         /bridge  stateful on the same 2026-07-28 servers: legacy clients bridged (docs/eras.md)\n\
          /legacy  stateful: pods = pod-0, pod-1, pod-2 (legacy servers, sessions in memory)\n\n\
          Try (run whoami twice: the answer alternates between demo-a and demo-b):\n\n\
          {}\n\n{}\n\n\
@@ -102,6 +109,9 @@ pub fn banner(config: &Config) -> String {
          A legacy session through the gateway (the demo kills its pod below; the session lives on):\n\n\
          curl -si http://{gw}/legacy -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n\
          \x20    -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"curl\",\"version\":\"1\"}}}}}}' | grep -i mcp-session-id\n\n\
+         A legacy client (mcp 1.30.0) on the 2026-07-28 servers: the gateway answers its initialize from\n\
+         server/discover and sends each call as a 2026-07-28 request, balanced per call:\n\n\
+         .venv-mcp1/bin/python tests/peers/bridge_client_v1.py --url http://{gw}/bridge whoami\n\n\
          Metrics: curl -s http://{admin}/metrics | grep mcpgw_\n\
          With the real Python SDK (after scripts/setup-peers):\n\
          .venv-mcp2/bin/python tests/peers/client_v2.py --url http://{gw}/mcp call whoami '{{}}'\n",

@@ -2,6 +2,7 @@
 //! is a JSON-RPC error object carrying the request's id, a documented code, a message a person
 //! understands and a `data` object with machine-readable details.
 
+mod bridge;
 mod constructors;
 mod http;
 
@@ -89,6 +90,20 @@ pub enum ErrorKind {
     /// (a control character, percent-decoding that is not UTF-8, over 8 KiB: `data.reason`).
     /// -32031, HTTP 400.
     UndecidableName,
+    /// Bridging a legacy client to 2026-07-28 backends: the server asked for input the client
+    /// did not declare the capability for in its `initialize` (`data.requiredCapabilities`,
+    /// the spec's own code for it, so the client sees what a 2026-07-28 server says). -32021,
+    /// HTTP 200.
+    MissingClientCapability,
+    /// Bridging: the server asked for input more rounds than the gateway's cap. -32032, HTTP 200.
+    BridgeRoundsExceeded,
+    /// Bridging: a legacy method with no 2026-07-28 translation. -32033, HTTP 200.
+    NotBridged,
+    /// Bridging: the client answered the gateway's server→client request with an error, or not
+    /// in time. -32034, HTTP 200.
+    InputNotGiven,
+    /// Bridging: a 2026-07-28 answer the gateway cannot turn into a legacy one. -32035, HTTP 200.
+    Untranslatable,
 }
 
 impl ErrorKind {
@@ -122,6 +137,11 @@ impl ErrorKind {
             ErrorKind::ClientTimeout => -32028,
             ErrorKind::MethodNotAllowed => -32029,
             ErrorKind::UndecidableName => -32031,
+            ErrorKind::MissingClientCapability => -32021,
+            ErrorKind::BridgeRoundsExceeded => -32032,
+            ErrorKind::NotBridged => -32033,
+            ErrorKind::InputNotGiven => -32034,
+            ErrorKind::Untranslatable => -32035,
         }
     }
 
@@ -156,6 +176,12 @@ impl ErrorKind {
             ErrorKind::ClientTimeout => 408,
             ErrorKind::MethodNotAllowed => 405,
             ErrorKind::UndecidableName => 400,
+            // answers to one bridged call: every legacy client shows a JSON-RPC error on 200
+            ErrorKind::MissingClientCapability
+            | ErrorKind::BridgeRoundsExceeded
+            | ErrorKind::NotBridged
+            | ErrorKind::InputNotGiven
+            | ErrorKind::Untranslatable => 200,
         }
     }
 
@@ -202,6 +228,11 @@ impl ErrorKind {
             ErrorKind::ClientTimeout => "client-timeout",
             ErrorKind::MethodNotAllowed => "method-not-allowed",
             ErrorKind::UndecidableName => "name-undecidable",
+            ErrorKind::MissingClientCapability => "missing-client-capability",
+            ErrorKind::BridgeRoundsExceeded => "bridge-rounds-exceeded",
+            ErrorKind::NotBridged => "not-bridged",
+            ErrorKind::InputNotGiven => "input-not-given",
+            ErrorKind::Untranslatable => "untranslatable",
         }
     }
 

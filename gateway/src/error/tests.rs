@@ -54,6 +54,11 @@ fn every_kind_has_a_distinct_code() {
         ClientTimeout,
         MethodNotAllowed,
         UndecidableName,
+        MissingClientCapability,
+        BridgeRoundsExceeded,
+        NotBridged,
+        InputNotGiven,
+        Untranslatable,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

@@ -41,6 +41,27 @@ pub fn decode_value(raw: &[u8]) -> Option<Cow<'_, str>> {
     std::str::from_utf8(raw).ok().map(Cow::Borrowed)
 }
 
+/// Encodes a header value as a 2026-07-28 client does (the TypeScript SDK's `needsBase64`):
+/// a plain value when it is visible ASCII, space or tab without leading or trailing
+/// whitespace, else (and for the empty string, or a value that already looks like the
+/// sentinel) `=?base64?<b64 of its UTF-8>?=`. [`decode_value`] reverses it.
+pub fn encode_value(value: &str) -> String {
+    let looks_encoded = value.len() >= 11
+        && value.as_bytes()[..9].eq_ignore_ascii_case(b"=?base64?")
+        && value.ends_with("?=");
+    let plain = !value.is_empty()
+        && !looks_encoded
+        && value.trim() == value
+        && value
+            .bytes()
+            .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b));
+    if plain {
+        return value.to_owned();
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+    format!("=?base64?{b64}?=")
+}
+
 /// The MCP headers of one request, decoded.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct McpHeaders<'a> {

@@ -1,6 +1,7 @@
 //! MCP and JSON-RPC knowledge with no pingora types: header names, the two protocol eras,
 //! and cheap inspection of request bodies (never re-serialized).
 
+pub mod bridge;
 pub mod discover;
 pub mod era;
 pub mod headers;

@@ -47,6 +47,8 @@ pub struct Gateway {
     engine: Arc<Engine>,
     sessions: Arc<SessionManager>,
     captures: crate::capture::Captures,
+    /// Legacy clients' sessions on 2026-07-28 backends.
+    bridge: crate::bridge::Bridge,
 }
 
 impl Gateway {
@@ -56,6 +58,7 @@ impl Gateway {
         Gateway {
             state,
             metrics: engine.metrics().clone(),
+            bridge: crate::bridge::Bridge::new(engine.clone()),
             engine,
             sessions,
             captures: Default::default(),
@@ -403,6 +406,7 @@ impl ProxyHttp for Gateway {
         }
         let status = session.response_written().map(|r| r.status.as_u16());
         let outcome = ctx.outcome.label(status);
+        crate::bridge::count_eras(&self.metrics, ctx.era, ctx.backend.as_deref());
         let route = ctx.route_label();
         self.metrics
             .requests

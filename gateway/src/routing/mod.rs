@@ -23,6 +23,8 @@ pub struct Route {
     tool_timeouts: Vec<(GlobMatcher, std::time::Duration)>,
     /// Whether a caller is required, and the authorization rules.
     pub guard: crate::auth::RouteGuard,
+    /// Legacy clients on dual-era backends: native sessions or the bridge.
+    pub dual_backends: crate::config::DualBackends,
 }
 
 #[derive(Debug)]
@@ -68,6 +70,7 @@ impl Route {
             default_pool: rc.pool,
             upstream_path: rc.upstream_path.clone(),
             check_headers: rc.check_headers,
+            dual_backends: rc.dual_backends,
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc

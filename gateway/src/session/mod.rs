@@ -7,6 +7,7 @@
 //!   methods, expiry by time-to-live inside the store, counts kept in the store.
 //! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
 
+mod bridged;
 mod expiry;
 mod held;
 mod manager;
@@ -19,6 +20,7 @@ pub mod resume;
 pub mod store;
 mod stream;
 
+pub use bridged::{BridgedOpening, BRIDGED};
 pub use expiry::ExpiryService;
 pub use held::Lease;
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};

@@ -29,6 +29,9 @@
 //   endless {}               -> input_required forever (requestState "endless:<n>" grows); for round caps
 //   state_echo {}            -> input_required once with a requestState full of odd bytes, then returns
 //                               "state:<the requestState it got back>" (byte-exactness)
+//   progress_ask {}          -> two rounds; each sends progress 1 and 2 (total 2) on the request's token,
+//                               round 1 then asks an elicitation (key "go", requestState "pa:1"),
+//                               round 2 returns "progress_ask:<answer>"
 // Resources: text://static ("static text"); template text://item/{id} ("item <id>", list: item/1, item/2)
 // Prompt: greet {name} -> one user message "Hello, <name>!"
 // Capabilities as the SDK advertises them (tools, resources, prompts, logging); instructions set.
@@ -202,6 +205,26 @@ function factory() {
     const prev = ctx.mcpReq.requestState();
     if (typeof prev === "string") return text(`state:${prev}`);
     return inputRequired({ requestState: ODD_STATE });
+  });
+
+  server.registerTool("progress_ask", { description: "progress in two input_required rounds" }, async (ctx) => {
+    const token = ctx.mcpReq._meta?.progressToken;
+    for (let i = 1; i <= 2; i++) {
+      if (token !== undefined) {
+        await ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, progress: i, total: 2 } });
+      }
+      await sleep(20);
+    }
+    if (ctx.mcpReq.requestState() === "pa:1") return text(`progress_ask:${answerOf(ctx.mcpReq.inputResponses, "go")}`);
+    return inputRequired({
+      inputRequests: {
+        go: inputRequired.elicit({
+          message: "go on?",
+          requestedSchema: { type: "object", properties: { answer: { type: "string" } }, required: ["answer"] },
+        }),
+      },
+      requestState: "pa:1",
+    });
   });
 
   server.registerResource("static", "text://static", { mimeType: "text/plain" }, async (uri) => ({

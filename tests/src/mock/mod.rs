@@ -19,6 +19,7 @@
 mod claim;
 pub mod era;
 pub mod legacy;
+pub mod modern;
 
 use claim::Bound;
 pub use claim::PortClaim;

@@ -22,6 +22,7 @@ mod capture;
 mod configmap_reload;
 mod conformance;
 mod elicit;
+mod era_bridge;
 mod era_probe;
 mod era_rollout;
 mod era_routing;

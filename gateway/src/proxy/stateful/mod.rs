@@ -3,6 +3,7 @@
 //! moves the session when its backend fails, so the client never notices); what cannot be
 //! repeated safely gets a JSON-RPC error. Nothing here touches the session store.
 
+mod bridged;
 mod call;
 mod events;
 mod in_session;
@@ -10,6 +11,7 @@ mod in_session;
 use super::relay::{client_response, read_body, relay, write_whole, Relayed};
 use super::stateless::{forward_any, Outbound};
 use super::{ctx::RequestCtx, Gateway, Handled};
+use crate::bridge::Bridge;
 use crate::config::Mode;
 use crate::mcp::headers::MCP_SESSION_ID;
 use crate::mcp::method_label;
@@ -47,6 +49,9 @@ pub(super) async fn handle(
             return sessionless(gw, session, ctx, &pool, &route, Bytes::new(), true).await;
         };
         let rec = gw.sessions.lookup(&sid, &caller).await?;
+        if rec.binding.is_bridged() {
+            return bridged::get_or_delete(gw, session, ctx, &pool, rec).await;
+        }
         return if method == http::Method::DELETE {
             in_session::delete(gw, session, &pool, rec).await
         } else {
@@ -86,6 +91,9 @@ pub(super) async fn handle(
         return forward_any(gw, session, ctx, &pool, out).await;
     }
     match sid {
+        None if call.is("initialize") && Bridge::bridges(&pool, route.dual_backends) => {
+            bridged::initialize(gw, session, ctx, (&pool, &route), caller, call).await
+        }
         None if call.is("initialize") => {
             initialize(gw, session, ctx, (&pool, &route), caller, call).await
         }
@@ -93,6 +101,9 @@ pub(super) async fn handle(
         // Looked up after the body is read, so a 404 carries the request's id.
         Some(sid) => {
             let rec = gw.sessions.lookup(&sid, &caller).await?;
+            if rec.binding.is_bridged() {
+                return bridged::call(gw, session, ctx, (&pool, &route), rec, call).await;
+            }
             in_session::call(gw, session, ctx, (&pool, &route), rec, call).await
         }
     }

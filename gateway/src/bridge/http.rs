@@ -1,0 +1,496 @@
+//! The client side of a bridged session: its `initialize` (answered from `server/discover`),
+//! its POSTs (answered by the gateway, or bridged call by call, as JSON when nothing comes
+//! before the result and as SSE otherwise, with keep-alives while the client is asked for
+//! input), its responses to the gateway's server→client requests, its GET stream and DELETE.
+
+use super::answer::Messages;
+use super::call::{Call, Final, Progress};
+use super::upstream::Upstream;
+use super::{serves_bridged, Bridge};
+use crate::config::DualBackends;
+use crate::error::GatewayError;
+use crate::mcp::bridge::request::{self, disposition, Disposition};
+use crate::mcp::bridge::result::initialize_result;
+use crate::mcp::bridge::rounds::client_answer;
+use crate::mcp::bridge::ClientInit;
+use crate::mcp::headers::MCP_SESSION_ID;
+use crate::mcp::{sse, RequestId};
+use crate::session::resume::KEEP_ALIVE;
+use crate::session::store::Quota;
+use crate::session::SettingChange;
+use crate::session::{BridgedOpening, Caller, GoneReason, Lookup, SessionManager, SessionRecord};
+use crate::upstream::{Backend, Pool};
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc};
+
+/// How serving a bridged request failed.
+pub enum Failed {
+    /// Answer the client with this error (nothing was written yet).
+    Answer(GatewayError),
+    /// Writing to the client failed.
+    Io(Box<pingora::Error>),
+}
+
+impl From<GatewayError> for Failed {
+    fn from(e: GatewayError) -> Self {
+        Failed::Answer(e)
+    }
+}
+
+impl From<Box<pingora::Error>> for Failed {
+    fn from(e: Box<pingora::Error>) -> Self {
+        Failed::Io(e)
+    }
+}
+
+/// A bridged request served: the backend that answered last, if any did.
+#[derive(Default)]
+pub struct Served {
+    /// For the access log.
+    pub backend: Option<Arc<Backend>>,
+}
+
+/// Where a bridged session's requests go.
+pub struct Target<'a> {
+    /// The route's pool.
+    pub pool: &'a Arc<Pool>,
+    /// The route's `dual-backends`.
+    pub dual: DualBackends,
+    /// Upstream path.
+    pub path: &'a str,
+    /// The route's `authz` filter of a list answer (the entries the caller may not use
+    /// removed), when this request's answer is one.
+    pub filter: Option<&'a ListFilter<'a>>,
+}
+
+/// Rewrites a list answer body, or `None` when nothing changes.
+pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
+
+impl Bridge {
+    fn upstream<'a>(&'a self, to: &Target<'a>, session: &'a Session) -> Upstream<'a> {
+        Upstream {
+            engine: &self.engine,
+            pool: to.pool,
+            dual: to.dual,
+            client: session.req_header(),
+            path: to.path,
+        }
+    }
+}
+
+/// A legacy client's `initialize` on a bridged route: a backend's `server/discover` (reused
+/// when fresh) becomes the answer; the gateway session is created with the client's params.
+#[allow(clippy::too_many_arguments)]
+pub async fn initialize(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    to: Target<'_>,
+    caller: &Caller,
+    params: Option<Arc<str>>,
+    id: &RequestId,
+    quota: Quota,
+) -> Result<Served, Failed> {
+    let params = params.unwrap_or_else(|| "{}".into());
+    let init = ClientInit::parse(&params)
+        .map_err(|e| GatewayError::invalid_request(&format!("initialize: {e}")))?;
+    let members: Vec<_> = to
+        .pool
+        .backends()
+        .iter()
+        .filter(|b| serves_bridged(b, to.dual))
+        .cloned()
+        .collect();
+    let mut served = Served::default();
+    let discovered = match bridge.discovered.get(&members) {
+        Some(d) => d,
+        None => {
+            let up = bridge.upstream(&to, session);
+            let sent = up.send(&request::discover(&init, 1), true).await?;
+            served.backend = Some(sent.backend.clone());
+            let mut messages = Messages::new(sent.exchange);
+            let answer = messages.next().await.ok().flatten();
+            messages.finish(&bridge.engine).await;
+            let answer = answer.and_then(|raw| serde_json::from_slice::<Value>(&raw).ok());
+            let result = answer.and_then(|mut a| a.get_mut("result").map(Value::take));
+            let Some(result) = result else {
+                let detail = "server/discover gave no result";
+                return Err(GatewayError::untranslatable(&to.pool.name, detail).into());
+            };
+            bridge.discovered.put(sent.backend.addr, result.clone());
+            result
+        }
+    };
+    let result = initialize_result(&discovered, &init)
+        .map_err(|e| GatewayError::untranslatable(&to.pool.name, &e.to_string()))?;
+    let opening = BridgedOpening {
+        caller,
+        path: to.path.into(),
+        init_params: params,
+        protocol_version: init.negotiated().into(),
+        quota,
+    };
+    let rec = sessions.open_bridged(to.pool, opening).await?;
+    let body = response(id, "result", &result);
+    write_json(session, 200, Some(&rec.id), body).await?;
+    Ok(served)
+}
+
+/// A POST in a bridged session (its body already read and checked as one JSON-RPC message).
+#[allow(clippy::too_many_arguments)]
+pub async fn post(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    to: Target<'_>,
+    rec: SessionRecord,
+    body: &Bytes,
+    id: &RequestId,
+    repeatable: bool,
+) -> Result<Served, Failed> {
+    let msg: Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let served = match msg.get("method").and_then(Value::as_str) {
+        None => {
+            if let Some((answer_id, answer)) = client_answer(&msg) {
+                if !bridge.live.deliver(&rec.id, &answer_id, answer) {
+                    tracing::debug!("a client response nobody waits for; dropped");
+                }
+            }
+            accepted(session).await?;
+            Served::default()
+        }
+        Some(method) => {
+            let is_request = msg.get("id").is_some();
+            match disposition(method, is_request) {
+                Disposition::Forward => {
+                    let call = Bridged {
+                        bridge,
+                        to,
+                        rec: &rec,
+                        msg: &msg,
+                        id,
+                        method,
+                        repeatable,
+                    };
+                    call.serve(sessions, session).await?
+                }
+                Disposition::Ping => {
+                    write_json(
+                        session,
+                        200,
+                        None,
+                        response(id, "result", &serde_json::json!({})),
+                    )
+                    .await?;
+                    Served::default()
+                }
+                Disposition::SetLevel => {
+                    let params = msg.get("params").cloned().unwrap_or_default();
+                    if request::set_level(&params).is_none() {
+                        let e =
+                            GatewayError::invalid_request("logging/setLevel needs params.level");
+                        return Err(e.into());
+                    }
+                    let change = SettingChange::LogLevel(params.to_string().into());
+                    sessions.remember(&rec, change).await?;
+                    write_json(
+                        session,
+                        200,
+                        None,
+                        response(id, "result", &serde_json::json!({})),
+                    )
+                    .await?;
+                    Served::default()
+                }
+                Disposition::Cancelled => {
+                    if let Some(r) = msg.get("params").and_then(|p| p.get("requestId")) {
+                        bridge.live.cancel(&rec.id, &r.to_string());
+                    }
+                    accepted(session).await?;
+                    Served::default()
+                }
+                Disposition::Acknowledged => {
+                    accepted(session).await?;
+                    Served::default()
+                }
+                Disposition::Reinitialize => {
+                    let e = GatewayError::invalid_request("this session is initialized already");
+                    return Err(e.into());
+                }
+                Disposition::Refused => {
+                    let metrics = bridge.engine.metrics();
+                    let reason = if method.starts_with("tasks/") {
+                        "tasks are an extension in 2026-07-28, not bridged"
+                    } else {
+                        "2026-07-28 replaces it with subscriptions/listen, not bridged yet"
+                    };
+                    let e = GatewayError::not_bridged(method, reason);
+                    super::count_error(metrics, &to.pool.name, &e);
+                    return Err(e.into());
+                }
+            }
+        }
+    };
+    if let Err(e) = sessions.used(&rec).await {
+        tracing::warn!(error = %e, "session use not recorded");
+    }
+    Ok(served)
+}
+
+/// One call to bridge and the client it answers.
+struct Bridged<'a> {
+    bridge: &'a Bridge,
+    to: Target<'a>,
+    rec: &'a SessionRecord,
+    msg: &'a Value,
+    id: &'a RequestId,
+    method: &'a str,
+    repeatable: bool,
+}
+
+/// What happened next while a call ran.
+enum Next {
+    ToClient(Value),
+    Done(Result<Final, GatewayError>),
+    Idle,
+    ClientGone,
+}
+
+impl Bridged<'_> {
+    async fn serve(
+        self,
+        sessions: &SessionManager,
+        session: &mut Session,
+    ) -> Result<Served, Failed> {
+        let init = ClientInit::parse(&self.rec.init_params)
+            .map_err(|e| GatewayError::internal(format!("stored initialize: {e}")))?;
+        let level = self
+            .rec
+            .settings
+            .log_level
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Value>(p).ok())
+            .and_then(|p| request::set_level(&p).map(str::to_owned));
+        let keep_alive = sessions.resume_config().keep_alive;
+        let (tx, mut rx) = mpsc::channel(32);
+        let mut progress = Progress {
+            to_client: tx,
+            backend: None,
+            rounds: 0,
+        };
+        // the call sends with the client's head while the answer is written to the client
+        let client = session.req_header().clone();
+        let up = Upstream {
+            engine: &self.bridge.engine,
+            pool: self.to.pool,
+            dual: self.to.dual,
+            client: &client,
+            path: self.to.path,
+        };
+        let call = Call {
+            up,
+            live: &self.bridge.live,
+            session: &self.rec.id,
+            init: &init,
+            log_level: level.as_deref(),
+            msg: self.msg,
+            id_json: self.id.as_json(),
+            method: self.method,
+            repeatable: self.repeatable,
+        };
+        let mut run = Box::pin(call.run(&mut progress));
+        let mut streaming = false;
+        let done = loop {
+            let next = tokio::select! {
+                biased;
+                m = rx.recv() => m.map_or(Next::Idle, Next::ToClient),
+                d = &mut run => Next::Done(d),
+                _ = tokio::time::sleep(keep_alive), if streaming => Next::Idle,
+                _ = session.downstream_session.read_body_or_idle(true), if streaming => Next::ClientGone,
+            };
+            match next {
+                Next::ToClient(m) => {
+                    if !streaming {
+                        start_stream(session).await?;
+                        streaming = true;
+                    }
+                    write_event(session, &m).await?;
+                }
+                Next::Idle if streaming => {
+                    session
+                        .write_response_body(Some(Bytes::from_static(KEEP_ALIVE)), false)
+                        .await?;
+                }
+                Next::Idle => {}
+                Next::ClientGone => {
+                    // closing the upstream answer cancels the call there
+                    drop(run);
+                    return Ok(Served {
+                        backend: progress.backend,
+                    });
+                }
+                Next::Done(d) => break d,
+            }
+        };
+        drop(run);
+        while let Ok(m) = rx.try_recv() {
+            if !streaming {
+                start_stream(session).await?;
+                streaming = true;
+            }
+            write_event(session, &m).await?;
+        }
+        let body = match done {
+            Ok(Final::Result(result)) => {
+                let body = response(self.id, "result", &result);
+                match self.to.filter {
+                    Some(filter) => filter(&body).unwrap_or(body),
+                    None => body,
+                }
+            }
+            Ok(Final::Verbatim(raw)) => match self.to.filter {
+                Some(filter) => filter(&raw).unwrap_or(raw),
+                None => raw,
+            },
+            Ok(Final::Error(error)) => response(self.id, "error", &error),
+            Ok(Final::Cancelled) if streaming => {
+                session.write_response_body(None, true).await?;
+                return Ok(Served {
+                    backend: progress.backend,
+                });
+            }
+            Ok(Final::Cancelled) => {
+                accepted(session).await?;
+                return Ok(Served {
+                    backend: progress.backend,
+                });
+            }
+            Err(e) => {
+                super::count_error(self.bridge.engine.metrics(), &self.to.pool.name, &e);
+                if !streaming {
+                    return Err(e.into());
+                }
+                e.body(self.id)
+            }
+        };
+        if streaming {
+            session
+                .write_response_body(Some(sse::event(&body)), true)
+                .await?;
+        } else {
+            write_json(session, 200, None, body).await?;
+        }
+        Ok(Served {
+            backend: progress.backend,
+        })
+    }
+}
+
+/// GET: the session's server→client stream, served by the gateway: keep-alives and whatever
+/// the bridge has for the client, until the session ends or the client goes.
+pub async fn get(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    rec: SessionRecord,
+) -> Result<Served, Failed> {
+    let keep_alive = sessions.resume_config().keep_alive;
+    let mut events = bridge.live.stream(&rec.id);
+    start_stream(session).await?;
+    let result = loop {
+        let next = tokio::select! {
+            e = events.recv() => match e {
+                Ok(event) => Some(event),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break Ok(()),
+            },
+            _ = tokio::time::sleep(keep_alive) => None,
+            _ = session.downstream_session.read_body_or_idle(true) => break Ok(()),
+        };
+        let chunk = match next {
+            Some(event) => event,
+            None => {
+                if !matches!(sessions.inspect(&rec.id).await, Ok(Lookup::Live(_))) {
+                    break session.write_response_body(None, true).await;
+                }
+                Bytes::from_static(KEEP_ALIVE)
+            }
+        };
+        if let Err(e) = session.write_response_body(Some(chunk), false).await {
+            break Err(e);
+        }
+    };
+    drop(events);
+    bridge.live.stream_closed(&rec.id);
+    result?;
+    Ok(Served::default())
+}
+
+/// DELETE: the gateway session ends (nothing to delete upstream); its streams and calls end.
+pub async fn delete(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    pool: &Pool,
+    rec: SessionRecord,
+) -> Result<Served, Failed> {
+    sessions
+        .end(pool, &rec.id, GoneReason::Deleted, "deleted")
+        .await?;
+    bridge.live.end(&rec.id);
+    let mut head = ResponseHeader::build(200, Some(1))?;
+    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
+    session.write_response_header(Box::new(head), true).await?;
+    Ok(Served::default())
+}
+
+/// A JSON-RPC response with the request's id verbatim and `key` (`result` or `error`).
+fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
+    let value = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{},"{key}":{value}}}"#,
+        id.as_json()
+    ))
+}
+
+async fn write_json(
+    session: &mut Session,
+    status: u16,
+    session_id: Option<&str>,
+    body: Bytes,
+) -> Result<()> {
+    let mut head = ResponseHeader::build(status, Some(3))?;
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
+    if let Some(id) = session_id {
+        head.insert_header(MCP_SESSION_ID, id)?;
+    }
+    session.write_response_header(Box::new(head), false).await?;
+    session.write_response_body(Some(body), true).await
+}
+
+async fn accepted(session: &mut Session) -> Result<()> {
+    let mut head = ResponseHeader::build(202, Some(1))?;
+    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
+    session.write_response_header(Box::new(head), true).await
+}
+
+async fn start_stream(session: &mut Session) -> Result<()> {
+    let mut head = ResponseHeader::build(200, Some(3))?;
+    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
+    head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    session.write_response_header(Box::new(head), false).await
+}
+
+async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
+    let json = serde_json::to_vec(msg).unwrap_or_default();
+    session
+        .write_response_body(Some(sse::event(&json)), false)
+        .await
+}

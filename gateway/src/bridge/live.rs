@@ -1,0 +1,136 @@
+//! What bridged calls wait for, in this process: the client's responses to the gateway's
+//! server→client requests (by the id the gateway gave them, answerable only from the same
+//! session), the calls in flight (so `notifications/cancelled` can end one), and the sessions'
+//! GET streams (which end when the session does).
+//!
+//! A client's response must reach the replica that asked (a load balancer in front of several
+//! replicas keeps a session on one, as it must for the session's streams anyway).
+
+use crate::mcp::bridge::rounds::ClientAnswer;
+use bytes::Bytes;
+use dashmap::DashMap;
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{broadcast, oneshot, Notify};
+
+/// Events a session's GET streams carry (notifications the bridge has for the client).
+const STREAM_BACKLOG: usize = 64;
+
+struct Waiter {
+    session: Arc<str>,
+    answer: oneshot::Sender<ClientAnswer>,
+}
+
+/// The bridge's waiting rooms.
+#[derive(Default)]
+pub(super) struct Live {
+    waiting: DashMap<String, Waiter>,
+    calls: DashMap<(Arc<str>, String), Arc<Notify>>,
+    streams: DashMap<Arc<str>, broadcast::Sender<Bytes>>,
+    next_id: AtomicU64,
+}
+
+/// A server→client request the gateway sent, until its answer comes (dropping it stops
+/// waiting).
+pub(super) struct Asked<'a> {
+    live: &'a Live,
+    /// The id the request went out with.
+    pub(super) id: String,
+    /// Where its answer arrives.
+    pub(super) answer: oneshot::Receiver<ClientAnswer>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.live.waiting.remove(&self.id);
+    }
+}
+
+/// A call in flight; `cancelled` fires on the client's `notifications/cancelled`.
+pub(super) struct InFlight<'a> {
+    live: &'a Live,
+    key: (Arc<str>, String),
+    /// Notified when the client cancels the call.
+    pub(super) cancelled: Arc<Notify>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.live.calls.remove(&self.key);
+    }
+}
+
+impl Live {
+    /// A fresh id for a server→client request of `session` and where its answer will come.
+    pub(super) fn ask(&self, session: &Arc<str>) -> Asked<'_> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = format!("mcpgw-bridge-{n}");
+        let (tx, rx) = oneshot::channel();
+        self.waiting.insert(
+            id.clone(),
+            Waiter {
+                session: session.clone(),
+                answer: tx,
+            },
+        );
+        Asked {
+            live: self,
+            id,
+            answer: rx,
+        }
+    }
+
+    /// Hands a client's response to the call waiting for it; `false` when none of this
+    /// session waits for that id.
+    pub(super) fn deliver(&self, session: &str, id: &Value, answer: ClientAnswer) -> bool {
+        let Some(id) = id.as_str() else {
+            return false;
+        };
+        let Some((_, waiter)) = self.waiting.remove_if(id, |_, w| &*w.session == session) else {
+            return false;
+        };
+        waiter.answer.send(answer).is_ok()
+    }
+
+    /// Records a call of `session` with request id `id` (its JSON text) as in flight.
+    pub(super) fn call(&self, session: &Arc<str>, id: &str) -> InFlight<'_> {
+        let key = (session.clone(), id.to_owned());
+        let cancelled = Arc::new(Notify::new());
+        self.calls.insert(key.clone(), cancelled.clone());
+        InFlight {
+            live: self,
+            key,
+            cancelled,
+        }
+    }
+
+    /// The client cancelled its call `id` (JSON text): the call ends.
+    pub(super) fn cancel(&self, session: &Arc<str>, id: &str) {
+        if let Some(n) = self.calls.get(&(session.clone(), id.to_owned())) {
+            n.notify_one();
+        }
+    }
+
+    /// A receiver of `session`'s GET stream events.
+    pub(super) fn stream(&self, session: &Arc<str>) -> broadcast::Receiver<Bytes> {
+        self.streams
+            .entry(session.clone())
+            .or_insert_with(|| broadcast::channel(STREAM_BACKLOG).0)
+            .subscribe()
+    }
+
+    /// A GET stream of `session` ended: its channel goes when no other reads it.
+    pub(super) fn stream_closed(&self, session: &Arc<str>) {
+        self.streams
+            .remove_if(session, |_, tx| tx.receiver_count() == 0);
+    }
+
+    /// The session ended: its GET streams end, its calls are cancelled.
+    pub(super) fn end(&self, session: &Arc<str>) {
+        self.streams.remove(session);
+        for entry in self.calls.iter().filter(|e| e.key().0 == *session) {
+            entry.value().notify_one();
+        }
+    }
+}

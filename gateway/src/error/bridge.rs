@@ -1,0 +1,76 @@
+//! The named constructors of the era bridge's errors (a legacy client on 2026-07-28 backends).
+
+use super::{ErrorKind, GatewayError};
+use serde_json::Value;
+
+impl GatewayError {
+    /// The server asked for input (`method`) whose capability the client did not declare.
+    pub fn missing_client_capability(method: &str, required: Value) -> Self {
+        Self::new(
+            ErrorKind::MissingClientCapability,
+            format!(
+                "The server needs `{method}` from the client, which did not declare that capability in its initialize"
+            ),
+        )
+        .with("method", method)
+        .with("requiredCapabilities", required)
+    }
+
+    /// The server asked for input more than `limit` rounds.
+    pub fn bridge_rounds_exceeded(method: &str, limit: usize) -> Self {
+        Self::new(
+            ErrorKind::BridgeRoundsExceeded,
+            format!("The server asked for input more than {limit} times for one `{method}`"),
+        )
+        .with("method", method)
+        .with("limit", limit)
+    }
+
+    /// A legacy method with no 2026-07-28 translation.
+    pub fn not_bridged(method: &str, reason: &str) -> Self {
+        Self::new(
+            ErrorKind::NotBridged,
+            format!("`{method}` cannot be bridged to a 2026-07-28 server: {reason}"),
+        )
+        .with("method", method)
+        .with("reason", reason)
+    }
+
+    /// The client refused (`client_error`) or did not answer (`None`, after `timeout_ms`) the
+    /// gateway's `method` request for input `key`.
+    pub fn input_not_given(
+        method: &str,
+        key: &str,
+        client_error: Option<Value>,
+        timeout_ms: u64,
+    ) -> Self {
+        let (message, reason) = match &client_error {
+            Some(_) => (
+                format!("The client refused the server's `{method}`"),
+                "error",
+            ),
+            None => (
+                format!("The client did not answer the server's `{method}` within {timeout_ms} ms"),
+                "timeout",
+            ),
+        };
+        let e = Self::new(ErrorKind::InputNotGiven, message)
+            .with("method", method)
+            .with("key", key)
+            .with("reason", reason);
+        match client_error {
+            Some(err) => e.with("clientError", err),
+            None => e.with("timeoutMs", timeout_ms),
+        }
+    }
+
+    /// A 2026-07-28 answer with no legacy translation.
+    pub fn untranslatable(pool: &str, detail: &str) -> Self {
+        Self::new(
+            ErrorKind::Untranslatable,
+            format!("The 2026-07-28 server's answer cannot be given to a legacy client: {detail}"),
+        )
+        .with("pool", pool)
+        .with("detail", detail)
+    }
+}
