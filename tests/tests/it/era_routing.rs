@@ -93,17 +93,34 @@ async fn a_2026_request_with_only_legacy_backends_answers_no_backend_of_era() {
     }
 }
 
-/// (Until the era bridge serves legacy sessions on modern backends: it takes this case over.)
+/// A new legacy session on a pool whose backends were probed modern-only does not get -32005:
+/// the era bridge takes it over (initialize answered by the gateway, calls sent as 2026-07-28
+/// requests), and the modern backend never sees an `initialize`.
 #[tokio::test]
-async fn a_new_legacy_session_with_only_modern_only_backends_answers_no_backend_of_era() {
+async fn a_new_legacy_session_on_a_pool_probed_modern_only_is_bridged() {
     let modern = MockServer::start("modern").await;
     let gw = Gateway::start(&config(&[&modern], "stateful")).await;
     assert_eventually!(Duration::from_secs(10), eras_known(&gw, 1).await, "probed");
     let init = r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let resp = Request::post("/mcp", init).send(gw.addr).await;
     let body = resp.json();
-    assert_eq!(body["error"]["code"], -32005, "{body}");
-    assert_eq!(body["error"]["data"]["era"], "legacy");
+    assert_eq!(body["id"], 3, "{body}");
+    assert_eq!(body["result"]["protocolVersion"], "2025-11-25", "{body}");
+    assert!(body["error"].is_null(), "{body}");
+    let sid = resp
+        .head
+        .header("mcp-session-id")
+        .expect("a gateway session id")
+        .to_owned();
+    let call = Request::post(
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#,
+    )
+    .header("mcp-session-id", &sid)
+    .header("mcp-protocol-version", "2025-11-25")
+    .send(gw.addr)
+    .await;
+    assert_eq!(call.tool_text(), "modern", "{}", call.text());
     assert_eq!(modern.count_method("initialize"), 0);
 }
 
