@@ -4,52 +4,71 @@
 //! `fall` failures in a row mark a backend down, `rise` successes bring it back; one success
 //! clears a passive mark (a refused connection), which otherwise stays until a request succeeds.
 
-use super::Backend;
+use super::client::UpstreamClient;
+use super::{Backend, Pool};
 use crate::config::HealthCheck;
 use crate::state::State;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::RequestHeader;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Probes one backend: a TCP connect, or `GET path` with its Host; true when it connects (and
-/// answers below 500) in time.
-pub async fn probe(backend: &Backend, check: &HealthCheck) -> bool {
+/// Probes one backend: a TCP connect, or `GET path` with its Host over the pool's transport
+/// (TLS for a `tls` pool, through the same connector settings as requests); true when it
+/// connects (and its whole status line says below 500) in time.
+pub async fn probe(
+    client: &UpstreamClient,
+    pool: &Pool,
+    backend: &Backend,
+    check: &HealthCheck,
+) -> bool {
     let attempt = async {
-        let mut stream = tokio::net::TcpStream::connect(backend.addr).await.ok()?;
         let Some(path) = check.path.as_deref() else {
-            return Some(true);
+            return tokio::net::TcpStream::connect(backend.addr).await.is_ok();
         };
-        let request = format!(
-            "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n\r\n",
-            path, backend.host
-        );
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut head = [0u8; 16];
-        let n = stream.read(&mut head).await.ok()?;
-        let line = std::str::from_utf8(&head[..n]).ok()?;
-        let status: u16 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(status < 500)
+        let Ok(mut req) = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(4)) else {
+            return false;
+        };
+        let headers = [
+            ("host", &*backend.host),
+            ("accept", "application/json, text/event-stream"),
+            ("connection", "close"),
+        ];
+        for (name, value) in headers {
+            if req.insert_header(name, value).is_err() {
+                return false;
+            }
+        }
+        match client
+            .send(pool.peer(backend), &req, Bytes::new(), true)
+            .await
+        {
+            Ok(exchange) => exchange.header().status.as_u16() < 500,
+            Err(_) => false,
+        }
     };
     tokio::time::timeout(check.timeout, attempt)
         .await
-        .ok()
-        .flatten()
         .unwrap_or(false)
 }
 
 /// Runs the active checks of every pool that has them.
 pub struct HealthService {
     state: Arc<ArcSwap<State>>,
+    client: Arc<UpstreamClient>,
 }
 
 impl HealthService {
     /// Health checks for the pools of the running state.
     pub fn new(state: Arc<ArcSwap<State>>) -> HealthService {
-        HealthService { state }
+        HealthService {
+            state,
+            client: Arc::new(UpstreamClient::default()),
+        }
     }
 
     /// One round of probes over every member of every checked pool, concurrently.
@@ -61,12 +80,12 @@ impl HealthService {
                 continue;
             };
             for backend in pool.backends().iter().cloned() {
-                let (check, pool_name) = (check.clone(), pool.name.clone());
+                let (check, pool, client) = (check.clone(), pool.clone(), self.client.clone());
                 probes.push(tokio::spawn(async move {
-                    let ok = probe(&backend, &check).await;
+                    let ok = probe(&client, &pool, &backend, &check).await;
                     if let Some(down) = backend.record_probe(ok, check.fall, check.rise) {
                         let state = if down { "down" } else { "up" };
-                        tracing::info!(pool = %pool_name, backend = %backend.addr, state, "health changed");
+                        tracing::info!(pool = %pool.name, backend = %backend.addr, state, "health changed");
                     }
                 }));
             }
@@ -98,3 +117,6 @@ impl BackgroundService for HealthService {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
