@@ -101,6 +101,7 @@ impl SessionManager {
                     match replayed.await {
                         Ok(binding) => Step::Done((binding, backend)),
                         Err(Failed::Unreachable) => Step::Unreachable,
+                        Err(Failed::Lost) => Step::Lost,
                         Err(Failed::Refused) => Step::Refused,
                         Err(Failed::VersionMismatch(got)) => {
                             Step::Stop(self.version_mismatch(pool, current, got).await)

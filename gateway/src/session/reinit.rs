@@ -78,8 +78,10 @@ pub fn accepted(head: &ResponseHeader, answer: &[u8]) -> Option<Accepted> {
 /// Why a replay did not produce a binding.
 #[derive(Debug)]
 pub enum Failed {
-    /// The backend could not be reached, or broke the connection.
+    /// The backend could not be reached (the engine marked it failed).
     Unreachable,
+    /// The backend broke the connection after the replay went out.
+    Lost,
     /// The backend answered without accepting the session.
     Refused,
     /// The backend negotiated another protocol version than the session's.
@@ -106,7 +108,8 @@ pub async fn replay(
         .map_err(|_| Failed::Refused)?;
     let (head, answer) = match engine.call(pool, backend, &req, Bytes::from(body)).await {
         Ok(ok) => ok,
-        Err(CallError::Connect(_) | CallError::Lost(_)) => return Err(Failed::Unreachable),
+        Err(CallError::Connect(_)) => return Err(Failed::Unreachable),
+        Err(CallError::Lost(_)) => return Err(Failed::Lost),
     };
     let accepted = accepted(&head, &answer).ok_or(Failed::Refused)?;
     if accepted.protocol_version != rec.protocol_version {
@@ -160,7 +163,7 @@ async fn send_one(
             "replayed message refused"
         ),
         Err(e) => {
-            tracing::warn!(session = super::short(&rec.id), error = %e.error(), "replayed message failed")
+            tracing::warn!(session = super::short(&rec.id), error = %e, "replayed message failed")
         }
     }
 }

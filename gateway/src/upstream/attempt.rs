@@ -77,8 +77,12 @@ pub type Attempt<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Ste
 pub enum Step<T> {
     /// Done: stop with this.
     Done(T),
-    /// The backend could not be reached: it is marked failed; the next one is tried.
+    /// The backend could not be reached ([`Engine::send`] has marked it failed): the next one
+    /// is tried.
     Unreachable,
+    /// The connection broke after the request went out (or while its answer was read): the
+    /// backend is marked failed; the next one is tried.
+    Lost,
     /// The backend answered but cannot take this: the next one is tried, nothing is marked.
     Refused,
     /// Stop trying, with this answer for the client.
@@ -199,8 +203,8 @@ impl Engine {
             tried.push(backend.addr);
             match attempt(backend.clone()).await {
                 Step::Done(done) => return Ok(done),
-                Step::Unreachable => pool.mark_failed(&backend),
-                Step::Refused => {}
+                Step::Lost => pool.mark_failed(&backend),
+                Step::Unreachable | Step::Refused => {}
                 Step::Stop(err) => return Err(err),
             }
         }
@@ -267,20 +271,18 @@ impl Engine {
         backend: &Arc<Backend>,
         session: &BackendSession,
         message: String,
-    ) -> Result<(ResponseHeader, Bytes), CallError> {
+    ) -> Result<(ResponseHeader, Bytes), PostError> {
         let target = Target {
             path: &session.path,
             host: &backend.host,
         };
         let id = Some(&*session.id);
         let version = Some(&*session.protocol_version);
-        match request::own(http::Method::POST, target, id, version, message.len()) {
-            Ok(req) => self.call(pool, backend, &req, Bytes::from(message)).await,
-            Err(e) => Err(CallError::Connect(pingora::Error::explain(
-                pingora::ErrorType::InternalError,
-                e.message,
-            ))),
-        }
+        let req = request::own(http::Method::POST, target, id, version, message.len())
+            .map_err(PostError::Unbuilt)?;
+        self.call(pool, backend, &req, Bytes::from(message))
+            .await
+            .map_err(PostError::Call)
     }
 
     /// [`Engine::delete_session`] in the background (a session nobody will use: the loser of a
@@ -319,6 +321,25 @@ impl Engine {
     }
 }
 
+/// Why a message of the gateway's own into a backend session got no answer.
+#[derive(Debug)]
+pub enum PostError {
+    /// The request could not be built (a session id or version that is no header value):
+    /// nothing was sent, and the backend is not at fault.
+    Unbuilt(GatewayError),
+    /// The exchange failed.
+    Call(CallError),
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PostError::Unbuilt(e) => write!(f, "request not built: {e}"),
+            PostError::Call(e) => e.error().fmt(f),
+        }
+    }
+}
+
 /// A backend's session, as the gateway addresses it.
 #[derive(Debug, Clone)]
 pub struct BackendSession {
@@ -333,6 +354,84 @@ pub struct BackendSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse;
+
+    /// A pool of one backend nobody listens on, with a 10 s failure cooldown.
+    fn dead_pool() -> Arc<Pool> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let yaml = format!(
+            "pools: {{ p: {{ backends: [127.0.0.1:{port}], retries: 0, failure-cooldown-ms: 10000 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
+        );
+        Arc::new(Pool::new(&parse(&yaml).unwrap().pools[0]))
+    }
+
+    fn engine() -> Engine {
+        Engine::new(Metrics::new(
+            &pingora_prometheus::prometheus::Registry::new(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_refused_backend_is_marked_once_when_the_connection_failed() {
+        let (engine, pool) = (engine(), dead_pool());
+        let marked_at = std::sync::Mutex::new(0);
+        let (e, p, m) = (&engine, &pool, &marked_at);
+        let _ = engine
+            .each_backend(p, Pick::Request, &mut Vec::new(), |b| {
+                Box::pin(async move {
+                    let req = request::own(
+                        http::Method::GET,
+                        Target {
+                            path: "/mcp",
+                            host: &b.host,
+                        },
+                        None,
+                        None,
+                        0,
+                    )
+                    .unwrap();
+                    let sent = e.send(p, &b, &req, Bytes::new(), true).await;
+                    assert!(matches!(sent, Err(CallError::Connect(_))));
+                    *m.lock().unwrap() =
+                        b.failed_until_ms.load(std::sync::atomic::Ordering::Relaxed);
+                    // The attempt goes on a while after the refusal (a timeout, a log line).
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Step::<()>::Unreachable
+                })
+            })
+            .await;
+        let until = pool.backends()[0]
+            .failed_until_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            until,
+            *marked_at.lock().unwrap(),
+            "the cooldown counts from the refusal, marked once"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_message_that_cannot_be_built_is_not_a_refused_connection() {
+        let (engine, pool) = (engine(), dead_pool());
+        let backend = pool.backends()[0].clone();
+        let session = BackendSession {
+            id: "bad\nid".into(),
+            path: "/mcp".into(),
+            protocol_version: "2025-06-18".into(),
+        };
+        let sent = engine
+            .post_in_session(&pool, &backend, &session, "{}".into())
+            .await;
+        assert!(
+            matches!(sent, Err(PostError::Unbuilt(_))),
+            "a header the gateway may not send is no connection failure"
+        );
+        assert!(!backend.is_failed());
+    }
 
     #[test]
     fn only_read_only_requests_notifications_and_initialize_are_repeated() {
