@@ -2,6 +2,7 @@
 //! paths. Pure functions: the proxy hands in what it saw, this returns the JSON line.
 
 use crate::config::CaptureConfig;
+use crate::mcp::sse;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime};
@@ -93,14 +94,14 @@ pub fn body_value(body: &[u8], config: &CaptureConfig) -> Value {
     if let Ok(value) = serde_json::from_slice::<Value>(body) {
         return redacted(value, config);
     }
-    let text = match std::str::from_utf8(body) {
-        Ok(t) if t.lines().any(|l| l.starts_with("data:")) => t,
-        _ => return json!({ "omitted": "not JSON", "bytes": body.len() }),
-    };
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+    let is_sse =
+        std::str::from_utf8(body).is_ok() && sse::lines(body).any(|l| l.starts_with(b"data:"));
+    if !is_sse {
+        return json!({ "omitted": "not JSON", "bytes": body.len() });
+    }
+    let events: Vec<Value> = sse::messages(Some("text/event-stream"), body)
+        .iter()
+        .filter_map(|d| serde_json::from_slice::<Value>(d).ok())
         .map(|v| redacted(v, config))
         .collect();
     json!({ "events": events })

@@ -24,6 +24,7 @@ pub use log::{Bounds, LogReader, Read, StreamLog};
 pub use pump::{AnswerOf, Events};
 
 use crate::error::GatewayError;
+use crate::mcp::sse;
 use crate::metrics::Metrics;
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -139,26 +140,16 @@ impl Frame {
     /// Reads one whole event (as `EventSplitter` cuts them).
     pub fn parse(event: &[u8]) -> Frame {
         let mut frame = Frame::default();
-        let mut has_data = false;
-        for line in event.split(|&b| b == b'\n' || b == b'\r') {
-            if line.is_empty() {
-                continue;
-            }
-            let (field, value) = match line.iter().position(|&b| b == b':') {
-                Some(i) => (&line[..i], &line[i + 1..]),
-                None => (line, &b""[..]),
-            };
-            let value = value.strip_prefix(b" ").unwrap_or(value);
-            match field {
-                b"id" => frame.backend_id = Some(String::from_utf8_lossy(value).into_owned()),
-                b"retry" => {}
-                _ => {
+        let mut data = None;
+        for line in sse::lines(event).filter(|l| !l.is_empty()) {
+            match sse::field(line) {
+                (b"id", value) => {
+                    frame.backend_id = Some(String::from_utf8_lossy(value).into_owned())
+                }
+                (b"retry", _) => {}
+                (field, value) => {
                     if field == b"data" {
-                        if has_data {
-                            frame.data.push(b'\n');
-                        }
-                        frame.data.extend_from_slice(value);
-                        has_data = true;
+                        sse::push_data(&mut data, value);
                     }
                     if !field.is_empty() {
                         frame.lines.extend_from_slice(line);
@@ -167,6 +158,7 @@ impl Frame {
                 }
             }
         }
+        frame.data = data.unwrap_or_default();
         frame
     }
 
