@@ -21,5 +21,6 @@ pub mod routing;
 pub mod server;
 pub mod session;
 pub mod state;
+pub mod stream;
 pub mod telemetry;
 pub mod upstream;

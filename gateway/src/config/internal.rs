@@ -69,7 +69,7 @@ pub struct SessionConfig {
     /// Where sessions live. Default: this process's memory.
     pub store: StoreConfig,
     /// Resumable streams (`sessions.resume`).
-    pub resume: crate::session::ResumeConfig,
+    pub resume: crate::stream::ResumeConfig,
 }
 
 /// Where sessions live.
@@ -89,7 +89,7 @@ impl Default for SessionConfig {
             max: 100_000,
             hold_streams: true,
             store: StoreConfig::Memory,
-            resume: crate::session::ResumeConfig::default(),
+            resume: crate::stream::ResumeConfig::default(),
         }
     }
 }

@@ -391,14 +391,14 @@ fn pool_ref(
 }
 
 /// `sessions.resume`.
-fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> crate::session::ResumeConfig {
+fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> crate::stream::ResumeConfig {
     p.unknown(
         "sessions.resume",
         &f.unknown,
         "enabled, max-events, max-bytes, window-s, retry-ms, keep-alive-s, poll-after-ms",
     );
-    let d = crate::session::ResumeConfig::default();
-    let c = crate::session::ResumeConfig {
+    let d = crate::stream::ResumeConfig::default();
+    let c = crate::stream::ResumeConfig {
         enabled: f.enabled.unwrap_or(d.enabled),
         max_events: f.max_events.unwrap_or(d.max_events),
         max_bytes: f.max_bytes.unwrap_or(d.max_bytes),

@@ -2,7 +2,6 @@
 //! look up, forward within, change settings of and end sessions; it alone talks to the
 //! store, decides when a session moves (and single-flights the move), and counts.
 
-use super::held::HeldStreams;
 use super::recover::bound_backend;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
@@ -10,6 +9,7 @@ use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
+use crate::stream::held::HeldStreams;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
@@ -76,8 +76,8 @@ pub struct Forwarded {
 
 /// Owns every session: the store, the re-initialization locks, the counts.
 pub struct SessionManager {
-    pub(super) store: Arc<dyn SessionStore>,
-    pub(super) engine: Arc<Engine>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) engine: Arc<Engine>,
     /// One re-initialization per session at a time.
     pub(super) locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
     /// Uses closer together than this are recorded once (a shared store takes no write per
@@ -85,10 +85,10 @@ pub struct SessionManager {
     touch_every_ms: AtomicU64,
     ttl: std::sync::Mutex<Option<Ttl>>,
     /// Standalone streams held for sessions (`sessions.hold-streams`).
-    pub(super) streams: HeldStreams,
+    pub(crate) streams: HeldStreams,
     hold_streams: AtomicBool,
     /// Resumable streams (`sessions.resume`).
-    pub(super) resume: Arc<super::resume::Resume>,
+    pub(crate) resume: Arc<crate::stream::Resume>,
 }
 
 impl SessionManager {
@@ -103,15 +103,15 @@ impl SessionManager {
             ttl: std::sync::Mutex::new(None),
             streams: HeldStreams::default(),
             hold_streams: AtomicBool::new(true),
-            resume: Arc::new(super::resume::Resume::new(engine_metrics, None)),
+            resume: Arc::new(crate::stream::Resume::new(engine_metrics, None)),
         }
     }
 
     /// The same manager, writing stream events through to Redis so other replicas can
     /// resume them (the Redis store).
-    pub fn with_event_mirror(mut self, mirror: Arc<super::resume::redis::RedisEvents>) -> Self {
+    pub fn with_event_mirror(mut self, mirror: Arc<crate::stream::redis::RedisEvents>) -> Self {
         let metrics = self.engine.metrics().clone();
-        self.resume = Arc::new(super::resume::Resume::new(metrics, Some(mirror)));
+        self.resume = Arc::new(crate::stream::Resume::new(metrics, Some(mirror)));
         self
     }
 
@@ -248,7 +248,7 @@ impl SessionManager {
     }
 
     /// One attempt on the record's current backend, without moving the session.
-    pub(super) async fn send_on_binding(
+    pub(crate) async fn send_on_binding(
         &self,
         pool: &Arc<Pool>,
         rec: &SessionRecord,

@@ -8,25 +8,19 @@
 //! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
 
 mod expiry;
-mod held;
 mod manager;
 #[cfg(test)]
 mod manager_tests;
 mod open;
 mod recover;
 mod reinit;
-pub mod resume;
 pub mod store;
-mod stream;
 
 pub use expiry::ExpiryService;
-pub use held::Lease;
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
 pub use open::{Opened, Opening};
 pub use reinit::Reason;
-pub use resume::{AnswerOf, Events, ResumeConfig};
 pub use store::{MemoryStore, SessionStore, StoreError};
-pub use stream::{is_stream as stream_answer, StreamOpened};
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;

@@ -10,7 +10,8 @@ use crate::proxy::relay::{
 };
 use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
-use crate::session::{AnswerOf, Forwarded, GoneReason, Outgoing, SessionRecord, StreamOpened};
+use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord};
+use crate::stream::{AnswerOf, StreamOpened};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -60,14 +61,14 @@ pub(super) async fn call(
     }
     let head = client_response(ex.header(), None);
     let filter = ctx.filter.take();
-    if filter.is_none() && gw.sessions.resumes() && crate::session::stream_answer(ex.header()) {
+    if filter.is_none() && gw.sessions.resumes() && crate::stream::is_stream(ex.header()) {
         let of = AnswerOf {
             id: Some(call.id.clone()),
             deadline,
             until,
             method_label: ctx.method_label,
         };
-        let primed = crate::session::resume::primes(&rec.protocol_version);
+        let primed = crate::stream::primes(&rec.protocol_version);
         let events = gw.sessions.relay_answer(pool, &rec, of, ex);
         let mut head = head;
         rewritten_body(&mut head);

@@ -151,8 +151,8 @@ async fn initialize(
             answer,
         } => {
             ctx.backend = pool.find(record.binding.backend);
-            let answer = if gw.sessions.resumes() && crate::session::stream_answer(&head) {
-                crate::session::resume::without_backend_ids(&answer)
+            let answer = if gw.sessions.resumes() && crate::stream::is_stream(&head) {
+                crate::stream::without_backend_ids(&answer)
             } else {
                 answer
             };

@@ -88,7 +88,7 @@ impl RedisStore {
     }
 
     /// Runs a pipeline (its keys must share a slot in a cluster), bounded by the store timeout.
-    /// For the stream events kept beside the sessions (`session::resume::redis`).
+    /// For the stream events kept beside the sessions (`stream::redis`).
     pub(crate) async fn run<T: redis::FromRedisValue>(
         &self,
         pipe: &Pipeline,

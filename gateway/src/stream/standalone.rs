@@ -24,15 +24,14 @@
 //! `Last-Event-ID` goes to the backend as before.
 
 use super::held::{lock, Held, Lease, Leases};
-use super::manager::SessionManager;
-use super::{short, SessionRecord};
 use crate::error::GatewayError;
 use crate::mcp::headers::MCP_PROTOCOL_VERSION;
 use crate::mcp::sse::{is_event_stream, EventSplitter};
-use crate::session::resume::{
+use crate::session::{short, SessionManager, SessionRecord};
+use crate::session::{Forwarded, Outgoing, SessionStore};
+use crate::stream::{
     event_id, parse_event_id, primes, priming, Events, Frame, Read, Refusal, Resume,
 };
-use crate::session::{Forwarded, Outgoing, SessionStore};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -86,7 +85,7 @@ fn expects_server_requests(init_params: &str) -> bool {
 
 /// The GET the gateway sends for a held stream (its own, so it outlives client requests), or
 /// to resume an answer after the backend's own event id.
-pub(super) fn stream_request(
+pub(crate) fn stream_request(
     rec: &SessionRecord,
     last_event_id: Option<&str>,
 ) -> Result<RequestHeader, GatewayError> {
@@ -222,7 +221,7 @@ impl SessionManager {
 
     /// After a session that had a held stream moved: its stream on the new backend, before
     /// the request that moved it goes there.
-    pub(super) async fn rehold_after_move(&self, pool: &Arc<Pool>, rec: &SessionRecord) {
+    pub(crate) async fn rehold_after_move(&self, pool: &Arc<Pool>, rec: &SessionRecord) {
         if self.holds_streams() && self.streams.has(&rec.id) {
             self.hold_now(pool, rec).await;
         }

@@ -40,7 +40,7 @@ pub struct Events {
 }
 
 enum Source {
-    Lease(Box<crate::session::Lease>),
+    Lease(Box<crate::stream::Lease>),
     Local(LogReader),
     Remote(Box<super::redis::RemoteReader>),
 }
@@ -55,7 +55,7 @@ impl Events {
     }
 
     /// Events of the session's held stream, for as long as the lease is the newest.
-    pub(crate) fn lease(lease: crate::session::Lease) -> Events {
+    pub(crate) fn lease(lease: crate::stream::Lease) -> Events {
         Events {
             first: None,
             source: Source::Lease(Box::new(lease)),
@@ -191,11 +191,11 @@ impl SessionManager {
         backend_id: &str,
         method_label: &'static str,
     ) -> Result<Exchange, GatewayError> {
-        let req = crate::session::stream::stream_request(rec, Some(backend_id))?;
+        let req = super::standalone::stream_request(rec, Some(backend_id))?;
         let ex = self
             .send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
             .await?;
-        if crate::session::stream::is_stream(ex.header()) {
+        if super::standalone::is_stream(ex.header()) {
             Ok(ex)
         } else {
             let status = ex.header().status.as_u16();

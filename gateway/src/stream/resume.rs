@@ -16,13 +16,8 @@
 //!   left. With the Redis store every event is also written to a Redis stream in the session's
 //!   slot (`redis.rs`), so another replica can replay it.
 
-mod log;
-mod pump;
-pub mod redis;
-
-pub use log::{Bounds, LogReader, Read, StreamLog};
-pub use pump::{AnswerOf, Events};
-
+use super::redis;
+use super::{Bounds, Read, StreamLog};
 use crate::error::GatewayError;
 use crate::mcp::sse;
 use crate::metrics::Metrics;
