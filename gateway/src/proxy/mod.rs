@@ -26,6 +26,7 @@ use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::session::SessionManager;
 use crate::state::State;
+use crate::stream::Streams;
 use crate::upstream::attempt::{Engine, Pick};
 use crate::upstream::request::{self, Target};
 use crate::upstream::Pool;
@@ -46,18 +47,24 @@ pub struct Gateway {
     metrics: Metrics,
     engine: Arc<Engine>,
     sessions: Arc<SessionManager>,
+    streams: Arc<Streams>,
     captures: crate::capture::Captures,
 }
 
 impl Gateway {
-    /// A gateway serving the given (swappable) state and sessions.
-    pub fn new(state: Arc<ArcSwap<State>>, sessions: Arc<SessionManager>) -> Gateway {
+    /// A gateway serving the given (swappable) state, sessions and their streams.
+    pub fn new(
+        state: Arc<ArcSwap<State>>,
+        sessions: Arc<SessionManager>,
+        streams: Arc<Streams>,
+    ) -> Gateway {
         let engine = sessions.engine().clone();
         Gateway {
             state,
             metrics: engine.metrics().clone(),
             engine,
             sessions,
+            streams,
             captures: Default::default(),
         }
     }

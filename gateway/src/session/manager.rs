@@ -2,6 +2,7 @@
 //! look up, forward within, change settings of and end sessions; it alone talks to the
 //! store, decides when a session moves (and single-flights the move), and counts.
 
+use super::observer::SessionObserver;
 use super::recover::bound_backend;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
@@ -9,7 +10,6 @@ use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
-use crate::stream::held::HeldStreams;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
@@ -18,8 +18,8 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::RequestHeader;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 /// Largest initialize answer or "session unknown" answer buffered for inspection.
@@ -76,43 +76,46 @@ pub struct Forwarded {
 
 /// Owns every session: the store, the re-initialization locks, the counts.
 pub struct SessionManager {
-    pub(crate) store: Arc<dyn SessionStore>,
-    pub(crate) engine: Arc<Engine>,
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) engine: Arc<Engine>,
     /// One re-initialization per session at a time.
     pub(super) locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
     /// Uses closer together than this are recorded once (a shared store takes no write per
     /// request).
     touch_every_ms: AtomicU64,
     ttl: std::sync::Mutex<Option<Ttl>>,
-    /// Standalone streams held for sessions (`sessions.hold-streams`).
-    pub(crate) streams: HeldStreams,
-    hold_streams: AtomicBool,
-    /// Resumable streams (`sessions.resume`).
-    pub(crate) resume: Arc<crate::stream::Resume>,
+    /// Told when a session ends or moves (the streams of `stream/`).
+    observer: OnceLock<Weak<dyn SessionObserver>>,
 }
 
 impl SessionManager {
     /// Sessions kept in `store`, with upstream traffic through `engine`.
     pub fn new(store: Arc<dyn SessionStore>, engine: Arc<Engine>) -> SessionManager {
-        let engine_metrics = engine.metrics().clone();
         SessionManager {
             store,
             engine,
             locks: DashMap::new(),
             touch_every_ms: AtomicU64::new(0),
             ttl: std::sync::Mutex::new(None),
-            streams: HeldStreams::default(),
-            hold_streams: AtomicBool::new(true),
-            resume: Arc::new(crate::stream::Resume::new(engine_metrics, None)),
+            observer: OnceLock::new(),
         }
     }
 
-    /// The same manager, writing stream events through to Redis so other replicas can
-    /// resume them (the Redis store).
-    pub fn with_event_mirror(mut self, mirror: Arc<crate::stream::redis::RedisEvents>) -> Self {
-        let metrics = self.engine.metrics().clone();
-        self.resume = Arc::new(crate::stream::Resume::new(metrics, Some(mirror)));
-        self
+    /// Tells `observer` when a session ends or moves and when the config changes (set once;
+    /// held weakly, as the observer holds the manager).
+    pub fn observe(&self, observer: &Arc<dyn SessionObserver>) {
+        let _ = self.observer.set(Arc::downgrade(observer));
+    }
+
+    pub(super) fn observer(&self) -> Option<Arc<dyn SessionObserver>> {
+        self.observer.get().and_then(Weak::upgrade)
+    }
+
+    /// Publishes a session's end.
+    pub(super) fn publish_ended(&self, id: &str) {
+        if let Some(observer) = self.observer() {
+            observer.ended(id);
+        }
     }
 
     /// The attempt engine sessions use (shared with the stateless paths).
@@ -120,17 +123,12 @@ impl SessionManager {
         &self.engine
     }
 
-    /// Whether standalone streams are held by the gateway (`sessions.hold-streams`).
-    pub fn holds_streams(&self) -> bool {
-        self.hold_streams.load(Ordering::Relaxed)
-    }
-
     /// Applies the session config (at start and after a reload): the store's time-to-live, how
-    /// often use is recorded, whether streams are held.
+    /// often use is recorded; the observer gets it too (whether streams are held, resumption).
     pub fn configure(&self, config: &SessionConfig) {
-        self.hold_streams
-            .store(config.hold_streams, Ordering::Relaxed);
-        self.resume.configure(&config.resume);
+        if let Some(observer) = self.observer() {
+            observer.configured(config);
+        }
         let idle = config.idle_timeout;
         let ttl = Ttl {
             idle,
@@ -241,14 +239,14 @@ impl SessionManager {
         out: &Outgoing<'_>,
     ) -> Result<SessionRecord, GatewayError> {
         let moved = self.recover(pool, rec, reason).await?;
-        if out.is_post {
-            self.rehold_after_move(pool, &moved).await;
+        if let Some(observer) = self.observer().filter(|_| out.is_post) {
+            observer.moved(pool, &moved).await;
         }
         Ok(moved)
     }
 
     /// One attempt on the record's current backend, without moving the session.
-    pub(crate) async fn send_on_binding(
+    pub async fn send_on_binding(
         &self,
         pool: &Arc<Pool>,
         rec: &SessionRecord,
@@ -334,7 +332,7 @@ impl SessionManager {
         reason: GoneReason,
         label: &str,
     ) -> Result<bool, GatewayError> {
-        self.streams.stop(id);
+        self.publish_ended(id);
         let Some(record) = self.store.end(id, reason).await? else {
             return Ok(false);
         };
@@ -358,7 +356,7 @@ impl SessionManager {
         loop {
             let batch = self.store.take_expired(now_ms(), EXPIRY_BATCH).await?;
             for record in &batch {
-                self.streams.stop(&record.id);
+                self.publish_ended(&record.id);
                 let Some(pool) = pools.iter().find(|p| *p.name == *record.pool) else {
                     continue;
                 };

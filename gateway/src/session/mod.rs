@@ -11,6 +11,7 @@ mod expiry;
 mod manager;
 #[cfg(test)]
 mod manager_tests;
+mod observer;
 mod open;
 mod recover;
 mod reinit;
@@ -18,6 +19,7 @@ pub mod store;
 
 pub use expiry::ExpiryService;
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
+pub use observer::SessionObserver;
 pub use open::{Opened, Opening};
 pub use reinit::Reason;
 pub use store::{MemoryStore, SessionStore, StoreError};

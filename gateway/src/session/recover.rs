@@ -165,7 +165,7 @@ impl SessionManager {
         got: String,
     ) -> GatewayError {
         tracing::warn!(session = short(&current.id), expected = %current.protocol_version, got, "re-initialization negotiated another protocol version");
-        self.streams.stop(&current.id);
+        self.publish_ended(&current.id);
         if let Err(e) = self.store.end(&current.id, GoneReason::ReinitFailed).await {
             return e.into();
         }

@@ -52,7 +52,7 @@ pub(super) async fn call(
     if ex.header().status.is_success() && call.is("notifications/initialized") {
         // Before the client hears back (and sends its first call), the session's stream is
         // held, so nothing the server asks can be lost.
-        gw.sessions.hold_stream(pool, &rec).await;
+        gw.streams.hold_stream(pool, &rec).await;
     }
     if let (true, Some(change)) = (ex.header().status.is_success(), call.setting()) {
         if let Err(e) = gw.sessions.remember(&rec, change).await {
@@ -61,7 +61,7 @@ pub(super) async fn call(
     }
     let head = client_response(ex.header(), None);
     let filter = ctx.filter.take();
-    if filter.is_none() && gw.sessions.resumes() && crate::stream::is_stream(ex.header()) {
+    if filter.is_none() && gw.streams.resumes() && crate::stream::is_stream(ex.header()) {
         let of = AnswerOf {
             id: Some(call.id.clone()),
             deadline,
@@ -69,11 +69,11 @@ pub(super) async fn call(
             method_label: ctx.method_label,
         };
         let primed = crate::stream::primes(&rec.protocol_version);
-        let events = gw.sessions.relay_answer(pool, &rec, of, ex);
+        let events = gw.streams.relay_answer(pool, &rec, of, ex);
         let mut head = head;
         rewritten_body(&mut head);
         session.write_response_header(Box::new(head), false).await?;
-        let config = gw.sessions.resume_config();
+        let config = gw.streams.resume_config();
         let close_at = config
             .poll_after
             .filter(|_| primed)
@@ -129,7 +129,7 @@ pub(super) async fn stream(
     rec: SessionRecord,
 ) -> Handled {
     let opened = gw
-        .sessions
+        .streams
         .open_stream(pool, rec, session.req_header(), ctx.method_label)
         .await?;
     match opened {
@@ -142,7 +142,7 @@ pub(super) async fn stream(
             let mut head = client_response(&head, None);
             rewritten_body(&mut head);
             session.write_response_header(Box::new(head), false).await?;
-            let keep_alive = gw.sessions.resume_config().keep_alive;
+            let keep_alive = gw.streams.resume_config().keep_alive;
             if write_events(session, events, keep_alive, None).await == Written::ClientGone {
                 session.set_keepalive(None);
             }

@@ -151,7 +151,7 @@ async fn initialize(
             answer,
         } => {
             ctx.backend = pool.find(record.binding.backend);
-            let answer = if gw.sessions.resumes() && crate::stream::is_stream(&head) {
+            let answer = if gw.streams.resumes() && crate::stream::is_stream(&head) {
                 crate::stream::without_backend_ids(&answer)
             } else {
                 answer
