@@ -2,8 +2,8 @@
 
 use crate::admission::Admission;
 use crate::config::Config;
+use crate::listener::guard::PeerGuard;
 use crate::metrics::Metrics;
-use crate::proxy::guard::PeerGuard;
 use crate::routing::Router;
 use crate::upstream::Pool;
 use std::sync::Arc;
@@ -24,6 +24,35 @@ pub struct State {
     pub guard: PeerGuard,
     /// Who may call (`auth`); `None`: anyone.
     pub auth: Option<Arc<crate::auth::Auth>>,
+}
+
+/// The running state hands upstream's background services the pools in force.
+impl crate::upstream::LivePools for arc_swap::ArcSwap<State> {
+    fn pools(&self) -> Vec<(crate::config::PoolConfig, Arc<Pool>)> {
+        let state = self.load();
+        state
+            .config
+            .pools
+            .iter()
+            .cloned()
+            .zip(state.pools.iter().cloned())
+            .collect()
+    }
+}
+
+/// The running state hands the session sweep what it reads.
+impl crate::session::SweepSource for arc_swap::ArcSwap<State> {
+    fn session_config(&self) -> crate::config::SessionConfig {
+        self.load().config.sessions.clone()
+    }
+
+    fn pools(&self) -> Vec<Arc<Pool>> {
+        self.load().pools.clone()
+    }
+
+    fn prune_limits(&self) {
+        self.load().admission.prune();
+    }
 }
 
 impl State {

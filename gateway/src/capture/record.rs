@@ -4,7 +4,6 @@
 use crate::config::CaptureConfig;
 use crate::mcp::sse;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime};
 
 /// What replaces a redacted value.
@@ -43,12 +42,7 @@ pub struct Seen<'a> {
     pub response_body: Option<&'a [u8]>,
 }
 
-/// A session id as recorded: the first 16 hex digits of its SHA-256, so records of one
-/// session can be grouped without the capture holding an id that could be replayed.
-pub fn hash_session(id: &str) -> String {
-    let digest = Sha256::digest(id.as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::session_hash::hash_session;
 
 /// RFC 3339 UTC time with milliseconds.
 fn rfc3339(at: SystemTime) -> String {

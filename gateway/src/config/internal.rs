@@ -2,7 +2,7 @@
 //! format and internal details. `validate.rs` builds it ([`Config::from_file`]), returning every
 //! problem at once, each with its key path.
 
-use std::fmt;
+pub use super::problems::ConfigError;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -69,7 +69,7 @@ pub struct SessionConfig {
     /// Where sessions live. Default: this process's memory.
     pub store: StoreConfig,
     /// Resumable streams (`sessions.resume`).
-    pub resume: crate::stream::ResumeConfig,
+    pub resume: super::sessions::ResumeConfig,
 }
 
 /// Where sessions live.
@@ -79,7 +79,7 @@ pub enum StoreConfig {
     #[default]
     Memory,
     /// Redis, shared by every replica (`sessions.redis`).
-    Redis(crate::session::store::RedisConfig),
+    Redis(super::sessions::RedisConfig),
 }
 
 impl Default for SessionConfig {
@@ -89,7 +89,7 @@ impl Default for SessionConfig {
             max: 100_000,
             hold_streams: true,
             store: StoreConfig::Memory,
-            resume: crate::stream::ResumeConfig::default(),
+            resume: super::sessions::ResumeConfig::default(),
         }
     }
 }
@@ -303,19 +303,4 @@ pub struct RuleConfig {
     pub name: Option<String>,
     /// Index into [`Config::pools`].
     pub pool: usize,
-}
-
-/// One problem in a config file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// Key path, e.g. `routes[0].rules[1].pool`.
-    pub path: String,
-    /// What is wrong, for a person.
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
 }

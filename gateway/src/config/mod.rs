@@ -7,7 +7,9 @@ mod file;
 mod hardening;
 mod internal;
 mod pools;
+mod problems;
 pub mod schema;
+mod sessions;
 mod tracing;
 mod validate;
 
@@ -19,6 +21,7 @@ pub use capture::CaptureConfig;
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
+pub use sessions::{RedisConfig, ResumeConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.

@@ -156,7 +156,7 @@ fn the_redis_store_is_configured_and_checked() {
     let config = load(&repo_file("replicas.yaml")).unwrap();
     assert_eq!(
         config.sessions.store,
-        StoreConfig::Redis(crate::session::store::RedisConfig {
+        StoreConfig::Redis(crate::config::RedisConfig {
             urls: vec!["redis://127.0.0.1:6379/0".into()],
             cluster: false,
             key_prefix: "mcpgw:".into(),

@@ -1,55 +1,12 @@
 //! Validation: a parsed [`FileConfig`](super::file::FileConfig) becomes a [`Config`], or the
 //! list of every problem found, each with its key path (river panics on the first; we list all).
 
-use super::file::{
-    FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits, Unknown,
-};
+use super::file::{FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits};
 use super::internal::*;
+use super::problems::Problems;
 use super::RouteAuth;
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
-
-#[derive(Default)]
-pub(super) struct Problems(Vec<ConfigError>);
-
-impl Problems {
-    pub(super) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.0.push(ConfigError {
-            path: path.into(),
-            message: message.into(),
-        });
-    }
-
-    pub(super) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
-        for key in unknown.keys() {
-            let at = if path.is_empty() {
-                key.clone()
-            } else {
-                format!("{path}.{key}")
-            };
-            self.add(at, format!("unknown key (known keys: {known})"));
-        }
-    }
-
-    pub(super) fn addr(&mut self, path: &str, value: &str) -> Option<SocketAddr> {
-        match value.parse() {
-            Ok(addr) => Some(addr),
-            Err(_) => {
-                self.add(path, format!("`{value}` is not an IP:port address"));
-                None
-            }
-        }
-    }
-
-    pub(super) fn glob(&mut self, path: String, glob: &Option<String>) {
-        if let Some(g) = glob {
-            if let Err(e) = globset::Glob::new(g) {
-                self.add(path, format!("bad glob `{g}`: {}", e.kind()));
-            }
-        }
-    }
-}
 
 impl Config {
     /// Validates a parsed file, returning every problem found.
@@ -139,8 +96,12 @@ impl Config {
             .and_then(|t| super::auth::listen_tls(&mut p, t));
         for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
             let at = format!("routes[{i}]");
-            (route.auth, route.authz) =
-                super::auth::route_auth(&mut p, &at, file_route, auth.is_some());
+            (route.auth, route.authz) = super::auth::route_auth(
+                &mut p,
+                &at,
+                (file_route.auth.as_deref(), &file_route.authz),
+                auth.is_some(),
+            );
         }
         if routes.is_empty() {
             p.add("routes", "at least one route is needed");
@@ -391,14 +352,14 @@ fn pool_ref(
 }
 
 /// `sessions.resume`.
-fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> crate::stream::ResumeConfig {
+fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> super::sessions::ResumeConfig {
     p.unknown(
         "sessions.resume",
         &f.unknown,
         "enabled, max-events, max-bytes, window-s, retry-ms, keep-alive-s, poll-after-ms",
     );
-    let d = crate::stream::ResumeConfig::default();
-    let c = crate::stream::ResumeConfig {
+    let d = super::sessions::ResumeConfig::default();
+    let c = super::sessions::ResumeConfig {
         enabled: f.enabled.unwrap_or(d.enabled),
         max_events: f.max_events.unwrap_or(d.max_events),
         max_bytes: f.max_bytes.unwrap_or(d.max_bytes),
@@ -452,7 +413,7 @@ fn store_config(p: &mut Problems, file: &super::file::FileSessions) -> StoreConf
             if key_prefix.is_empty() {
                 p.add("sessions.redis.key-prefix", "must not be empty");
             }
-            StoreConfig::Redis(crate::session::store::RedisConfig {
+            StoreConfig::Redis(super::sessions::RedisConfig {
                 urls,
                 cluster: redis.and_then(|r| r.cluster).unwrap_or(false),
                 key_prefix,

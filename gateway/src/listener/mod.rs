@@ -13,6 +13,7 @@
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
 
+pub mod guard;
 mod head;
 mod head_check;
 

@@ -12,7 +12,6 @@ mod authn;
 mod capture;
 mod check;
 pub mod ctx;
-pub mod guard;
 pub mod listen_tls;
 mod relay;
 pub mod respond;

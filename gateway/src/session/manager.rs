@@ -2,15 +2,15 @@
 //! look up, forward within, change settings of and end sessions; it alone talks to the
 //! store, decides when a session moves (and single-flights the move), and counts.
 
+use super::binding::{backend_session, bound_backend};
 use super::observer::SessionObserver;
-use super::recover::bound_backend;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
 use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
-use crate::upstream::attempt::{BackendSession, Engine};
+use crate::upstream::attempt::Engine;
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
@@ -422,12 +422,4 @@ fn in_session_request(
     let mut req = request::forwarded(out.client, target, session, len)?;
     request::identify(&mut req, &pool.identity);
     Ok(req)
-}
-
-pub(super) fn backend_session(rec: &SessionRecord) -> BackendSession {
-    BackendSession {
-        id: rec.binding.backend_session.clone(),
-        path: rec.path.clone(),
-        protocol_version: rec.protocol_version.clone(),
-    }
 }

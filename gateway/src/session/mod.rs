@@ -7,6 +7,7 @@
 //!   methods, expiry by time-to-live inside the store, counts kept in the store.
 //! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
 
+mod binding;
 mod expiry;
 mod manager;
 #[cfg(test)]
@@ -17,7 +18,7 @@ mod recover;
 mod reinit;
 pub mod store;
 
-pub use expiry::ExpiryService;
+pub use expiry::{ExpiryService, SweepSource};
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
 pub use observer::SessionObserver;
 pub use open::{Opened, Opening};

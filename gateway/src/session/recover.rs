@@ -2,7 +2,8 @@
 //! adopt its result), the backend chosen by the attempt engine, the client's `initialize`
 //! replayed (`reinit.rs`), and the binding swapped under generation fencing.
 
-use super::manager::{backend_session, SessionManager};
+use super::binding::backend_session;
+use super::manager::SessionManager;
 use super::reinit::{self, Failed, Reason};
 use super::store::Rebound;
 use super::{short, Binding, GoneReason, Lookup, SessionRecord};
@@ -214,19 +215,6 @@ impl SessionManager {
             Lookup::Gone(g) => Err(GatewayError::session_not_found(g.as_str())),
             Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
         }
-    }
-}
-
-/// The session's backend, or why the binding cannot be used as it is.
-pub(super) fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Backend>, Reason> {
-    match pool.find(rec.binding.backend) {
-        None => Err(Reason::BackendGone),
-        Some(b) if b.is_failed() => Err(Reason::BackendDown),
-        Some(_) if rec.binding.stale => Err(Reason::ConnectionLost),
-        Some(b) if b.draining_for().is_some_and(|d| d >= pool.drain_timeout) => {
-            Err(Reason::Drained)
-        }
-        Some(b) => Ok(b),
     }
 }
 

@@ -18,6 +18,7 @@
 
 use super::redis;
 use super::{Bounds, Read, StreamLog};
+pub use crate::config::ResumeConfig;
 use crate::error::GatewayError;
 use crate::mcp::sse;
 use crate::metrics::Metrics;
@@ -27,51 +28,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// `sessions.resume`: resumable streams.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResumeConfig {
-    /// Gateway-owned event ids, buffering and `Last-Event-ID` replay. Default true.
-    pub enabled: bool,
-    /// Events kept per stream (the oldest go first). Default 1000.
-    pub max_events: usize,
-    /// Bytes kept per stream. Default 1 MiB.
-    pub max_bytes: usize,
-    /// How long a stream stays replayable after it ended, and how long the gateway keeps
-    /// reading an answer nobody is reading (the client went away) before it gives up and
-    /// cancels it upstream. Default 60 s.
-    pub window: Duration,
-    /// The `retry:` advice in priming events (how long a client waits before it reconnects).
-    /// Default 1 s.
-    pub retry: Duration,
-    /// A comment line is sent on a client stream idle this long, so intermediaries do not cut
-    /// it. Default 15 s.
-    pub keep_alive: Duration,
-    /// Close a client's POST answer stream after this long (SSE polling, SEP-1699): the client
-    /// reconnects with `Last-Event-ID` after `retry` and gets the rest. Only for sessions that
-    /// were sent a priming event (2025-11-25 or later). Default off.
-    pub poll_after: Option<Duration>,
-}
-
-impl Default for ResumeConfig {
-    fn default() -> Self {
-        ResumeConfig {
-            enabled: true,
-            max_events: 1000,
-            max_bytes: 1 << 20,
-            window: Duration::from_secs(60),
-            retry: Duration::from_secs(1),
-            keep_alive: Duration::from_secs(15),
-            poll_after: None,
-        }
-    }
-}
-
-impl ResumeConfig {
-    fn bounds(&self) -> Bounds {
-        Bounds {
-            max_events: self.max_events,
-            max_bytes: self.max_bytes,
-        }
+/// A stream's bounds under `config`.
+fn bounds(config: &ResumeConfig) -> Bounds {
+    Bounds {
+        max_events: config.max_events,
+        max_bytes: config.max_bytes,
     }
 }
 
@@ -289,7 +250,7 @@ impl Resume {
                 break token;
             }
         };
-        let log = StreamLog::new(session.clone(), token, config.bounds(), self.total.clone());
+        let log = StreamLog::new(session.clone(), token, bounds(&config), self.total.clone());
         let log = Arc::new(log.answering(request.map(|id| id.as_json().into())));
         if primed {
             log.push(|seq| priming(&event_id(token, seq), config.retry));

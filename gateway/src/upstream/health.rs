@@ -5,10 +5,8 @@
 //! clears a passive mark (a refused connection), which otherwise stays until a request succeeds.
 
 use super::client::UpstreamClient;
-use super::{Backend, Pool};
+use super::{Backend, LivePools, Pool};
 use crate::config::HealthCheck;
-use crate::state::State;
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::http::RequestHeader;
@@ -58,24 +56,23 @@ pub async fn probe(
 
 /// Runs the active checks of every pool that has them.
 pub struct HealthService {
-    state: Arc<ArcSwap<State>>,
+    pools: Arc<dyn LivePools>,
     client: Arc<UpstreamClient>,
 }
 
 impl HealthService {
-    /// Health checks for the pools of the running state.
-    pub fn new(state: Arc<ArcSwap<State>>) -> HealthService {
+    /// Health checks for the pools in force.
+    pub fn new(pools: Arc<dyn LivePools>) -> HealthService {
         HealthService {
-            state,
+            pools,
             client: Arc::new(UpstreamClient::default()),
         }
     }
 
     /// One round of probes over every member of every checked pool, concurrently.
     pub async fn round(&self) {
-        let state = self.state.load_full();
         let mut probes = Vec::new();
-        for (cfg, pool) in state.config.pools.iter().zip(&state.pools) {
+        for (cfg, pool) in self.pools.pools() {
             let Some(check) = cfg.health.clone() else {
                 continue;
             };
@@ -102,12 +99,10 @@ impl BackgroundService for HealthService {
         loop {
             self.round().await;
             let every = self
-                .state
-                .load()
-                .config
                 .pools
+                .pools()
                 .iter()
-                .filter_map(|p| p.health.as_ref().map(|h| h.interval))
+                .filter_map(|(p, _)| p.health.as_ref().map(|h| h.interval))
                 .min()
                 .unwrap_or(Duration::from_secs(60));
             tokio::select! {

@@ -36,16 +36,7 @@ use tokio::sync::OnceCell;
 /// How long one store operation may take before the request gets -32006.
 const TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Where the store is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisConfig {
-    /// `redis://` URLs: one for a single server, the seed nodes of a cluster.
-    pub urls: Vec<String>,
-    /// Redis Cluster.
-    pub cluster: bool,
-    /// Prefix of every key.
-    pub key_prefix: String,
-}
+pub use crate::config::RedisConfig;
 
 /// Sessions in Redis.
 pub struct RedisStore {
