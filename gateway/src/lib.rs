@@ -24,5 +24,6 @@ pub mod session;
 pub mod session_hash;
 pub mod state;
 pub mod stream;
+pub mod sync;
 pub mod telemetry;
 pub mod upstream;

@@ -134,7 +134,7 @@ impl SessionManager {
             idle,
             tombstone: idle.max(TOMBSTONE_MIN),
         };
-        let mut current = self.ttl.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = crate::sync::lock(&self.ttl);
         if *current != Some(ttl) {
             *current = Some(ttl);
             self.store.set_ttl(ttl);
@@ -148,14 +148,11 @@ impl SessionManager {
     /// -32006 when the store fails.
     pub async fn lookup(&self, id: &str, caller: &Caller) -> Result<SessionRecord, GatewayError> {
         match self.store.get(id).await? {
-            Lookup::Live(r) if r.principal == caller.principal => Ok(r),
-            Lookup::Live(_) | Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
+            Lookup::Live(r) if r.principal != caller.principal => Lookup::Unknown.live(),
             // Tombstones do not say whose session ended: with authentication, an ended
             // session is as unknown as any other (no oracle for session ids).
-            Lookup::Gone(_) if caller.principal.is_some() => {
-                Err(GatewayError::session_not_found("unknown"))
-            }
-            Lookup::Gone(reason) => Err(GatewayError::session_not_found(reason.as_str())),
+            Lookup::Gone(_) if caller.principal.is_some() => Lookup::Unknown.live(),
+            found => found.live(),
         }
     }
 

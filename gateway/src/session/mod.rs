@@ -141,6 +141,20 @@ pub enum Lookup {
     Unknown,
 }
 
+impl Lookup {
+    /// The live record, or the client's answer: 404 -32015 with the reason the session ended
+    /// (`unknown` for one never seen). The one mapping from a lookup to an error.
+    pub fn live(self) -> Result<SessionRecord, crate::error::GatewayError> {
+        match self {
+            Lookup::Live(record) => Ok(record),
+            Lookup::Gone(reason) => Err(crate::error::GatewayError::session_not_found(
+                reason.as_str(),
+            )),
+            Lookup::Unknown => Err(crate::error::GatewayError::session_not_found("unknown")),
+        }
+    }
+}
+
 /// A new gateway session id: UUID v4 (122 random bits).
 pub fn new_session_id() -> Arc<str> {
     uuid::Uuid::new_v4().to_string().into()

@@ -6,7 +6,7 @@ use super::binding::backend_session;
 use super::manager::SessionManager;
 use super::reinit::{self, Failed, Reason};
 use super::store::Rebound;
-use super::{short, Binding, GoneReason, Lookup, SessionRecord};
+use super::{short, Binding, GoneReason, SessionRecord};
 use crate::error::GatewayError;
 use crate::telemetry;
 use crate::upstream::attempt::{BackendSession, Pick, Step};
@@ -47,11 +47,7 @@ impl SessionManager {
         seen: &SessionRecord,
         reason: Reason,
     ) -> Result<SessionRecord, GatewayError> {
-        let current = match self.store.get_fresh(&seen.id).await? {
-            Lookup::Live(r) => r,
-            Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
-            Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
-        };
+        let current = self.store.get_fresh(&seen.id).await?.live()?;
         if current.binding.generation != seen.binding.generation {
             return Ok(current); // another request of this session already moved it
         }
@@ -149,11 +145,9 @@ impl SessionManager {
         let deadline = tokio::time::Instant::now() + MOVE_CLAIM;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            match self.store.get_fresh(id).await? {
-                Lookup::Live(r) if r.binding.generation != generation => return Ok(Some(r)),
-                Lookup::Live(_) => {}
-                Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
-                Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
+            let current = self.store.get_fresh(id).await?.live()?;
+            if current.binding.generation != generation {
+                return Ok(Some(current));
             }
         }
         Ok(None)
@@ -210,11 +204,7 @@ impl SessionManager {
         };
         self.engine
             .spawn_delete_session(pool.clone(), backend, made);
-        match lost? {
-            Lookup::Live(winner) => Ok(winner),
-            Lookup::Gone(g) => Err(GatewayError::session_not_found(g.as_str())),
-            Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
-        }
+        lost?.live()
     }
 }
 

@@ -7,13 +7,11 @@ use crate::stream::{LogReader, StreamLog};
 use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::ResponseHeader;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+pub(crate) use crate::sync::lock;
 
 /// One held stream: its events in a resumable log, handed to one client GET at a time.
 pub(super) struct Held {

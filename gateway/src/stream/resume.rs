@@ -208,10 +208,7 @@ impl Resume {
 
     /// The settings in force.
     pub fn config(&self) -> ResumeConfig {
-        self.config
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        crate::sync::lock(&self.config).clone()
     }
 
     /// Applies `sessions.resume` (at start and after a reload; running streams keep their
@@ -220,10 +217,7 @@ impl Resume {
         if let Some(mirror) = &self.mirror {
             mirror.configure(config.window, config.max_events);
         }
-        *self
-            .config
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = config.clone();
+        *crate::sync::lock(&self.config) = config.clone();
     }
 
     /// Bytes of events buffered in this process.
