@@ -108,7 +108,7 @@ pub struct Limits {
     /// Token bucket per client identity.
     pub rate: Option<Rate>,
     /// Token bucket per client identity and tool, for the tools matching the globs.
-    pub tool_rate: Option<(Rate, Vec<String>)>,
+    pub tool_rate: Option<(Rate, Vec<super::Pattern>)>,
 }
 
 /// A token bucket.
@@ -130,7 +130,7 @@ pub struct RouteLimits {
     /// Deadline for a whole request/answer exchange with the backend (streams excepted).
     pub timeout: Option<Duration>,
     /// Deadlines for `tools/call` of tools matching each glob (first match wins).
-    pub tool_timeouts: Vec<(String, Duration)>,
+    pub tool_timeouts: Vec<(super::Pattern, Duration)>,
 }
 
 /// One way a backend answers "I do not know this session". All given fields must match.
@@ -298,9 +298,9 @@ pub struct RouteConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleConfig {
     /// Glob on the MCP method; `None` matches any.
-    pub method: Option<String>,
+    pub method: Option<super::Pattern>,
     /// Glob on the MCP name (tool or prompt name, resource URI); `None` matches any.
-    pub name: Option<String>,
+    pub name: Option<super::Pattern>,
     /// Index into [`Config::pools`].
     pub pool: usize,
 }

@@ -6,6 +6,7 @@ mod capture;
 mod file;
 mod hardening;
 mod internal;
+mod pattern;
 mod pools;
 mod problems;
 pub mod schema;
@@ -21,6 +22,7 @@ pub use capture::CaptureConfig;
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
+pub use pattern::Pattern;
 pub use sessions::{RedisConfig, ResumeConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 

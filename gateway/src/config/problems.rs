@@ -43,6 +43,17 @@ impl Problems {
         }
     }
 
+    /// Compiles a glob, or notes why it is none.
+    pub(super) fn pattern(&mut self, path: String, glob: &str) -> Option<super::Pattern> {
+        match super::Pattern::new(glob) {
+            Ok(pattern) => Some(pattern),
+            Err(e) => {
+                self.add(path, format!("bad glob `{glob}`: {}", e.kind()));
+                None
+            }
+        }
+    }
+
     pub(super) fn glob(&mut self, path: String, glob: &Option<String>) {
         if let Some(g) = glob {
             if let Err(e) = globset::Glob::new(g) {

@@ -74,8 +74,8 @@ fn reference_config_parses_to_expected_struct() {
             check_headers: true,
             limits: RouteLimits::default(),
             rules: vec![RuleConfig {
-                method: Some("tools/call".into()),
-                name: Some("report_*".into()),
+                method: Pattern::new("tools/call").ok(),
+                name: Pattern::new("report_*").ok(),
                 pool: 0,
             }],
             auth: RouteAuth::None,

@@ -4,7 +4,7 @@
 use super::file::{FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits};
 use super::internal::*;
 use super::problems::Problems;
-use super::RouteAuth;
+use super::{Pattern, RouteAuth};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -186,16 +186,19 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
     };
     let tool_rate = l.tool_rate.as_ref().and_then(|t| {
         p.unknown("limits.tool-rate", &t.unknown, "per-second, burst, tools");
-        for (i, g) in t.tools.iter().enumerate() {
-            p.glob(format!("limits.tool-rate.tools[{i}]"), &Some(g.clone()));
-        }
+        let tools: Vec<Pattern> = t
+            .tools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| p.pattern(format!("limits.tool-rate.tools[{i}]"), g))
+            .collect();
         if t.tools.is_empty() {
             p.add(
                 "limits.tool-rate.tools",
                 "name the tools (globs) this rate applies to",
             );
         }
-        rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, t.tools.clone()))
+        rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, tools))
     });
     if let Some(h) = &l.client_id_header {
         if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
@@ -224,9 +227,9 @@ fn route_limits(p: &mut Problems, at: &str, l: &FileRouteLimits) -> RouteLimits 
     let tool_timeouts = l
         .tool_timeouts
         .iter()
-        .map(|(glob, ms)| {
-            p.glob(format!("{at}.tool-timeouts.{glob}"), &Some(glob.clone()));
-            (glob.clone(), Duration::from_millis(*ms))
+        .filter_map(|(glob, ms)| {
+            let pattern = p.pattern(format!("{at}.tool-timeouts.{glob}"), glob)?;
+            Some((pattern, Duration::from_millis(*ms)))
         })
         .collect();
     RouteLimits {
@@ -300,11 +303,15 @@ fn route_config(
                 unknown,
             } = &rule.matches;
             p.unknown(&format!("{rat}.match"), unknown, "method, name");
-            p.glob(format!("{rat}.match.method"), method);
-            p.glob(format!("{rat}.match.name"), name);
+            let method = method
+                .as_ref()
+                .and_then(|g| p.pattern(format!("{rat}.match.method"), g));
+            let name = name
+                .as_ref()
+                .and_then(|g| p.pattern(format!("{rat}.match.name"), g));
             RuleConfig {
-                method: method.clone(),
-                name: name.clone(),
+                method,
+                name,
                 pool: pool_ref(p, format!("{rat}.pool"), rule.pool.as_deref(), pools),
             }
         })

@@ -312,10 +312,7 @@ impl SessionManager {
         let Some(backend) = pool.find(rec.binding.backend) else {
             return;
         };
-        let message = format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"deadline exceeded at the gateway"}}}}"#,
-            id.as_json()
-        );
+        let message = crate::mcp::messages::deadline_cancelled(id.as_json());
         self.engine
             .spawn_notify(pool.clone(), backend, backend_session(rec), message);
     }

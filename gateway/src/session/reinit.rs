@@ -5,7 +5,7 @@
 
 use super::{Binding, SessionRecord};
 use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::sse;
+use crate::mcp::{messages, sse};
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
@@ -96,10 +96,7 @@ pub async fn replay(
     rec: &SessionRecord,
 ) -> Result<Binding, Failed> {
     let generation = rec.binding.generation + 1;
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":"mcpgw-reinit-{generation}","method":"initialize","params":{}}}"#,
-        rec.init_params
-    );
+    let body = messages::reinitialize(generation, &rec.init_params);
     let target = Target {
         path: &rec.path,
         host: &backend.host,
@@ -124,19 +121,12 @@ pub async fn replay(
         stale: false,
     };
     let send = |body: String| send_one(engine, pool, backend, rec, &binding, body);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned()).await;
+    send(messages::initialized()).await;
     if let Some(level) = &rec.settings.log_level {
-        send(format!(
-            r#"{{"jsonrpc":"2.0","id":"mcpgw-replay-level","method":"logging/setLevel","params":{level}}}"#
-        ))
-        .await;
+        send(messages::replay_log_level(level)).await;
     }
     for (i, uri) in rec.settings.subscriptions.iter().enumerate() {
-        let params = serde_json::json!({ "uri": uri.as_ref() });
-        send(format!(
-            r#"{{"jsonrpc":"2.0","id":"mcpgw-replay-sub-{i}","method":"resources/subscribe","params":{params}}}"#
-        ))
-        .await;
+        send(messages::replay_subscription(i, uri)).await;
     }
     Ok(binding)
 }

@@ -7,7 +7,8 @@
 //!
 //! Failover rules (pingora's `failover.md`): a request whose connection failed never reached
 //! the backend and may go to another one; a request whose connection broke afterwards may
-//! have had effects and is repeated only when [`safe_to_repeat`] says so.
+//! have had effects and is repeated only when [`crate::mcp::messages::safe_to_repeat`] says
+//! so.
 
 use super::client::{CallError, Exchange, UpstreamClient};
 use super::request::{self, Target};
@@ -20,34 +21,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Methods whose repetition cannot change server state: retried transparently when the
-/// backend was lost mid-answer.
-pub const REPEATABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "completion/complete",
-    "ping",
-];
-
 /// Largest answer read from a request the gateway sends on its own.
 const OWN_ANSWER_LIMIT: usize = 1024 * 1024;
 /// How long a best-effort notification (a cancellation) may take in the background.
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Whether a message may be sent twice: notifications and the read-only methods above, and
-/// `initialize` (a second one only makes a second session). A response to a server request
-/// (`method` absent) is never repeated: only its own session can take it.
-pub fn safe_to_repeat(method: Option<&str>, is_request: bool) -> bool {
-    match (method, is_request) {
-        (None, _) => false,
-        (Some(_), false) => true,
-        (Some(m), true) => REPEATABLE.contains(&m) || m == "initialize",
-    }
-}
 
 /// How the next backend is chosen.
 pub enum Pick<'a> {
@@ -431,15 +408,5 @@ mod tests {
             "a header the gateway may not send is no connection failure"
         );
         assert!(!backend.is_failed());
-    }
-
-    #[test]
-    fn only_read_only_requests_notifications_and_initialize_are_repeated() {
-        assert!(safe_to_repeat(Some("tools/list"), true));
-        assert!(safe_to_repeat(Some("initialize"), true));
-        assert!(safe_to_repeat(Some("notifications/initialized"), false));
-        assert!(!safe_to_repeat(Some("tools/call"), true));
-        assert!(!safe_to_repeat(None, true));
-        assert!(!safe_to_repeat(None, false));
     }
 }
