@@ -56,15 +56,6 @@ impl crate::session::SweepSource for arc_swap::ArcSwap<State> {
 }
 
 impl State {
-    /// The `tool` label for a tool name: itself when `metric-tools` lists it, else `other`.
-    pub fn tool_label(&self, tool: &str) -> &str {
-        self.config
-            .metric_tools
-            .iter()
-            .find(|t| *t == tool)
-            .map_or("other", String::as_str)
-    }
-
     /// The pool at `index` (as routes name them); an internal error if the index is stale.
     pub fn pool(&self, index: usize) -> Result<Arc<Pool>, crate::error::GatewayError> {
         self.pools

@@ -22,8 +22,7 @@ pub use expiry::{ExpiryService, SweepSource};
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
 pub use observer::SessionObserver;
 pub use open::{Opened, Opening};
-pub use reinit::Reason;
-pub use store::{MemoryStore, SessionStore, StoreError};
+pub use store::{MemoryStore, SessionStore};
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;

@@ -179,6 +179,7 @@ impl StreamLog {
     }
 
     /// Bytes kept.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         lock(&self.inner).bytes
     }
@@ -275,11 +276,6 @@ impl LogReader {
     /// The sequence number of the next event this reader returns.
     pub fn cursor(&self) -> u64 {
         self.cursor
-    }
-
-    /// The stream read.
-    pub fn log(&self) -> &Arc<StreamLog> {
-        &self.log
     }
 }
 

@@ -13,7 +13,7 @@ mod redis;
 #[cfg(test)]
 pub(crate) mod suite;
 
-pub use self::redis::{RedisConfig, RedisStore};
+pub use self::redis::RedisStore;
 pub use cached::Cached;
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
