@@ -40,6 +40,13 @@ impl crate::upstream::LivePools for arc_swap::ArcSwap<State> {
     }
 }
 
+/// The running state hands the listener the client timeouts in force.
+impl crate::listener::CurrentTimeouts for arc_swap::ArcSwap<State> {
+    fn client_timeouts(&self) -> crate::config::ClientTimeouts {
+        self.load().config.client_timeouts
+    }
+}
+
 /// The running state hands the session sweep what it reads.
 impl crate::session::SweepSource for arc_swap::ArcSwap<State> {
     fn session_config(&self) -> crate::config::SessionConfig {
