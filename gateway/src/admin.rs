@@ -12,6 +12,7 @@
 use crate::metrics::Metrics;
 use crate::session::{Lookup, SessionManager};
 use crate::state::State;
+use crate::stream::Streams;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use http::Response;
@@ -25,21 +26,24 @@ use std::sync::Arc;
 pub struct AdminApp {
     state: Arc<ArcSwap<State>>,
     sessions: Arc<SessionManager>,
+    streams: Arc<Streams>,
     registry: Registry,
     metrics: Metrics,
 }
 
 impl AdminApp {
-    /// Serves the given state, sessions and metrics.
+    /// Serves the given state, sessions, streams and metrics.
     pub fn new(
         state: Arc<ArcSwap<State>>,
         sessions: Arc<SessionManager>,
+        streams: Arc<Streams>,
         registry: Registry,
         metrics: Metrics,
     ) -> AdminApp {
         AdminApp {
             state,
             sessions,
+            streams,
             registry,
             metrics,
         }
@@ -145,8 +149,8 @@ impl AdminApp {
         self.metrics
             .held_streams
             .with_label_values::<&str>(&[])
-            .set(self.sessions.held_streams() as i64);
-        let (bytes, streams) = self.sessions.resume_buffered();
+            .set(self.streams.held_streams() as i64);
+        let (bytes, streams) = self.streams.resume_buffered();
         self.metrics
             .resume_buffered_bytes
             .with_label_values::<&str>(&[])

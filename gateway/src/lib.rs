@@ -3,24 +3,28 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod admin;
-pub mod admin_auth;
-pub mod admission;
-pub mod auth;
-pub mod bridge;
+pub(crate) mod admin;
+pub(crate) mod admin_auth;
+pub(crate) mod admission;
+pub(crate) mod auth;
+pub(crate) mod bridge;
 pub mod capture;
 pub mod config;
 pub mod demo;
-pub mod error;
-pub mod listener;
+pub(crate) mod error;
+pub(crate) mod fetch;
+pub(crate) mod listener;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
-pub mod proxy;
-pub mod reload;
-pub mod routing;
+pub(crate) mod proxy;
+pub(crate) mod reload;
+pub(crate) mod routing;
 pub mod server;
-pub mod session;
-pub mod state;
-pub mod telemetry;
-pub mod upstream;
+pub(crate) mod session;
+pub(crate) mod session_hash;
+pub(crate) mod state;
+pub(crate) mod stream;
+pub(crate) mod sync;
+pub(crate) mod telemetry;
+pub(crate) mod upstream;

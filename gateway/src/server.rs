@@ -7,10 +7,11 @@ use crate::config::StoreConfig;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
-use crate::session::resume::redis::RedisEvents;
 use crate::session::store::{Cached, Instrumented, RedisStore, Ttl};
-use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionStore};
+use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionObserver, SessionStore};
 use crate::state::State;
+use crate::stream::redis::RedisEvents;
+use crate::stream::Streams;
 use crate::upstream::attempt::Engine;
 use crate::upstream::discovery::DiscoveryService;
 use crate::upstream::health::HealthService;
@@ -62,16 +63,15 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         }
     };
     let engine = Arc::new(Engine::new(metrics.clone()));
-    let mut sessions = SessionManager::new(store, engine.clone());
-    if let Some(events) = events {
-        sessions = sessions.with_event_mirror(events);
-    }
-    let sessions = Arc::new(sessions);
+    let sessions = Arc::new(SessionManager::new(store, engine));
+    let streams = Arc::new(Streams::new(sessions.clone(), metrics.clone(), events));
+    let observer: Arc<dyn SessionObserver> = streams.clone();
+    sessions.observe(&observer);
     sessions.configure(&config.sessions);
 
     let proxy = pingora::proxy::http_proxy(
         &server.configuration,
-        Gateway::new(state.clone(), sessions.clone()),
+        Gateway::new(state.clone(), sessions.clone(), streams.clone()),
     );
     let mut proxy = Service::new(
         "mcp-gateway".into(),
@@ -129,7 +129,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         }
     }
     if let Some(admin) = config.admin {
-        let app = AdminApp::new(state, sessions, registry, metrics);
+        let app = AdminApp::new(state, sessions, streams, registry, metrics);
         let mut service = Service::new("admin".into(), app);
         service.add_tcp(&admin.to_string());
         service.threads = Some(1);

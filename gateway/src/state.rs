@@ -2,8 +2,8 @@
 
 use crate::admission::Admission;
 use crate::config::Config;
+use crate::listener::guard::PeerGuard;
 use crate::metrics::Metrics;
-use crate::proxy::guard::PeerGuard;
 use crate::routing::Router;
 use crate::upstream::Pool;
 use std::sync::Arc;
@@ -26,16 +26,43 @@ pub struct State {
     pub auth: Option<Arc<crate::auth::Auth>>,
 }
 
-impl State {
-    /// The `tool` label for a tool name: itself when `metric-tools` lists it, else `other`.
-    pub fn tool_label(&self, tool: &str) -> &str {
-        self.config
-            .metric_tools
+/// The running state hands upstream's background services the pools in force.
+impl crate::upstream::LivePools for arc_swap::ArcSwap<State> {
+    fn pools(&self) -> Vec<(crate::config::PoolConfig, Arc<Pool>)> {
+        let state = self.load();
+        state
+            .config
+            .pools
             .iter()
-            .find(|t| *t == tool)
-            .map_or("other", String::as_str)
+            .cloned()
+            .zip(state.pools.iter().cloned())
+            .collect()
+    }
+}
+
+/// The running state hands the listener the client timeouts in force.
+impl crate::listener::CurrentTimeouts for arc_swap::ArcSwap<State> {
+    fn client_timeouts(&self) -> crate::config::ClientTimeouts {
+        self.load().config.client_timeouts
+    }
+}
+
+/// The running state hands the session sweep what it reads.
+impl crate::session::SweepSource for arc_swap::ArcSwap<State> {
+    fn session_config(&self) -> crate::config::SessionConfig {
+        self.load().config.sessions.clone()
     }
 
+    fn pools(&self) -> Vec<Arc<Pool>> {
+        self.load().pools.clone()
+    }
+
+    fn prune_limits(&self) {
+        self.load().admission.prune();
+    }
+}
+
+impl State {
     /// The pool at `index` (as routes name them); an internal error if the index is stale.
     pub fn pool(&self, index: usize) -> Result<Arc<Pool>, crate::error::GatewayError> {
         self.pools

@@ -7,7 +7,6 @@
 
 use crate::config::{Limits, Rate, RouteConfig};
 use crate::error::GatewayError;
-use globset::{GlobSet, GlobSetBuilder};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
@@ -94,7 +93,7 @@ pub struct Admission {
     gateway: RouteCaps,
     routes: Vec<RouteCaps>,
     rate: Option<Bucket>,
-    tool_rate: Option<(Bucket, GlobSet)>,
+    tool_rate: Option<(Bucket, Vec<crate::config::Pattern>)>,
     /// Whether any limit needs the client identity (skips computing it otherwise).
     needs_identity: bool,
 }
@@ -102,13 +101,8 @@ pub struct Admission {
 impl Admission {
     /// Builds the limiters of a validated config.
     pub fn new(limits: &Limits, routes: &[RouteConfig]) -> Admission {
-        let tool_rate = limits.tool_rate.as_ref().map(|(rate, globs)| {
-            let mut set = GlobSetBuilder::new();
-            for g in globs {
-                set.add(globset::Glob::new(g).expect("validated glob"));
-            }
-            (Bucket::new(*rate), set.build().expect("validated globs"))
-        });
+        let tool_rate =
+            (limits.tool_rate.as_ref()).map(|(rate, tools)| (Bucket::new(*rate), tools.clone()));
         Admission {
             identity_header: limits
                 .client_id_header
@@ -199,7 +193,7 @@ impl Admission {
     /// Checks the per-tool rate of `tool` for this client.
     pub fn admit_tool(&self, identity: Option<&str>, tool: &str) -> Result<(), GatewayError> {
         match (&self.tool_rate, identity) {
-            (Some((bucket, tools)), Some(id)) if tools.is_match(tool) => bucket
+            (Some((bucket, tools)), Some(id)) if tools.iter().any(|t| t.is_match(tool)) => bucket
                 .check(format!("{id}\u{0}{tool}"), "tool")
                 .map_err(|e| e.with("tool", tool)),
             _ => Ok(()),

@@ -58,7 +58,7 @@ impl ApiKeys {
     }
 
     fn reload_if_changed(&self, force: bool) -> Arc<Keys> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let mut loaded = crate::sync::lock(&self.loaded);
         if !force && loaded.checked.elapsed() < CHECK_EVERY {
             return loaded.keys.clone();
         }

@@ -238,15 +238,11 @@ async fn fetch(url: &str) -> Result<bytes::Bytes, String> {
         .map_err(|e| e.to_string())?;
     req.insert_header("accept", "application/json")
         .map_err(|e| e.to_string())?;
-    let client = crate::upstream::client::UpstreamClient::default();
-    let mut ex = client
-        .send(peer, &req, bytes::Bytes::new(), true)
+    let (head, body) = crate::fetch::get(&peer, &req, JWKS_LIMIT)
         .await
-        .map_err(|e| format!("fetching {url}: {}", e.error()))?;
-    if ex.header().status != 200 {
-        return Err(format!("fetching {url}: status {}", ex.header().status));
+        .map_err(|e| format!("fetching {url}: {e}"))?;
+    if head.status != 200 {
+        return Err(format!("fetching {url}: status {}", head.status));
     }
-    ex.read_all(JWKS_LIMIT)
-        .await
-        .map_err(|e| format!("reading {url}: {e}"))
+    Ok(body)
 }

@@ -2,8 +2,8 @@
 //! paths. Pure functions: the proxy hands in what it saw, this returns the JSON line.
 
 use crate::config::CaptureConfig;
+use crate::mcp::sse;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime};
 
 /// What replaces a redacted value.
@@ -42,12 +42,7 @@ pub struct Seen<'a> {
     pub response_body: Option<&'a [u8]>,
 }
 
-/// A session id as recorded: the first 16 hex digits of its SHA-256, so records of one
-/// session can be grouped without the capture holding an id that could be replayed.
-pub fn hash_session(id: &str) -> String {
-    let digest = Sha256::digest(id.as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::session_hash::hash_session;
 
 /// RFC 3339 UTC time with milliseconds.
 fn rfc3339(at: SystemTime) -> String {
@@ -106,14 +101,14 @@ pub fn body_value(body: &[u8], config: &CaptureConfig) -> Value {
     if let Ok(value) = serde_json::from_slice::<Value>(body) {
         return redacted(value, config);
     }
-    let text = match std::str::from_utf8(body) {
-        Ok(t) if t.lines().any(|l| l.starts_with("data:")) => t,
-        _ => return json!({ "omitted": "not JSON", "bytes": body.len() }),
-    };
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+    let is_sse =
+        std::str::from_utf8(body).is_ok() && sse::lines(body).any(|l| l.starts_with(b"data:"));
+    if !is_sse {
+        return json!({ "omitted": "not JSON", "bytes": body.len() });
+    }
+    let events: Vec<Value> = sse::messages(Some("text/event-stream"), body)
+        .iter()
+        .filter_map(|d| serde_json::from_slice::<Value>(d).ok())
         .map(|v| redacted(v, config))
         .collect();
     json!({ "events": events })

@@ -75,6 +75,20 @@ fn event_streams_are_redacted_per_message_and_other_bodies_recorded_by_size() {
 }
 
 #[test]
+fn a_message_split_over_data_lines_is_recorded_whole_whatever_the_line_ends() {
+    let mut c = config(PathBuf::from("x"));
+    c.redact = vec![vec!["result".into(), "content".into()]];
+    for eol in ["\n", "\r\n", "\r"] {
+        let sse = format!(
+            "event: message{eol}data: {{\"jsonrpc\":\"2.0\",\"id\":1,{eol}data: \"result\":{{\"content\":[\"x\"]}}}}{eol}{eol}"
+        );
+        let v = body_value(sse.as_bytes(), &c);
+        assert_eq!(v["events"][0]["id"], 1, "line end {eol:?}: {v}");
+        assert_eq!(v["events"][0]["result"]["content"], REDACTED);
+    }
+}
+
+#[test]
 fn capture_files_rotate_at_their_size_and_keep_the_configured_number() {
     let dir = std::env::temp_dir().join(format!("mcpgw-capture-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -2,8 +2,8 @@
 //! `pools.*.identity-headers` sections: their file structs, the typed config they become, and
 //! their validation (every problem listed with its key path, like the rest of `config/`).
 
-use super::file::Unknown;
-use super::validate::Problems;
+use super::problems::Problems;
+use super::problems::Unknown;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -109,13 +109,27 @@ pub struct FileIdentityHeaders {
     pub unknown: Unknown,
 }
 
+/// Globs on the request's MCP method and name; an absent key matches anything.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileMatch {
+    /// Glob on the MCP method (Mcp-Method).
+    pub method: Option<String>,
+    /// Glob on the tool, prompt or resource (Mcp-Name).
+    pub name: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
 /// `routes[].authz[]`.
 #[derive(Debug, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 #[schemars(deny_unknown_fields)]
 pub struct FileAuthzRule {
     #[serde(rename = "match", default)]
-    pub matches: super::file::FileMatch,
+    pub matches: FileMatch,
     pub require: Option<FileRequire>,
     #[serde(flatten)]
     #[schemars(skip)]
@@ -426,10 +440,10 @@ pub(super) fn identity_headers(
 pub(super) fn route_auth(
     p: &mut Problems,
     at: &str,
-    route: &super::file::FileRoute,
+    (auth, authz): (Option<&str>, &[FileAuthzRule]),
     auth_on: bool,
 ) -> (RouteAuth, Vec<AuthzRule>) {
-    let mode = match route.auth.as_deref() {
+    let mode = match auth {
         None if auth_on => RouteAuth::Required,
         None | Some("none") => RouteAuth::None,
         Some("required") => {
@@ -449,8 +463,7 @@ pub(super) fn route_auth(
             RouteAuth::None
         }
     };
-    let rules: Vec<AuthzRule> = route
-        .authz
+    let rules: Vec<AuthzRule> = authz
         .iter()
         .enumerate()
         .filter_map(|(j, r)| {

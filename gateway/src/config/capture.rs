@@ -1,8 +1,8 @@
 //! `routes[].capture`: request capture of one route, as written in the file and validated.
 //! Off unless the key is there. Capture itself lives in [`crate::capture`].
 
-use super::file::Unknown;
-use super::validate::Problems;
+use super::problems::Problems;
+use super::problems::Unknown;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::PathBuf;

@@ -4,12 +4,11 @@
 //! validation can list every problem at once, each with its key path.
 
 use schemars::JsonSchema;
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
-/// Unknown keys of one mapping, reported by validation.
-pub type Unknown = BTreeMap<String, IgnoredAny>;
+pub use super::auth::FileMatch;
+pub use super::problems::Unknown;
 
 /// Top level of the config file. Defaults are documented on the internal [`super::Config`].
 #[derive(Debug, Deserialize, JsonSchema, Default)]
@@ -351,20 +350,6 @@ pub struct FileRule {
     pub matches: FileMatch,
     /// The pool a matching request goes to.
     pub pool: Option<String>,
-    #[serde(flatten)]
-    #[schemars(skip)]
-    pub unknown: Unknown,
-}
-
-/// Globs on the request's MCP method and name; an absent key matches anything.
-#[derive(Debug, Deserialize, JsonSchema, Default)]
-#[serde(rename_all = "kebab-case")]
-#[schemars(deny_unknown_fields)]
-pub struct FileMatch {
-    /// Glob on the MCP method (Mcp-Method).
-    pub method: Option<String>,
-    /// Glob on the tool, prompt or resource (Mcp-Name).
-    pub name: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

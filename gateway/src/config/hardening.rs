@@ -3,7 +3,7 @@
 //! protection that a loopback listener turns on by itself, as the MCP SDKs do.
 
 use super::file::{FileAdminToken, FileClientTimeouts};
-use super::validate::Problems;
+use super::problems::Problems;
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! format and internal details. `validate.rs` builds it ([`Config::from_file`]), returning every
 //! problem at once, each with its key path.
 
-use std::fmt;
+pub use super::problems::ConfigError;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -69,7 +69,7 @@ pub struct SessionConfig {
     /// Where sessions live. Default: this process's memory.
     pub store: StoreConfig,
     /// Resumable streams (`sessions.resume`).
-    pub resume: crate::session::ResumeConfig,
+    pub resume: super::sessions::ResumeConfig,
 }
 
 /// Where sessions live.
@@ -79,7 +79,7 @@ pub enum StoreConfig {
     #[default]
     Memory,
     /// Redis, shared by every replica (`sessions.redis`).
-    Redis(crate::session::store::RedisConfig),
+    Redis(super::sessions::RedisConfig),
 }
 
 impl Default for SessionConfig {
@@ -89,7 +89,7 @@ impl Default for SessionConfig {
             max: 100_000,
             hold_streams: true,
             store: StoreConfig::Memory,
-            resume: crate::session::ResumeConfig::default(),
+            resume: super::sessions::ResumeConfig::default(),
         }
     }
 }
@@ -108,7 +108,7 @@ pub struct Limits {
     /// Token bucket per client identity.
     pub rate: Option<Rate>,
     /// Token bucket per client identity and tool, for the tools matching the globs.
-    pub tool_rate: Option<(Rate, Vec<String>)>,
+    pub tool_rate: Option<(Rate, Vec<super::Pattern>)>,
 }
 
 /// A token bucket.
@@ -130,7 +130,7 @@ pub struct RouteLimits {
     /// Deadline for a whole request/answer exchange with the backend (streams excepted).
     pub timeout: Option<Duration>,
     /// Deadlines for `tools/call` of tools matching each glob (first match wins).
-    pub tool_timeouts: Vec<(String, Duration)>,
+    pub tool_timeouts: Vec<(super::Pattern, Duration)>,
 }
 
 /// One way a backend answers "I do not know this session". All given fields must match.
@@ -324,24 +324,9 @@ pub struct RouteConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleConfig {
     /// Glob on the MCP method; `None` matches any.
-    pub method: Option<String>,
+    pub method: Option<super::Pattern>,
     /// Glob on the MCP name (tool or prompt name, resource URI); `None` matches any.
-    pub name: Option<String>,
+    pub name: Option<super::Pattern>,
     /// Index into [`Config::pools`].
     pub pool: usize,
-}
-
-/// One problem in a config file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// Key path, e.g. `routes[0].rules[1].pool`.
-    pub path: String,
-    /// What is wrong, for a person.
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
 }

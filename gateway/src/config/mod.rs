@@ -6,8 +6,11 @@ mod capture;
 mod file;
 mod hardening;
 mod internal;
+mod pattern;
 mod pools;
+mod problems;
 pub mod schema;
+mod sessions;
 mod tracing;
 mod validate;
 
@@ -19,6 +22,8 @@ pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
+pub use pattern::Pattern;
+pub use sessions::{RedisConfig, ResumeConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.

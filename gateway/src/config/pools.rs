@@ -3,7 +3,7 @@
 
 use super::file::{FileNotFound, FilePool};
 use super::internal::*;
-use super::validate::Problems;
+use super::problems::Problems;
 use std::time::Duration;
 
 pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {

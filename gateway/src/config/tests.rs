@@ -75,8 +75,8 @@ fn reference_config_parses_to_expected_struct() {
             check_headers: true,
             limits: RouteLimits::default(),
             rules: vec![RuleConfig {
-                method: Some("tools/call".into()),
-                name: Some("report_*".into()),
+                method: Pattern::new("tools/call").ok(),
+                name: Pattern::new("report_*").ok(),
                 pool: 0,
             }],
             auth: RouteAuth::None,
@@ -173,7 +173,7 @@ fn the_redis_store_is_configured_and_checked() {
     let config = load(&repo_file("replicas.yaml")).unwrap();
     assert_eq!(
         config.sessions.store,
-        StoreConfig::Redis(crate::session::store::RedisConfig {
+        StoreConfig::Redis(crate::config::RedisConfig {
             urls: vec!["redis://127.0.0.1:6379/0".into()],
             cluster: false,
             key_prefix: "mcpgw:".into(),

@@ -1,8 +1,8 @@
 //! `tracing`: OpenTelemetry traces exported by OTLP, as written in the file and validated.
 //! Off unless the key is there. The traces themselves live in [`crate::telemetry`].
 
-use super::file::Unknown;
-use super::validate::Problems;
+use super::problems::Problems;
+use super::problems::Unknown;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,55 +1,12 @@
 //! Validation: a parsed [`FileConfig`](super::file::FileConfig) becomes a [`Config`], or the
 //! list of every problem found, each with its key path (river panics on the first; we list all).
 
-use super::file::{
-    FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits, Unknown,
-};
+use super::file::{FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits};
 use super::internal::*;
-use super::RouteAuth;
+use super::problems::Problems;
+use super::{Pattern, RouteAuth};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
-
-#[derive(Default)]
-pub(super) struct Problems(Vec<ConfigError>);
-
-impl Problems {
-    pub(super) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.0.push(ConfigError {
-            path: path.into(),
-            message: message.into(),
-        });
-    }
-
-    pub(super) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
-        for key in unknown.keys() {
-            let at = if path.is_empty() {
-                key.clone()
-            } else {
-                format!("{path}.{key}")
-            };
-            self.add(at, format!("unknown key (known keys: {known})"));
-        }
-    }
-
-    pub(super) fn addr(&mut self, path: &str, value: &str) -> Option<SocketAddr> {
-        match value.parse() {
-            Ok(addr) => Some(addr),
-            Err(_) => {
-                self.add(path, format!("`{value}` is not an IP:port address"));
-                None
-            }
-        }
-    }
-
-    pub(super) fn glob(&mut self, path: String, glob: &Option<String>) {
-        if let Some(g) = glob {
-            if let Err(e) = globset::Glob::new(g) {
-                self.add(path, format!("bad glob `{g}`: {}", e.kind()));
-            }
-        }
-    }
-}
 
 impl Config {
     /// Validates a parsed file, returning every problem found.
@@ -139,8 +96,12 @@ impl Config {
             .and_then(|t| super::auth::listen_tls(&mut p, t));
         for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
             let at = format!("routes[{i}]");
-            (route.auth, route.authz) =
-                super::auth::route_auth(&mut p, &at, file_route, auth.is_some());
+            (route.auth, route.authz) = super::auth::route_auth(
+                &mut p,
+                &at,
+                (file_route.auth.as_deref(), &file_route.authz),
+                auth.is_some(),
+            );
         }
         if routes.is_empty() {
             p.add("routes", "at least one route is needed");
@@ -225,16 +186,19 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
     };
     let tool_rate = l.tool_rate.as_ref().and_then(|t| {
         p.unknown("limits.tool-rate", &t.unknown, "per-second, burst, tools");
-        for (i, g) in t.tools.iter().enumerate() {
-            p.glob(format!("limits.tool-rate.tools[{i}]"), &Some(g.clone()));
-        }
+        let tools: Vec<Pattern> = t
+            .tools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| p.pattern(format!("limits.tool-rate.tools[{i}]"), g))
+            .collect();
         if t.tools.is_empty() {
             p.add(
                 "limits.tool-rate.tools",
                 "name the tools (globs) this rate applies to",
             );
         }
-        rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, t.tools.clone()))
+        rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, tools))
     });
     if let Some(h) = &l.client_id_header {
         if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
@@ -263,9 +227,9 @@ fn route_limits(p: &mut Problems, at: &str, l: &FileRouteLimits) -> RouteLimits 
     let tool_timeouts = l
         .tool_timeouts
         .iter()
-        .map(|(glob, ms)| {
-            p.glob(format!("{at}.tool-timeouts.{glob}"), &Some(glob.clone()));
-            (glob.clone(), Duration::from_millis(*ms))
+        .filter_map(|(glob, ms)| {
+            let pattern = p.pattern(format!("{at}.tool-timeouts.{glob}"), glob)?;
+            Some((pattern, Duration::from_millis(*ms)))
         })
         .collect();
     RouteLimits {
@@ -351,11 +315,15 @@ fn route_config(
                 unknown,
             } = &rule.matches;
             p.unknown(&format!("{rat}.match"), unknown, "method, name");
-            p.glob(format!("{rat}.match.method"), method);
-            p.glob(format!("{rat}.match.name"), name);
+            let method = method
+                .as_ref()
+                .and_then(|g| p.pattern(format!("{rat}.match.method"), g));
+            let name = name
+                .as_ref()
+                .and_then(|g| p.pattern(format!("{rat}.match.name"), g));
             RuleConfig {
-                method: method.clone(),
-                name: name.clone(),
+                method,
+                name,
                 pool: pool_ref(p, format!("{rat}.pool"), rule.pool.as_deref(), pools),
             }
         })
@@ -404,14 +372,14 @@ fn pool_ref(
 }
 
 /// `sessions.resume`.
-fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> crate::session::ResumeConfig {
+fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> super::sessions::ResumeConfig {
     p.unknown(
         "sessions.resume",
         &f.unknown,
         "enabled, max-events, max-bytes, window-s, retry-ms, keep-alive-s, poll-after-ms",
     );
-    let d = crate::session::ResumeConfig::default();
-    let c = crate::session::ResumeConfig {
+    let d = super::sessions::ResumeConfig::default();
+    let c = super::sessions::ResumeConfig {
         enabled: f.enabled.unwrap_or(d.enabled),
         max_events: f.max_events.unwrap_or(d.max_events),
         max_bytes: f.max_bytes.unwrap_or(d.max_bytes),
@@ -465,7 +433,7 @@ fn store_config(p: &mut Problems, file: &super::file::FileSessions) -> StoreConf
             if key_prefix.is_empty() {
                 p.add("sessions.redis.key-prefix", "must not be empty");
             }
-            StoreConfig::Redis(crate::session::store::RedisConfig {
+            StoreConfig::Redis(super::sessions::RedisConfig {
                 urls,
                 cluster: redis.and_then(|r| r.cluster).unwrap_or(false),
                 key_prefix,

@@ -293,12 +293,6 @@ impl std::fmt::Display for GatewayError {
 
 impl std::error::Error for GatewayError {}
 
-impl From<crate::session::StoreError> for GatewayError {
-    fn from(e: crate::session::StoreError) -> Self {
-        GatewayError::store_unavailable(&e.detail)
-    }
-}
-
 impl From<InspectError> for GatewayError {
     fn from(e: InspectError) -> Self {
         match e {

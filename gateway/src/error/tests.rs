@@ -71,20 +71,6 @@ fn every_kind_has_a_distinct_code() {
 }
 
 #[test]
-fn a_store_failure_is_a_503_to_retry_not_a_lost_session() {
-    let err = GatewayError::from(crate::session::StoreError {
-        detail: "connection refused".into(),
-    });
-    let (status, headers, body) = err.to_http(&RequestId::null());
-    assert_eq!(status, 503);
-    assert!(headers.contains(&("retry-after", "1".to_owned())));
-    let v: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(v["error"]["code"], -32006);
-    assert_eq!(v["error"]["data"]["kind"], "store-unavailable");
-    assert_eq!(v["error"]["data"]["detail"], "connection refused");
-}
-
-#[test]
 fn an_unauthorized_answer_names_the_metadata_document_in_www_authenticate() {
     let meta = "https://gw.example.com/.well-known/oauth-protected-resource/mcp";
     let (status, headers, body) =

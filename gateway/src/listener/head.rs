@@ -20,8 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Largest request head accepted.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// Most lines (request line and headers) in a request head.
-pub const MAX_HEAD_LINES: usize = 100;
+pub use super::head_check::MAX_HEAD_LINES;
 
 /// Where the connection is between requests.
 #[derive(Debug)]

@@ -7,9 +7,12 @@
 
 use crate::error::GatewayError;
 
+/// Most lines (request line and headers) in a request head.
+pub const MAX_HEAD_LINES: usize = 100;
+
 /// Checks the head `head` (request line, headers, blank line).
 pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
-    let mut headers = [httparse::EMPTY_HEADER; super::head::MAX_HEAD_LINES + 1];
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEAD_LINES + 1];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}

@@ -13,12 +13,11 @@
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
 
+pub mod guard;
 mod head;
 mod head_check;
 
 use crate::config::ClientTimeouts;
-use crate::state::State;
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use head::{Phase, Watch};
 use pingora::apps::{HttpServerApp, ServerApp};
@@ -27,18 +26,25 @@ use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
 use std::sync::{Arc, Mutex};
 
+/// The client timeouts in force (the running state implements it, so the listener never
+/// reads the whole `State`).
+pub trait CurrentTimeouts: Send + Sync {
+    /// `client-timeouts` as of now.
+    fn client_timeouts(&self) -> ClientTimeouts;
+}
+
 /// pingora's proxy app wrapped in the per-connection guard.
 pub struct Guarded<A> {
     inner: Arc<A>,
-    state: Arc<ArcSwap<State>>,
+    timeouts: Arc<dyn CurrentTimeouts>,
 }
 
 impl<A> Guarded<A> {
     /// Guards `inner`'s connections with the timeouts of the running config.
-    pub fn new(inner: A, state: Arc<ArcSwap<State>>) -> Guarded<A> {
+    pub fn new(inner: A, timeouts: Arc<dyn CurrentTimeouts>) -> Guarded<A> {
         Guarded {
             inner: Arc::new(inner),
-            state,
+            timeouts,
         }
     }
 }
@@ -53,7 +59,7 @@ where
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
-        let timeouts: ClientTimeouts = self.state.load().config.client_timeouts;
+        let timeouts: ClientTimeouts = self.timeouts.client_timeouts();
         let phase = Arc::new(Mutex::new(Phase::new(timeouts)));
         let watched: Stream = Box::new(Watch::new(stream, phase.clone()));
         let mut session = ServerSession::new_http1(watched);

@@ -1,11 +1,13 @@
 //! MCP and JSON-RPC knowledge with no pingora types: header names, the two protocol eras,
-//! and cheap inspection of request bodies (never re-serialized).
+//! cheap inspection of request bodies (never re-serialized), the messages the gateway writes
+//! itself and which methods are safe to repeat (`messages.rs`).
 
 pub mod bridge;
 pub mod discover;
 pub mod era;
 pub mod headers;
 pub mod inspect;
+pub mod messages;
 pub mod sse;
 
 pub use era::{BackendEra, Era};

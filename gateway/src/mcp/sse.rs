@@ -1,11 +1,83 @@
-//! Server-sent events as MCP uses them: finding the JSON-RPC answer in a buffered JSON or SSE
-//! body, and framing a gateway-generated message as an SSE event.
+//! Server-sent events as MCP uses them: the one SSE line reader (lines end in LF, CRLF or CR,
+//! as the SSE spec allows and servers use all three) and the field split every SSE reader of
+//! the gateway goes through (the buffered-body reader here, the event splitter, the resume
+//! frames, capture); finding the JSON-RPC answer in a buffered JSON or SSE body; framing a
+//! gateway-generated message as an SSE event.
 
 use bytes::Bytes;
 
 /// Whether a content type is an SSE stream.
 pub fn is_event_stream(content_type: Option<&str>) -> bool {
     content_type.is_some_and(|c| c.trim_start().starts_with("text/event-stream"))
+}
+
+/// Where the line starting at `buf[start]` ends: `(end of its text, start of the next line)`;
+/// `None` when its end has not arrived yet (no LF or CR, or a CR that is the last byte and may
+/// be the first half of a CRLF).
+fn line_end(buf: &[u8], start: usize) -> Option<(usize, usize)> {
+    let at = start + memchr::memchr2(b'\n', b'\r', &buf[start..])?;
+    match (buf[at], buf.get(at + 1)) {
+        (b'\n', _) => Some((at, at + 1)),
+        (_, Some(b'\n')) => Some((at, at + 2)),
+        (_, Some(_)) => Some((at, at + 1)),
+        (_, None) => None,
+    }
+}
+
+/// The lines of a whole SSE body, each without its line end; a last line without an end (or
+/// with a final CR) is a line too.
+pub fn lines(body: &[u8]) -> Lines<'_> {
+    Lines { body, at: 0 }
+}
+
+/// Iterator of [`lines`].
+#[derive(Debug, Clone)]
+pub struct Lines<'a> {
+    body: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.at >= self.body.len() {
+            return None;
+        }
+        let start = self.at;
+        match line_end(self.body, start) {
+            Some((end, next)) => {
+                self.at = next;
+                Some(&self.body[start..end])
+            }
+            None => {
+                self.at = self.body.len();
+                let rest = &self.body[start..];
+                Some(rest.strip_suffix(b"\r").unwrap_or(rest))
+            }
+        }
+    }
+}
+
+/// A line as `(field, value)`: the value after the colon without its one leading space; a
+/// line without a colon is a field with an empty value; a comment has an empty field.
+pub fn field(line: &[u8]) -> (&[u8], &[u8]) {
+    let (field, value) = match memchr::memchr(b':', line) {
+        Some(i) => (&line[..i], &line[i + 1..]),
+        None => (line, &b""[..]),
+    };
+    (field, value.strip_prefix(b" ").unwrap_or(value))
+}
+
+/// Adds a `data` line's value to an event's data: lines joined with `\n`.
+pub fn push_data(data: &mut Option<Vec<u8>>, value: &[u8]) {
+    match data {
+        Some(d) => {
+            d.push(b'\n');
+            d.extend_from_slice(value);
+        }
+        None => *data = Some(value.to_vec()),
+    }
 }
 
 /// The JSON-RPC messages in a buffered body: the body itself for JSON, the `data` of each
@@ -15,28 +87,17 @@ pub fn messages(content_type: Option<&str>, body: &[u8]) -> Vec<Vec<u8>> {
         return vec![body.to_vec()];
     }
     let mut out = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    let mut has_data = false;
-    for line in body.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut data: Option<Vec<u8>> = None;
+    for line in lines(body) {
         if line.is_empty() {
-            if has_data && !data.is_empty() {
-                out.push(std::mem::take(&mut data));
-            }
-            data.clear();
-            has_data = false;
-        } else if let Some(rest) = line.strip_prefix(b"data:") {
-            let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-            if has_data {
-                data.push(b'\n');
-            }
-            data.extend_from_slice(rest);
-            has_data = true;
+            out.extend(data.take().filter(|d| !d.is_empty()));
+            continue;
+        }
+        if let (b"data", value) = field(line) {
+            push_data(&mut data, value);
         }
     }
-    if has_data && !data.is_empty() {
-        out.push(data);
-    }
+    out.extend(data.filter(|d| !d.is_empty()));
     out
 }
 
@@ -67,28 +128,14 @@ pub struct EventSplitter {
 
 /// Where the first event in `buf` ends (just past its blank line).
 fn event_end(buf: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    let mut line_start = true;
-    while i < buf.len() {
-        let eol = match buf[i] {
-            b'\n' => 1,
-            b'\r' if buf.get(i + 1) == Some(&b'\n') => 2,
-            b'\r' if i + 1 < buf.len() => 1,
-            // a CR at the end may be the first half of a CRLF still to come
-            b'\r' => return None,
-            _ => {
-                i += 1;
-                line_start = false;
-                continue;
-            }
-        };
-        if line_start {
-            return Some(i + eol);
+    let mut at = 0;
+    loop {
+        let (end, next) = line_end(buf, at)?;
+        if end == at {
+            return Some(next);
         }
-        i += eol;
-        line_start = true;
+        at = next;
     }
-    None
 }
 
 impl EventSplitter {

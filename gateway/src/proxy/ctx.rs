@@ -1,6 +1,8 @@
 //! Per-request context carried through the proxy phases. Nothing here is an `Option` the
 //! request path must `expect`: the state snapshot is set at creation, the route is held
-//! directly once matched, and the fast path's attempt state exists only on the fast path.
+//! directly once matched, and the fast path's attempt state (`native`, and the backend of the
+//! current attempt) exists only on the fast path, where its phases read it through one
+//! accessor (`proxy/mod.rs` `attempt`) that answers an internal error, never a panic.
 
 use crate::admission::Permit;
 use crate::error::{ErrorKind, GatewayError};
@@ -47,8 +49,6 @@ pub struct Admitted {
     pub permit: Permit,
     /// A GET stream counted in `mcpgw_open_streams` (uncounted when the request ends).
     pub stream_counted: bool,
-    /// The per-tool rate was checked already (from the MCP headers).
-    pub tool_checked: bool,
 }
 
 /// The fast path (pingora's own pipeline): the attempt state its phases share.

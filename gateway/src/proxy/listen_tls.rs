@@ -51,7 +51,7 @@ impl ReloadingCert {
     }
 
     fn reload_if_changed(&self) {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = crate::sync::lock(&self.seen);
         if seen.1.elapsed() < CHECK_EVERY {
             return;
         }

@@ -12,7 +12,6 @@ mod authn;
 mod capture;
 mod check;
 pub mod ctx;
-pub mod guard;
 pub mod listen_tls;
 mod relay;
 pub mod respond;
@@ -26,9 +25,10 @@ use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::session::SessionManager;
 use crate::state::State;
+use crate::stream::Streams;
 use crate::upstream::attempt::{Engine, Pick};
 use crate::upstream::request::{self, Target};
-use crate::upstream::Pool;
+use crate::upstream::{Backend, Pool};
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -46,14 +46,19 @@ pub struct Gateway {
     metrics: Metrics,
     engine: Arc<Engine>,
     sessions: Arc<SessionManager>,
+    streams: Arc<Streams>,
     captures: crate::capture::Captures,
     /// Legacy clients' sessions on 2026-07-28 backends.
     bridge: crate::bridge::Bridge,
 }
 
 impl Gateway {
-    /// A gateway serving the given (swappable) state and sessions.
-    pub fn new(state: Arc<ArcSwap<State>>, sessions: Arc<SessionManager>) -> Gateway {
+    /// A gateway serving the given (swappable) state, sessions and their streams.
+    pub fn new(
+        state: Arc<ArcSwap<State>>,
+        sessions: Arc<SessionManager>,
+        streams: Arc<Streams>,
+    ) -> Gateway {
         let engine = sessions.engine().clone();
         Gateway {
             state,
@@ -61,6 +66,7 @@ impl Gateway {
             bridge: crate::bridge::Bridge::new(engine.clone()),
             engine,
             sessions,
+            streams,
             captures: Default::default(),
         }
     }
@@ -113,14 +119,29 @@ fn client_gone_is_done(e: Box<pingora::Error>, ctx: &mut RequestCtx) -> Result<b
     Ok(true)
 }
 
-/// The fast path's state, or an internal error (a phase ran without `request_filter`'s plan).
+/// A phase of pingora's pipeline ran without `request_filter`'s plan (or, after
+/// `upstream_peer`, without a backend): an internal error, never a panic.
+fn unplanned() -> Box<Error> {
+    Error::explain(
+        ErrorType::InternalError,
+        "no upstream was planned for this request",
+    )
+}
+
+/// The fast path's state (set by the plan before pingora's upstream phases run).
 fn native(ctx: &mut RequestCtx) -> Result<&mut ctx::Native> {
-    match ctx.native.as_mut() {
-        Some(native) => Ok(native),
-        None => Err(Error::explain(
-            ErrorType::InternalError,
-            "no upstream was planned for this request",
-        )),
+    ctx.native.as_mut().ok_or_else(unplanned)
+}
+
+/// The fast path's state and the backend of its current attempt (set by `upstream_peer`
+/// before every later phase): the one place the fast path's phases look them up.
+fn attempt<'a>(
+    native: &'a mut Option<ctx::Native>,
+    backend: &'a Option<Arc<Backend>>,
+) -> Result<(&'a mut ctx::Native, &'a Arc<Backend>)> {
+    match (native.as_mut(), backend.as_ref()) {
+        (Some(native), Some(backend)) => Ok((native, backend)),
+        _ => Err(unplanned()),
     }
 }
 
@@ -189,11 +210,12 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
         mut e: Box<Error>,
     ) -> Box<Error> {
-        if let (Some(native), Some(b)) = (ctx.native.as_ref(), ctx.backend.as_ref()) {
-            self.engine.connect_failed(&native.pool, b);
-            // The body has not been read yet: trying another backend is always safe here.
-            e.set_retry(self.engine.may_retry(&native.pool, &ctx.tried));
-        }
+        let Ok((native, b)) = attempt(&mut ctx.native, &ctx.backend) else {
+            return e;
+        };
+        self.engine.connect_failed(&native.pool, b);
+        // The body has not been read yet: trying another backend is always safe here.
+        e.set_retry(self.engine.may_retry(&native.pool, &ctx.tried));
         e
     }
 
@@ -207,9 +229,8 @@ impl ProxyHttp for Gateway {
         _digest: Option<&pingora::protocols::Digest>,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        if let (Some(native), Some(b)) = (ctx.native.as_ref(), ctx.backend.as_ref()) {
-            native.pool.mark_ok(b);
-        }
+        let (native, b) = attempt(&mut ctx.native, &ctx.backend)?;
+        native.pool.mark_ok(b);
         Ok(())
     }
 
@@ -219,19 +240,11 @@ impl ProxyHttp for Gateway {
         upstream: &mut RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let RequestCtx {
-            backend, native, ..
-        } = ctx;
-        let (Some(backend), Some(native)) = (backend.as_ref(), native.as_mut()) else {
-            return Err(Error::explain(
-                ErrorType::InternalError,
-                "no upstream was planned for this request",
-            ));
-        };
-        native.sent = Some(std::time::Instant::now());
         if let Some(cx) = ctx.otel.as_ref() {
             crate::telemetry::inject(cx, upstream);
         }
+        let (native, backend) = attempt(&mut ctx.native, &ctx.backend)?;
+        native.sent = Some(std::time::Instant::now());
         let client = session.req_header();
         let path = native.route.upstream_path(client.uri.path());
         let target = Target {
@@ -249,7 +262,7 @@ impl ProxyHttp for Gateway {
         upstream: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let native = native(ctx)?;
+        let (native, backend) = attempt(&mut ctx.native, &ctx.backend)?;
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
         }
@@ -277,9 +290,6 @@ impl ProxyHttp for Gateway {
             upstream.remove_header(crate::mcp::headers::MCP_SESSION_ID);
             return Ok(());
         }
-        let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) else {
-            return Ok(());
-        };
         let path = native.route.upstream_path(session.req_header().uri.path());
         let refused = stateless::refuse_backend_session(
             self,

@@ -14,7 +14,7 @@ use super::relay::{client_response, end_with_error, read_body, relay, within, Re
 use super::{check, ctx::RequestCtx, Gateway, Handled};
 use crate::error::GatewayError;
 use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::{inspect_body, method_label, RequestId};
+use crate::mcp::{inspect_body, RequestId};
 use crate::routing::Route;
 use crate::upstream::attempt::{Pick, Step};
 use crate::upstream::client::CallError;
@@ -48,15 +48,9 @@ pub(super) async fn forward_buffered(
     };
     ctx.request_id = Some(info.request_id());
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
-    ctx.method_label = method_label(method);
-    ctx.note_tool(method, name);
-    super::authn::authorize(ctx, &route, method, name)?;
+    super::steps::classify(ctx, &route, method, name)?;
     let pool = route.pool_for(method, name);
     let deadline = route.deadline(method, name);
-    if let (Some("tools/call"), Some(tool), false) = (method, name, ctx.admitted.tool_checked) {
-        let identity = ctx.admitted.identity.as_deref();
-        state.admission.admit_tool(identity, tool)?;
-    }
     drop(info);
     let pool = state.pool(pool)?;
     let out = Outbound {

@@ -77,28 +77,37 @@ pub(super) async fn prepare(
     // checked against that header before anything is forwarded (the fast path with
     // check-headers). Everywhere else the body is read and its tool is the one limited: a
     // client must not dodge a limit by naming another tool in `Mcp-Name`.
-    let verified =
-        matches!(plan, Plan::Native) && ctx.native.as_ref().is_some_and(|n| n.check_body);
-    if let (true, Plan::Native) = (verified, &plan) {
-        let route = ctx.native.as_ref().map(|n| n.route.clone());
-        if let Some(route) = route {
-            super::authn::authorize(
-                ctx,
-                &route,
-                headers.method.as_deref(),
-                headers.name.as_deref(),
-            )?;
-        }
-    }
-    if let (true, Some("tools/call"), Some(tool)) =
-        (verified, headers.method.as_deref(), headers.name.as_deref())
-    {
-        let admitted = &mut ctx.admitted;
-        admitted.tool_checked = true;
-        let admission = &ctx.state.admission;
-        admission.admit_tool(admitted.identity.as_deref(), tool)?;
+    let verified = ctx.native.as_ref().filter(|n| n.check_body);
+    if let Some(route) = verified.map(|n| n.route.clone()) {
+        classify(
+            ctx,
+            &route,
+            headers.method.as_deref(),
+            headers.name.as_deref(),
+        )?;
     }
     Ok(plan)
+}
+
+/// The one classification step of a request whose method and name are known (from its body,
+/// or from headers the body is checked against before anything is forwarded): the method
+/// label, the tool noted for metrics, authorization, the per-tool rate. Each path runs it
+/// once: the fast path with checked headers here, the gateway-driven paths after reading the
+/// body.
+pub(super) fn classify(
+    ctx: &mut RequestCtx,
+    route: &Route,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Result<(), GatewayError> {
+    ctx.method_label = method_label(method);
+    ctx.note_tool(method, name);
+    super::authn::authorize(ctx, route, method, name)?;
+    if let (Some("tools/call"), Some(tool)) = (method, name) {
+        let identity = ctx.admitted.identity.as_deref();
+        ctx.state.admission.admit_tool(identity, tool)?;
+    }
+    Ok(())
 }
 
 /// Admission: concurrency caps (a GET is a stream) and the client's rate. The slots are held

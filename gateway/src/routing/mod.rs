@@ -1,7 +1,7 @@
 //! Path routes and `Mcp-Method`/`Mcp-Name` rules, compiled once from config.
 
+use crate::config::Pattern;
 use crate::config::{Config, Mode, PathMatch, RouteConfig};
-use globset::{Glob, GlobMatcher};
 
 /// A compiled route.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ pub struct Route {
     pub check_headers: bool,
     rules: Vec<Rule>,
     timeout: Option<std::time::Duration>,
-    tool_timeouts: Vec<(GlobMatcher, std::time::Duration)>,
+    tool_timeouts: Vec<(Pattern, std::time::Duration)>,
     /// Whether a caller is required, and the authorization rules.
     pub guard: crate::auth::RouteGuard,
     /// Legacy clients on dual-era backends: native sessions or the bridge.
@@ -29,14 +29,14 @@ pub struct Route {
 
 #[derive(Debug)]
 struct Rule {
-    method: Option<GlobMatcher>,
-    name: Option<GlobMatcher>,
+    method: Option<Pattern>,
+    name: Option<Pattern>,
     pool: usize,
 }
 
 impl Rule {
     fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
-        fn one(glob: &Option<GlobMatcher>, value: Option<&str>) -> bool {
+        fn one(glob: &Option<Pattern>, value: Option<&str>) -> bool {
             match glob {
                 None => true,
                 Some(g) => value.is_some_and(|v| g.is_match(v)),
@@ -48,17 +48,6 @@ impl Rule {
 
 impl Route {
     fn compile(index: usize, rc: &RouteConfig) -> Route {
-        // Globs were checked by config validation; a literal '/' must not act as a separator.
-        let glob = |g: &Option<String>| {
-            g.as_ref().map(|g| {
-                globset::GlobBuilder::new(g)
-                    .literal_separator(false)
-                    .build()
-                    .or_else(|_| Glob::new(g))
-                    .expect("validated glob")
-                    .compile_matcher()
-            })
-        };
         Route {
             index,
             label: match &rc.path {
@@ -73,18 +62,13 @@ impl Route {
             dual_backends: rc.dual_backends,
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
-            tool_timeouts: rc
-                .limits
-                .tool_timeouts
-                .iter()
-                .map(|(g, d)| (glob(&Some(g.clone())).expect("a glob"), *d))
-                .collect(),
+            tool_timeouts: rc.limits.tool_timeouts.clone(),
             rules: rc
                 .rules
                 .iter()
                 .map(|r| Rule {
-                    method: glob(&r.method),
-                    name: glob(&r.name),
+                    method: r.method.clone(),
+                    name: r.name.clone(),
                     pool: r.pool,
                 })
                 .collect(),

@@ -3,32 +3,41 @@
 //! forgets idle rate-limiter keys.
 
 use super::SessionManager;
-use crate::state::State;
-use arc_swap::ArcSwap;
+use crate::config::SessionConfig;
+use crate::upstream::Pool;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What the sweep reads each round (the running state implements it).
+pub trait SweepSource: Send + Sync {
+    /// The session config in force.
+    fn session_config(&self) -> SessionConfig;
+    /// The pools in force.
+    fn pools(&self) -> Vec<Arc<Pool>>;
+    /// Forgets idle rate-limiter keys.
+    fn prune_limits(&self);
+}
+
 /// The sweeper.
 pub struct ExpiryService {
     sessions: Arc<SessionManager>,
-    state: Arc<ArcSwap<State>>,
+    source: Arc<dyn SweepSource>,
 }
 
 impl ExpiryService {
     /// Sweeps `sessions` with the idle timeout of the current config.
-    pub fn new(sessions: Arc<SessionManager>, state: Arc<ArcSwap<State>>) -> ExpiryService {
-        ExpiryService { sessions, state }
+    pub fn new(sessions: Arc<SessionManager>, source: Arc<dyn SweepSource>) -> ExpiryService {
+        ExpiryService { sessions, source }
     }
 
     /// Ends every session idle past the timeout; returns how many.
     pub async fn sweep(&self) -> usize {
-        let state = self.state.load_full();
-        self.sessions.configure(&state.config.sessions);
-        state.admission.prune();
-        match self.sessions.expire(&state.pools).await {
+        self.sessions.configure(&self.source.session_config());
+        self.source.prune_limits();
+        match self.sessions.expire(&self.source.pools()).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "session expiry could not run");
@@ -42,7 +51,7 @@ impl ExpiryService {
 impl BackgroundService for ExpiryService {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         loop {
-            let idle = self.state.load().config.sessions.idle_timeout;
+            let idle = self.source.session_config().idle_timeout;
             let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(15));
             tokio::select! {
                 _ = shutdown.changed() => return,

@@ -2,8 +2,8 @@
 //! look up, forward within, change settings of and end sessions; it alone talks to the
 //! store, decides when a session moves (and single-flights the move), and counts.
 
-use super::held::HeldStreams;
-use super::recover::bound_backend;
+use super::binding::{backend_session, bound_backend};
+use super::observer::SessionObserver;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
 use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
@@ -11,7 +11,7 @@ use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::mcp::Era;
 use crate::mcp::RequestId;
-use crate::upstream::attempt::{BackendSession, Engine};
+use crate::upstream::attempt::Engine;
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
@@ -19,8 +19,8 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::RequestHeader;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 /// Largest initialize answer or "session unknown" answer buffered for inspection.
@@ -85,35 +85,38 @@ pub struct SessionManager {
     /// request).
     touch_every_ms: AtomicU64,
     ttl: std::sync::Mutex<Option<Ttl>>,
-    /// Standalone streams held for sessions (`sessions.hold-streams`).
-    pub(super) streams: HeldStreams,
-    hold_streams: AtomicBool,
-    /// Resumable streams (`sessions.resume`).
-    pub(super) resume: Arc<super::resume::Resume>,
+    /// Told when a session ends or moves (the streams of `stream/`).
+    observer: OnceLock<Weak<dyn SessionObserver>>,
 }
 
 impl SessionManager {
     /// Sessions kept in `store`, with upstream traffic through `engine`.
     pub fn new(store: Arc<dyn SessionStore>, engine: Arc<Engine>) -> SessionManager {
-        let engine_metrics = engine.metrics().clone();
         SessionManager {
             store,
             engine,
             locks: DashMap::new(),
             touch_every_ms: AtomicU64::new(0),
             ttl: std::sync::Mutex::new(None),
-            streams: HeldStreams::default(),
-            hold_streams: AtomicBool::new(true),
-            resume: Arc::new(super::resume::Resume::new(engine_metrics, None)),
+            observer: OnceLock::new(),
         }
     }
 
-    /// The same manager, writing stream events through to Redis so other replicas can
-    /// resume them (the Redis store).
-    pub fn with_event_mirror(mut self, mirror: Arc<super::resume::redis::RedisEvents>) -> Self {
-        let metrics = self.engine.metrics().clone();
-        self.resume = Arc::new(super::resume::Resume::new(metrics, Some(mirror)));
-        self
+    /// Tells `observer` when a session ends or moves and when the config changes (set once;
+    /// held weakly, as the observer holds the manager).
+    pub fn observe(&self, observer: &Arc<dyn SessionObserver>) {
+        let _ = self.observer.set(Arc::downgrade(observer));
+    }
+
+    pub(super) fn observer(&self) -> Option<Arc<dyn SessionObserver>> {
+        self.observer.get().and_then(Weak::upgrade)
+    }
+
+    /// Publishes a session's end.
+    pub(super) fn publish_ended(&self, id: &str) {
+        if let Some(observer) = self.observer() {
+            observer.ended(id);
+        }
     }
 
     /// The attempt engine sessions use (shared with the stateless paths).
@@ -121,23 +124,18 @@ impl SessionManager {
         &self.engine
     }
 
-    /// Whether standalone streams are held by the gateway (`sessions.hold-streams`).
-    pub fn holds_streams(&self) -> bool {
-        self.hold_streams.load(Ordering::Relaxed)
-    }
-
     /// Applies the session config (at start and after a reload): the store's time-to-live, how
-    /// often use is recorded, whether streams are held.
+    /// often use is recorded; the observer gets it too (whether streams are held, resumption).
     pub fn configure(&self, config: &SessionConfig) {
-        self.hold_streams
-            .store(config.hold_streams, Ordering::Relaxed);
-        self.resume.configure(&config.resume);
+        if let Some(observer) = self.observer() {
+            observer.configured(config);
+        }
         let idle = config.idle_timeout;
         let ttl = Ttl {
             idle,
             tombstone: idle.max(TOMBSTONE_MIN),
         };
-        let mut current = self.ttl.lock().unwrap_or_else(|p| p.into_inner());
+        let mut current = crate::sync::lock(&self.ttl);
         if *current != Some(ttl) {
             *current = Some(ttl);
             self.store.set_ttl(ttl);
@@ -151,14 +149,11 @@ impl SessionManager {
     /// -32006 when the store fails.
     pub async fn lookup(&self, id: &str, caller: &Caller) -> Result<SessionRecord, GatewayError> {
         match self.store.get(id).await? {
-            Lookup::Live(r) if r.principal == caller.principal => Ok(r),
-            Lookup::Live(_) | Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
+            Lookup::Live(r) if r.principal != caller.principal => Lookup::Unknown.live(),
             // Tombstones do not say whose session ended: with authentication, an ended
             // session is as unknown as any other (no oracle for session ids).
-            Lookup::Gone(_) if caller.principal.is_some() => {
-                Err(GatewayError::session_not_found("unknown"))
-            }
-            Lookup::Gone(reason) => Err(GatewayError::session_not_found(reason.as_str())),
+            Lookup::Gone(_) if caller.principal.is_some() => Lookup::Unknown.live(),
+            found => found.live(),
         }
     }
 
@@ -255,14 +250,14 @@ impl SessionManager {
         out: &Outgoing<'_>,
     ) -> Result<SessionRecord, GatewayError> {
         let moved = self.recover(pool, rec, reason).await?;
-        if out.is_post {
-            self.rehold_after_move(pool, &moved).await;
+        if let Some(observer) = self.observer().filter(|_| out.is_post) {
+            observer.moved(pool, &moved).await;
         }
         Ok(moved)
     }
 
     /// One attempt on the record's current backend, without moving the session.
-    pub(super) async fn send_on_binding(
+    pub async fn send_on_binding(
         &self,
         pool: &Arc<Pool>,
         rec: &SessionRecord,
@@ -331,10 +326,7 @@ impl SessionManager {
         let Some(backend) = pool.find(rec.binding.backend) else {
             return;
         };
-        let message = format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{},"reason":"deadline exceeded at the gateway"}}}}"#,
-            id.as_json()
-        );
+        let message = crate::mcp::messages::deadline_cancelled(id.as_json());
         self.engine
             .spawn_notify(pool.clone(), backend, backend_session(rec), message);
     }
@@ -348,7 +340,7 @@ impl SessionManager {
         reason: GoneReason,
         label: &str,
     ) -> Result<bool, GatewayError> {
-        self.streams.stop(id);
+        self.publish_ended(id);
         let Some(record) = self.store.end(id, reason).await? else {
             return Ok(false);
         };
@@ -372,7 +364,7 @@ impl SessionManager {
         loop {
             let batch = self.store.take_expired(now_ms(), EXPIRY_BATCH).await?;
             for record in &batch {
-                self.streams.stop(&record.id);
+                self.publish_ended(&record.id);
                 let Some(pool) = pools.iter().find(|p| *p.name == *record.pool) else {
                     continue;
                 };
@@ -438,12 +430,4 @@ fn in_session_request(
     let mut req = request::forwarded(out.client, target, session, len)?;
     request::identify(&mut req, &pool.identity);
     Ok(req)
-}
-
-pub(super) fn backend_session(rec: &SessionRecord) -> BackendSession {
-    BackendSession {
-        id: rec.binding.backend_session.clone(),
-        path: rec.path.clone(),
-        protocol_version: rec.protocol_version.clone(),
-    }
 }

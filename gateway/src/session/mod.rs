@@ -7,28 +7,24 @@
 //!   methods, expiry by time-to-live inside the store, counts kept in the store.
 //! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
 
+mod binding;
 mod bridged;
 mod expiry;
-mod held;
 mod manager;
 #[cfg(test)]
 mod manager_tests;
+mod observer;
 mod open;
 mod recover;
 mod reinit;
-pub mod resume;
 pub mod store;
-mod stream;
 
 pub use bridged::{BridgedOpening, BRIDGED};
-pub use expiry::ExpiryService;
-pub use held::Lease;
+pub use expiry::{ExpiryService, SweepSource};
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
+pub use observer::SessionObserver;
 pub use open::{Opened, Opening};
-pub use reinit::Reason;
-pub use resume::{AnswerOf, Events, ResumeConfig};
-pub use store::{MemoryStore, SessionStore, StoreError};
-pub use stream::{is_stream as stream_answer, StreamOpened};
+pub use store::{MemoryStore, SessionStore};
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -144,6 +140,20 @@ pub enum Lookup {
     Gone(GoneReason),
     /// Never seen (or forgotten long ago).
     Unknown,
+}
+
+impl Lookup {
+    /// The live record, or the client's answer: 404 -32015 with the reason the session ended
+    /// (`unknown` for one never seen). The one mapping from a lookup to an error.
+    pub fn live(self) -> Result<SessionRecord, crate::error::GatewayError> {
+        match self {
+            Lookup::Live(record) => Ok(record),
+            Lookup::Gone(reason) => Err(crate::error::GatewayError::session_not_found(
+                reason.as_str(),
+            )),
+            Lookup::Unknown => Err(crate::error::GatewayError::session_not_found("unknown")),
+        }
+    }
 }
 
 /// A new gateway session id: UUID v4 (122 random bits).

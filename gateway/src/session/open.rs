@@ -8,7 +8,7 @@ use super::store::{CreateError, Quota};
 use super::{now_ms, short, Binding, SessionRecord, Settings};
 use crate::error::GatewayError;
 use crate::upstream::attempt::{Pick, Step};
-use crate::upstream::client::Exchange;
+use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::encoding;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
@@ -100,7 +100,8 @@ impl SessionManager {
                     let body = opening.body.clone();
                     let mut ex = match engine.send(pool, &backend, &req, body, true).await {
                         Ok(ex) => ex,
-                        Err(_) => return Step::Unreachable,
+                        Err(CallError::Connect(_)) => return Step::Unreachable,
+                        Err(CallError::Lost(_)) => return Step::Lost,
                     };
                     let head = ex.header();
                     if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {
@@ -115,7 +116,7 @@ impl SessionManager {
                         return Step::Done(Opened::Refused(ex));
                     }
                     let Ok(mut answer) = ex.read_all(ANSWER_LIMIT).await else {
-                        return Step::Unreachable;
+                        return Step::Lost;
                     };
                     let mut head = ex.header().clone();
                     engine.release(ex).await;

@@ -2,10 +2,11 @@
 //! adopt its result), the backend chosen by the attempt engine, the client's `initialize`
 //! replayed (`reinit.rs`), and the binding swapped under generation fencing.
 
-use super::manager::{backend_session, SessionManager};
+use super::binding::backend_session;
+use super::manager::SessionManager;
 use super::reinit::{self, Failed, Reason};
 use super::store::Rebound;
-use super::{short, Binding, GoneReason, Lookup, SessionRecord};
+use super::{short, Binding, GoneReason, SessionRecord};
 use crate::error::GatewayError;
 use crate::telemetry;
 use crate::upstream::attempt::{BackendSession, Pick, Step};
@@ -46,11 +47,7 @@ impl SessionManager {
         seen: &SessionRecord,
         reason: Reason,
     ) -> Result<SessionRecord, GatewayError> {
-        let current = match self.store.get_fresh(&seen.id).await? {
-            Lookup::Live(r) => r,
-            Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
-            Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
-        };
+        let current = self.store.get_fresh(&seen.id).await?.live()?;
         if current.binding.generation != seen.binding.generation {
             return Ok(current); // another request of this session already moved it
         }
@@ -101,6 +98,7 @@ impl SessionManager {
                     match replayed.await {
                         Ok(binding) => Step::Done((binding, backend)),
                         Err(Failed::Unreachable) => Step::Unreachable,
+                        Err(Failed::Lost) => Step::Lost,
                         Err(Failed::Refused) => Step::Refused,
                         Err(Failed::VersionMismatch(got)) => {
                             Step::Stop(self.version_mismatch(pool, current, got).await)
@@ -147,11 +145,9 @@ impl SessionManager {
         let deadline = tokio::time::Instant::now() + MOVE_CLAIM;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            match self.store.get_fresh(id).await? {
-                Lookup::Live(r) if r.binding.generation != generation => return Ok(Some(r)),
-                Lookup::Live(_) => {}
-                Lookup::Gone(g) => return Err(GatewayError::session_not_found(g.as_str())),
-                Lookup::Unknown => return Err(GatewayError::session_not_found("unknown")),
+            let current = self.store.get_fresh(id).await?.live()?;
+            if current.binding.generation != generation {
+                return Ok(Some(current));
             }
         }
         Ok(None)
@@ -164,7 +160,7 @@ impl SessionManager {
         got: String,
     ) -> GatewayError {
         tracing::warn!(session = short(&current.id), expected = %current.protocol_version, got, "re-initialization negotiated another protocol version");
-        self.streams.stop(&current.id);
+        self.publish_ended(&current.id);
         if let Err(e) = self.store.end(&current.id, GoneReason::ReinitFailed).await {
             return e.into();
         }
@@ -208,25 +204,7 @@ impl SessionManager {
         };
         self.engine
             .spawn_delete_session(pool.clone(), backend, made);
-        match lost? {
-            Lookup::Live(winner) => Ok(winner),
-            Lookup::Gone(g) => Err(GatewayError::session_not_found(g.as_str())),
-            Lookup::Unknown => Err(GatewayError::session_not_found("unknown")),
-        }
-    }
-}
-
-/// The session's backend, or why the binding cannot be used as it is.
-pub(super) fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Backend>, Reason> {
-    match pool.find(rec.binding.backend) {
-        None => Err(Reason::BackendGone),
-        Some(b) if b.is_failed() => Err(Reason::BackendDown),
-        Some(_) if rec.binding.stale => Err(Reason::ConnectionLost),
-        Some(b) if b.draining_for().is_some_and(|d| d >= pool.drain_timeout) => {
-            Err(Reason::Drained)
-        }
-        Some(b) if !b.serves(crate::mcp::Era::Legacy) => Err(Reason::EraChanged),
-        Some(b) => Ok(b),
+        lost?.live()
     }
 }
 

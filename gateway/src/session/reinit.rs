@@ -5,7 +5,7 @@
 
 use super::{Binding, SessionRecord};
 use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::sse;
+use crate::mcp::{messages, sse};
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
@@ -82,8 +82,10 @@ pub fn accepted(head: &ResponseHeader, answer: &[u8]) -> Option<Accepted> {
 /// Why a replay did not produce a binding.
 #[derive(Debug)]
 pub enum Failed {
-    /// The backend could not be reached, or broke the connection.
+    /// The backend could not be reached (the engine marked it failed).
     Unreachable,
+    /// The backend broke the connection after the replay went out.
+    Lost,
     /// The backend answered without accepting the session.
     Refused,
     /// The backend negotiated another protocol version than the session's.
@@ -98,10 +100,7 @@ pub async fn replay(
     rec: &SessionRecord,
 ) -> Result<Binding, Failed> {
     let generation = rec.binding.generation + 1;
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":"mcpgw-reinit-{generation}","method":"initialize","params":{}}}"#,
-        rec.init_params
-    );
+    let body = messages::reinitialize(generation, &rec.init_params);
     let target = Target {
         path: &rec.path,
         host: &backend.host,
@@ -110,7 +109,8 @@ pub async fn replay(
         .map_err(|_| Failed::Refused)?;
     let (head, answer) = match engine.call(pool, backend, &req, Bytes::from(body)).await {
         Ok(ok) => ok,
-        Err(CallError::Connect(_) | CallError::Lost(_)) => return Err(Failed::Unreachable),
+        Err(CallError::Connect(_)) => return Err(Failed::Unreachable),
+        Err(CallError::Lost(_)) => return Err(Failed::Lost),
     };
     let accepted = accepted(&head, &answer).ok_or(Failed::Refused)?;
     if accepted.protocol_version != rec.protocol_version {
@@ -125,19 +125,12 @@ pub async fn replay(
         stale: false,
     };
     let send = |body: String| send_one(engine, pool, backend, rec, &binding, body);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned()).await;
+    send(messages::initialized()).await;
     if let Some(level) = &rec.settings.log_level {
-        send(format!(
-            r#"{{"jsonrpc":"2.0","id":"mcpgw-replay-level","method":"logging/setLevel","params":{level}}}"#
-        ))
-        .await;
+        send(messages::replay_log_level(level)).await;
     }
     for (i, uri) in rec.settings.subscriptions.iter().enumerate() {
-        let params = serde_json::json!({ "uri": uri.as_ref() });
-        send(format!(
-            r#"{{"jsonrpc":"2.0","id":"mcpgw-replay-sub-{i}","method":"resources/subscribe","params":{params}}}"#
-        ))
-        .await;
+        send(messages::replay_subscription(i, uri)).await;
     }
     Ok(binding)
 }
@@ -164,7 +157,7 @@ async fn send_one(
             "replayed message refused"
         ),
         Err(e) => {
-            tracing::warn!(session = super::short(&rec.id), error = %e.error(), "replayed message failed")
+            tracing::warn!(session = super::short(&rec.id), error = %e, "replayed message failed")
         }
     }
 }

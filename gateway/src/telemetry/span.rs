@@ -151,7 +151,7 @@ pub fn finish(cx: &Context, done: &Finished<'_>) {
         text("server.address", done.backend),
         text("mcp.protocol.version", done.protocol_version),
         done.session
-            .map(|s| KeyValue::new("mcp.session.id", crate::capture::hash_session(s))),
+            .map(|s| KeyValue::new("mcp.session.id", crate::session_hash::hash_session(s))),
         done.status
             .map(|s| KeyValue::new("http.response.status_code", i64::from(s))),
     ]

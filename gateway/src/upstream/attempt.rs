@@ -7,7 +7,8 @@
 //!
 //! Failover rules (pingora's `failover.md`): a request whose connection failed never reached
 //! the backend and may go to another one; a request whose connection broke afterwards may
-//! have had effects and is repeated only when [`safe_to_repeat`] says so.
+//! have had effects and is repeated only when [`crate::mcp::messages::safe_to_repeat`] says
+//! so.
 
 use super::client::{CallError, Exchange, UpstreamClient};
 use super::request::{self, Target};
@@ -21,34 +22,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Methods whose repetition cannot change server state: retried transparently when the
-/// backend was lost mid-answer.
-pub const REPEATABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "completion/complete",
-    "ping",
-];
-
 /// Largest answer read from a request the gateway sends on its own.
 const OWN_ANSWER_LIMIT: usize = 1024 * 1024;
 /// How long a best-effort notification (a cancellation) may take in the background.
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Whether a message may be sent twice: notifications and the read-only methods above, and
-/// `initialize` (a second one only makes a second session). A response to a server request
-/// (`method` absent) is never repeated: only its own session can take it.
-pub fn safe_to_repeat(method: Option<&str>, is_request: bool) -> bool {
-    match (method, is_request) {
-        (None, _) => false,
-        (Some(_), false) => true,
-        (Some(m), true) => REPEATABLE.contains(&m) || m == "initialize",
-    }
-}
 
 /// How the next backend is chosen.
 pub enum Pick<'a> {
@@ -102,8 +79,12 @@ pub type Attempt<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Ste
 pub enum Step<T> {
     /// Done: stop with this.
     Done(T),
-    /// The backend could not be reached: it is marked failed; the next one is tried.
+    /// The backend could not be reached ([`Engine::send`] has marked it failed): the next one
+    /// is tried.
     Unreachable,
+    /// The connection broke after the request went out (or while its answer was read): the
+    /// backend is marked failed; the next one is tried.
+    Lost,
     /// The backend answered but cannot take this: the next one is tried, nothing is marked.
     Refused,
     /// Stop trying, with this answer for the client.
@@ -242,8 +223,8 @@ impl Engine {
             tried.push(backend.addr);
             match attempt(backend.clone()).await {
                 Step::Done(done) => return Ok(done),
-                Step::Unreachable => pool.mark_failed(&backend),
-                Step::Refused => {}
+                Step::Lost => pool.mark_failed(&backend),
+                Step::Unreachable | Step::Refused => {}
                 Step::Stop(err) => return Err(err),
             }
         }
@@ -336,20 +317,18 @@ impl Engine {
         backend: &Arc<Backend>,
         session: &BackendSession,
         message: String,
-    ) -> Result<(ResponseHeader, Bytes), CallError> {
+    ) -> Result<(ResponseHeader, Bytes), PostError> {
         let target = Target {
             path: &session.path,
             host: &backend.host,
         };
         let id = Some(&*session.id);
         let version = Some(&*session.protocol_version);
-        match request::own(http::Method::POST, target, id, version, message.len()) {
-            Ok(req) => self.call(pool, backend, &req, Bytes::from(message)).await,
-            Err(e) => Err(CallError::Connect(pingora::Error::explain(
-                pingora::ErrorType::InternalError,
-                e.message,
-            ))),
-        }
+        let req = request::own(http::Method::POST, target, id, version, message.len())
+            .map_err(PostError::Unbuilt)?;
+        self.call(pool, backend, &req, Bytes::from(message))
+            .await
+            .map_err(PostError::Call)
     }
 
     /// [`Engine::delete_session`] in the background (a session nobody will use: the loser of a
@@ -388,6 +367,25 @@ impl Engine {
     }
 }
 
+/// Why a message of the gateway's own into a backend session got no answer.
+#[derive(Debug)]
+pub enum PostError {
+    /// The request could not be built (a session id or version that is no header value):
+    /// nothing was sent, and the backend is not at fault.
+    Unbuilt(GatewayError),
+    /// The exchange failed.
+    Call(CallError),
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PostError::Unbuilt(e) => write!(f, "request not built: {e}"),
+            PostError::Call(e) => e.error().fmt(f),
+        }
+    }
+}
+
 /// A backend's session, as the gateway addresses it.
 #[derive(Debug, Clone)]
 pub struct BackendSession {
@@ -402,14 +400,82 @@ pub struct BackendSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse;
 
-    #[test]
-    fn only_read_only_requests_notifications_and_initialize_are_repeated() {
-        assert!(safe_to_repeat(Some("tools/list"), true));
-        assert!(safe_to_repeat(Some("initialize"), true));
-        assert!(safe_to_repeat(Some("notifications/initialized"), false));
-        assert!(!safe_to_repeat(Some("tools/call"), true));
-        assert!(!safe_to_repeat(None, true));
-        assert!(!safe_to_repeat(None, false));
+    /// A pool of one backend nobody listens on, with a 10 s failure cooldown.
+    fn dead_pool() -> Arc<Pool> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let yaml = format!(
+            "pools: {{ p: {{ backends: [127.0.0.1:{port}], retries: 0, failure-cooldown-ms: 10000 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
+        );
+        Arc::new(Pool::new(&parse(&yaml).unwrap().pools[0]))
+    }
+
+    fn engine() -> Engine {
+        Engine::new(Metrics::new(
+            &pingora_prometheus::prometheus::Registry::new(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_refused_backend_is_marked_once_when_the_connection_failed() {
+        let (engine, pool) = (engine(), dead_pool());
+        let marked_at = std::sync::Mutex::new(0);
+        let (e, p, m) = (&engine, &pool, &marked_at);
+        let _ = engine
+            .each_backend(p, Pick::Request, &mut Vec::new(), |b| {
+                Box::pin(async move {
+                    let req = request::own(
+                        http::Method::GET,
+                        Target {
+                            path: "/mcp",
+                            host: &b.host,
+                        },
+                        None,
+                        None,
+                        0,
+                    )
+                    .unwrap();
+                    let sent = e.send(p, &b, &req, Bytes::new(), true).await;
+                    assert!(matches!(sent, Err(CallError::Connect(_))));
+                    *m.lock().unwrap() =
+                        b.failed_until_ms.load(std::sync::atomic::Ordering::Relaxed);
+                    // The attempt goes on a while after the refusal (a timeout, a log line).
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Step::<()>::Unreachable
+                })
+            })
+            .await;
+        let until = pool.backends()[0]
+            .failed_until_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            until,
+            *marked_at.lock().unwrap(),
+            "the cooldown counts from the refusal, marked once"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_message_that_cannot_be_built_is_not_a_refused_connection() {
+        let (engine, pool) = (engine(), dead_pool());
+        let backend = pool.backends()[0].clone();
+        let session = BackendSession {
+            id: "bad\nid".into(),
+            path: "/mcp".into(),
+            protocol_version: "2025-06-18".into(),
+        };
+        let sent = engine
+            .post_in_session(&pool, &backend, &session, "{}".into())
+            .await;
+        assert!(
+            matches!(sent, Err(PostError::Unbuilt(_))),
+            "a header the gateway may not send is no connection failure"
+        );
+        assert!(!backend.is_failed());
     }
 }

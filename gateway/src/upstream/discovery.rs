@@ -3,11 +3,9 @@
 //! take new sessions at once (least-sessions); members that disappear drain first
 //! (`drain-timeout-s`) and then leave, their sessions moving at their next request.
 
-use super::{MembershipChange, Pool};
+use super::{LivePools, MembershipChange, Pool};
 use crate::config::Discovery;
 use crate::metrics::Metrics;
-use crate::state::State;
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
@@ -94,20 +92,19 @@ fn interval(source: &Discovery) -> Duration {
 
 /// Runs every pool's discovery.
 pub struct DiscoveryService {
-    state: Arc<ArcSwap<State>>,
+    pools: Arc<dyn LivePools>,
     metrics: Metrics,
 }
 
 impl DiscoveryService {
-    /// Discovery for the pools of the running state.
-    pub fn new(state: Arc<ArcSwap<State>>, metrics: Metrics) -> DiscoveryService {
-        DiscoveryService { state, metrics }
+    /// Discovery for the pools in force.
+    pub fn new(pools: Arc<dyn LivePools>, metrics: Metrics) -> DiscoveryService {
+        DiscoveryService { pools, metrics }
     }
 
     /// One round over all pools with a discovery source.
     pub async fn refresh(&self) {
-        let state = self.state.load_full();
-        for (cfg, pool) in state.config.pools.iter().zip(&state.pools) {
+        for (cfg, pool) in self.pools.pools() {
             let Some(source) = &cfg.discovery else {
                 continue;
             };
@@ -116,7 +113,7 @@ impl DiscoveryService {
                 continue;
             };
             let change = pool.sync(&found, cfg.drain_timeout);
-            self.record(pool, &change);
+            self.record(&pool, &change);
         }
     }
 
@@ -143,12 +140,11 @@ impl BackgroundService for DiscoveryService {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         loop {
             self.refresh().await;
-            let state = self.state.load();
-            let every = state
-                .config
+            let every = self
                 .pools
+                .pools()
                 .iter()
-                .filter_map(|p| p.discovery.as_ref().map(interval))
+                .filter_map(|(p, _)| p.discovery.as_ref().map(interval))
                 .min()
                 .unwrap_or(Duration::from_secs(5));
             tokio::select! {

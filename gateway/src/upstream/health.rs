@@ -4,70 +4,86 @@
 //! `fall` failures in a row mark a backend down, `rise` successes bring it back; one success
 //! clears a passive mark (a refused connection), which otherwise stays until a request succeeds.
 
-use super::Backend;
+use super::client::UpstreamClient;
+use super::{Backend, LivePools, Pool};
 use crate::config::HealthCheck;
-use crate::state::State;
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::RequestHeader;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Probes one backend: a TCP connect, or `GET path` with its Host; true when it connects (and
-/// answers below 500) in time.
-pub async fn probe(backend: &Backend, check: &HealthCheck) -> bool {
+/// Probes one backend: a TCP connect, or `GET path` with its Host over the pool's transport
+/// (TLS for a `tls` pool, through the same connector settings as requests); true when it
+/// connects (and its whole status line says below 500) in time.
+pub async fn probe(
+    client: &UpstreamClient,
+    pool: &Pool,
+    backend: &Backend,
+    check: &HealthCheck,
+) -> bool {
     let attempt = async {
-        let mut stream = tokio::net::TcpStream::connect(backend.addr).await.ok()?;
         let Some(path) = check.path.as_deref() else {
-            return Some(true);
+            return tokio::net::TcpStream::connect(backend.addr).await.is_ok();
         };
-        let request = format!(
-            "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n\r\n",
-            path, backend.host
-        );
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut head = [0u8; 16];
-        let n = stream.read(&mut head).await.ok()?;
-        let line = std::str::from_utf8(&head[..n]).ok()?;
-        let status: u16 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(status < 500)
+        let Ok(mut req) = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(4)) else {
+            return false;
+        };
+        let headers = [
+            ("host", &*backend.host),
+            ("accept", "application/json, text/event-stream"),
+            ("connection", "close"),
+        ];
+        for (name, value) in headers {
+            if req.insert_header(name, value).is_err() {
+                return false;
+            }
+        }
+        match client
+            .send(pool.peer(backend), &req, Bytes::new(), true)
+            .await
+        {
+            Ok(exchange) => exchange.header().status.as_u16() < 500,
+            Err(_) => false,
+        }
     };
     tokio::time::timeout(check.timeout, attempt)
         .await
-        .ok()
-        .flatten()
         .unwrap_or(false)
 }
 
 /// Runs the active checks of every pool that has them.
 pub struct HealthService {
-    state: Arc<ArcSwap<State>>,
+    pools: Arc<dyn LivePools>,
+    client: Arc<UpstreamClient>,
 }
 
 impl HealthService {
-    /// Health checks for the pools of the running state.
-    pub fn new(state: Arc<ArcSwap<State>>) -> HealthService {
-        HealthService { state }
+    /// Health checks for the pools in force.
+    pub fn new(pools: Arc<dyn LivePools>) -> HealthService {
+        HealthService {
+            pools,
+            client: Arc::new(UpstreamClient::default()),
+        }
     }
 
     /// One round of probes over every member of every checked pool, concurrently.
     pub async fn round(&self) {
-        let state = self.state.load_full();
         let mut probes = Vec::new();
-        for (cfg, pool) in state.config.pools.iter().zip(&state.pools) {
+        for (cfg, pool) in self.pools.pools() {
             let Some(check) = cfg.health.clone() else {
                 continue;
             };
             for backend in pool.backends().iter().cloned() {
-                let (check, pool_name) = (check.clone(), pool.name.clone());
+                let (check, pool, client) = (check.clone(), pool.clone(), self.client.clone());
                 let detect = pool.era == crate::config::EraSetting::Detect;
                 probes.push(tokio::spawn(async move {
-                    let ok = probe(&backend, &check).await;
+                    let ok = probe(&client, &pool, &backend, &check).await;
                     if let Some(down) = backend.record_probe(ok, check.fall, check.rise) {
                         let state = if down { "down" } else { "up" };
-                        tracing::info!(pool = %pool_name, backend = %backend.addr, state, "health changed");
+                        tracing::info!(pool = %pool.name, backend = %backend.addr, state, "health changed");
                         // down: what comes back may be another image (another era); back up:
                         // probe it again
                         if down && detect {
@@ -91,12 +107,10 @@ impl BackgroundService for HealthService {
         loop {
             self.round().await;
             let every = self
-                .state
-                .load()
-                .config
                 .pools
+                .pools()
                 .iter()
-                .filter_map(|p| p.health.as_ref().map(|h| h.interval))
+                .filter_map(|(p, _)| p.health.as_ref().map(|h| h.interval))
                 .min()
                 .unwrap_or(Duration::from_secs(60));
             tokio::select! {
@@ -106,3 +120,6 @@ impl BackgroundService for HealthService {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

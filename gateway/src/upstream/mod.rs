@@ -228,6 +228,14 @@ pub struct Pool {
     tls: Option<tls::PeerTls>,
 }
 
+/// The pools in force right now, each with its config: what upstream's background services
+/// (health checks, discovery) read every round. The running state implements it, so they
+/// never read the whole `State`.
+pub trait LivePools: Send + Sync {
+    /// Each pool with its config, as of now.
+    fn pools(&self) -> Vec<(PoolConfig, Arc<Pool>)>;
+}
+
 /// Decrements a backend's in-flight count when dropped.
 #[derive(Debug)]
 pub struct InflightGuard(Arc<Backend>);

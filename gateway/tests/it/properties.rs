@@ -317,6 +317,37 @@ proptest! {
     }
 
     #[test]
+    fn sse_messages_are_read_alike_whatever_the_line_ends(
+        events in prop::collection::vec((prop::collection::vec("[a-z{}\":, ]{1,8}", 1..3), prop::sample::select(vec!["\n", "\r\n", "\r"])), 0..6),
+        comment in any::<bool>(),
+    ) {
+        let mut stream = Vec::new();
+        let mut expected = Vec::new();
+        for (lines, eol) in &events {
+            if comment {
+                stream.extend_from_slice(format!(": ping{eol}").as_bytes());
+            }
+            stream.extend_from_slice(format!("event: message{eol}").as_bytes());
+            for line in lines {
+                stream.extend_from_slice(format!("data: {line}{eol}").as_bytes());
+            }
+            stream.extend_from_slice(eol.as_bytes());
+            expected.push(lines.join("\n").into_bytes());
+        }
+        // every reader sees the same messages, whether lines end in LF, CRLF or CR
+        prop_assert_eq!(&sse::messages(Some("text/event-stream"), &stream), &expected);
+        // (a final CR may be half a CRLF: the splitter waits for the next byte)
+        let mut splitter = EventSplitter::default();
+        let mut cut_events = splitter.push(&stream);
+        cut_events.extend(splitter.push(b"\n"));
+        let cut: Vec<Vec<u8>> = cut_events
+            .iter()
+            .flat_map(|e| sse::messages(Some("text/event-stream"), e))
+            .collect();
+        prop_assert_eq!(&cut, &expected);
+    }
+
+    #[test]
     fn the_config_loader_never_panics_on_arbitrary_text(text in "\\PC{0,200}") {
         let _ = mcp_gateway::config::parse(&text);
     }

@@ -1,9 +1,9 @@
 //! One request on a session route, as far as the gateway needs to know it.
 
 use crate::error::GatewayError;
+use crate::mcp::messages::safe_to_repeat;
 use crate::mcp::{inspect, Era, RequestId};
 use crate::session::SettingChange;
-use crate::upstream::attempt::safe_to_repeat;
 use bytes::Bytes;
 use std::sync::Arc;
 

@@ -4,8 +4,8 @@
 //! and ends a POST answer early when SSE polling is on (the client resumes with
 //! `Last-Event-ID`).
 
-use crate::session::resume::KEEP_ALIVE;
-use crate::session::Events;
+use crate::stream::Events;
+use crate::stream::KEEP_ALIVE;
 use bytes::Bytes;
 use pingora::prelude::*;
 use std::time::Duration;

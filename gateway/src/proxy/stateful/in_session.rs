@@ -10,7 +10,8 @@ use crate::proxy::relay::{
 };
 use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
-use crate::session::{AnswerOf, Forwarded, GoneReason, Outgoing, SessionRecord, StreamOpened};
+use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord};
+use crate::stream::{AnswerOf, StreamOpened};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -51,7 +52,7 @@ pub(super) async fn call(
     if ex.header().status.is_success() && call.is("notifications/initialized") {
         // Before the client hears back (and sends its first call), the session's stream is
         // held, so nothing the server asks can be lost.
-        gw.sessions.hold_stream(pool, &rec).await;
+        gw.streams.hold_stream(pool, &rec).await;
     }
     if let (true, Some(change)) = (ex.header().status.is_success(), call.setting()) {
         if let Err(e) = gw.sessions.remember(&rec, change).await {
@@ -60,19 +61,19 @@ pub(super) async fn call(
     }
     let head = client_response(ex.header(), None);
     let filter = ctx.filter.take();
-    if filter.is_none() && gw.sessions.resumes() && crate::session::stream_answer(ex.header()) {
+    if filter.is_none() && gw.streams.resumes() && crate::stream::is_stream(ex.header()) {
         let of = AnswerOf {
             id: Some(call.id.clone()),
             deadline,
             until,
             method_label: ctx.method_label,
         };
-        let primed = crate::session::resume::primes(&rec.protocol_version);
-        let events = gw.sessions.relay_answer(pool, &rec, of, ex);
+        let primed = crate::stream::primes(&rec.protocol_version);
+        let events = gw.streams.relay_answer(pool, &rec, of, ex);
         let mut head = head;
         rewritten_body(&mut head);
         session.write_response_header(Box::new(head), false).await?;
-        let config = gw.sessions.resume_config();
+        let config = gw.streams.resume_config();
         let close_at = config
             .poll_after
             .filter(|_| primed)
@@ -128,7 +129,7 @@ pub(super) async fn stream(
     rec: SessionRecord,
 ) -> Handled {
     let opened = gw
-        .sessions
+        .streams
         .open_stream(pool, rec, session.req_header(), ctx.method_label)
         .await?;
     match opened {
@@ -141,7 +142,7 @@ pub(super) async fn stream(
             let mut head = client_response(&head, None);
             rewritten_body(&mut head);
             session.write_response_header(Box::new(head), false).await?;
-            let keep_alive = gw.sessions.resume_config().keep_alive;
+            let keep_alive = gw.streams.resume_config().keep_alive;
             if write_events(session, events, keep_alive, None).await == Written::ClientGone {
                 session.set_keepalive(None);
             }

@@ -14,7 +14,6 @@ use super::{ctx::RequestCtx, Gateway, Handled};
 use crate::bridge::Bridge;
 use crate::config::Mode;
 use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::method_label;
 use crate::routing::Route;
 use crate::session::store::Quota;
 use crate::session::{Caller, Opened, Opening};
@@ -66,18 +65,8 @@ pub(super) async fn handle(
     let body = read_body(session, state.config.max_body_bytes).await?;
     ctx.capture_request(&body);
     let call = Call::classify(body)?;
-    ctx.method_label = method_label(call.method.as_deref());
     ctx.request_id = Some(call.id.clone());
-    ctx.note_tool(call.method.as_deref(), call.name.as_deref());
-    super::authn::authorize(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
-    if let (true, false, Some(tool)) = (
-        call.is("tools/call"),
-        ctx.admitted.tool_checked,
-        call.name.as_deref(),
-    ) {
-        let identity = ctx.admitted.identity.as_deref();
-        state.admission.admit_tool(identity, tool)?;
-    }
+    super::steps::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     if route.mode == Mode::Auto && call.stateless {
         // A 2026-07-28 body without the version header: no session, rules apply.
         let pool = state.pool(route.pool_for(call.method.as_deref(), call.name.as_deref()))?;
@@ -162,8 +151,8 @@ async fn initialize(
             answer,
         } => {
             ctx.backend = pool.find(record.binding.backend);
-            let answer = if gw.sessions.resumes() && crate::session::stream_answer(&head) {
-                crate::session::resume::without_backend_ids(&answer)
+            let answer = if gw.streams.resumes() && crate::stream::is_stream(&head) {
+                crate::stream::without_backend_ids(&answer)
             } else {
                 answer
             };

@@ -13,7 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Most tombstones kept: beyond it the oldest is forgotten first (its id then reads as
 /// unknown rather than deleted, which a client answers the same way), so ending sessions in a
@@ -40,9 +40,7 @@ pub struct MemoryStore {
 
 /// A poisoned lock only means another thread panicked while holding it; the data (a queue of
 /// hints) is still usable.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use crate::sync::lock;
 
 impl MemoryStore {
     /// An empty store whose records and tombstones live as long as `ttl` says.

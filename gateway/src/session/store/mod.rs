@@ -13,7 +13,7 @@ mod redis;
 #[cfg(test)]
 pub(crate) mod suite;
 
-pub use self::redis::{RedisConfig, RedisStore};
+pub use self::redis::RedisStore;
 pub use cached::Cached;
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
@@ -34,6 +34,13 @@ pub struct StoreError {
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "session store: {}", self.detail)
+    }
+}
+
+/// A store that fails answers 503 -32006 (retry later), never "session lost".
+impl From<StoreError> for crate::error::GatewayError {
+    fn from(e: StoreError) -> Self {
+        crate::error::GatewayError::store_unavailable(&e.detail)
     }
 }
 
@@ -142,4 +149,26 @@ pub trait SessionStore: Send + Sync + 'static {
     }
     /// Changes the time-to-live of records (a config reload); applies to every live session.
     fn set_ttl(&self, ttl: Ttl);
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::StoreError;
+    use crate::error::GatewayError;
+    use crate::mcp::RequestId;
+    use serde_json::Value;
+
+    #[test]
+    fn a_store_failure_is_a_503_to_retry_not_a_lost_session() {
+        let err = GatewayError::from(StoreError {
+            detail: "connection refused".into(),
+        });
+        let (status, headers, body) = err.to_http(&RequestId::null());
+        assert_eq!(status, 503);
+        assert!(headers.contains(&("retry-after", "1".to_owned())));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["code"], -32006);
+        assert_eq!(v["error"]["data"]["kind"], "store-unavailable");
+        assert_eq!(v["error"]["data"]["detail"], "connection refused");
+    }
 }

@@ -36,16 +36,7 @@ use tokio::sync::OnceCell;
 /// How long one store operation may take before the request gets -32006.
 const TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Where the store is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisConfig {
-    /// `redis://` URLs: one for a single server, the seed nodes of a cluster.
-    pub urls: Vec<String>,
-    /// Redis Cluster.
-    pub cluster: bool,
-    /// Prefix of every key.
-    pub key_prefix: String,
-}
+pub use crate::config::RedisConfig;
 
 /// Sessions in Redis.
 pub struct RedisStore {
@@ -88,7 +79,7 @@ impl RedisStore {
     }
 
     /// Runs a pipeline (its keys must share a slot in a cluster), bounded by the store timeout.
-    /// For the stream events kept beside the sessions (`session::resume::redis`).
+    /// For the stream events kept beside the sessions (`stream::redis`).
     pub(crate) async fn run<T: redis::FromRedisValue>(
         &self,
         pipe: &Pipeline,

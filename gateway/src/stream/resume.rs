@@ -16,14 +16,11 @@
 //!   left. With the Redis store every event is also written to a Redis stream in the session's
 //!   slot (`redis.rs`), so another replica can replay it.
 
-mod log;
-mod pump;
-pub mod redis;
-
-pub use log::{Bounds, LogReader, Read, StreamLog};
-pub use pump::{AnswerOf, Events};
-
+use super::redis;
+use super::{Bounds, Read, StreamLog};
+pub use crate::config::ResumeConfig;
 use crate::error::GatewayError;
+use crate::mcp::sse;
 use crate::metrics::Metrics;
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -31,51 +28,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// `sessions.resume`: resumable streams.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResumeConfig {
-    /// Gateway-owned event ids, buffering and `Last-Event-ID` replay. Default true.
-    pub enabled: bool,
-    /// Events kept per stream (the oldest go first). Default 1000.
-    pub max_events: usize,
-    /// Bytes kept per stream. Default 1 MiB.
-    pub max_bytes: usize,
-    /// How long a stream stays replayable after it ended, and how long the gateway keeps
-    /// reading an answer nobody is reading (the client went away) before it gives up and
-    /// cancels it upstream. Default 60 s.
-    pub window: Duration,
-    /// The `retry:` advice in priming events (how long a client waits before it reconnects).
-    /// Default 1 s.
-    pub retry: Duration,
-    /// A comment line is sent on a client stream idle this long, so intermediaries do not cut
-    /// it. Default 15 s.
-    pub keep_alive: Duration,
-    /// Close a client's POST answer stream after this long (SSE polling, SEP-1699): the client
-    /// reconnects with `Last-Event-ID` after `retry` and gets the rest. Only for sessions that
-    /// were sent a priming event (2025-11-25 or later). Default off.
-    pub poll_after: Option<Duration>,
-}
-
-impl Default for ResumeConfig {
-    fn default() -> Self {
-        ResumeConfig {
-            enabled: true,
-            max_events: 1000,
-            max_bytes: 1 << 20,
-            window: Duration::from_secs(60),
-            retry: Duration::from_secs(1),
-            keep_alive: Duration::from_secs(15),
-            poll_after: None,
-        }
-    }
-}
-
-impl ResumeConfig {
-    fn bounds(&self) -> Bounds {
-        Bounds {
-            max_events: self.max_events,
-            max_bytes: self.max_bytes,
-        }
+/// A stream's bounds under `config`.
+fn bounds(config: &ResumeConfig) -> Bounds {
+    Bounds {
+        max_events: config.max_events,
+        max_bytes: config.max_bytes,
     }
 }
 
@@ -139,26 +96,16 @@ impl Frame {
     /// Reads one whole event (as `EventSplitter` cuts them).
     pub fn parse(event: &[u8]) -> Frame {
         let mut frame = Frame::default();
-        let mut has_data = false;
-        for line in event.split(|&b| b == b'\n' || b == b'\r') {
-            if line.is_empty() {
-                continue;
-            }
-            let (field, value) = match line.iter().position(|&b| b == b':') {
-                Some(i) => (&line[..i], &line[i + 1..]),
-                None => (line, &b""[..]),
-            };
-            let value = value.strip_prefix(b" ").unwrap_or(value);
-            match field {
-                b"id" => frame.backend_id = Some(String::from_utf8_lossy(value).into_owned()),
-                b"retry" => {}
-                _ => {
+        let mut data = None;
+        for line in sse::lines(event).filter(|l| !l.is_empty()) {
+            match sse::field(line) {
+                (b"id", value) => {
+                    frame.backend_id = Some(String::from_utf8_lossy(value).into_owned())
+                }
+                (b"retry", _) => {}
+                (field, value) => {
                     if field == b"data" {
-                        if has_data {
-                            frame.data.push(b'\n');
-                        }
-                        frame.data.extend_from_slice(value);
-                        has_data = true;
+                        sse::push_data(&mut data, value);
                     }
                     if !field.is_empty() {
                         frame.lines.extend_from_slice(line);
@@ -167,6 +114,7 @@ impl Frame {
                 }
             }
         }
+        frame.data = data.unwrap_or_default();
         frame
     }
 
@@ -260,10 +208,7 @@ impl Resume {
 
     /// The settings in force.
     pub fn config(&self) -> ResumeConfig {
-        self.config
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        crate::sync::lock(&self.config).clone()
     }
 
     /// Applies `sessions.resume` (at start and after a reload; running streams keep their
@@ -272,10 +217,7 @@ impl Resume {
         if let Some(mirror) = &self.mirror {
             mirror.configure(config.window, config.max_events);
         }
-        *self
-            .config
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = config.clone();
+        *crate::sync::lock(&self.config) = config.clone();
     }
 
     /// Bytes of events buffered in this process.
@@ -302,7 +244,7 @@ impl Resume {
                 break token;
             }
         };
-        let log = StreamLog::new(session.clone(), token, config.bounds(), self.total.clone());
+        let log = StreamLog::new(session.clone(), token, bounds(&config), self.total.clone());
         let log = Arc::new(log.answering(request.map(|id| id.as_json().into())));
         if primed {
             log.push(|seq| priming(&event_id(token, seq), config.retry));

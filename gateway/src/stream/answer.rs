@@ -9,11 +9,11 @@
 //! server with an event store polling its client), the task resumes upstream with the
 //! backend's id on the session's backend and the client sees one stream.
 
-use super::{event_id, message_event, primes, Frame, LogReader, Refusal, StreamLog};
+use super::ingest::{Ended, Ingest, Leg, Seen};
+use super::{event_id, message_event, primes, LogReader, Refusal, StreamLog, Streams};
 use crate::error::GatewayError;
-use crate::mcp::sse::EventSplitter;
 use crate::mcp::RequestId;
-use crate::session::{short, Outgoing, SessionManager, SessionRecord};
+use crate::session::{short, Outgoing, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
 use bytes::Bytes;
@@ -40,7 +40,7 @@ pub struct Events {
 }
 
 enum Source {
-    Lease(Box<crate::session::Lease>),
+    Lease(Box<crate::stream::Lease>),
     Local(LogReader),
     Remote(Box<super::redis::RemoteReader>),
 }
@@ -55,7 +55,7 @@ impl Events {
     }
 
     /// Events of the session's held stream, for as long as the lease is the newest.
-    pub(crate) fn lease(lease: crate::session::Lease) -> Events {
+    pub(crate) fn lease(lease: crate::stream::Lease) -> Events {
         Events {
             first: None,
             source: Source::Lease(Box::new(lease)),
@@ -90,27 +90,7 @@ impl Events {
     }
 }
 
-/// How reading an answer ended.
-enum End {
-    Done,
-    /// The response arrived on a stream that may stay open (closed, not reused).
-    Answered,
-    TimedOut,
-    Broken,
-    Orphaned,
-}
-
-impl SessionManager {
-    /// The resumable-stream settings in force.
-    pub fn resume_config(&self) -> super::ResumeConfig {
-        self.resume.config()
-    }
-
-    /// Whether answers and streams in sessions are relayed with gateway event ids.
-    pub fn resumes(&self) -> bool {
-        self.resume.config().enabled
-    }
-
+impl Streams {
     /// Relays an SSE answer of `rec`'s backend through a resumable stream: the answer is read
     /// by a task of its own; the client reads the returned events.
     pub fn relay_answer(
@@ -131,7 +111,7 @@ impl SessionManager {
 
     /// Relays a GET stream of the backend (not held by the gateway) with the gateway's event
     /// ids.
-    pub(crate) fn relay_stream(
+    pub(super) fn relay_stream(
         self: &Arc<Self>,
         pool: &Arc<Pool>,
         rec: &SessionRecord,
@@ -178,11 +158,6 @@ impl SessionManager {
         Err(self.resume.refuse(refusal, last_event_id))
     }
 
-    /// Bytes of events buffered in this process and streams kept (the gauges).
-    pub fn resume_buffered(&self) -> (usize, usize) {
-        (self.resume.buffered_bytes(), self.resume.streams())
-    }
-
     /// Opens the rest of an answer the backend closed early, from the backend's own event id.
     async fn resume_upstream(
         &self,
@@ -191,15 +166,16 @@ impl SessionManager {
         backend_id: &str,
         method_label: &'static str,
     ) -> Result<Exchange, GatewayError> {
-        let req = crate::session::stream::stream_request(rec, Some(backend_id))?;
+        let req = super::standalone::stream_request(rec, Some(backend_id))?;
         let ex = self
+            .sessions
             .send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
             .await?;
-        if crate::session::stream::is_stream(ex.header()) {
+        if super::standalone::is_stream(ex.header()) {
             Ok(ex)
         } else {
             let status = ex.header().status.as_u16();
-            self.engine.release(ex).await;
+            self.sessions.release(ex).await;
             Err(GatewayError::backend_lost(
                 &pool.name,
                 &format!("resume answered {status}"),
@@ -208,116 +184,68 @@ impl SessionManager {
     }
 }
 
-/// Reads `exchange` into `log` until the answer ends, then closes the log with what the
-/// client must know (a deadline or a lost backend as a final event with an id).
+/// Reads `exchange` into `log` until the answer ends (resuming upstream when the backend
+/// closes it early after giving its own event ids), then closes the log with what the client
+/// must know (a deadline or a lost backend as a final event with an id).
 async fn pump(
-    manager: Arc<SessionManager>,
+    streams: Arc<Streams>,
     pool: Arc<Pool>,
     rec: SessionRecord,
     log: Arc<StreamLog>,
     of: AnswerOf,
     mut exchange: Exchange,
 ) {
-    let window = manager.resume.config().window;
-    let mut splitter = EventSplitter::default();
-    let mut backend_id: Option<String> = None;
-    let mut answered = false;
-    let mut resumed_upstream = false;
+    let sessions = &streams.sessions;
+    let ingest = Ingest {
+        log: &log,
+        resume: &streams.resume,
+        until: of.until,
+        window: streams.resume.config().window,
+    };
+    let mut seen = Seen::default();
+    let mut leg = Leg::Answer;
     let end = loop {
-        let orphaned_at = log.unread_since().map(|t| t + window);
-        let wake = match (of.until, orphaned_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let end = ingest.run(&mut exchange, leg, &mut seen).await;
+        let (Ended::Closed, Some(from)) = (end, seen.resume_from()) else {
+            break end;
         };
-        let next = tokio::select! {
-            next = async {
-                match wake {
-                    Some(at) => tokio::time::timeout_at(at, exchange.chunk()).await.ok(),
-                    None => Some(exchange.chunk().await),
-                }
-            } => next,
-            // the last reader left: the window starts now
-            _ = log.last_reader_left(), if orphaned_at.is_none() => continue,
-        };
-        match next {
-            None => {
-                let now = Instant::now();
-                if of.until.is_some_and(|u| u <= now) {
-                    break End::TimedOut;
-                }
-                if log.unread_since().is_some_and(|t| t + window <= now) {
-                    break End::Orphaned;
-                }
+        match streams
+            .resume_upstream(&pool, &rec, from, of.method_label)
+            .await
+        {
+            Ok(rest) => {
+                sessions
+                    .release(std::mem::replace(&mut exchange, rest))
+                    .await;
+                leg = Leg::Resumed;
             }
-            Some(Ok(Some(chunk))) => {
-                for event in splitter.push(&chunk) {
-                    let frame = Frame::parse(&event);
-                    if frame.backend_id.is_some() {
-                        backend_id = frame.backend_id.clone();
-                    }
-                    if frame.carries_message() {
-                        // whether the response came matters only to resume a backend's own
-                        // stream: no JSON parse per event for servers that give no ids
-                        answered |= backend_id.is_some() && frame.is_response();
-                        log.push(|seq| frame.with_id(&event_id(log.token, seq)));
-                        manager.resume.mirror_last(&log);
-                    }
-                }
-                // a reader that lags a whole buffer behind holds the upstream back
-                while log.full() && log.unread_since().is_none() {
-                    log.progressed().await;
-                }
-                if answered && resumed_upstream {
-                    // a resumed stream is a GET the backend may keep open: the answer is whole
-                    break End::Answered;
-                }
+            Err(e) => {
+                tracing::debug!(session = short(&rec.id), error = %e, "answer not resumed upstream");
+                break Ended::Broken { quiet: false };
             }
-            Some(Ok(None)) => {
-                let Some(from) = backend_id.as_deref().filter(|_| !answered) else {
-                    break End::Done;
-                };
-                match manager
-                    .resume_upstream(&pool, &rec, from, of.method_label)
-                    .await
-                {
-                    Ok(rest) => {
-                        manager
-                            .engine
-                            .release(std::mem::replace(&mut exchange, rest))
-                            .await;
-                        splitter = EventSplitter::default();
-                        resumed_upstream = true;
-                    }
-                    Err(e) => {
-                        tracing::debug!(session = short(&rec.id), error = %e, "answer not resumed upstream");
-                        break End::Broken;
-                    }
-                }
-            }
-            Some(Err(_)) => break End::Broken,
         }
     };
     let final_error = match end {
-        End::Done => {
-            manager.engine.release(exchange).await;
+        Ended::Closed => {
+            sessions.release(exchange).await;
             None
         }
-        End::Answered => {
+        Ended::Answered => {
             drop(exchange);
             None
         }
-        End::TimedOut => {
+        Ended::TimedOut => {
             drop(exchange);
             if let Some(id) = &of.id {
-                manager.cancel(&pool, &rec, id);
+                sessions.cancel(&pool, &rec, id);
             }
             let backend = rec.binding.backend.to_string();
             let deadline = of.deadline.unwrap_or_default();
             Some(GatewayError::deadline(&pool.name, &backend, deadline))
         }
-        End::Broken => {
+        Ended::Broken { .. } => {
             let counted = of.id.as_ref().map(|_| of.method_label);
-            if let Err(e) = manager.connection_lost(&pool, &rec, counted).await {
+            if let Err(e) = sessions.connection_lost(&pool, &rec, counted).await {
                 tracing::warn!(error = %e, "a lost binding was not marked");
             }
             let backend = rec.binding.backend.to_string();
@@ -325,10 +253,10 @@ async fn pump(
                 .is_some()
                 .then(|| GatewayError::backend_lost(&pool.name, &backend))
         }
-        End::Orphaned => {
+        Ended::Orphaned => {
             drop(exchange);
             if let Some(id) = &of.id {
-                manager.cancel(&pool, &rec, id);
+                sessions.cancel(&pool, &rec, id);
             }
             tracing::debug!(
                 session = short(&rec.id),
@@ -340,12 +268,12 @@ async fn pump(
     if let (Some(e), Some(id)) = (final_error, &of.id) {
         let body = e.body(id);
         log.push(|seq| message_event(&event_id(log.token, seq), &body));
-        manager.resume.mirror_last(&log);
+        streams.resume.mirror_last(&log);
     }
     log.end();
-    manager.resume.mirror_end(&log);
-    if let Err(e) = manager.used(&rec).await {
+    streams.resume.mirror_end(&log);
+    if let Err(e) = sessions.used(&rec).await {
         tracing::warn!(error = %e, "session use not recorded");
     }
-    manager.resume.retire(&log);
+    streams.resume.retire(&log);
 }

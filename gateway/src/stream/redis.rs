@@ -73,11 +73,7 @@ impl RedisEvents {
 
     /// Starts the writer and liveness tasks once (inside the runtime).
     fn started(self: &Arc<Self>) {
-        let rx = self
-            .rx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let rx = crate::sync::lock(&self.rx).take();
         if let Some(rx) = rx {
             tokio::spawn(write_loop(Arc::downgrade(self), rx));
             tokio::spawn(alive_loop(Arc::downgrade(self)));

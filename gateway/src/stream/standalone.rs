@@ -24,22 +24,19 @@
 //! `Last-Event-ID` goes to the backend as before.
 
 use super::held::{lock, Held, Lease, Leases};
-use super::manager::SessionManager;
-use super::{short, SessionRecord};
+use super::ingest::{Ended, Ingest, Leg, Seen};
+use super::{event_id, SessionLink};
+use super::{parse_event_id, primes, priming, Events, Read, Refusal, Streams};
 use crate::error::GatewayError;
 use crate::mcp::headers::MCP_PROTOCOL_VERSION;
-use crate::mcp::sse::{is_event_stream, EventSplitter};
-use crate::session::resume::{
-    event_id, parse_event_id, primes, priming, Events, Frame, Read, Refusal, Resume,
-};
-use crate::session::{Forwarded, Outgoing, SessionStore};
+use crate::mcp::sse::is_event_stream;
+use crate::session::{short, Forwarded, Outgoing, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
 use pingora::http::{RequestHeader, ResponseHeader};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 /// How long opening a stream may hold up the request that asked for it.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -86,7 +83,7 @@ fn expects_server_requests(init_params: &str) -> bool {
 
 /// The GET the gateway sends for a held stream (its own, so it outlives client requests), or
 /// to resume an answer after the backend's own event id.
-pub(super) fn stream_request(
+pub(crate) fn stream_request(
     rec: &SessionRecord,
     last_event_id: Option<&str>,
 ) -> Result<RequestHeader, GatewayError> {
@@ -102,12 +99,7 @@ pub(super) fn stream_request(
     build().map_err(|e| GatewayError::internal(format!("stream request: {e}")))
 }
 
-impl SessionManager {
-    /// Standalone streams held open upstream right now.
-    pub fn held_streams(&self) -> usize {
-        self.streams.live()
-    }
-
+impl Streams {
     /// A client's GET: attached to the session's held stream, opened first when needed.
     pub async fn open_stream(
         self: &Arc<Self>,
@@ -135,7 +127,7 @@ impl SessionManager {
         if !self.holds_streams() || last_event_id.is_some() {
             // passed through (with resumption on, relayed with the gateway's event ids)
             let out = Outgoing::get(client, method_label);
-            let Forwarded { exchange, record } = self.forward(pool, rec, out).await?;
+            let Forwarded { exchange, record } = self.sessions.forward(pool, rec, out).await?;
             if !self.resumes() || !is_stream(exchange.header()) {
                 return Ok(StreamOpened::Answer(Box::new((exchange, record))));
             }
@@ -148,9 +140,9 @@ impl SessionManager {
                 backend,
             });
         }
-        let opening = self.streams.opening_lock(&rec.id);
+        let opening = self.held.opening_lock(&rec.id);
         let _one_at_a_time = opening.lock().await;
-        let lease = match self.streams.current(&rec) {
+        let lease = match self.held.current(&rec) {
             Some(held) => held.lease(None),
             None => {
                 let (exchange, record) =
@@ -158,7 +150,7 @@ impl SessionManager {
                 if !is_stream(exchange.header()) {
                     return Ok(StreamOpened::Answer(Box::new((exchange, record))));
                 }
-                self.install(&record, exchange)
+                self.install(pool, &record, exchange)
             }
         };
         Ok(self.attached(&rec, lease))
@@ -193,7 +185,7 @@ impl SessionManager {
         let Some((token, seq)) = parse_event_id(last) else {
             return Ok(None);
         };
-        let Some(held) = self.streams.held.get(&rec.id).map(|h| h.clone()) else {
+        let Some(held) = self.held.held.get(&rec.id).map(|h| h.clone()) else {
             return Ok(None);
         };
         if held.log.token != token {
@@ -223,15 +215,15 @@ impl SessionManager {
     /// After a session that had a held stream moved: its stream on the new backend, before
     /// the request that moved it goes there.
     pub(super) async fn rehold_after_move(&self, pool: &Arc<Pool>, rec: &SessionRecord) {
-        if self.holds_streams() && self.streams.has(&rec.id) {
+        if self.holds_streams() && self.held.has(&rec.id) {
             self.hold_now(pool, rec).await;
         }
     }
 
     async fn hold_now(&self, pool: &Arc<Pool>, rec: &SessionRecord) {
-        let opening = self.streams.opening_lock(&rec.id);
+        let opening = self.held.opening_lock(&rec.id);
         let _one_at_a_time = opening.lock().await;
-        if self.streams.current(rec).is_some() {
+        if self.held.current(rec).is_some() {
             return;
         }
         let label = "none";
@@ -239,7 +231,7 @@ impl SessionManager {
         match opened.await {
             Ok(Ok(exchange)) if is_stream(exchange.header()) => {
                 // held for a client to come: nobody attached yet
-                drop(self.install(rec, exchange));
+                drop(self.install(pool, rec, exchange));
             }
             Ok(Ok(exchange)) => {
                 tracing::debug!(
@@ -247,7 +239,7 @@ impl SessionManager {
                     status = exchange.header().status.as_u16(),
                     "backend offers no standalone stream"
                 );
-                self.engine.release(exchange).await;
+                self.sessions.release(exchange).await;
             }
             Ok(Err(e)) => {
                 tracing::debug!(session = short(&rec.id), error = %e, "standalone stream not opened")
@@ -268,7 +260,7 @@ impl SessionManager {
     ) -> Result<(Exchange, SessionRecord), GatewayError> {
         let req = stream_request(&rec, None)?;
         let out = Outgoing::get(&req, method_label);
-        let Forwarded { exchange, record } = self.forward(pool, rec, out).await?;
+        let Forwarded { exchange, record } = self.sessions.forward(pool, rec, out).await?;
         Ok((exchange, record))
     }
 
@@ -280,7 +272,8 @@ impl SessionManager {
         method_label: &'static str,
     ) -> Result<Exchange, GatewayError> {
         let req = stream_request(rec, None)?;
-        self.send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
+        self.sessions
+            .send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
             .await
     }
 
@@ -288,7 +281,7 @@ impl SessionManager {
     /// closing) one of an earlier binding.
     /// Returns the first lease, taken before the first event can arrive (the client GET that
     /// opened it keeps it; an eager hold drops it).
-    fn install(&self, rec: &SessionRecord, exchange: Exchange) -> Lease {
+    fn install(&self, pool: &Arc<Pool>, rec: &SessionRecord, exchange: Exchange) -> Lease {
         let held = Arc::new(Held {
             generation: rec.binding.generation,
             head: exchange.header().clone(),
@@ -301,14 +294,14 @@ impl SessionManager {
             notify: Notify::new(),
             task: Mutex::new(None),
         });
-        if let Some(old) = self.streams.held.insert(rec.id.clone(), held.clone()) {
+        if let Some(old) = self.held.held.insert(rec.id.clone(), held.clone()) {
             old.stop();
         }
         let lease = held.lease(None);
         let pump = pump(
             held.clone(),
             exchange,
-            self.store.clone(),
+            (self.sessions.clone(), pool.clone(), rec.clone()),
             self.resume.clone(),
         );
         *lock(&held.task) = Some(tokio::spawn(pump).abort_handle());
@@ -338,60 +331,32 @@ pub fn is_stream(head: &ResponseHeader) -> bool {
 async fn pump(
     held: Arc<Held>,
     mut exchange: Exchange,
-    store: Arc<dyn SessionStore>,
-    resume: Arc<Resume>,
+    (sessions, pool, rec): (Arc<dyn SessionLink>, Arc<Pool>, SessionRecord),
+    resume: Arc<super::Resume>,
 ) {
     let log = held.log.clone();
-    let window = resume.config().window;
-    let mut splitter = EventSplitter::default();
-    let broken = loop {
-        let chunk = match log.unread_since() {
-            Some(since) => match tokio::time::timeout_at(since + window, exchange.chunk()).await {
-                Ok(chunk) => chunk,
-                Err(_)
-                    if log
-                        .unread_since()
-                        .is_some_and(|t| t + window <= Instant::now()) =>
-                {
-                    tracing::debug!(
-                        session = short(&log.session),
-                        "an unread held stream was closed"
-                    );
-                    break false;
-                }
-                Err(_) => continue,
-            },
-            None => tokio::select! {
-                chunk = exchange.chunk() => chunk,
-                // the last client left: the window starts now
-                _ = log.last_reader_left() => continue,
-            },
-        };
-        match chunk {
-            Ok(Some(chunk)) => {
-                for event in splitter.push(&chunk) {
-                    let frame = Frame::parse(&event);
-                    if frame.carries_message() {
-                        log.push(|seq| frame.with_id(&event_id(log.token, seq)));
-                        resume.mirror_last(&log);
-                    }
-                }
-                // a client that lags a whole buffer behind holds the backend's stream back
-                while log.full() && log.unread_since().is_none() {
-                    log.progressed().await;
-                }
-            }
-            Ok(None) => break false,
-            Err(e) => break e.etype() != &pingora::ErrorType::ReadTimedout,
-        }
+    let ingest = Ingest {
+        log: &log,
+        resume: &resume,
+        until: None,
+        window: resume.config().window,
     };
+    let end = ingest
+        .run(&mut exchange, Leg::Held, &mut Seen::default())
+        .await;
+    if end == Ended::Orphaned {
+        tracing::debug!(
+            session = short(&log.session),
+            "an unread held stream was closed"
+        );
+    }
     drop(exchange);
     // The ended stream stays in the map as a mark that the session has one: a move reopens it.
     log.end();
     resume.mirror_end(&log);
     resume.retire(&log);
-    if broken {
-        if let Err(e) = store.mark_stale(&log.session, held.generation).await {
+    if end == (Ended::Broken { quiet: false }) {
+        if let Err(e) = sessions.connection_lost(&pool, &rec, None).await {
             tracing::warn!(session = short(&log.session), error = %e, "a broken stream's binding was not marked");
         }
     }

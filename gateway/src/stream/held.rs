@@ -2,18 +2,16 @@
 //! GET at a time (a newer GET, a reconnect, supersedes the older one), and the map of the held
 //! streams of this process. Opening, installing and pumping them is `stream.rs`.
 
-use crate::session::resume::{LogReader, StreamLog};
 use crate::session::SessionRecord;
+use crate::stream::{LogReader, StreamLog};
 use bytes::Bytes;
 use dashmap::DashMap;
 use pingora::http::ResponseHeader;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+pub(crate) use crate::sync::lock;
 
 /// One held stream: its events in a resumable log, handed to one client GET at a time.
 pub(super) struct Held {
@@ -102,7 +100,7 @@ impl Lease {
 
 /// Held streams of this gateway process, by session id.
 #[derive(Default)]
-pub(super) struct HeldStreams {
+pub(crate) struct HeldStreams {
     pub(super) held: DashMap<Arc<str>, Arc<Held>>,
     /// One opening per session at a time (so the backend never sees two GETs).
     pub(super) opening: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
@@ -110,7 +108,7 @@ pub(super) struct HeldStreams {
 
 impl HeldStreams {
     /// Stops and forgets a session's stream (the session ended).
-    pub(super) fn stop(&self, id: &str) {
+    pub(crate) fn stop(&self, id: &str) {
         if let Some((_, held)) = self.held.remove(id) {
             held.stop();
         }
@@ -118,7 +116,7 @@ impl HeldStreams {
     }
 
     /// Streams held open right now.
-    pub(super) fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.held.iter().filter(|h| h.is_live()).count()
     }
 
@@ -143,7 +141,7 @@ impl HeldStreams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::resume::Resume;
+    use crate::stream::Resume;
     use bytes::Bytes;
 
     fn held(log: Arc<StreamLog>) -> Arc<Held> {

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -69,9 +69,7 @@ pub enum Read {
     Evicted,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use crate::sync::lock;
 
 impl StreamLog {
     /// An empty stream of `session`.
@@ -181,6 +179,7 @@ impl StreamLog {
     }
 
     /// Bytes kept.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         lock(&self.inner).bytes
     }
@@ -277,11 +276,6 @@ impl LogReader {
     /// The sequence number of the next event this reader returns.
     pub fn cursor(&self) -> u64 {
         self.cursor
-    }
-
-    /// The stream read.
-    pub fn log(&self) -> &Arc<StreamLog> {
-        &self.log
     }
 }
 

@@ -1,0 +1,84 @@
+//! The narrow interface streams use to reach a session (its backend, its binding, its use):
+//! [`SessionLink`], implemented by the [`SessionManager`].
+
+use crate::error::GatewayError;
+use crate::mcp::RequestId;
+use crate::session::{Forwarded, Outgoing, SessionManager, SessionRecord};
+use crate::upstream::client::Exchange;
+use crate::upstream::Pool;
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// What a stream may ask of the session it belongs to.
+#[async_trait]
+pub trait SessionLink: Send + Sync {
+    /// Sends a request within the session, moving the session first when needed.
+    async fn forward(
+        &self,
+        pool: &Arc<Pool>,
+        rec: SessionRecord,
+        out: Outgoing<'_>,
+    ) -> Result<Forwarded, GatewayError>;
+    /// One attempt on the session's current backend, without moving it.
+    async fn send_on_binding(
+        &self,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+        out: &Outgoing<'_>,
+    ) -> Result<Exchange, GatewayError>;
+    /// Returns a finished exchange's connection to the pool.
+    async fn release(&self, exchange: Exchange);
+    /// Tells the backend that request `id` is cancelled, in the background.
+    fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId);
+    /// The session's backend broke the connection: its binding is suspect.
+    async fn connection_lost(
+        &self,
+        pool: &Pool,
+        rec: &SessionRecord,
+        method_label: Option<&'static str>,
+    ) -> Result<(), GatewayError>;
+    /// Records use of the session.
+    async fn used(&self, rec: &SessionRecord) -> Result<(), GatewayError>;
+}
+
+#[async_trait]
+impl SessionLink for SessionManager {
+    async fn forward(
+        &self,
+        pool: &Arc<Pool>,
+        rec: SessionRecord,
+        out: Outgoing<'_>,
+    ) -> Result<Forwarded, GatewayError> {
+        SessionManager::forward(self, pool, rec, out).await
+    }
+
+    async fn send_on_binding(
+        &self,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+        out: &Outgoing<'_>,
+    ) -> Result<Exchange, GatewayError> {
+        SessionManager::send_on_binding(self, pool, rec, out).await
+    }
+
+    async fn release(&self, exchange: Exchange) {
+        self.engine().release(exchange).await;
+    }
+
+    fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId) {
+        SessionManager::cancel(self, pool, rec, id);
+    }
+
+    async fn connection_lost(
+        &self,
+        pool: &Pool,
+        rec: &SessionRecord,
+        method_label: Option<&'static str>,
+    ) -> Result<(), GatewayError> {
+        SessionManager::connection_lost(self, pool, rec, method_label).await
+    }
+
+    async fn used(&self, rec: &SessionRecord) -> Result<(), GatewayError> {
+        SessionManager::used(self, rec).await
+    }
+}

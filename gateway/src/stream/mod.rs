@@ -1,0 +1,113 @@
+//! Every SSE stream the gateway holds or relays inside a session:
+//! - `resume.rs` + `log.rs`: the gateway's event ids, frames, and each stream's bounded,
+//!   replayable log;
+//! - `ingest.rs`: the one loop that reads a backend stream into its log;
+//! - `answer.rs`: the answer pump (a POST's SSE answer read whether or not its client is
+//!   there, resumed upstream after the backend's own id) and `Last-Event-ID` replay;
+//! - `standalone.rs` + `held.rs`: the session's standalone stream, held by the gateway and
+//!   handed to client GETs;
+//! - `redis.rs`: events written through to Redis so another replica can replay them.
+//!
+//! [`Streams`] reaches a session only through [`SessionLink`] (forward, send on the binding,
+//! cancel, mark a lost connection, record use); the session manager tells it what streams must
+//! know (a session ended, moved, a new config) through [`SessionObserver`].
+
+mod answer;
+mod held;
+mod ingest;
+mod link;
+mod log;
+pub mod redis;
+mod resume;
+mod standalone;
+
+pub use answer::{AnswerOf, Events};
+pub use held::Lease;
+pub use link::SessionLink;
+pub use log::{Bounds, LogReader, Read, StreamLog};
+pub use resume::*;
+pub use standalone::{is_stream, StreamOpened};
+
+use crate::config::SessionConfig;
+use crate::metrics::Metrics;
+use crate::session::{SessionObserver, SessionRecord};
+use crate::upstream::Pool;
+use async_trait::async_trait;
+use held::HeldStreams;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The streams of every session of this process: held standalone streams and resumable
+/// answers.
+pub struct Streams {
+    sessions: Arc<dyn SessionLink>,
+    /// Standalone streams held for sessions (`sessions.hold-streams`).
+    held: HeldStreams,
+    hold_streams: AtomicBool,
+    /// Resumable streams (`sessions.resume`).
+    resume: Arc<Resume>,
+}
+
+impl Streams {
+    /// Streams of `sessions`' sessions, counted into `metrics`, written through to `mirror`
+    /// when one is given (the Redis store).
+    pub fn new(
+        sessions: Arc<dyn SessionLink>,
+        metrics: Metrics,
+        mirror: Option<Arc<redis::RedisEvents>>,
+    ) -> Streams {
+        Streams {
+            sessions,
+            held: HeldStreams::default(),
+            hold_streams: AtomicBool::new(true),
+            resume: Arc::new(Resume::new(metrics, mirror)),
+        }
+    }
+
+    /// Applies the session config: whether streams are held, `sessions.resume`.
+    pub fn configure(&self, config: &SessionConfig) {
+        self.hold_streams
+            .store(config.hold_streams, Ordering::Relaxed);
+        self.resume.configure(&config.resume);
+    }
+
+    /// Whether standalone streams are held by the gateway (`sessions.hold-streams`).
+    pub fn holds_streams(&self) -> bool {
+        self.hold_streams.load(Ordering::Relaxed)
+    }
+
+    /// The resumable-stream settings in force.
+    pub fn resume_config(&self) -> ResumeConfig {
+        self.resume.config()
+    }
+
+    /// Whether answers and streams in sessions are relayed with gateway event ids.
+    pub fn resumes(&self) -> bool {
+        self.resume.config().enabled
+    }
+
+    /// Standalone streams held open upstream right now.
+    pub fn held_streams(&self) -> usize {
+        self.held.live()
+    }
+
+    /// Bytes of events buffered in this process and streams kept (the gauges).
+    pub fn resume_buffered(&self) -> (usize, usize) {
+        (self.resume.buffered_bytes(), self.resume.streams())
+    }
+}
+
+#[async_trait]
+impl SessionObserver for Streams {
+    fn ended(&self, id: &str) {
+        self.held.stop(id);
+    }
+
+    async fn moved(&self, pool: &Arc<Pool>, rec: &SessionRecord) {
+        self.rehold_after_move(pool, rec).await;
+    }
+
+    fn configured(&self, config: &SessionConfig) {
+        self.configure(config);
+    }
+}
