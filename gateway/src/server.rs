@@ -63,7 +63,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         }
     };
     let engine = Arc::new(Engine::new(metrics.clone()));
-    let sessions = Arc::new(SessionManager::new(store, engine));
+    let sessions = Arc::new(SessionManager::new(store, engine.clone()));
     let streams = Arc::new(Streams::new(sessions.clone(), metrics.clone(), events));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);

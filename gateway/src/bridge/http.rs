@@ -15,10 +15,10 @@ use crate::mcp::bridge::rounds::client_answer;
 use crate::mcp::bridge::ClientInit;
 use crate::mcp::headers::MCP_SESSION_ID;
 use crate::mcp::{sse, RequestId};
-use crate::session::resume::KEEP_ALIVE;
 use crate::session::store::Quota;
 use crate::session::SettingChange;
 use crate::session::{BridgedOpening, Caller, GoneReason, Lookup, SessionManager, SessionRecord};
+use crate::stream::KEEP_ALIVE;
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -177,7 +177,7 @@ pub async fn post(
                         method,
                         repeatable,
                     };
-                    call.serve(sessions, session).await?
+                    call.serve(session).await?
                 }
                 Disposition::Ping => {
                     write_json(
@@ -262,11 +262,7 @@ enum Next {
 }
 
 impl Bridged<'_> {
-    async fn serve(
-        self,
-        sessions: &SessionManager,
-        session: &mut Session,
-    ) -> Result<Served, Failed> {
+    async fn serve(self, session: &mut Session) -> Result<Served, Failed> {
         let init = ClientInit::parse(&self.rec.init_params)
             .map_err(|e| GatewayError::internal(format!("stored initialize: {e}")))?;
         let level = self
@@ -276,7 +272,7 @@ impl Bridged<'_> {
             .as_deref()
             .and_then(|p| serde_json::from_str::<Value>(p).ok())
             .and_then(|p| request::set_level(&p).map(str::to_owned));
-        let keep_alive = sessions.resume_config().keep_alive;
+        let keep_alive = self.bridge.keep_alive();
         let (tx, mut rx) = mpsc::channel(32);
         let mut progress = Progress {
             to_client: tx,
@@ -399,7 +395,7 @@ pub async fn get(
     session: &mut Session,
     rec: SessionRecord,
 ) -> Result<Served, Failed> {
-    let keep_alive = sessions.resume_config().keep_alive;
+    let keep_alive = bridge.keep_alive();
     let mut events = bridge.live.stream(&rec.id);
     start_stream(session).await?;
     let result = loop {

@@ -46,18 +46,26 @@ pub const DISCOVER_REUSE: Duration = Duration::from_secs(30);
 /// The bridge's state in this process: the `server/discover` cache and what calls wait for.
 pub struct Bridge {
     engine: Arc<Engine>,
+    /// The session streams' settings (the keep-alive interval of the GET streams it serves).
+    streams: Arc<crate::stream::Streams>,
     discovered: upstream::Discovered,
     live: live::Live,
 }
 
 impl Bridge {
-    /// A bridge sending through `engine`.
-    pub fn new(engine: Arc<Engine>) -> Bridge {
+    /// A bridge sending through `engine`, its streams kept alive as `streams` says.
+    pub fn new(engine: Arc<Engine>, streams: Arc<crate::stream::Streams>) -> Bridge {
         Bridge {
             engine,
+            streams,
             discovered: Default::default(),
             live: Default::default(),
         }
+    }
+
+    /// How often a quiet stream to the client carries a keep-alive comment.
+    fn keep_alive(&self) -> std::time::Duration {
+        self.streams.resume_config().keep_alive
     }
 
     /// Whether a legacy client's new session on `pool` is bridged: no backend serves it

@@ -63,7 +63,7 @@ impl Gateway {
         Gateway {
             state,
             metrics: engine.metrics().clone(),
-            bridge: crate::bridge::Bridge::new(engine.clone()),
+            bridge: crate::bridge::Bridge::new(engine.clone(), streams.clone()),
             engine,
             sessions,
             streams,

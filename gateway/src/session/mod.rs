@@ -19,7 +19,7 @@ mod recover;
 mod reinit;
 pub mod store;
 
-pub use bridged::{BridgedOpening, BRIDGED};
+pub use bridged::BridgedOpening;
 pub use expiry::{ExpiryService, SweepSource};
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
 pub use observer::SessionObserver;
