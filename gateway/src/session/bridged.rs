@@ -5,7 +5,8 @@
 //! deletes nothing upstream (`delete_upstream` finds no backend at the unspecified address).
 
 use super::manager::{Caller, SessionManager};
-use super::store::{CreateError, Quota};
+use super::reinit::Reason;
+use super::store::{CreateError, Quota, Rebound};
 use super::{now_ms, short, Binding, SessionRecord, Settings};
 use crate::error::GatewayError;
 use crate::upstream::Pool;
@@ -80,6 +81,40 @@ impl SessionManager {
             Err(CreateError::Full { max }) => Err(GatewayError::session_limit(max)),
             Err(CreateError::ClientFull { max }) => Err(GatewayError::client_session_limit(max)),
             Err(CreateError::Store(e)) => Err(e.into()),
+        }
+    }
+
+    /// Moves a session onto the era bridge: its pool has no backend left that serves it
+    /// natively, but 2026-07-28 ones (the last legacy pod of a rolling upgrade went). Fenced
+    /// by the generation like any move (the loser adopts the winner's record); the session
+    /// keeps its id, its stored `initialize` and its settings, and stays bridged from then on.
+    /// Its held stream stops (the bridge serves the client's GET itself) and the backend
+    /// session it leaves is deleted upstream when that backend still answers.
+    pub async fn bridge_over(
+        &self,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+    ) -> Result<SessionRecord, GatewayError> {
+        let binding = Binding::bridged(rec.binding.generation + 1);
+        match self
+            .store
+            .rebind(&rec.id, rec.binding.generation, binding)
+            .await?
+        {
+            Rebound::Won(record) => {
+                self.engine
+                    .metrics()
+                    .session_reinits
+                    .with_label_values(&[&pool.name, Reason::Bridged.as_str()])
+                    .inc();
+                tracing::info!(session = short(&record.id), from = %rec.binding.backend, generation = record.binding.generation, "session continues on the era bridge");
+                if let Some(observer) = self.observer() {
+                    observer.ended(&rec.id);
+                }
+                self.delete_left_behind(pool, rec, Reason::Bridged);
+                Ok(record)
+            }
+            Rebound::Lost(lookup) => lookup.live(),
         }
     }
 }

@@ -125,7 +125,12 @@ impl SessionManager {
     /// The winner of a move ends the session it left on a backend that is still alive (a
     /// drained pod, a connection lost to a live one), so no backend keeps an orphan until its
     /// own expiry. A backend that said it does not know the session, or is down, is spared.
-    fn delete_left_behind(&self, pool: &Arc<Pool>, left: &SessionRecord, reason: Reason) {
+    pub(super) fn delete_left_behind(
+        &self,
+        pool: &Arc<Pool>,
+        left: &SessionRecord,
+        reason: Reason,
+    ) {
         if reason == Reason::SessionUnknown {
             return;
         }

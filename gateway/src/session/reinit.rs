@@ -32,6 +32,9 @@ pub enum Reason {
     /// The pinned backend's era was probed again and it no longer serves sessions (a pod
     /// replaced by a 2026-07-28-only one at the same address).
     EraChanged,
+    /// No backend of the session's era is left in its pool, but 2026-07-28 ones are: the
+    /// session continues on the era bridge (`SessionManager::bridge_over`).
+    Bridged,
 }
 
 impl Reason {
@@ -45,6 +48,7 @@ impl Reason {
             Reason::SessionUnknown => "session-unknown",
             Reason::ConnectionLost => "connection-lost",
             Reason::EraChanged => "era-changed",
+            Reason::Bridged => "bridged",
         }
     }
 }

@@ -392,11 +392,7 @@ impl Pool {
         let members = self.backends();
         let untried = |b: &Backend| !tried.contains(&b.addr) && era.is_none_or(|era| b.serves(era));
         let good = |b: &Backend| untried(b) && b.eligible() && !b.era_is_stale();
-        // a backend whose era is known to serve the request beats one not probed yet (a pod
-        // that just joined may be of the other era)
-        let known = |b: &Backend| good(b) && (era.is_none() || b.era().is_some());
-        balance::pick(self, &members, &known)
-            .or_else(|| balance::pick(self, &members, &good))
+        balance::pick(self, &members, &good)
             .or_else(|| balance::pick(self, &members, &untried))
             .map(|i| members[i].clone())
     }
@@ -417,27 +413,19 @@ impl Pool {
                 .find(|(a, _)| *a == b.addr)
                 .map_or(0, |(_, n)| *n)
         };
-        // tiers, best first: eligible with a known era; eligible (era not probed yet: a pod
-        // that just joined may be modern-only, so it takes sessions only when no known one
-        // can); anything not tried that may serve a session
-        let pick = |tier: u8| {
+        let pick = |eligible_only: bool| {
             let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
             let n = members.len().max(1);
             (0..members.len())
                 .filter(|&i| !tried.contains(&members[i].addr))
                 .filter(|&i| members[i].serves(Era::Legacy))
                 .filter(|&i| {
-                    let b = &members[i];
-                    match tier {
-                        0 => b.eligible() && !b.era_is_stale() && b.era().is_some(),
-                        1 => b.eligible() && !b.era_is_stale(),
-                        _ => true,
-                    }
+                    !eligible_only || (members[i].eligible() && !members[i].era_is_stale())
                 })
                 .min_by_key(|&i| (sessions(&members[i]), (i + n - offset % n) % n))
                 .map(|i| members[i].clone())
         };
-        pick(0).or_else(|| pick(1)).or_else(|| pick(2))
+        pick(true).or_else(|| pick(false))
     }
 
     /// The member at `addr`, if it is still one.

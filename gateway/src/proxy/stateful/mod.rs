@@ -47,7 +47,9 @@ pub(super) async fn handle(
         let Some(sid) = sid else {
             return sessionless(gw, session, ctx, &pool, &route, Bytes::new(), true).await;
         };
-        let rec = gw.sessions.lookup(&sid, &caller).await?;
+        let rec =
+            bridge_over_if_needed(gw, &pool, &route, gw.sessions.lookup(&sid, &caller).await?)
+                .await?;
         if rec.binding.is_bridged() {
             return bridged::get_or_delete(gw, session, ctx, &pool, rec).await;
         }
@@ -90,12 +92,29 @@ pub(super) async fn handle(
         // Looked up after the body is read, so a 404 carries the request's id.
         Some(sid) => {
             let rec = gw.sessions.lookup(&sid, &caller).await?;
+            let rec = bridge_over_if_needed(gw, &pool, &route, rec).await?;
             if rec.binding.is_bridged() {
                 return bridged::call(gw, session, ctx, (&pool, &route), rec, call).await;
             }
             in_session::call(gw, session, ctx, (&pool, &route), rec, call).await
         }
     }
+}
+
+/// A native session whose pool has no backend left that serves it natively, but 2026-07-28
+/// ones (a rolling upgrade's last legacy pod went), continues on the era bridge instead of
+/// failing; any other session is returned as it is. Cheap when nothing changed: a look at the
+/// pool's backends.
+async fn bridge_over_if_needed(
+    gw: &Gateway,
+    pool: &Arc<Pool>,
+    route: &Route,
+    rec: crate::session::SessionRecord,
+) -> Result<crate::session::SessionRecord, crate::error::GatewayError> {
+    if rec.binding.is_bridged() || !Bridge::bridges(pool, route.dual_backends) {
+        return Ok(rec);
+    }
+    gw.sessions.bridge_over(pool, &rec).await
 }
 
 /// A request without a session (and not an initialize): forwarded to any backend, which
