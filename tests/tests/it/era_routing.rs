@@ -143,3 +143,39 @@ async fn a_declared_era_is_used_without_probing() {
         "nothing probed in a pool with a declared era"
     );
 }
+
+/// A rolling upgrade's last step: the only legacy pod goes while a 2026-07-28 pod is there.
+/// The session does not fail: its next call continues on the era bridge (same gateway session
+/// id, answered by the modern pod as a 2026-07-28 request), and it stays bridged.
+#[tokio::test]
+async fn a_session_whose_last_legacy_pod_goes_continues_on_the_bridge() {
+    let legacy = MockServer::legacy("legacy", 0, V).await;
+    let modern = MockServer::start("modern").await;
+    let gw = Gateway::start(&config(&[&legacy, &modern], "stateful")).await;
+    assert_eventually!(Duration::from_secs(10), eras_known(&gw, 2).await, "probed");
+    let sid = open_session(gw.addr).await;
+    let call = |id: u64| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"whoami"}}}}"#
+        );
+        Request::post("/mcp", body)
+            .header("Mcp-Session-Id", &sid)
+            .header("MCP-Protocol-Version", V)
+    };
+    assert_eq!(call(1).send(gw.addr).await.tool_text(), "legacy");
+    legacy.kill();
+    for id in 2..6 {
+        let resp = call(id).send(gw.addr).await;
+        assert_eq!(resp.tool_text(), "modern", "call {id}: {}", resp.text());
+    }
+    assert_eq!(
+        modern.count_method("initialize"),
+        0,
+        "no session opened upstream"
+    );
+    let (_, metrics) = gw.admin_get("/metrics").await;
+    assert!(
+        metrics.contains(r#"mcpgw_session_reinits_total{pool="p",reason="bridged"} 1"#),
+        "{metrics}"
+    );
+}

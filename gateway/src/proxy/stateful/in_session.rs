@@ -3,6 +3,8 @@
 
 use super::call::Call;
 use super::events::{write_events, Written};
+use crate::bridge::Bridge;
+use crate::error::ErrorKind;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::{
@@ -47,7 +49,16 @@ pub(super) async fn call(
     let Forwarded {
         exchange: mut ex,
         record: rec,
-    } = sent?;
+    } = match sent {
+        Ok(sent) => sent,
+        // nothing reached a backend, and the pod that refused was the last one serving the
+        // session natively: the session continues on the era bridge with this very call
+        Err(e) if undelivered(&e) && Bridge::bridges(pool, route.dual_backends) => {
+            let rec = gw.sessions.bridge_over(pool, &rec).await?;
+            return super::bridged::call(gw, session, ctx, (pool, route), rec, call).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
     ctx.backend = pool.find(rec.binding.backend);
     if ex.header().status.is_success() && call.is("notifications/initialized") {
         // Before the client hears back (and sends its first call), the session's stream is
@@ -179,4 +190,13 @@ pub(super) async fn delete(
     head.insert_header(http::header::CONTENT_LENGTH, "0")?;
     write_whole(session, head, Bytes::new()).await?;
     Ok(())
+}
+
+/// Whether `forward` gave up before any backend took the request (every backend that could
+/// hold the session refused, or none is left), so sending it elsewhere cannot repeat it.
+fn undelivered(e: &GatewayError) -> bool {
+    matches!(
+        e.kind,
+        ErrorKind::BackendUnavailable | ErrorKind::NoBackendOfEra
+    )
 }
