@@ -7,7 +7,6 @@ use crate::bridge::{self, Failed, Served, Target};
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::{Fail, Gateway, Handled};
 use crate::routing::Route;
-use crate::session::store::Quota;
 use crate::session::{Caller, SessionRecord};
 use crate::upstream::Pool;
 use pingora::prelude::*;
@@ -48,11 +47,7 @@ pub(super) async fn initialize(
     caller: Caller,
     call: Call,
 ) -> Handled {
-    let config = &ctx.state.config;
-    let quota = Quota {
-        max_sessions: config.sessions.max,
-        max_per_client: config.limits.max_sessions_per_client,
-    };
+    let quota = super::quota(ctx);
     let path: String = route.upstream_path(session.req_header().uri.path()).into();
     let to = target(pool, route, &path);
     let done = bridge::initialize(

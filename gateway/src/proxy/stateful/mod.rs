@@ -138,6 +138,15 @@ async fn sessionless(
     forward_any(gw, session, ctx, pool, out).await
 }
 
+/// The session caps in force for a new session (native or bridged).
+fn quota(ctx: &RequestCtx) -> Quota {
+    let config = &ctx.state.config;
+    Quota {
+        max_sessions: config.sessions.max,
+        max_per_client: config.limits.max_sessions_per_client,
+    }
+}
+
 /// A client's initialize: the manager opens the session; the client gets the backend's
 /// answer with the gateway's session id.
 async fn initialize(
@@ -148,11 +157,7 @@ async fn initialize(
     caller: Caller,
     call: Call,
 ) -> Handled {
-    let config = &ctx.state.config;
-    let quota = Quota {
-        max_sessions: config.sessions.max,
-        max_per_client: config.limits.max_sessions_per_client,
-    };
+    let quota = quota(ctx);
     let client = session.req_header();
     let opening = Opening {
         client,
