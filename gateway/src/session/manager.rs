@@ -229,6 +229,13 @@ impl SessionManager {
                     if crate::upstream::era::answer_suggests_other_era(Era::Legacy, status, false) {
                         // a pod of the other era may have taken the address: probe it again
                         backend.suspect_era();
+                        if backend.era_is_stale() {
+                            // it went down and came back, not probed since: the refusal is a
+                            // new image's and the request never ran there; move the session
+                            self.engine.release(ex).await;
+                            rec = self.moved(pool, &rec, Reason::EraChanged, &out).await?;
+                            continue;
+                        }
                     }
                     return Ok(Forwarded {
                         exchange: ex.with_buffered(answer),
