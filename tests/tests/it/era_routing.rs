@@ -163,7 +163,7 @@ async fn a_session_whose_last_legacy_pod_goes_continues_on_the_bridge() {
             .header("MCP-Protocol-Version", V)
     };
     assert_eq!(call(1).send(gw.addr).await.tool_text(), "legacy");
-    legacy.kill();
+    legacy.die().await;
     for id in 2..6 {
         let resp = call(id).send(gw.addr).await;
         assert_eq!(resp.tool_text(), "modern", "call {id}: {}", resp.text());
