@@ -38,6 +38,10 @@ impl crate::upstream::LivePools for arc_swap::ArcSwap<State> {
             .zip(state.pools.iter().cloned())
             .collect()
     }
+
+    fn mcp_path(&self, index: usize) -> String {
+        crate::upstream::era::probe_path(&self.load().config, index)
+    }
 }
 
 /// The running state hands the listener the client timeouts in force.

@@ -14,9 +14,8 @@
 
 use super::resource_uri::{self, Undecidable};
 use super::Principal;
-use crate::config::{AuthzRule, Require, RouteAuth, RouteConfig};
+use crate::config::{AuthzRule, Pattern, Require, RouteAuth, RouteConfig};
 use bytes::Bytes;
-use globset::GlobMatcher;
 use serde_json::Value;
 
 /// A route's authentication requirement and rules, compiled.
@@ -29,8 +28,8 @@ pub struct RouteGuard {
 
 #[derive(Debug)]
 struct Rule {
-    method: Option<GlobMatcher>,
-    name: Option<GlobMatcher>,
+    method: Option<Pattern>,
+    name: Option<Pattern>,
     require: Require,
 }
 
@@ -43,16 +42,7 @@ pub struct Denied {
     pub undecidable: Option<Undecidable>,
 }
 
-fn glob(g: &Option<String>) -> Option<GlobMatcher> {
-    let g = g.as_ref()?;
-    globset::GlobBuilder::new(g)
-        .literal_separator(false)
-        .build()
-        .ok()
-        .map(|g| g.compile_matcher())
-}
-
-fn one(g: &Option<GlobMatcher>, v: Option<&str>) -> bool {
+fn one(g: &Option<Pattern>, v: Option<&str>) -> bool {
     match g {
         None => true,
         Some(g) => v.is_some_and(|v| g.is_match(v)),
@@ -71,20 +61,20 @@ fn holds(principal: Option<&Principal>, require: &Require) -> bool {
 }
 
 impl RouteGuard {
-    /// Compiles a route's `auth` and `authz` (globs were checked by validation).
+    /// A route's `auth` and `authz` (their globs compiled by validation).
     pub fn new(rc: &RouteConfig) -> RouteGuard {
         RouteGuard::from_rules(rc.auth == RouteAuth::Required, &rc.authz)
     }
 
-    /// Compiles rules.
+    /// From rules.
     pub fn from_rules(required: bool, rules: &[AuthzRule]) -> RouteGuard {
         RouteGuard {
             required,
             rules: rules
                 .iter()
                 .map(|r| Rule {
-                    method: glob(&r.method),
-                    name: glob(&r.name),
+                    method: r.method.clone(),
+                    name: r.name.clone(),
                     require: r.require.clone(),
                 })
                 .collect(),
@@ -160,7 +150,7 @@ impl RouteGuard {
                 && !holds(principal, &r.require)
                 && r.name
                     .as_ref()
-                    .is_none_or(|g| resource_uri::may_overlap(g.glob().glob(), template))
+                    .is_none_or(|g| resource_uri::may_overlap(g.as_str(), template))
         })
     }
 
@@ -243,12 +233,12 @@ mod tests {
             true,
             &[
                 AuthzRule {
-                    method: Some("tools/call".into()),
-                    name: Some("admin_*".into()),
+                    method: Pattern::new("tools/call").ok(),
+                    name: Pattern::new("admin_*").ok(),
                     require: Require::Scope("admin".into()),
                 },
                 AuthzRule {
-                    method: Some("prompts/get".into()),
+                    method: Pattern::new("prompts/get").ok(),
                     name: None,
                     require: Require::Claim {
                         name: "groups".into(),
@@ -329,8 +319,8 @@ mod tests {
         let g = RouteGuard::from_rules(
             true,
             &[AuthzRule {
-                method: Some("resources/*".into()),
-                name: Some("admin://*".into()),
+                method: Pattern::new("resources/*").ok(),
+                name: Pattern::new("admin://*").ok(),
                 require: Require::Scope("admin".into()),
             }],
         );

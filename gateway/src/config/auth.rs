@@ -259,10 +259,10 @@ pub enum RouteAuth {
 /// One authorization rule: the first rule whose globs match a request decides it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthzRule {
-    /// Glob on the MCP method; `None` matches any.
-    pub method: Option<String>,
-    /// Glob on the name (tool, prompt, resource URI); `None` matches any.
-    pub name: Option<String>,
+    /// Glob on the MCP method, compiled; `None` matches any.
+    pub method: Option<super::Pattern>,
+    /// Glob on the name (tool, prompt, resource URI), compiled; `None` matches any.
+    pub name: Option<super::Pattern>,
     /// What the caller must have.
     pub require: Require,
 }
@@ -471,8 +471,14 @@ pub(super) fn route_auth(
             p.unknown(&rat, &r.unknown, "match, require");
             let m = &r.matches;
             p.unknown(&format!("{rat}.match"), &m.unknown, "method, name");
-            p.glob(format!("{rat}.match.method"), &m.method);
-            p.glob(format!("{rat}.match.name"), &m.name);
+            let mut compile = |field: &str, glob: &Option<String>| {
+                let glob = glob.as_deref()?;
+                p.pattern(format!("{rat}.match.{field}"), glob)
+            };
+            let (method, name) = (compile("method", &m.method), compile("name", &m.name));
+            if (m.method.is_some() && method.is_none()) || (m.name.is_some() && name.is_none()) {
+                return None;
+            }
             let require = match &r.require {
                 Some(FileRequire {
                     scope: Some(s),
@@ -504,8 +510,8 @@ pub(super) fn route_auth(
                 }
             };
             Some(AuthzRule {
-                method: m.method.clone(),
-                name: m.name.clone(),
+                method,
+                name,
                 require,
             })
         })

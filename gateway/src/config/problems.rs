@@ -53,14 +53,6 @@ impl Problems {
             }
         }
     }
-
-    pub(super) fn glob(&mut self, path: String, glob: &Option<String>) {
-        if let Some(g) = glob {
-            if let Err(e) = globset::Glob::new(g) {
-                self.add(path, format!("bad glob `{g}`: {}", e.kind()));
-            }
-        }
-    }
 }
 
 /// One problem in a config file.

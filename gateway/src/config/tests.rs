@@ -204,3 +204,23 @@ fn the_redis_store_is_configured_and_checked() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn an_authz_rule_with_a_bad_glob_is_refused_not_dropped() {
+    // A glob that did not compile used to leave the rule matching every name.
+    let yaml = r#"
+auth: { resource: "https://gw.example/mcp", api-keys: { file: keys.txt } }
+pools: { a: { backends: [127.0.0.1:1] } }
+routes:
+  - path: /mcp
+    pool: a
+    authz:
+      - { match: { method: tools/call, name: "admin_[" }, require: { scope: admin } }
+"#;
+    let errors = parse(yaml).unwrap_err();
+    let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+    assert!(
+        paths.contains(&"routes[0].authz[0].match.name"),
+        "{errors:#?}"
+    );
+}

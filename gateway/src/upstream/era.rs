@@ -19,8 +19,6 @@ use crate::mcp::discover::{self, Verdict};
 use crate::mcp::headers::{MCP_METHOD, MCP_SESSION_ID};
 use crate::mcp::{BackendEra, Era};
 use crate::metrics::Metrics;
-use crate::state::State;
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::server::ShutdownWatch;
@@ -300,17 +298,17 @@ pub async fn probe(
 
 /// Runs the era probes of every pool with `era: detect`, and counts backends by era.
 pub struct EraService {
-    state: Arc<ArcSwap<State>>,
+    pools: Arc<dyn super::LivePools>,
     engine: Arc<Engine>,
     metrics: Metrics,
 }
 
 impl EraService {
-    /// Era probes for the pools of the running state, sent through `engine`.
-    pub fn new(state: Arc<ArcSwap<State>>, engine: Arc<Engine>) -> EraService {
+    /// Era probes for the pools in force, sent through `engine`.
+    pub fn new(pools: Arc<dyn super::LivePools>, engine: Arc<Engine>) -> EraService {
         let metrics = engine.metrics().clone();
         EraService {
-            state,
+            pools,
             engine,
             metrics,
         }
@@ -318,9 +316,8 @@ impl EraService {
 
     /// Starts the probes that are due (each in a task of its own) and updates the gauges.
     pub fn tick(&self) {
-        let state = self.state.load_full();
         self.metrics.backends_by_era.reset();
-        for (index, pool) in state.pools.iter().enumerate() {
+        for (index, (_, pool)) in self.pools.pools().into_iter().enumerate() {
             let members = pool.backends();
             for era in ["legacy", "modern", "dual", "unknown"] {
                 let n = members
@@ -338,7 +335,7 @@ impl EraService {
             let now = now_ms();
             for backend in members.iter().filter(|b| b.era_probe.claim(now)) {
                 let (engine, pool, backend) = (self.engine.clone(), pool.clone(), backend.clone());
-                let path = probe_path(&state.config, index);
+                let path = self.pools.mcp_path(index);
                 let metrics = self.metrics.clone();
                 tokio::spawn(async move {
                     let probed = probe(&engine, &pool, &backend, &path);

@@ -234,6 +234,10 @@ pub struct Pool {
 pub trait LivePools: Send + Sync {
     /// Each pool with its config, as of now.
     fn pools(&self) -> Vec<(PoolConfig, Arc<Pool>)>;
+
+    /// The upstream path of the MCP endpoint on the backends of the pool at `index` (as
+    /// [`LivePools::pools`] lists them), where era probes go.
+    fn mcp_path(&self, index: usize) -> String;
 }
 
 /// Decrements a backend's in-flight count when dropped.
