@@ -17,6 +17,9 @@ Scenarios:
   state-echo      calls `state_echo` (a requestState-only round the gateway retries itself).
   connect         initialize only (to show a direct connection to a modern-only server fails).
   whoami          initialize, then `whoami` three times: which servers answered (the demo).
+  subscribe       resources/subscribe text://item/3, `touch` item/3 and item/4 (the server's
+                  notifications/resources/updated), `change_tools` (tools/list_changed), then
+                  unsubscribe and `touch` item/3 again: which notifications the GET stream brought.
 Errors: {"error": "<Type>: <message>", "code": C, "data": D} (exit 0 for *-nocap and endless,
 1 otherwise).
 """
@@ -30,6 +33,7 @@ import time
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl
 
 
 def out(obj, code=0):
@@ -59,6 +63,22 @@ async def run(url, scenario, arg):
         logs.append(params.level)
 
     kwargs = {"logging_callback": log}
+    updated, tools_changed = [], []
+
+    async def on_message(message):
+        root = getattr(message, "root", None)
+        if isinstance(root, types.ResourceUpdatedNotification):
+            updated.append(str(root.params.uri))
+        elif isinstance(root, types.ToolListChangedNotification):
+            tools_changed.append(True)
+
+    async def until(check, seconds):
+        deadline = time.monotonic() + seconds
+        while not check() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    if scenario == "subscribe":
+        kwargs["message_handler"] = on_message
     if scenario in ("ask", "endless", "tour", "progress-rounds"):
         kwargs["elicitation_callback"] = elicit
     if scenario == "sample":
@@ -110,6 +130,22 @@ async def run(url, scenario, arg):
 
                 result = await s.call_tool("progress_ask", {}, progress_callback=on_progress)
                 res.update(text=result.content[0].text, progress=progress, calls=calls)
+                return res
+            if scenario == "subscribe":
+                await asyncio.sleep(0.5)  # the client opens its GET stream after initialized
+                await s.subscribe_resource(AnyUrl("text://item/3"))
+                await s.call_tool("touch", {"uri": "text://item/3"})
+                await s.call_tool("touch", {"uri": "text://item/4"})
+                await until(lambda: updated, 5)
+                await asyncio.sleep(0.3)
+                res["updated"] = list(updated)
+                await s.call_tool("change_tools", {})
+                await until(lambda: tools_changed, 5)
+                res["tools_changed"] = len(tools_changed)
+                await s.unsubscribe_resource(AnyUrl("text://item/3"))
+                await s.call_tool("touch", {"uri": "text://item/3"})
+                await asyncio.sleep(0.5)
+                res["after_unsubscribe"] = list(updated)
                 return res
             if scenario == "state-echo":
                 res["text"] = (await s.call_tool("state_echo", {})).content[0].text

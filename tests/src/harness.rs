@@ -296,12 +296,14 @@ impl PythonPeer {
     /// statelessly (a dual backend).
     pub async fn modern_ts(name: &str, legacy_serve: bool) -> PythonPeer {
         let legacy = if legacy_serve { "serve" } else { "reject" };
-        Self::spawn(
-            node(),
-            "node/modern_server.mjs",
-            &["--port", "0", "--name", name, "--legacy", legacy],
-        )
-        .await
+        Self::modern_ts_with(name, &["--legacy", legacy]).await
+    }
+
+    /// `node/modern_server.mjs` named `name` on a free port, with more arguments (`--notify`).
+    pub async fn modern_ts_with(name: &str, args: &[&str]) -> PythonPeer {
+        let mut all = vec!["--port", "0", "--name", name];
+        all.extend_from_slice(args);
+        Self::spawn(node(), "node/modern_server.mjs", &all).await
     }
 
     /// Starts the peer and waits for `READY <port>`, then proves the port is the peer's own

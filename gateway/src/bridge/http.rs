@@ -5,6 +5,7 @@
 
 use super::answer::Messages;
 use super::call::{Call, Final, Progress};
+use super::listen;
 use super::upstream::Upstream;
 use super::{serves_bridged, Bridge};
 use crate::config::DualBackends;
@@ -218,17 +219,42 @@ pub async fn post(
                     accepted(session).await?;
                     Served::default()
                 }
+                Disposition::Subscribe(subscribed) => {
+                    let uri = msg
+                        .get("params")
+                        .and_then(|p| p.get("uri"))
+                        .and_then(Value::as_str);
+                    let Some(uri) = uri else {
+                        let e =
+                            GatewayError::invalid_request(&format!("{method} needs params.uri"));
+                        return Err(e.into());
+                    };
+                    let change = SettingChange::Subscription(uri.into(), subscribed);
+                    let mut settings = rec.settings.clone();
+                    settings.apply(change.clone());
+                    sessions.remember(&rec, change).await?;
+                    let uris = settings
+                        .subscriptions
+                        .iter()
+                        .map(|u| u.to_string())
+                        .collect();
+                    bridge.listens.subscribed(&rec.id, uris).await;
+                    write_json(
+                        session,
+                        200,
+                        None,
+                        response(id, "result", &serde_json::json!({})),
+                    )
+                    .await?;
+                    Served::default()
+                }
                 Disposition::Reinitialize => {
                     let e = GatewayError::invalid_request("this session is initialized already");
                     return Err(e.into());
                 }
                 Disposition::Refused => {
                     let metrics = bridge.engine.metrics();
-                    let reason = if method.starts_with("tasks/") {
-                        "tasks are an extension in 2026-07-28, not bridged"
-                    } else {
-                        "2026-07-28 replaces it with subscriptions/listen, not bridged yet"
-                    };
+                    let reason = "tasks are an extension in 2026-07-28, not bridged";
                     let e = GatewayError::not_bridged(method, reason);
                     super::count_error(metrics, &to.pool.name, &e);
                     return Err(e.into());
@@ -393,10 +419,30 @@ pub async fn get(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,
+    (pool, dual): (&Arc<Pool>, DualBackends),
     rec: SessionRecord,
 ) -> Result<Served, Failed> {
     let keep_alive = bridge.keep_alive();
     let mut events = bridge.live.stream(&rec.id);
+    let uris = rec.settings.subscriptions.iter().map(|u| u.to_string());
+    // the stored initialize parsed when the session opened
+    let _listen = ClientInit::parse(&rec.init_params).ok().map(|init| {
+        let source = || listen::Source {
+            engine: bridge.engine.clone(),
+            pool: pool.clone(),
+            dual,
+            client: {
+                // sent as the listen POST: the GET's end-to-end headers and caller
+                let mut head = session.req_header().clone();
+                head.set_method(http::Method::POST);
+                head
+            },
+            path: rec.path.to_string(),
+            init,
+            to_client: bridge.live.sender(&rec.id),
+        };
+        bridge.listens.hold(&rec.id, uris.collect(), source)
+    });
     start_stream(session).await?;
     let result = loop {
         let next = tokio::select! {

@@ -120,6 +120,14 @@ impl Live {
             .subscribe()
     }
 
+    /// Where `session`'s GET stream events are sent.
+    pub(super) fn sender(&self, session: &Arc<str>) -> broadcast::Sender<Bytes> {
+        self.streams
+            .entry(session.clone())
+            .or_insert_with(|| broadcast::channel(STREAM_BACKLOG).0)
+            .clone()
+    }
+
     /// A GET stream of `session` ended: its channel goes when no other reads it.
     pub(super) fn stream_closed(&self, session: &Arc<str>) {
         self.streams

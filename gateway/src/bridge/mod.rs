@@ -13,11 +13,14 @@
 //! The translation itself is pure and lives in `crate::mcp::bridge`; this module is the
 //! behaviour: `upstream` (which backend, the `server/discover` cache), `answer` (reading a
 //! modern answer's messages), `call` (the rounds of one call), `live` (what a call waits for:
-//! the client's responses, cancellations, the GET streams), `http` (the client side).
+//! the client's responses, cancellations, the GET streams), `listen` (the `subscriptions/
+//! listen` stream that feeds a GET stream the session's subscriptions), `http` (the client
+//! side).
 
 mod answer;
 mod call;
 mod http;
+mod listen;
 mod live;
 mod upstream;
 
@@ -50,6 +53,7 @@ pub struct Bridge {
     streams: Arc<crate::stream::Streams>,
     discovered: upstream::Discovered,
     live: live::Live,
+    listens: listen::Listens,
 }
 
 impl Bridge {
@@ -60,6 +64,7 @@ impl Bridge {
             streams,
             discovered: Default::default(),
             live: Default::default(),
+            listens: Default::default(),
         }
     }
 

@@ -63,6 +63,9 @@ impl Upstream<'_> {
         let bad = |h: &str| GatewayError::internal(format!("cannot set {h} upstream"));
         head.insert_header("accept", "application/json, text/event-stream")
             .map_err(|_| bad("accept"))?;
+        // always a JSON POST, whatever the client's own request was (a GET feeds a listen)
+        head.insert_header("content-type", "application/json")
+            .map_err(|_| bad("content-type"))?;
         for (name, value) in &req.headers {
             head.insert_header(*name, value.as_str())
                 .map_err(|_| bad(name))?;

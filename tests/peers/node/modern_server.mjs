@@ -2,12 +2,15 @@
 // A 2026-07-28 MCP server from the TypeScript SDK v2 (`@modelcontextprotocol/server` createMcpHandler,
 // Node glue from `@modelcontextprotocol/node` toNodeHandler), for the era tests (issue 22).
 //
-// Usage: node tests/peers/node/modern_server.mjs --port P [--legacy reject|serve] [--name NAME]
+// Usage: node tests/peers/node/modern_server.mjs --port P [--legacy reject|serve] [--name NAME] [--notify]
 //
 // http://127.0.0.1:P/mcp (any path is served). --port 0 picks a free port.
 //   --legacy reject (default): modern-only strict (`createMcpHandler(f, {legacy: 'reject'})`): a legacy
 //            `initialize` is answered 400 -32022 naming the supported revisions; GET/DELETE 405.
 //   --legacy serve: the SDK's default stateless legacy fallback as well (a dual backend).
+//   --notify: declares resources.subscribe and tools/resources listChanged, and adds the tools
+//            `touch {uri}` (notifications/resources/updated for uri on the handler's bus, which
+//            subscriptions/listen streams read) and `change_tools {}` (notifications/tools/list_changed).
 // Prints "READY <port>" on stdout once listening; nothing else goes to stdout.
 // Host/Origin guarded to localhost (403 otherwise). SIGTERM/SIGINT -> exit at once (143/130).
 // Bind failure -> exit 1. Bad arguments -> exit 2.
@@ -55,13 +58,14 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const out = { port: null, legacy: "reject", name: "modern" };
+  const out = { port: null, legacy: "reject", name: "modern", notify: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => (i + 1 < argv.length ? argv[++i] : usage(`${a} needs a value`));
     if (a === "--port") out.port = val();
     else if (a === "--legacy") out.legacy = val();
     else if (a === "--name") out.name = val();
+    else if (a === "--notify") out.notify = true;
     else usage(`unknown argument ${a}`);
   }
   if (out.port === null || !/^\d+$/.test(out.port) || Number(out.port) > 65535) usage("--port P is required (0..65535)");
@@ -88,7 +92,9 @@ function factory() {
   const server = new McpServer(
     { name: args.name, version: "2.4.0-test" },
     {
-      capabilities: { logging: {} },
+      capabilities: args.notify
+        ? { logging: {}, resources: { subscribe: true, listChanged: true }, tools: { listChanged: true } }
+        : { logging: {} },
       instructions: `modern test server ${args.name}`,
     },
   );
@@ -226,6 +232,21 @@ function factory() {
       requestState: "pa:1",
     });
   });
+
+  if (args.notify) {
+    server.registerTool(
+      "touch",
+      { description: "resources/updated for uri", inputSchema: z.object({ uri: z.string() }) },
+      async ({ uri }) => {
+        handler.notify.resourceUpdated(uri);
+        return text(`touched:${uri}`);
+      },
+    );
+    server.registerTool("change_tools", { description: "tools/list_changed" }, async () => {
+      handler.notify.toolsChanged();
+      return text("changed");
+    });
+  }
 
   server.registerResource("static", "text://static", { mimeType: "text/plain" }, async (uri) => ({
     contents: [{ uri: uri.href, mimeType: "text/plain", text: "static text" }],

@@ -321,9 +321,16 @@ async fn the_gateway_answers_ping_and_notifications_and_delete_ends_the_session(
         vec![json!("server/discover")],
         "only discovery reached the backend"
     );
-    // no translation for subscriptions or tasks: a documented error
+    // a subscription is kept by the gateway (heard on a listen stream while the GET is open)
     let sub = r#"{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"text://static"}}"#;
     let resp = in_session(&sid, sub).send(gw.addr).await;
+    assert_eq!(resp.json()["result"], json!({}), "{}", resp.text());
+    let bad = r#"{"jsonrpc":"2.0","id":6,"method":"resources/subscribe","params":{}}"#;
+    let resp = in_session(&sid, bad).send(gw.addr).await;
+    assert_eq!(resp.json()["error"]["code"], -32600, "{}", resp.text());
+    // no translation for tasks: a documented error
+    let task = r#"{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"t"}}"#;
+    let resp = in_session(&sid, task).send(gw.addr).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.json()["error"]["code"], -32033, "{}", resp.text());
     assert_eq!(resp.json()["error"]["data"]["kind"], "not-bridged");

@@ -26,6 +26,7 @@ mod era_bridge;
 mod era_probe;
 mod era_rollout;
 mod era_routing;
+mod era_subscribe;
 mod harness;
 mod held_streams;
 mod hostile;

@@ -8,10 +8,13 @@
 //!   `Mcp-Name` headers), what the gateway answers itself, what it refuses.
 //! - [`result`]: `server/discover` → the `InitializeResult` the gateway answers; a modern
 //!   result → the legacy result; progress values kept increasing across rounds.
+//! - [`listen`]: the session's `resources/subscribe`s → one `subscriptions/listen` request;
+//!   its stream's notifications → the legacy notifications of the client's GET stream.
 //! - [`rounds`]: `input_required` → the server→client requests (one per `inputRequests`
 //!   entry), the capability each needs, and the client's responses → the retry's
 //!   `inputResponses` with `requestState` echoed exactly.
 
+pub mod listen;
 pub mod request;
 pub mod result;
 pub mod rounds;

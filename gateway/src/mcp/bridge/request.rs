@@ -27,6 +27,10 @@ pub enum Disposition {
     Acknowledged,
     /// A second `initialize` in a live session: refused (-32600).
     Reinitialize,
+    /// `resources/subscribe` (`true`) or `resources/unsubscribe`: kept as the session's
+    /// subscriptions, heard on a `subscriptions/listen` stream the gateway holds while the
+    /// client's GET stream is open (`super::listen`); `{}`.
+    Subscribe(bool),
     /// No faithful translation: refused with -32033 (`not-bridged`).
     Refused,
 }
@@ -43,10 +47,10 @@ pub fn disposition(method: &str, is_request: bool) -> Disposition {
         "ping" => Disposition::Ping,
         "logging/setLevel" => Disposition::SetLevel,
         "initialize" => Disposition::Reinitialize,
-        // Tasks are an extension in 2026-07-28 (not core); subscriptions are `subscriptions/
-        // listen` streams, not requests.
+        // Tasks are an extension in 2026-07-28 (not core).
         m if m.starts_with("tasks/") => Disposition::Refused,
-        "resources/subscribe" | "resources/unsubscribe" => Disposition::Refused,
+        "resources/subscribe" => Disposition::Subscribe(true),
+        "resources/unsubscribe" => Disposition::Subscribe(false),
         _ => Disposition::Forward,
     }
 }

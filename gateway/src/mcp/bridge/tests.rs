@@ -83,7 +83,11 @@ fn the_gateway_answers_ping_and_set_level_and_refuses_what_has_no_translation() 
     assert_eq!(disposition("tasks/get", true), Disposition::Refused);
     assert_eq!(
         disposition("resources/subscribe", true),
-        Disposition::Refused
+        Disposition::Subscribe(true)
+    );
+    assert_eq!(
+        disposition("resources/unsubscribe", true),
+        Disposition::Subscribe(false)
     );
     assert_eq!(disposition("initialize", true), Disposition::Reinitialize);
     assert_eq!(disposition("tools/call", true), Disposition::Forward);

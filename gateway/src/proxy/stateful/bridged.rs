@@ -105,13 +105,14 @@ pub(super) async fn get_or_delete(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    pool: &Arc<Pool>,
+    (pool, route): (&Arc<Pool>, &Route),
     rec: SessionRecord,
 ) -> Handled {
     let done = if session.req_header().method == http::Method::DELETE {
         bridge::delete(&gw.bridge, &gw.sessions, session, pool, rec).await
     } else {
-        bridge::get(&gw.bridge, &gw.sessions, session, rec).await
+        let to = (pool, route.dual_backends);
+        bridge::get(&gw.bridge, &gw.sessions, session, to, rec).await
     };
     served(ctx, done)
 }

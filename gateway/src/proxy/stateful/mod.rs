@@ -51,7 +51,7 @@ pub(super) async fn handle(
             bridge_over_if_needed(gw, &pool, &route, gw.sessions.lookup(&sid, &caller).await?)
                 .await?;
         if rec.binding.is_bridged() {
-            return bridged::get_or_delete(gw, session, ctx, &pool, rec).await;
+            return bridged::get_or_delete(gw, session, ctx, (&pool, &route), rec).await;
         }
         return if method == http::Method::DELETE {
             in_session::delete(gw, session, &pool, rec).await
