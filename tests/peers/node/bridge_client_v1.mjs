@@ -5,7 +5,7 @@
 //
 // Usage: node tests/peers/node/bridge_client_v1.mjs --url URL SCENARIO [ARG]
 //   tour | ask ROUNDS | ask-nocap | sample | roots | roots-nocap | endless | connect |
-//   progress-rounds | state-echo
+//   progress-rounds | state-echo | subscribe
 // Errors: {"error": "...", "code": C, "data": D}; exit 0 for the *-nocap and endless scenarios
 // when the call failed with a JSON-RPC error, 1 otherwise.
 
@@ -16,6 +16,8 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 const argv = process.argv.slice(2);
@@ -62,6 +64,15 @@ async function run() {
     });
   }
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params.level));
+  const updated = [];
+  let toolsChanged = 0;
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updated.push(n.params.uri));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => (toolsChanged += 1));
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const until = async (check, ms) => {
+    const end = Date.now() + ms;
+    while (!check() && Date.now() < end) await sleep(50);
+  };
   const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
   const res = {
@@ -98,6 +109,23 @@ async function run() {
         onprogress: (p) => progress.push([p.progress, p.total]),
       });
       return Object.assign(res, { text: r.content[0].text, progress, calls });
+    }
+    if (scenario === "subscribe") {
+      await sleep(500); // the client opens its GET stream after initialized
+      await client.subscribeResource({ uri: "text://item/3" });
+      await client.callTool({ name: "touch", arguments: { uri: "text://item/3" } });
+      await client.callTool({ name: "touch", arguments: { uri: "text://item/4" } });
+      await until(() => updated.length > 0, 5000);
+      await sleep(300);
+      res.updated = [...updated];
+      await client.callTool({ name: "change_tools", arguments: {} });
+      await until(() => toolsChanged > 0, 5000);
+      res.tools_changed = toolsChanged;
+      await client.unsubscribeResource({ uri: "text://item/3" });
+      await client.callTool({ name: "touch", arguments: { uri: "text://item/3" } });
+      await sleep(500);
+      res.after_unsubscribe = [...updated];
+      return res;
     }
     if (scenario === "state-echo") {
       res.text = (await client.callTool({ name: "state_echo", arguments: {} })).content[0].text;

@@ -24,24 +24,24 @@ fn config(backends: &[String]) -> String {
 async fn a_legacy_clients_subscription_is_heard_on_its_get_stream_until_it_unsubscribes() {
     let server = PythonPeer::modern_ts_with("m1", &["--legacy", "reject", "--notify"]).await;
     let gw = Gateway::start(&config(&[server.addr()])).await;
-    let (ok, v) = LegacyClient::Python
-        .run(&gw.url("/mcp"), "subscribe", None)
-        .await;
-    assert!(ok, "{v}");
-    assert_eq!(
-        v["updated"],
-        json!(["text://item/3"]),
-        "the subscribed URI's update, not the other one's: {v}"
-    );
-    assert!(
-        v["tools_changed"].as_u64() >= Some(1),
-        "list changes too: {v}"
-    );
-    assert_eq!(
-        v["after_unsubscribe"],
-        json!(["text://item/3"]),
-        "nothing after unsubscribe: {v}"
-    );
+    for client in LegacyClient::ALL {
+        let (ok, v) = client.run(&gw.url("/mcp"), "subscribe", None).await;
+        assert!(ok, "{client:?}: {v}");
+        assert_eq!(
+            v["updated"],
+            json!(["text://item/3"]),
+            "{client:?}: the subscribed URI's update, not the other one's: {v}"
+        );
+        assert!(
+            v["tools_changed"].as_u64() >= Some(1),
+            "{client:?}: list changes too: {v}"
+        );
+        assert_eq!(
+            v["after_unsubscribe"],
+            json!(["text://item/3"]),
+            "{client:?}: nothing after unsubscribe: {v}"
+        );
+    }
 }
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"9"}}}"#;
