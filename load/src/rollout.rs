@@ -8,9 +8,9 @@
 //! Reported per replacement: calls in flight, failures among them, failures after it; the
 //! failures after the last replacement; the eras `/admin/backends` shows at the end. It passes
 //! when every failure was a call in flight at a replacement and nothing fails after the last
-//! one settled. Without a bridge for legacy sessions on modern pods (issue 22's bridge),
-//! the legacy load fails once the last legacy pod is gone: `--replace` fewer than `--pods`
-//! measures the rollout up to that point.
+//! one settled. Once the last legacy pod is gone the legacy sessions continue on the era
+//! bridge (same session ids); `--replace` fewer than `--pods` measures the rollout up to a
+//! point.
 
 use crate::mcp::Dialect;
 use crate::run::{self, Event, LoadConfig, RunResult};
