@@ -1,11 +1,11 @@
 //! The client side of a bridged session: its `initialize` (answered from `server/discover`),
 //! its POSTs (answered by the gateway, or bridged call by call, as JSON when nothing comes
 //! before the result and as SSE otherwise, with keep-alives while the client is asked for
-//! input), its responses to the gateway's server→client requests, its GET stream and DELETE.
+//! input), its responses to the gateway's server→client requests, and DELETE (its GET
+//! stream: `super::get`).
 
 use super::answer::Messages;
 use super::call::{Call, Final, Progress};
-use super::listen;
 use super::upstream::Upstream;
 use super::{serves_bridged, Bridge};
 use crate::config::DualBackends;
@@ -18,7 +18,7 @@ use crate::mcp::headers::MCP_SESSION_ID;
 use crate::mcp::{sse, RequestId};
 use crate::session::store::Quota;
 use crate::session::SettingChange;
-use crate::session::{BridgedOpening, Caller, GoneReason, Lookup, SessionManager, SessionRecord};
+use crate::session::{BridgedOpening, Caller, GoneReason, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
@@ -26,7 +26,7 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 /// How serving a bridged request failed.
 pub enum Failed {
@@ -180,16 +180,7 @@ pub async fn post(
                     };
                     call.serve(session).await?
                 }
-                Disposition::Ping => {
-                    write_json(
-                        session,
-                        200,
-                        None,
-                        response(id, "result", &serde_json::json!({})),
-                    )
-                    .await?;
-                    Served::default()
-                }
+                Disposition::Ping => empty_result(session, id).await?,
                 Disposition::SetLevel => {
                     let params = msg.get("params").cloned().unwrap_or_default();
                     if request::set_level(&params).is_none() {
@@ -199,14 +190,7 @@ pub async fn post(
                     }
                     let change = SettingChange::LogLevel(params.to_string().into());
                     sessions.remember(&rec, change).await?;
-                    write_json(
-                        session,
-                        200,
-                        None,
-                        response(id, "result", &serde_json::json!({})),
-                    )
-                    .await?;
-                    Served::default()
+                    empty_result(session, id).await?
                 }
                 Disposition::Cancelled => {
                     if let Some(r) = msg.get("params").and_then(|p| p.get("requestId")) {
@@ -220,33 +204,8 @@ pub async fn post(
                     Served::default()
                 }
                 Disposition::Subscribe(subscribed) => {
-                    let uri = msg
-                        .get("params")
-                        .and_then(|p| p.get("uri"))
-                        .and_then(Value::as_str);
-                    let Some(uri) = uri else {
-                        let e =
-                            GatewayError::invalid_request(&format!("{method} needs params.uri"));
-                        return Err(e.into());
-                    };
-                    let change = SettingChange::Subscription(uri.into(), subscribed);
-                    let mut settings = rec.settings.clone();
-                    settings.apply(change.clone());
-                    sessions.remember(&rec, change).await?;
-                    let uris = settings
-                        .subscriptions
-                        .iter()
-                        .map(|u| u.to_string())
-                        .collect();
-                    bridge.listens.subscribed(&rec.id, uris).await;
-                    write_json(
-                        session,
-                        200,
-                        None,
-                        response(id, "result", &serde_json::json!({})),
-                    )
-                    .await?;
-                    Served::default()
+                    subscribe(bridge, sessions, &rec, (method, &msg), subscribed).await?;
+                    empty_result(session, id).await?
                 }
                 Disposition::Reinitialize => {
                     let e = GatewayError::invalid_request("this session is initialized already");
@@ -266,6 +225,28 @@ pub async fn post(
         tracing::warn!(error = %e, "session use not recorded");
     }
     Ok(served)
+}
+
+/// A subscribe or unsubscribe: kept with the session, followed by its listen stream.
+async fn subscribe(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    rec: &SessionRecord,
+    (method, msg): (&str, &Value),
+    subscribed: bool,
+) -> Result<(), GatewayError> {
+    let uri = msg
+        .get("params")
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| GatewayError::invalid_request(&format!("{method} needs params.uri")))?;
+    let change = SettingChange::Subscription(uri.into(), subscribed);
+    let mut settings = rec.settings.clone();
+    settings.apply(change.clone());
+    sessions.remember(rec, change).await?;
+    let uris = settings.subscriptions.iter().map(|u| u.to_string());
+    bridge.listens.subscribed(&rec.id, uris.collect()).await;
+    Ok(())
 }
 
 /// One call to bridge and the client it answers.
@@ -413,66 +394,6 @@ impl Bridged<'_> {
     }
 }
 
-/// GET: the session's server→client stream, served by the gateway: keep-alives and whatever
-/// the bridge has for the client, until the session ends or the client goes.
-pub async fn get(
-    bridge: &Bridge,
-    sessions: &SessionManager,
-    session: &mut Session,
-    (pool, dual): (&Arc<Pool>, DualBackends),
-    rec: SessionRecord,
-) -> Result<Served, Failed> {
-    let keep_alive = bridge.keep_alive();
-    let mut events = bridge.live.stream(&rec.id);
-    let uris = rec.settings.subscriptions.iter().map(|u| u.to_string());
-    // the stored initialize parsed when the session opened
-    let _listen = ClientInit::parse(&rec.init_params).ok().map(|init| {
-        let source = || listen::Source {
-            engine: bridge.engine.clone(),
-            pool: pool.clone(),
-            dual,
-            client: {
-                // sent as the listen POST: the GET's end-to-end headers and caller
-                let mut head = session.req_header().clone();
-                head.set_method(http::Method::POST);
-                head
-            },
-            path: rec.path.to_string(),
-            init,
-            to_client: bridge.live.sender(&rec.id),
-        };
-        bridge.listens.hold(&rec.id, uris.collect(), source)
-    });
-    start_stream(session).await?;
-    let result = loop {
-        let next = tokio::select! {
-            e = events.recv() => match e {
-                Ok(event) => Some(event),
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => break Ok(()),
-            },
-            _ = tokio::time::sleep(keep_alive) => None,
-            _ = session.downstream_session.read_body_or_idle(true) => break Ok(()),
-        };
-        let chunk = match next {
-            Some(event) => event,
-            None => {
-                if !matches!(sessions.inspect(&rec.id).await, Ok(Lookup::Live(_))) {
-                    break session.write_response_body(None, true).await;
-                }
-                Bytes::from_static(KEEP_ALIVE)
-            }
-        };
-        if let Err(e) = session.write_response_body(Some(chunk), false).await {
-            break Err(e);
-        }
-    };
-    drop(events);
-    bridge.live.stream_closed(&rec.id);
-    result?;
-    Ok(Served::default())
-}
-
 /// DELETE: the gateway session ends (nothing to delete upstream); its streams and calls end.
 pub async fn delete(
     bridge: &Bridge,
@@ -488,6 +409,13 @@ pub async fn delete(
     let mut head = ResponseHeader::build(200, Some(1))?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")?;
     session.write_response_header(Box::new(head), true).await?;
+    Ok(Served::default())
+}
+
+/// The `{}` result the gateway answers itself (`ping`, `logging/setLevel`, subscriptions).
+async fn empty_result(session: &mut Session, id: &RequestId) -> Result<Served> {
+    let body = response(id, "result", &serde_json::json!({}));
+    write_json(session, 200, None, body).await?;
     Ok(Served::default())
 }
 
@@ -522,7 +450,7 @@ async fn accepted(session: &mut Session) -> Result<()> {
     session.write_response_header(Box::new(head), true).await
 }
 
-async fn start_stream(session: &mut Session) -> Result<()> {
+pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
     let mut head = ResponseHeader::build(200, Some(3))?;
     head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
     head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;

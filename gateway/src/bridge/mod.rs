@@ -15,16 +15,18 @@
 //! modern answer's messages), `call` (the rounds of one call), `live` (what a call waits for:
 //! the client's responses, cancellations, the GET streams), `listen` (the `subscriptions/
 //! listen` stream that feeds a GET stream the session's subscriptions), `http` (the client
-//! side).
+//! side), `get` (the client's GET stream).
 
 mod answer;
 mod call;
+mod get;
 mod http;
 mod listen;
 mod live;
 mod upstream;
 
-pub use http::{delete, get, initialize, post, Failed, Served, Target};
+pub use get::get;
+pub use http::{delete, initialize, post, Failed, Served, Target};
 
 use crate::config::DualBackends;
 use crate::error::GatewayError;

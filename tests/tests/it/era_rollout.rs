@@ -16,15 +16,7 @@ async fn legacy_pods_replaced_by_modern_ones_lose_only_calls_in_flight() {
         std::env::temp_dir().join(format!("mcp-load-rollout-test-{}.json", std::process::id()));
     let out = tokio::process::Command::new(workspace_bin("mcp-load"))
         .current_dir(workspace())
-        .args([
-            "rollout",
-            "--pods",
-            "3",
-            "--every",
-            "4",
-            "--after",
-            "4",
-        ])
+        .args(["rollout", "--pods", "3", "--every", "4", "--after", "4"])
         .args([
             "--legacy-rate",
             "20",

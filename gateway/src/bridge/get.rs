@@ -1,0 +1,75 @@
+//! A bridged session's GET stream, served by the gateway (a 2026-07-28 backend has none):
+//! keep-alives, and the notifications of the session's `subscriptions/listen` stream
+//! (`super::listen`), held while the GET is open.
+
+use super::http::{start_stream, Failed, Served};
+use super::{listen, Bridge};
+use crate::config::DualBackends;
+use crate::mcp::bridge::ClientInit;
+use crate::session::{Lookup, SessionManager, SessionRecord};
+use crate::stream::KEEP_ALIVE;
+use crate::upstream::Pool;
+use bytes::Bytes;
+use pingora::prelude::*;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// GET: the session's server→client stream, served by the gateway: keep-alives and whatever
+/// the bridge has for the client, until the session ends or the client goes.
+pub async fn get(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    (pool, dual): (&Arc<Pool>, DualBackends),
+    rec: SessionRecord,
+) -> Result<Served, Failed> {
+    let keep_alive = bridge.keep_alive();
+    let mut events = bridge.live.stream(&rec.id);
+    let uris = rec.settings.subscriptions.iter().map(|u| u.to_string());
+    // the stored initialize parsed when the session opened
+    let _listen = ClientInit::parse(&rec.init_params).ok().map(|init| {
+        let source = || listen::Source {
+            engine: bridge.engine.clone(),
+            pool: pool.clone(),
+            dual,
+            client: {
+                // sent as the listen POST: the GET's end-to-end headers and caller
+                let mut head = session.req_header().clone();
+                head.set_method(http::Method::POST);
+                head
+            },
+            path: rec.path.to_string(),
+            init,
+            to_client: bridge.live.sender(&rec.id),
+        };
+        bridge.listens.hold(&rec.id, uris.collect(), source)
+    });
+    start_stream(session).await?;
+    let result = loop {
+        let next = tokio::select! {
+            e = events.recv() => match e {
+                Ok(event) => Some(event),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break Ok(()),
+            },
+            _ = tokio::time::sleep(keep_alive) => None,
+            _ = session.downstream_session.read_body_or_idle(true) => break Ok(()),
+        };
+        let chunk = match next {
+            Some(event) => event,
+            None => {
+                if !matches!(sessions.inspect(&rec.id).await, Ok(Lookup::Live(_))) {
+                    break session.write_response_body(None, true).await;
+                }
+                Bytes::from_static(KEEP_ALIVE)
+            }
+        };
+        if let Err(e) = session.write_response_body(Some(chunk), false).await {
+            break Err(e);
+        }
+    };
+    drop(events);
+    bridge.live.stream_closed(&rec.id);
+    result?;
+    Ok(Served::default())
+}
