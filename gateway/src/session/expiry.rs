@@ -8,6 +8,7 @@ use crate::upstream::Pool;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,12 +26,19 @@ pub trait SweepSource: Send + Sync {
 pub struct ExpiryService {
     sessions: Arc<SessionManager>,
     source: Arc<dyn SweepSource>,
+    /// The last sweep failed: the next failures of the same outage are logged at debug (the
+    /// store's outage has its own WARN).
+    failing: AtomicBool,
 }
 
 impl ExpiryService {
     /// Sweeps `sessions` with the idle timeout of the current config.
     pub fn new(sessions: Arc<SessionManager>, source: Arc<dyn SweepSource>) -> ExpiryService {
-        ExpiryService { sessions, source }
+        ExpiryService {
+            sessions,
+            source,
+            failing: AtomicBool::new(false),
+        }
     }
 
     /// Ends every session idle past the timeout; returns how many.
@@ -38,9 +46,15 @@ impl ExpiryService {
         self.sessions.configure(&self.source.session_config());
         self.source.prune_limits();
         match self.sessions.expire(&self.source.pools()).await {
-            Ok(n) => n,
+            Ok(n) => {
+                self.failing.store(false, Ordering::Relaxed);
+                n
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "session expiry could not run");
+                match self.failing.swap(true, Ordering::Relaxed) {
+                    false => tracing::warn!(error = %e, "session expiry could not run"),
+                    true => tracing::debug!(error = %e, "session expiry could not run"),
+                }
                 0
             }
         }

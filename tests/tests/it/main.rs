@@ -53,4 +53,5 @@ mod safe_defaults;
 mod soak;
 mod stateful;
 mod stateless;
+mod store_failover;
 mod traces;
