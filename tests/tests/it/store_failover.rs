@@ -7,7 +7,7 @@
 
 use mcp_gateway_tests::client::Connection;
 use mcp_gateway_tests::machine;
-use mcp_gateway_tests::redis_ha::RedisCluster;
+use mcp_gateway_tests::redis_ha::{RedisCluster, RedisSentinel, MASTER_NAME};
 use mcp_gateway_tests::{open_session, Gateway, MockServer, Request};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -125,6 +125,8 @@ where
     }
     let initializes: usize = mocks.iter().map(|m| m.sessions().initializes()).sum();
     assert_eq!(initializes, SESSIONS, "a session was re-initialized");
+    // and the store takes new sessions again
+    open_session(gw.addr).await;
     Arc::try_unwrap(tally)
         .ok()
         .expect("tasks done")
@@ -180,6 +182,37 @@ async fn sessions_keep_working_while_a_redis_cluster_master_fails_over() {
         let killed = cluster.kill_master().await;
         eprintln!("killed master {killed}");
         cluster
+            .until_failed_over(killed, Duration::from_secs(20))
+            .await;
+    })
+    .await;
+    assert_served_through(&gw, &tally).await;
+}
+
+#[tokio::test]
+async fn sessions_keep_working_while_a_sentinel_primary_fails_over() {
+    let _machine = machine::exclusive().await;
+    let mut sentinel = RedisSentinel::start(1000).await;
+    let (a, b) = (
+        MockServer::legacy("a", 0, V).await,
+        MockServer::legacy("b", 0, V).await,
+    );
+    let nodes: Vec<String> = sentinel.urls().iter().map(|u| format!("\"{u}\"")).collect();
+    let redis = format!(
+        "{{ sentinel: {{ master-name: {MASTER_NAME}, nodes: [{}] }}, key-prefix: \"fo:\" }}",
+        nodes.join(", ")
+    );
+    let gw = Gateway::start(&config(&redis, &[&a, &b])).await;
+    let tally = under_load(&gw, &[&a, &b], || async {
+        let killed = sentinel.kill_primary().await;
+        eprintln!("killed primary {killed}");
+        // while no primary answers, a new session cannot be kept: 503 -32006, not a session
+        // that would be lost
+        let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let refused = Request::post("/mcp", body).send(gw.addr).await;
+        assert_eq!(refused.status(), 503, "{}", String::from_utf8_lossy(&refused.body));
+        assert_eq!(refused.json()["error"]["code"], -32006);
+        sentinel
             .until_failed_over(killed, Duration::from_secs(20))
             .await;
     })

@@ -16,6 +16,7 @@
 
 mod conn;
 mod layout;
+mod sentinel;
 
 use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
