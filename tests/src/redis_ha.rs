@@ -212,6 +212,22 @@ impl RedisCluster {
     /// SIGKILLs a master; returns its port.
     pub async fn kill_master(&mut self) -> u16 {
         let port = *self.masters().first().expect("a master");
+        self.kill(port).await;
+        port
+    }
+
+    /// SIGKILLs the master that holds `key`; returns its port.
+    pub async fn kill_master_of(&mut self, key: &str) -> u16 {
+        let port = self
+            .masters()
+            .into_iter()
+            .find(|p| cli(*p, &["exists", key]).trim() == "1")
+            .unwrap_or_else(|| panic!("no master holds {key}"));
+        self.kill(port).await;
+        port
+    }
+
+    async fn kill(&mut self, port: u16) {
         let node = self
             .nodes
             .iter_mut()
@@ -220,7 +236,6 @@ impl RedisCluster {
         if let Some(mut child) = node.child.take() {
             let _ = child.kill().await;
         }
-        port
     }
 
     /// Waits until a replica took over from the master killed on `killed` (as many live masters

@@ -8,7 +8,6 @@ use crate::upstream::Pool;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,19 +25,12 @@ pub trait SweepSource: Send + Sync {
 pub struct ExpiryService {
     sessions: Arc<SessionManager>,
     source: Arc<dyn SweepSource>,
-    /// The last sweep failed: the next failures of the same outage are logged at debug (the
-    /// store's outage has its own WARN).
-    failing: AtomicBool,
 }
 
 impl ExpiryService {
     /// Sweeps `sessions` with the idle timeout of the current config.
     pub fn new(sessions: Arc<SessionManager>, source: Arc<dyn SweepSource>) -> ExpiryService {
-        ExpiryService {
-            sessions,
-            source,
-            failing: AtomicBool::new(false),
-        }
+        ExpiryService { sessions, source }
     }
 
     /// Ends every session idle past the timeout; returns how many.
@@ -46,15 +38,10 @@ impl ExpiryService {
         self.sessions.configure(&self.source.session_config());
         self.source.prune_limits();
         match self.sessions.expire(&self.source.pools()).await {
-            Ok(n) => {
-                self.failing.store(false, Ordering::Relaxed);
-                n
-            }
+            Ok(n) => n,
+            // the store's outage has its own WARN (`store/outage.rs`); the sweep runs again soon
             Err(e) => {
-                match self.failing.swap(true, Ordering::Relaxed) {
-                    false => tracing::warn!(error = %e, "session expiry could not run"),
-                    true => tracing::debug!(error = %e, "session expiry could not run"),
-                }
+                tracing::debug!(error = %e, "session expiry could not run");
                 0
             }
         }

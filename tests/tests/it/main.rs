@@ -54,4 +54,5 @@ mod soak;
 mod stateful;
 mod stateless;
 mod store_failover;
+mod store_failover_real;
 mod traces;

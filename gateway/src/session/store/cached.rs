@@ -243,10 +243,8 @@ impl SessionStore for Cached {
         let rebound = s.inner.rebind(id, expected_generation, binding).await;
         match &rebound {
             Ok(Rebound::Won(record)) | Ok(Rebound::Lost(Lookup::Live(record))) => s.keep(record),
-            Err(e) => {
-                s.failed("rebind", e);
-                s.records.remove(id);
-            }
+            // the binding is unchanged: the copy stays (the move waits for the store)
+            Err(e) => s.failed("rebind", e),
             _ => s.forget(id),
         }
         rebound
@@ -254,12 +252,24 @@ impl SessionStore for Cached {
 
     async fn mark_stale(&self, id: &str, generation: u64) -> Result<(), StoreError> {
         let s = &self.shared;
-        s.records.remove(id);
-        let marked = s.inner.mark_stale(id, generation).await;
-        if let Err(e) = &marked {
-            s.failed("mark_stale", e);
+        match s.inner.mark_stale(id, generation).await {
+            Ok(()) => {
+                s.records.remove(id);
+            }
+            // The mark stays in this replica's copy: the next request here moves the session
+            // first (which needs the store: 503 -32006 until it is back). The call that lost its
+            // connection is still answered -32013, never "retry" (it may have run).
+            Err(e) => {
+                s.failed("mark_stale", &e);
+                s.outage.fell_back("mark_stale");
+                if let Some(mut entry) = s.records.get_mut(id) {
+                    if entry.0.binding.generation == generation {
+                        entry.0.binding.stale = true;
+                    }
+                }
+            }
         }
-        marked
+        Ok(())
     }
 
     async fn update_settings(&self, id: &str, change: SettingChange) -> Result<(), StoreError> {

@@ -156,6 +156,10 @@ async fn a_session_is_served_from_its_copy_while_the_store_is_down() {
     };
     assert!(cached.rebind(&rec.id, 1, binding).await.is_err());
     assert!(cached.get_fresh(&rec.id).await.is_err());
+    // a lost connection is marked in the copy (the call is answered -32013, not "retry"); the
+    // next request then moves the session, which needs the store
+    cached.mark_stale(&rec.id, 1).await.unwrap();
+    assert!(live(cached.get(&rec.id).await.unwrap()).binding.stale);
     // a session this replica holds no copy of cannot be served
     assert!(cached.get("never-seen").await.is_err());
     assert_eq!(
