@@ -125,8 +125,14 @@ where
     }
     let initializes: usize = mocks.iter().map(|m| m.sessions().initializes()).sum();
     assert_eq!(initializes, SESSIONS, "a session was re-initialized");
-    // and the store takes new sessions again
-    open_session(gw.addr).await;
+    // and the store takes new sessions and ends them again (a cluster connection that kept
+    // routing to the dead master started over: `session/store/redis/holder.rs`)
+    let fresh = open_session(gw.addr).await;
+    let ended = Request::session_delete(&fresh).send(gw.addr).await;
+    assert_eq!(ended.status(), 200);
+    let gone = whoami(&fresh, 1).send(gw.addr).await;
+    assert_eq!(gone.status(), 404);
+    assert_eq!(gone.json()["error"]["data"]["reason"], "deleted");
     Arc::try_unwrap(tally)
         .ok()
         .expect("tasks done")

@@ -109,13 +109,12 @@ impl Shared {
         let mut replayed = 0;
         loop {
             tokio::time::sleep(RETRY_EVERY).await;
-            let mut clean = true;
-            if self.pending.is_empty() {
-                if let Err(e) = self.inner.ping().await {
-                    self.outage.failed("ping", &e);
-                    clean = false;
-                }
+            // a store that does not answer a ping is not sent the whole queue again
+            if let Err(e) = self.inner.ping().await {
+                self.outage.failed("ping", &e);
+                continue;
             }
+            let mut clean = true;
             for (id, outcome) in self.pending.retry(&self.inner).await {
                 match outcome {
                     Retried::Done(found) => {
