@@ -70,3 +70,60 @@ impl Holder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(cluster: bool) -> RedisConfig {
+        RedisConfig {
+            urls: vec!["redis://127.0.0.1:9/0".into()],
+            cluster,
+            sentinel: None,
+            key_prefix: "h:".into(),
+        }
+    }
+
+    /// A holder with a (lazy, never connected) connection in it.
+    async fn holding() -> Holder {
+        let holder = Holder::default();
+        holder.get(&config(false)).await.expect("a lazy connection");
+        holder
+    }
+
+    fn run_for(holder: &Holder, long: Duration) {
+        let mut f = crate::sync::lock(&holder.failing);
+        f.since = Some(Instant::now() - long);
+        f.last = Some(Instant::now());
+    }
+
+    #[tokio::test]
+    async fn a_cluster_connection_failing_for_three_seconds_starts_over_and_no_other_does() {
+        let holder = holding().await;
+        holder.failed(&config(true));
+        assert!(holder.current.load().is_some(), "one failure is not stuck");
+        run_for(&holder, STUCK);
+        holder.failed(&config(true));
+        assert!(holder.current.load().is_none(), "failing for 3 s: dropped");
+        // a single server's manager reconnects by itself: never dropped
+        let holder = holding().await;
+        run_for(&holder, STUCK * 10);
+        holder.failed(&config(false));
+        assert!(holder.current.load().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_failure_after_a_quiet_spell_begins_a_new_run() {
+        let holder = holding().await;
+        {
+            let mut f = crate::sync::lock(&holder.failing);
+            f.since = Some(Instant::now() - STUCK * 2);
+            f.last = Some(Instant::now() - STUCK);
+        }
+        holder.failed(&config(true));
+        assert!(
+            holder.current.load().is_some(),
+            "a new run, not a stuck one"
+        );
+    }
+}
