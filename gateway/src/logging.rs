@@ -3,6 +3,10 @@
 //! pingora logs a client that goes away (closes mid-request, times out, sends garbage) at
 //! ERROR ("Fail to proxy: Downstream ..."). A client leaving is the client's business, not a
 //! failure of the gateway: the bridge passes those records on at DEBUG.
+//!
+//! The `redis` crate logs every failed connect and slot refresh of a failover at WARN, tens a
+//! second: the store's outage has one WARN of its own (`session/store/outage.rs`), so the
+//! crate's records are passed on at DEBUG too.
 
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -36,6 +40,11 @@ pub fn is_client_gone(target: &str, level: log::Level, message: &str) -> bool {
     level == log::Level::Error && target.starts_with("pingora") && message.contains("Downstream")
 }
 
+/// Whether a record comes from the Redis client (reported by the store's outage instead).
+pub fn is_store_client(target: &str) -> bool {
+    target == "redis" || target.starts_with("redis::")
+}
+
 /// `log` → tracing, with client departures moved from ERROR to DEBUG.
 struct Bridge;
 
@@ -46,7 +55,9 @@ impl log::Log for Bridge {
 
     fn log(&self, record: &log::Record<'_>) {
         let message = record.args().to_string();
-        if is_client_gone(record.target(), record.level(), &message) {
+        if is_client_gone(record.target(), record.level(), &message)
+            || is_store_client(record.target())
+        {
             let lowered = log::Record::builder()
                 .level(log::Level::Debug)
                 .target(record.target())
@@ -78,5 +89,7 @@ mod tests {
         assert!(!is_client_gone("pingora_proxy", error, upstream));
         assert!(!is_client_gone("mcp_gateway", error, gone));
         assert!(!is_client_gone("pingora_proxy", log::Level::Warn, gone));
+        assert!(is_store_client("redis::cluster_handling::async_connection"));
+        assert!(!is_store_client("redis_events"));
     }
 }

@@ -67,6 +67,13 @@ pub struct Metrics {
     /// `mcpgw_store_errors_total{op}`: session store operations that failed (the request was
     /// answered with -32006 where one was waiting).
     pub store_errors: IntCounterVec,
+    /// `mcpgw_store_unavailable_total`: outages of the session store as this replica saw them
+    /// (one per outage, however many requests it met).
+    pub store_unavailable: IntCounterVec,
+    /// `mcpgw_store_fallbacks_total{op}`: operations done without the store during an outage:
+    /// `get` (a session served from this replica's copy), `touch` and `update_settings`
+    /// (queued, written when it is back), `dropped` (over the queue's bounds).
+    pub store_fallbacks: IntCounterVec,
     /// `mcpgw_streams_resumed_total`: client GETs with `Last-Event-ID` that were served.
     pub streams_resumed: IntCounterVec,
     /// `mcpgw_events_replayed_total`: events written again to a client that resumed.
@@ -243,6 +250,16 @@ impl Metrics {
             store_errors: counter(
                 "mcpgw_store_errors_total",
                 "Session store operations that failed, by operation",
+                &["op"],
+            ),
+            store_unavailable: counter(
+                "mcpgw_store_unavailable_total",
+                "Outages of the session store seen by this replica",
+                &[],
+            ),
+            store_fallbacks: counter(
+                "mcpgw_store_fallbacks_total",
+                "Session store operations done without the store during an outage, by operation",
                 &["op"],
             ),
             held_streams: gauge(

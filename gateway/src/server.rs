@@ -56,10 +56,8 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
             let redis = Arc::new(RedisStore::new(redis.clone(), ttl));
             // stream events beside the sessions, so any replica can replay them
             events = Some(RedisEvents::new(redis.clone()));
-            Arc::new(Cached::new(Arc::new(Instrumented::new(
-                redis,
-                metrics.clone(),
-            ))))
+            let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
+            Arc::new(Cached::measured(measured, metrics.clone()))
         }
     };
     let engine = Arc::new(Engine::new(metrics.clone()));

@@ -16,6 +16,7 @@ pub mod mock;
 pub mod otlp;
 pub mod ports;
 pub mod redis;
+pub mod redis_ha;
 pub mod rr_proxy;
 pub mod wire;
 

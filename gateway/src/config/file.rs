@@ -121,8 +121,26 @@ pub struct FileRedis {
     pub urls: Vec<String>,
     /// Redis Cluster. Default false.
     pub cluster: Option<bool>,
+    /// Redis Sentinel: the primary of `master-name`, as the Sentinels at `nodes` name it
+    /// (instead of `urls`).
+    pub sentinel: Option<FileSentinel>,
     /// Prefix of every key. Default `mcpgw:`.
     pub key_prefix: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `sessions.redis.sentinel`: where the Sentinels are and which primary they watch.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileSentinel {
+    /// The name the Sentinels monitor the primary by (`sentinel monitor <name> ...`).
+    pub master_name: Option<String>,
+    /// redis:// URLs of the Sentinels (not of the Redis servers).
+    #[serde(default)]
+    pub nodes: Vec<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

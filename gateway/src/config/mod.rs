@@ -10,6 +10,7 @@ mod pattern;
 mod pools;
 mod problems;
 pub mod schema;
+mod sentinel;
 mod sessions;
 mod tracing;
 mod validate;
@@ -23,7 +24,7 @@ pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
 pub use pattern::Pattern;
-pub use sessions::{RedisConfig, ResumeConfig};
+pub use sessions::{RedisConfig, ResumeConfig, SentinelConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.

@@ -10,8 +10,19 @@ pub struct RedisConfig {
     pub urls: Vec<String>,
     /// Redis Cluster.
     pub cluster: bool,
+    /// Redis Sentinel (then `urls` is empty).
+    pub sentinel: Option<SentinelConfig>,
     /// Prefix of every key.
     pub key_prefix: String,
+}
+
+/// `sessions.redis.sentinel`: the primary the Sentinels name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelConfig {
+    /// The name the Sentinels monitor the primary by.
+    pub master_name: String,
+    /// `redis://` URLs of the Sentinels.
+    pub nodes: Vec<String>,
 }
 
 /// `sessions.resume`: resumable streams.

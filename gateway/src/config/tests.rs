@@ -176,6 +176,7 @@ fn the_redis_store_is_configured_and_checked() {
         StoreConfig::Redis(crate::config::RedisConfig {
             urls: vec!["redis://127.0.0.1:6379/0".into()],
             cluster: false,
+            sentinel: None,
             key_prefix: "mcpgw:".into(),
         })
     );

@@ -408,7 +408,7 @@ fn store_config(p: &mut Problems, file: &super::file::FileSessions) -> StoreConf
         p.unknown(
             "sessions.redis",
             &redis.unknown,
-            "urls, cluster, key-prefix",
+            "urls, cluster, sentinel, key-prefix",
         );
     }
     match file.store.as_deref() {
@@ -416,8 +416,15 @@ fn store_config(p: &mut Problems, file: &super::file::FileSessions) -> StoreConf
         Some("redis") => {
             let redis = file.redis.as_ref();
             let urls = redis.map(|r| r.urls.clone()).unwrap_or_default();
-            if urls.is_empty() {
-                p.add("sessions.redis.urls", "give at least one redis:// URL");
+            let cluster = redis.and_then(|r| r.cluster).unwrap_or(false);
+            let sentinel = redis
+                .and_then(|r| r.sentinel.as_ref())
+                .map(|s| super::sentinel::sentinel_config(p, s, &urls, cluster));
+            if urls.is_empty() && sentinel.is_none() {
+                p.add(
+                    "sessions.redis.urls",
+                    "give at least one redis:// URL (or sessions.redis.sentinel)",
+                );
             }
             for (i, url) in urls.iter().enumerate() {
                 if !url.starts_with("redis://") && !url.starts_with("rediss://") {
@@ -435,7 +442,8 @@ fn store_config(p: &mut Problems, file: &super::file::FileSessions) -> StoreConf
             }
             StoreConfig::Redis(super::sessions::RedisConfig {
                 urls,
-                cluster: redis.and_then(|r| r.cluster).unwrap_or(false),
+                cluster,
+                sentinel,
                 key_prefix,
             })
         }

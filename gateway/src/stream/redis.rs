@@ -228,12 +228,18 @@ impl RedisEvents {
 }
 
 async fn write_loop(events: std::sync::Weak<RedisEvents>, mut rx: mpsc::Receiver<Write>) {
+    // one WARN per run of failures (an outage of the store), not one per event
+    let mut failing = false;
     while let Some(write) = rx.recv().await {
         let Some(events) = events.upgrade() else {
             return;
         };
-        if let Err(e) = events.apply(write).await {
-            tracing::warn!(error = %e, "a stream event was not written to Redis");
+        match events.apply(write).await {
+            Ok(_) => failing = false,
+            Err(e) if !std::mem::replace(&mut failing, true) => {
+                tracing::warn!(error = %e, "stream events are not written to Redis")
+            }
+            Err(e) => tracing::debug!(error = %e, "a stream event was not written to Redis"),
         }
     }
 }

@@ -54,4 +54,6 @@ mod safe_defaults;
 mod soak;
 mod stateful;
 mod stateless;
+mod store_failover;
+mod store_failover_real;
 mod traces;

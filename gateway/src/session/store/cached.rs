@@ -1,78 +1,232 @@
-//! A per-replica cache in front of a shared store: the records this replica read or wrote in
-//! the last moments, so a request does not wait for the network to find its session's binding.
+//! A per-replica cache in front of a shared store: the records this replica read or wrote, so a
+//! request does not wait for the network to find its session's binding, and so a session this
+//! replica serves survives an outage of the store.
 //!
-//! The cache is a hint, not truth. What it may get wrong is bounded by its lifetime (2 s) and
-//! corrected where it matters: the session manager re-reads the store ([`SessionStore::get_fresh`])
-//! before it moves a session, so a binding another replica changed is found the moment the
-//! old backend refuses the connection or no longer knows the session (the replica that moved
-//! it deletes the session it left on a live backend); every change this replica makes goes
-//! through to the store and updates or drops its entry.
+//! The cache is a hint, not truth. A record read or written in the last [`FRESH`] is used
+//! without asking the store; what it may get wrong is corrected where it matters: the session
+//! manager re-reads the store ([`SessionStore::get_fresh`]) before it moves a session, so a
+//! binding another replica changed is found the moment the old backend refuses the connection
+//! or no longer knows the session (the replica that moved it deletes the session it left on a
+//! live backend); every change this replica makes goes through to the store and updates or
+//! drops its entry.
+//!
+//! When the store fails (docs/failover.md, "When the session store fails"), a session whose
+//! record this replica holds (used within the idle timeout) is served from that copy: its
+//! backend confirms the binding by answering, as always. Writes that cannot wait are kept by
+//! the rule of `pending.rs` and retried by one task until the store takes them; while the
+//! outage lasts (`outage.rs`) copies are served without asking the store first. What needs the
+//! store itself (a new session, a move, an end, the counts) still fails, and the request gets
+//! 503 -32006.
 
+use super::outage::Outage;
+use super::pending::{Pending, Retried};
 use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use crate::metrics::Metrics;
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
 use dashmap::DashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a cached record is used without asking the store.
 const FRESH: Duration = Duration::from_secs(2);
+/// How often owed writes are retried during an outage.
+const RETRY_EVERY: Duration = Duration::from_millis(250);
 
-/// `inner`, with recently used records kept in this process.
+/// `inner`, with the records this replica uses kept in this process.
 pub struct Cached {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     inner: Arc<dyn SessionStore>,
+    /// Each record with when it was last read from or written to the store.
     records: DashMap<Arc<str>, (SessionRecord, Instant)>,
+    pending: Arc<Pending>,
+    outage: Outage,
+    /// How long a copy is kept for an outage: the idle timeout.
+    keep_ms: AtomicU64,
 }
 
 impl Cached {
-    /// Caches reads of `inner`.
-    pub fn new(inner: Arc<dyn SessionStore>) -> Cached {
-        Cached {
-            inner,
-            records: DashMap::new(),
-        }
+    /// Caches reads of `inner` (outages not counted).
+    #[cfg(test)]
+    pub(crate) fn new(inner: Arc<dyn SessionStore>) -> Cached {
+        Cached::with_metrics(inner, None)
     }
 
+    /// Caches reads of `inner`, counting outages into `metrics`.
+    pub fn measured(inner: Arc<dyn SessionStore>, metrics: Metrics) -> Cached {
+        Cached::with_metrics(inner, Some(metrics))
+    }
+
+    fn with_metrics(inner: Arc<dyn SessionStore>, metrics: Option<Metrics>) -> Cached {
+        Cached {
+            shared: Arc::new(Shared {
+                inner,
+                records: DashMap::new(),
+                pending: Arc::new(Pending::default()),
+                outage: Outage::new(metrics),
+                keep_ms: AtomicU64::new(30 * 60 * 1000),
+            }),
+        }
+    }
+}
+
+impl Shared {
     fn keep(&self, record: &SessionRecord) {
+        let mut record = record.clone();
+        self.pending.apply_queued(&mut record);
         self.records
-            .insert(record.id.clone(), (record.clone(), Instant::now()));
+            .insert(record.id.clone(), (record, Instant::now()));
     }
 
     fn forget(&self, id: &str) {
         self.records.remove(id);
+        self.pending.forget(id);
+    }
+
+    /// The copy of `id`, if it is recent enough to serve during an outage.
+    fn copy(&self, id: &str) -> Option<SessionRecord> {
+        let entry = self.records.get(id)?;
+        let keep = self.keep_ms.load(Ordering::Relaxed);
+        let idle = crate::session::now_ms().saturating_sub(entry.0.last_use_ms);
+        (idle < keep || entry.1.elapsed() < Duration::from_millis(keep)).then(|| entry.0.clone())
+    }
+
+    /// Notes a failure; starts the retry task when none runs.
+    fn failed(self: &Arc<Self>, op: &str, e: &StoreError) {
+        if self.outage.failed(op, e) {
+            let shared = self.clone();
+            tokio::spawn(async move { shared.retry_until_back().await });
+        }
+    }
+
+    /// Retries what is owed every [`RETRY_EVERY`] until the outage is over.
+    async fn retry_until_back(self: Arc<Self>) {
+        let mut replayed = 0;
+        loop {
+            tokio::time::sleep(RETRY_EVERY).await;
+            // a store that does not answer a ping is not sent the whole queue again
+            if let Err(e) = self.inner.ping().await {
+                self.outage.failed("ping", &e);
+                continue;
+            }
+            let mut clean = true;
+            for (id, outcome) in self.pending.retry(&self.inner).await {
+                match outcome {
+                    Retried::Done(found) => {
+                        replayed += 1;
+                        match found {
+                            Some(Lookup::Live(record)) => self.keep(&record),
+                            Some(_) => self.forget(&id),
+                            None => {}
+                        }
+                    }
+                    Retried::Failed(e) => {
+                        self.outage.failed("retry", &e);
+                        clean = false;
+                    }
+                }
+            }
+            if self
+                .outage
+                .settle(clean && self.pending.is_empty(), replayed)
+            {
+                return;
+            }
+        }
     }
 }
 
 #[async_trait]
 impl SessionStore for Cached {
     async fn create(&self, record: SessionRecord, quota: Quota) -> Result<(), CreateError> {
-        self.inner.create(record.clone(), quota).await?;
-        self.keep(&record);
-        Ok(())
+        let s = &self.shared;
+        match s.inner.create(record.clone(), quota).await {
+            Err(CreateError::Store(e)) => {
+                s.failed("create", &e);
+                Err(CreateError::Store(e))
+            }
+            Err(e) => Err(e),
+            Ok(()) => {
+                s.keep(&record);
+                Ok(())
+            }
+        }
     }
 
     async fn get(&self, id: &str) -> Result<Lookup, StoreError> {
-        if let Some(entry) = self.records.get(id) {
+        let s = &self.shared;
+        if let Some(entry) = s.records.get(id) {
             if entry.1.elapsed() < FRESH {
                 return Ok(Lookup::Live(entry.0.clone()));
             }
         }
-        self.get_fresh(id).await
+        if s.outage.down() {
+            if let Some(copy) = s.copy(id) {
+                // no waiting on a store that is down: read again once it answers
+                s.pending.read(id);
+                s.outage.fell_back("get");
+                return Ok(Lookup::Live(copy));
+            }
+        }
+        match self.get_fresh(id).await {
+            Err(e) => match s.copy(id) {
+                Some(copy) => {
+                    s.pending.read(id);
+                    s.outage.fell_back("get");
+                    Ok(Lookup::Live(copy))
+                }
+                None => Err(e),
+            },
+            found => found,
+        }
     }
 
     async fn get_fresh(&self, id: &str) -> Result<Lookup, StoreError> {
-        let found = self.inner.get(id).await?;
+        let s = &self.shared;
+        let found = match s.inner.get(id).await {
+            Ok(found) => found,
+            Err(e) => {
+                s.failed("get", &e);
+                return Err(e);
+            }
+        };
         match &found {
-            Lookup::Live(record) => self.keep(record),
-            _ => self.forget(id),
+            Lookup::Live(record) => {
+                s.keep(record);
+                if s.pending.writes_for(id) {
+                    // what this replica wrote meanwhile is not in the store yet
+                    let mut record = record.clone();
+                    s.pending.apply_queued(&mut record);
+                    return Ok(Lookup::Live(record));
+                }
+            }
+            _ => s.forget(id),
         }
         Ok(found)
     }
 
     async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
-        self.inner.touch(id, now_ms).await?;
-        if let Some(mut entry) = self.records.get_mut(id) {
+        let s = &self.shared;
+        let written = match s.outage.down() {
+            true => Err(None),
+            false => s.inner.touch(id, now_ms).await.map_err(Some),
+        };
+        if let Err(e) = written {
+            if let Some(e) = &e {
+                s.failed("touch", e);
+            }
+            let op = match s.pending.touch(id, now_ms) {
+                true => "touch",
+                false => "dropped",
+            };
+            s.outage.fell_back(op);
+        }
+        if let Some(mut entry) = s.records.get_mut(id) {
             entry.0.last_use_ms = entry.0.last_use_ms.max(now_ms);
         }
         Ok(())
@@ -84,27 +238,79 @@ impl SessionStore for Cached {
         expected_generation: u64,
         binding: Binding,
     ) -> Result<Rebound, StoreError> {
-        let rebound = self.inner.rebind(id, expected_generation, binding).await;
+        let s = &self.shared;
+        let rebound = s.inner.rebind(id, expected_generation, binding).await;
         match &rebound {
-            Ok(Rebound::Won(record)) | Ok(Rebound::Lost(Lookup::Live(record))) => self.keep(record),
-            _ => self.forget(id),
+            Ok(Rebound::Won(record)) | Ok(Rebound::Lost(Lookup::Live(record))) => s.keep(record),
+            // the binding is unchanged: the copy stays (the move waits for the store)
+            Err(e) => s.failed("rebind", e),
+            _ => s.forget(id),
         }
         rebound
     }
 
     async fn mark_stale(&self, id: &str, generation: u64) -> Result<(), StoreError> {
-        self.forget(id);
-        self.inner.mark_stale(id, generation).await
+        let s = &self.shared;
+        match s.inner.mark_stale(id, generation).await {
+            Ok(()) => {
+                s.records.remove(id);
+            }
+            // The mark stays in this replica's copy: the next request here moves the session
+            // first (which needs the store: 503 -32006 until it is back). The call that lost its
+            // connection is still answered -32013, never "retry" (it may have run).
+            Err(e) => {
+                s.failed("mark_stale", &e);
+                s.outage.fell_back("mark_stale");
+                if let Some(mut entry) = s.records.get_mut(id) {
+                    if entry.0.binding.generation == generation {
+                        entry.0.binding.stale = true;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn update_settings(&self, id: &str, change: SettingChange) -> Result<(), StoreError> {
-        self.forget(id);
-        self.inner.update_settings(id, change).await
+        let s = &self.shared;
+        let written = match s.outage.down() {
+            true => Err(None),
+            false => s
+                .inner
+                .update_settings(id, change.clone())
+                .await
+                .map_err(Some),
+        };
+        match written {
+            // the next read takes the record as the store has it now
+            Ok(()) => {
+                s.records.remove(id);
+            }
+            Err(e) => {
+                if let Some(e) = &e {
+                    s.failed("update_settings", e);
+                }
+                let op = match s.pending.setting(id, change.clone()) {
+                    true => "update_settings",
+                    false => "dropped",
+                };
+                s.outage.fell_back(op);
+                if let Some(mut entry) = s.records.get_mut(id) {
+                    entry.0.settings.apply(change);
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError> {
-        self.forget(id);
-        self.inner.end(id, reason).await
+        let s = &self.shared;
+        let ended = s.inner.end(id, reason).await;
+        match &ended {
+            Ok(_) => s.forget(id),
+            Err(e) => s.failed("end", e),
+        }
+        ended
     }
 
     async fn take_expired(
@@ -112,25 +318,46 @@ impl SessionStore for Cached {
         now_ms: u64,
         max: usize,
     ) -> Result<Vec<SessionRecord>, StoreError> {
-        let expired = self.inner.take_expired(now_ms, max).await?;
+        let s = &self.shared;
+        let expired = match s.inner.take_expired(now_ms, max).await {
+            Ok(expired) => expired,
+            Err(e) => {
+                s.failed("take_expired", &e);
+                return Err(e);
+            }
+        };
         for record in &expired {
-            self.forget(&record.id);
+            s.forget(&record.id);
         }
-        // the sweep also keeps the cache to what is fresh
-        self.records.retain(|_, (_, at)| at.elapsed() < FRESH);
+        // the sweep also keeps the cache to the copies an outage may need
+        let keep = s.keep_ms.load(Ordering::Relaxed);
+        s.records
+            .retain(|_, (r, _)| now_ms.saturating_sub(r.last_use_ms) < keep);
         Ok(expired)
     }
 
     async fn count(&self) -> Result<usize, StoreError> {
-        self.inner.count().await
+        let counted = self.shared.inner.count().await;
+        if let Err(e) = &counted {
+            self.shared.failed("count", e);
+        }
+        counted
     }
 
     async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError> {
-        self.inner.backend_counts(pool).await
+        let counted = self.shared.inner.backend_counts(pool).await;
+        if let Err(e) = &counted {
+            self.shared.failed("backend_counts", e);
+        }
+        counted
     }
 
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
-        self.inner.client_count(client).await
+        let counted = self.shared.inner.client_count(client).await;
+        if let Err(e) = &counted {
+            self.shared.failed("client_count", e);
+        }
+        counted
     }
 
     async fn claim_move(
@@ -139,14 +366,24 @@ impl SessionStore for Cached {
         generation: u64,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        self.inner.claim_move(id, generation, ttl).await
+        let claimed = self.shared.inner.claim_move(id, generation, ttl).await;
+        if let Err(e) = &claimed {
+            self.shared.failed("claim_move", e);
+        }
+        claimed
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        self.inner.ping().await
+        self.shared.inner.ping().await
     }
 
     fn set_ttl(&self, ttl: Ttl) {
-        self.inner.set_ttl(ttl);
+        let keep = ttl.idle.as_millis() as u64;
+        self.shared.keep_ms.store(keep, Ordering::Relaxed);
+        self.shared.inner.set_ttl(ttl);
     }
 }
+
+#[cfg(test)]
+#[path = "cached_tests.rs"]
+mod tests;

@@ -9,6 +9,8 @@
 mod cached;
 mod instrumented;
 mod memory;
+mod outage;
+mod pending;
 mod redis;
 #[cfg(test)]
 pub(crate) mod suite;

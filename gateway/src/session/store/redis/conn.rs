@@ -1,7 +1,9 @@
 //! The connection under the Redis store: one server through redis-rs's reconnecting
-//! `ConnectionManager`, or a cluster, behind one `ConnectionLike`.
+//! `ConnectionManager`, a cluster, or the primary Redis Sentinel names (`sentinel.rs`), behind
+//! one `ConnectionLike`.
 
 use super::layout::failed;
+use super::sentinel::SentinelConn;
 use super::{RedisConfig, TIMEOUT};
 use crate::session::store::StoreError;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -12,6 +14,7 @@ use std::time::Duration;
 pub(super) enum Conn {
     Single(ConnectionManager),
     Cluster(redis::cluster_async::ClusterConnection),
+    Sentinel(SentinelConn),
 }
 
 impl ConnectionLike for Conn {
@@ -19,6 +22,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -31,6 +35,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -38,12 +43,18 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }
 
-/// Connects to the store (a cluster, or one server through a reconnecting manager).
+/// Connects to the store (a cluster, the primary the Sentinels name, or one server through a
+/// reconnecting manager).
 pub(super) async fn connect(config: &RedisConfig) -> Result<Conn, StoreError> {
+    if let Some(sentinel) = &config.sentinel {
+        let conn = SentinelConn::new(&sentinel.master_name, &sentinel.nodes).map_err(failed)?;
+        return Ok(Conn::Sentinel(conn));
+    }
     if config.cluster {
         let client = redis::cluster::ClusterClient::builder(config.urls.clone())
             .connection_timeout(TIMEOUT)

@@ -15,12 +15,15 @@
 //! initializes on several replicas can pass a cap by at most their number.
 
 mod conn;
+mod holder;
 mod layout;
+mod sentinel;
 
 use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use async_trait::async_trait;
 use conn::Conn;
+use holder::Holder;
 use layout::{
     decode, failed, json, parse_reason, Base, CLAIM_EXPIRED, CREATE, END, MARK_STALE, REBIND,
     SETTINGS, TOUCH,
@@ -31,7 +34,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::Duration;
-use tokio::sync::OnceCell;
 
 /// How long one store operation may take before the request gets -32006.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -41,7 +43,7 @@ pub use crate::config::RedisConfig;
 /// Sessions in Redis.
 pub struct RedisStore {
     config: RedisConfig,
-    conn: OnceCell<Conn>,
+    conn: Holder,
     idle_ms: AtomicU64,
     /// The longest idle timeout this store has had: due times written under it may be that
     /// much later than the current one says.
@@ -54,7 +56,7 @@ impl RedisStore {
     pub fn new(config: RedisConfig, ttl: Ttl) -> RedisStore {
         RedisStore {
             config,
-            conn: OnceCell::new(),
+            conn: Holder::default(),
             idle_ms: AtomicU64::new(ttl.idle.as_millis() as u64),
             max_idle_ms: AtomicU64::new(ttl.idle.as_millis() as u64),
             tombstone_ms: AtomicU64::new(ttl.tombstone.as_millis() as u64),
@@ -62,20 +64,26 @@ impl RedisStore {
     }
 
     async fn conn(&self) -> Result<Conn, StoreError> {
-        let conn = self.conn.get_or_try_init(|| conn::connect(&self.config));
-        let conn = tokio::time::timeout(TIMEOUT, conn)
-            .await
-            .map_err(|_| failed("connecting to Redis timed out"))??;
-        Ok(conn.clone())
+        self.conn.get(&self.config).await
+    }
+
+    /// A command's result, noted for the connection holder.
+    fn noted<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        if r.is_err() {
+            self.conn.failed(&self.config);
+        }
+        r
     }
 
     /// Runs a command, bounded by the store timeout.
     async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
         let mut conn = self.conn().await?;
-        match tokio::time::timeout(TIMEOUT, cmd.query_async(&mut conn)).await {
-            Ok(result) => result.map_err(failed),
-            Err(_) => Err(failed("Redis did not answer in time")),
-        }
+        self.noted(
+            match tokio::time::timeout(TIMEOUT, cmd.query_async(&mut conn)).await {
+                Ok(result) => result.map_err(failed),
+                Err(_) => Err(failed("Redis did not answer in time")),
+            },
+        )
     }
 
     /// Runs a pipeline (its keys must share a slot in a cluster), bounded by the store timeout.
@@ -85,10 +93,12 @@ impl RedisStore {
         pipe: &Pipeline,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn().await?;
-        match tokio::time::timeout(TIMEOUT, pipe.query_async(&mut conn)).await {
-            Ok(result) => result.map_err(failed),
-            Err(_) => Err(failed("Redis did not answer in time")),
-        }
+        self.noted(
+            match tokio::time::timeout(TIMEOUT, pipe.query_async(&mut conn)).await {
+                Ok(result) => result.map_err(failed),
+                Err(_) => Err(failed("Redis did not answer in time")),
+            },
+        )
     }
 
     /// A key in the slot of session `id` (`<prefix>{id}:<name>`).
@@ -114,10 +124,11 @@ impl RedisStore {
             invocation.arg(a);
         }
         let mut conn = self.conn().await?;
-        match tokio::time::timeout(TIMEOUT, invocation.invoke_async(&mut conn)).await {
+        let answer = tokio::time::timeout(TIMEOUT, invocation.invoke_async(&mut conn)).await;
+        self.noted(match answer {
             Ok(result) => result.map_err(failed),
             Err(_) => Err(failed("Redis did not answer in time")),
-        }
+        })
     }
 
     fn rec_key(&self, id: &str) -> String {

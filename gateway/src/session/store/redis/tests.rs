@@ -65,6 +65,7 @@ fn numbered(url: &str, name: &str, n: &std::sync::atomic::AtomicUsize) -> RedisC
     RedisConfig {
         urls: vec![url.to_owned()],
         cluster: false,
+        sentinel: None,
         key_prefix: format!("{name}{}:", n.fetch_add(1, Ordering::Relaxed)),
     }
 }
@@ -184,6 +185,7 @@ async fn the_redis_store_passes_the_store_suite_on_a_three_master_cluster() {
         RedisConfig {
             urls: cluster.urls(),
             cluster: true,
+            sentinel: None,
             key_prefix: "probe:".into(),
         },
         Ttl {
@@ -205,6 +207,7 @@ async fn the_redis_store_passes_the_store_suite_on_a_three_master_cluster() {
         let config = RedisConfig {
             urls: cluster.urls(),
             cluster: true,
+            sentinel: None,
             key_prefix: format!("cluster{}:", n.fetch_add(1, Ordering::Relaxed)),
         };
         Arc::new(RedisStore::new(config, ttl))
@@ -218,6 +221,7 @@ async fn a_store_that_is_down_answers_with_an_error_not_a_panic_and_recovers() {
     let config = RedisConfig {
         urls: vec![server.url.clone()],
         cluster: false,
+        sentinel: None,
         key_prefix: "down:".into(),
     };
     let ttl = Ttl {
@@ -257,6 +261,7 @@ async fn the_redis_store_behind_the_replica_cache_passes_the_store_suite() {
         let config = RedisConfig {
             urls: vec![server.url.clone()],
             cluster: false,
+            sentinel: None,
             key_prefix: format!("cached{}:", n.fetch_add(1, Ordering::Relaxed)),
         };
         Arc::new(crate::session::store::Cached::new(Arc::new(
