@@ -1,6 +1,8 @@
 //! The admin listener:
 //! - `GET /healthz`: the process is alive;
-//! - `GET /readyz`: the session store answers and every pool has a backend that may take work;
+//! - `GET /readyz`: every pool has a backend that may take work (a session store that does not
+//!   answer makes it `ready (degraded)`, still 200: the sessions held here are served, and
+//!   taking every replica out of a Service at once would fail them too);
 //! - `GET /metrics`: Prometheus text format;
 //! - `GET /admin/backends`: every backend with its state, sessions and requests in flight;
 //! - `POST /admin/backends/drain?pool=P&backend=IP:PORT` (and `/undrain`): no new sessions on
@@ -246,10 +248,7 @@ impl ServeHttp for AdminApp {
             }
             "/healthz" => reply(200, "text/plain", b"ok\n".to_vec()),
             "/readyz" => {
-                if let Err(e) = self.sessions.store_ready().await {
-                    let body = format!("not ready: the session store: {}\n", e.data["detail"]);
-                    return reply(503, "text/plain", body.into_bytes());
-                }
+                let store = self.sessions.store_ready().await.err();
                 let state = self.state.load();
                 let not_ready: Vec<&str> = state
                     .pools
@@ -257,7 +256,13 @@ impl ServeHttp for AdminApp {
                     .filter(|p| !p.any_ready())
                     .map(|p| p.name.as_str())
                     .collect();
-                if not_ready.is_empty() {
+                if let (true, Some(e)) = (not_ready.is_empty(), store) {
+                    let body = format!(
+                        "ready (degraded): the session store: {}; sessions held here are served, new sessions and moves get 503 -32006\n",
+                        e.data["detail"]
+                    );
+                    reply(200, "text/plain", body.into_bytes())
+                } else if not_ready.is_empty() {
                     reply(200, "text/plain", b"ready\n".to_vec())
                 } else {
                     let body = format!(

@@ -223,7 +223,7 @@ fn three_gateway_replicas_ready_only_with_redis_and_a_pdb() {
     let config = configmap_config(object(&docs, "ConfigMap", "mcp-gateway"));
     let gateway = container(deployment, "gateway");
 
-    // Readiness on /readyz (not ready while Redis is unreachable) on the admin port;
+    // Readiness on /readyz (not ready while a pool has no backend) on the admin port;
     // liveness on /healthz, so a Redis outage never restarts the replicas.
     let admin_port = config.admin.unwrap().port();
     let port_named = |name: &Value| -> u64 {
