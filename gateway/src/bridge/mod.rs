@@ -19,6 +19,7 @@ mod answer;
 mod call;
 mod http;
 mod live;
+pub mod pooled;
 mod upstream;
 
 pub use http::{delete, get, initialize, post, Failed, Served, Target};
@@ -50,12 +51,15 @@ pub struct Bridge {
     streams: Arc<crate::stream::Streams>,
     discovered: upstream::Discovered,
     live: live::Live,
+    /// Backend sessions kept on legacy backends for 2026-07-28 clients.
+    pooled: pooled::Sessions,
 }
 
 impl Bridge {
     /// A bridge sending through `engine`, its streams kept alive as `streams` says.
     pub fn new(engine: Arc<Engine>, streams: Arc<crate::stream::Streams>) -> Bridge {
         Bridge {
+            pooled: pooled::Sessions::new(engine.clone()),
             engine,
             streams,
             discovered: Default::default(),

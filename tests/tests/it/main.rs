@@ -39,6 +39,7 @@ mod load_tool;
 mod lying_headers;
 mod ordering;
 mod orphaned_streams;
+mod pooled_bridge;
 mod pools;
 mod real_peers_admission;
 mod real_peers_auth;

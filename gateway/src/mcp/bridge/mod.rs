@@ -12,6 +12,7 @@
 //!   entry), the capability each needs, and the client's responses → the retry's
 //!   `inputResponses` with `requestState` echoed exactly.
 
+pub mod legacy;
 pub mod request;
 pub mod result;
 pub mod rounds;
