@@ -10,6 +10,9 @@ Scenarios:
            tools/list, tools/call slow_progress with a progress callback, resources/read note://greeting,
            prompts/get greet, tools/call log_some at log level "info", three tools/call count, sessions_seen.
   count N -> {"counts": [...]} (N tools/call count)
+  inputs  -> {"ask", "sample", "roots", "two_rounds", "calls": {"elicit", "sample", "roots"}} with elicitation
+             (answers {"name": "ada"}), sampling (answers "from the model") and roots (file:///a, file:///b)
+             callbacks: tools ask, sample, roots, two_rounds.
 The last stdout line is one JSON object. Exit 0 on success; on failure exit 1 with {"error": "...", "code"?}.
 """
 
@@ -43,6 +46,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         logs.append([str(params.level), params.data])
 
     info = Implementation(name=args.name, version="1.0.0")
+    if args.scenario == "inputs":
+        return await inputs(args, info)
     async with Client(
         args.url, mode="2026-07-28", client_info=info, log_level="info", logging_callback=on_log, read_timeout_seconds=30
     ) as c:
@@ -68,6 +73,41 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         out["counts"] = [text_of(await c.call_tool("count", {})) for _ in range(3)]
         out["sessions_seen"] = text_of(await c.call_tool("sessions_seen", {}))
         out["server"] = text_of(await c.call_tool("whoami", {}))
+        return out
+
+
+async def inputs(args: argparse.Namespace, info: Implementation) -> dict[str, Any]:
+    from mcp import types
+
+    calls = {"elicit": 0, "sample": 0, "roots": 0}
+
+    async def elicit(ctx: Any, params: Any) -> Any:
+        calls["elicit"] += 1
+        return types.ElicitResult(action="accept", content={"name": "ada"})
+
+    async def sample(ctx: Any, params: Any) -> Any:
+        calls["sample"] += 1
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="from the model"), model="fixed"
+        )
+
+    async def roots(ctx: Any) -> Any:
+        calls["roots"] += 1
+        return types.ListRootsResult(roots=[types.Root(uri="file:///a"), types.Root(uri="file:///b")])
+
+    async with Client(
+        args.url,
+        mode="2026-07-28",
+        client_info=info,
+        elicitation_callback=elicit,
+        sampling_callback=sample,
+        list_roots_callback=roots,
+        read_timeout_seconds=30,
+    ) as c:
+        out: dict[str, Any] = {"protocol": c.protocol_version}
+        for tool in ["ask", "sample", "roots", "two_rounds"]:
+            out[tool] = text_of(await c.call_tool(tool, {}))
+        out["calls"] = calls
         return out
 
 

@@ -53,6 +53,8 @@ pub struct Bridge {
     live: live::Live,
     /// Backend sessions kept on legacy backends for 2026-07-28 clients.
     pooled: pooled::Sessions,
+    /// Their calls parked for a 2026-07-28 client's input.
+    parking: pooled::Parking,
 }
 
 impl Bridge {
@@ -60,6 +62,7 @@ impl Bridge {
     pub fn new(engine: Arc<Engine>, streams: Arc<crate::stream::Streams>) -> Bridge {
         Bridge {
             pooled: pooled::Sessions::new(engine.clone()),
+            parking: pooled::Parking::new(engine.clone()),
             engine,
             streams,
             discovered: Default::default(),

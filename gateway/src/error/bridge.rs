@@ -16,6 +16,17 @@ impl GatewayError {
         .with("limit", limit)
     }
 
+    /// A retry of an `input_required` call that the gateway cannot take (`reason`: `forged`,
+    /// `expired`, `other-principal`, `other-request`, `unknown-call`, `missing-response`).
+    pub fn bad_request_state(reason: &str, detail: &str) -> Self {
+        Self::new(
+            ErrorKind::InvalidParams,
+            format!("Invalid params: the requestState cannot be used: {detail}"),
+        )
+        .with("reason", reason)
+        .with("detail", detail)
+    }
+
     /// A 2026-07-28 request whose params lack what the protocol requires (`detail`).
     pub fn invalid_params(detail: &str) -> Self {
         Self::new(

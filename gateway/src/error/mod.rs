@@ -268,6 +268,9 @@ pub struct GatewayError {
     pub data: Map<String, Value>,
     /// When to retry, overriding the kind's default (`Retry-After`, `data.retryAfterMs`).
     pub retry_after: Option<std::time::Duration>,
+    /// HTTP status overriding the kind's (-32021 is 200 for a legacy client of the bridge, 400
+    /// for a 2026-07-28 one, as the spec says).
+    pub status: Option<u16>,
 }
 
 impl GatewayError {
@@ -278,6 +281,7 @@ impl GatewayError {
             message: message.into(),
             data: Map::new(),
             retry_after: None,
+            status: None,
         }
     }
 

@@ -47,6 +47,8 @@ pub(super) async fn forward(
         path: &path,
         principal: principal.as_ref(),
         bounds: ctx.state.config.bridge.pooled,
+        input_ttl: ctx.state.config.bridge.input_ttl,
+        state_key: ctx.state.config.bridge.request_state_key,
         filter: list.is_some().then_some(&filter as _),
     };
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);

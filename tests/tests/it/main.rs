@@ -43,6 +43,7 @@ mod pooled_bridge;
 mod pools;
 mod real_peers_admission;
 mod real_peers_auth;
+mod real_peers_mrtr;
 mod real_peers_pooled;
 mod real_peers_rollout;
 mod real_peers_stateful;

@@ -11,8 +11,11 @@
 //! client side and the answer), `mcp::bridge::legacy` the pure translation.
 
 mod open;
+mod park;
 mod serve;
+mod stray;
 
+pub use park::Parking;
 pub use serve::{serve, Pooling};
 
 use crate::config::PooledSessions;
@@ -55,6 +58,8 @@ pub(crate) struct Entry {
     pub(crate) init_result: Value,
     /// The level of the last `logging/setLevel` sent in it.
     pub(crate) level: Mutex<Option<String>>,
+    /// Where the requests of its GET stream go: the one call in flight on it.
+    strays: Mutex<Vec<(u64, tokio::sync::mpsc::UnboundedSender<Value>)>>,
     in_flight: AtomicUsize,
     last_use: Mutex<Instant>,
     gone: AtomicBool,
@@ -106,9 +111,9 @@ pub(crate) enum Acquired {
 }
 
 impl Acquired {
-    pub(crate) fn entry(&self) -> &Arc<Entry> {
+    pub(crate) fn into_inner(self) -> InUse {
         match self {
-            Acquired::Reused(u) | Acquired::Opened(u) => &u.0,
+            Acquired::Reused(u) | Acquired::Opened(u) => u,
         }
     }
 }

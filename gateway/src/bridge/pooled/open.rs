@@ -20,7 +20,7 @@ use std::time::Instant;
 
 /// Opens a backend session on `backend` with `init_params`.
 pub(super) async fn open(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     pool: &Arc<Pool>,
     backend: &Arc<Backend>,
     key: Key,
@@ -102,15 +102,24 @@ pub(super) async fn open(
         }
     }
     tracing::debug!(backend = %backend.label, version, "pooled backend session opened");
-    Ok(Arc::new(Entry {
+    let entry = Arc::new(Entry {
         key,
         pool: pool.clone(),
         backend: backend.clone(),
         session,
         init_result: result,
         level: Mutex::new(None),
+        strays: Mutex::new(Vec::new()),
         in_flight: AtomicUsize::new(0),
         last_use: Mutex::new(Instant::now()),
         gone: AtomicBool::new(false),
-    }))
+    });
+    let capabilities = serde_json::from_str::<Value>(init_params)
+        .ok()
+        .and_then(|p| p.get("capabilities").cloned())
+        .unwrap_or_default();
+    if super::stray::wants_stream(&capabilities) {
+        super::stray::hold(engine.clone(), &entry).await;
+    }
+    Ok(entry)
 }

@@ -7,6 +7,14 @@
 //! (`resultType`, `_meta` serverInfo, cache hints). `server/discover` is answered from the
 //! backend's `InitializeResult`.
 //!
+//! A server→client request of the backend during the call (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list` on the call's SSE answer) parks the call
+//! (`park.rs`) and answers the client `input_required` with a sealed `requestState`
+//! (`mcp::bridge::mrtr`); the client's retry (`inputResponses`, `requestState`) is checked
+//! (-32602 with `data.reason` when forged, expired, another principal's or another request's),
+//! its answer goes to the backend as the response to its request, and the call's answer is read
+//! on. A client without the capability gets -32021 (HTTP 400), and the backend a refusal.
+//!
 //! Failures: a refused connection tries the next backend; a backend that forgot the session
 //! (404) gets a new one and the request again (it never ran); a connection lost mid-answer
 //! drops the pooled session, and the request is repeated only when it is safe to repeat (an
@@ -16,12 +24,15 @@ use super::super::http::{
     accepted, response, start_stream, write_event, write_json, Failed, ListFilter, Served,
 };
 use super::super::Bridge;
-use super::{AcquireError, Entry, Key};
+use super::park::Parked;
+use super::{AcquireError, Entry, InUse, Key};
 use crate::auth::Principal;
 use crate::config::PooledSessions;
 use crate::error::GatewayError;
 use crate::mcp::bridge::legacy::{self, ModernEnvelope};
+use crate::mcp::bridge::mrtr;
 use crate::mcp::bridge::result::peek;
+use crate::mcp::bridge::rounds::{required_capability, InputRequest};
 use crate::mcp::messages::safe_to_repeat;
 use crate::mcp::{sse, Era, RequestId};
 use crate::upstream::attempt::Engine;
@@ -47,6 +58,10 @@ pub struct Pooling<'a> {
     pub principal: Option<&'a Arc<Principal>>,
     /// `bridge.pooled-sessions`.
     pub bounds: PooledSessions,
+    /// `bridge.input-ttl-s`.
+    pub input_ttl: std::time::Duration,
+    /// `bridge.request-state-key-file`'s key.
+    pub state_key: Option<[u8; 32]>,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
 }
@@ -113,6 +128,9 @@ impl One<'_> {
     }
 
     async fn run(&self, session: &mut Session) -> Result<Served, Failed> {
+        if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
+            return self.resume(session, state, responses).await;
+        }
         let pool = self.to.pool;
         let mut tried = Vec::new();
         let mut forgotten = 0;
@@ -149,7 +167,8 @@ impl One<'_> {
                 }
                 Err(AcquireError::Answer(e)) => return Err(e.into()),
             };
-            let entry = used.entry().clone();
+            let used = used.into_inner();
+            let entry = used.0.clone();
             if self.method == "server/discover" {
                 let result = legacy::discover_result(&entry.init_result);
                 write_json(session, 200, None, response(self.id, "result", &result)).await?;
@@ -158,9 +177,8 @@ impl One<'_> {
                 });
             }
             let outcome = self
-                .attempt(session, &entry, &mut streaming, &mut forgotten)
+                .attempt(session, used, &mut streaming, &mut forgotten)
                 .await?;
-            drop(used);
             match outcome {
                 Attempt::Done(served) => return Ok(served),
                 Attempt::Again => {
@@ -216,10 +234,11 @@ impl One<'_> {
     async fn attempt(
         &self,
         session: &mut Session,
-        entry: &Arc<Entry>,
+        used: InUse,
         streaming: &mut bool,
         forgotten: &mut usize,
     ) -> Result<Attempt, Failed> {
+        let entry = &used.0.clone();
         let pool = &entry.pool;
         let backend = &entry.backend;
         let sessions = &self.bridge.pooled;
@@ -228,6 +247,8 @@ impl One<'_> {
         let body = legacy::legacy_request(self.msg, &up_id)
             .map_err(|e| GatewayError::untranslatable(&pool.name, &e.to_string()))?;
         let head = self.head(entry, body.len())?;
+        // registered before the request goes: the tool may ask on the GET stream at once
+        let strays = super::stray::may_ask(self.method).then(|| super::stray::register(entry));
         let sent = self
             .engine()
             .send(pool, backend, &head, Bytes::from(body), self.repeatable)
@@ -251,9 +272,35 @@ impl One<'_> {
             *forgotten += 1;
             return Ok(Attempt::Again);
         }
-        let mut messages = super::super::answer::Messages::new(exchange);
+        let messages = super::super::answer::Messages::new(exchange);
+        self.read(session, used, messages, up_id, status, streaming, strays)
+            .await
+    }
+
+    /// Reads the call's answer on: notifications to the client, the result at the end, or a
+    /// server→client request that parks the call.
+    #[allow(clippy::too_many_arguments)]
+    async fn read(
+        &self,
+        session: &mut Session,
+        used: InUse,
+        mut messages: super::super::answer::Messages,
+        up_id: String,
+        status: u16,
+        streaming: &mut bool,
+        strays: Option<super::stray::Strays>,
+    ) -> Result<Attempt, Failed> {
+        let entry = &used.0.clone();
+        let pool = &entry.pool;
+        let backend = &entry.backend;
+        let sessions = &self.bridge.pooled;
+        let mut strays = strays;
         let answer = loop {
-            let next = match messages.next().await {
+            let next = tokio::select! {
+                next = messages.next() => next,
+                Some(m) = recv(&mut strays) => Ok(serde_json::to_vec(&m).ok().map(Bytes::from)),
+            };
+            let next = match next {
                 Ok(n) => n,
                 Err(_) => {
                     sessions.drop_entry(entry);
@@ -278,6 +325,21 @@ impl One<'_> {
                 continue;
             }
             if p.request {
+                let method = m.get("method").and_then(Value::as_str).unwrap_or("");
+                if mrtr::is_input_request(method) {
+                    let parked = Parked {
+                        used,
+                        messages,
+                        up_id,
+                        server_id: m.get("id").cloned().unwrap_or(Value::Null),
+                        method: method.to_owned(),
+                        status,
+                        expires: std::time::Instant::now() + self.to.input_ttl,
+                        strays,
+                    };
+                    let params = m.get("params").cloned().unwrap_or_else(|| json!({}));
+                    return self.park(session, parked, params, streaming).await;
+                }
                 self.refuse_server_request(entry, &m);
                 continue;
             }
@@ -293,6 +355,10 @@ impl One<'_> {
             }
         };
         messages.finish(self.engine()).await;
+        // the session is free before the client hears the answer (its next request may need
+        // to be the only one in flight there, for its GET-stream requests)
+        drop(strays);
+        drop(used);
         let body = match answer {
             Some(mut m) => match m.get_mut("error") {
                 Some(error) => response(self.id, "error", &error.take()),
@@ -322,6 +388,148 @@ impl One<'_> {
             write_json(session, 200, None, body).await?;
         }
         Ok(Attempt::Done(served(backend)))
+    }
+
+    fn principal(&self) -> &str {
+        self.to.principal.map_or("", |p| &p.id)
+    }
+
+    /// Parks the call on the backend's request for input and answers the client
+    /// `input_required`, or -32021 when it did not declare the capability (the backend is
+    /// refused and the call cancelled there).
+    async fn park(
+        &self,
+        session: &mut Session,
+        parked: Parked,
+        params: Value,
+        streaming: &mut bool,
+    ) -> Result<Attempt, Failed> {
+        let entry = parked.used.0.clone();
+        let parking = &self.bridge.parking;
+        let request = InputRequest {
+            key: "input".into(),
+            method: parked.method.clone(),
+            params,
+        };
+        let required = required_capability(&request)
+            .map_err(|e| GatewayError::untranslatable(&entry.pool.name, &e.to_string()))?;
+        if !self.env.declares(&required.0) {
+            parking.refused(&entry.pool.name);
+            let refusal = json!({"jsonrpc": "2.0", "id": parked.server_id, "error": {
+                "code": -32603,
+                "message": "the 2026-07-28 client did not declare this capability (mcp-gateway)",
+            }})
+            .to_string();
+            self.bridge.engine.spawn_notify(
+                entry.pool.clone(),
+                entry.backend.clone(),
+                entry.session.clone(),
+                refusal,
+            );
+            self.cancel_upstream(&entry, &parked.up_id);
+            drop(parked);
+            let mut e = GatewayError::missing_client_capability(&request.method, required.1);
+            e.status = Some(400);
+            if *streaming {
+                end_stream(session, e.body(self.id)).await?;
+                return Ok(Attempt::Done(served(&entry.backend)));
+            }
+            return Err(e.into());
+        }
+        let ttl_ms = self.to.input_ttl.as_millis() as u64;
+        let id = parking.park(parked);
+        let state = mrtr::State {
+            principal: self.principal().to_owned(),
+            expires_ms: unix_ms() + ttl_ms,
+            digest: mrtr::request_digest(self.msg),
+            parked: id,
+            key: request.key.clone(),
+        };
+        let sealed = parking.sealer(self.to.state_key).seal(&state);
+        let mut result =
+            mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
+        if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
+        {
+            r.insert(
+                "_meta".into(),
+                json!({crate::mcp::bridge::META_SERVER_INFO: info}),
+            );
+        }
+        let body = response(self.id, "result", &result);
+        if *streaming {
+            end_stream(session, body).await?;
+        } else {
+            write_json(session, 200, None, body).await?;
+        }
+        Ok(Attempt::Done(served(&entry.backend)))
+    }
+
+    /// A retry with `inputResponses` and `requestState`: checked, matched to its parked call,
+    /// the answer given to the backend, the call's answer read on.
+    async fn resume(
+        &self,
+        session: &mut Session,
+        sealed: &str,
+        responses: Option<&serde_json::Map<String, Value>>,
+    ) -> Result<Served, Failed> {
+        let parking = &self.bridge.parking;
+        let digest = mrtr::request_digest(self.msg);
+        let refused = |reason: &str, detail: &str| {
+            parking.refused_state(&self.to.pool.name);
+            Failed::from(GatewayError::bad_request_state(reason, detail))
+        };
+        let state = parking
+            .sealer(self.to.state_key)
+            .open(sealed, self.principal(), unix_ms(), &digest)
+            .map_err(|r| {
+                let detail = match r {
+                    mrtr::Refusal::Forged => "it was not issued by this gateway, or was changed",
+                    mrtr::Refusal::Expired => "it expired",
+                    mrtr::Refusal::OtherPrincipal => "it was issued to another principal",
+                    mrtr::Refusal::OtherRequest => {
+                        "it was issued for another request (method, name or arguments)"
+                    }
+                };
+                refused(r.as_str(), detail)
+            })?;
+        let Some(answer) = responses.and_then(|r| r.get(&state.key)) else {
+            let detail = format!("inputResponses has no `{}`", state.key);
+            return Err(refused("missing-response", &detail));
+        };
+        let Some(parked) = parking.take(&state.parked) else {
+            return Err(refused(
+                "unknown-call",
+                "its call is no longer parked here (answered, expired, or held by another replica)",
+            ));
+        };
+        let entry = parked.used.0.clone();
+        let message = mrtr::answer_backend(&parked.server_id, answer);
+        let sent = self
+            .engine()
+            .post_in_session(&entry.pool, &entry.backend, &entry.session, message)
+            .await;
+        if sent.is_err() {
+            self.bridge.pooled.drop_entry(&entry);
+            return Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into());
+        }
+        let mut streaming = false;
+        let read = self
+            .read(
+                session,
+                parked.used,
+                parked.messages,
+                parked.up_id,
+                parked.status,
+                &mut streaming,
+                parked.strays,
+            )
+            .await?;
+        match read {
+            Attempt::Done(served) => Ok(served),
+            Attempt::Again => {
+                Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into())
+            }
+        }
     }
 
     /// A lost connection: the request again when that is safe, else -32013.
@@ -389,6 +597,20 @@ impl One<'_> {
             cancel.to_string(),
         );
     }
+}
+
+/// The next request of the session's GET stream for this call; never, without a registration.
+async fn recv(strays: &mut Option<super::stray::Strays>) -> Option<Value> {
+    match strays {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn served(backend: &Arc<Backend>) -> Served {

@@ -13,6 +13,7 @@
 //!   `inputResponses` with `requestState` echoed exactly.
 
 pub mod legacy;
+pub mod mrtr;
 pub mod request;
 pub mod result;
 pub mod rounds;
