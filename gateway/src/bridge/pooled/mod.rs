@@ -8,10 +8,13 @@
 //! `bridge.pooled-sessions.idle-s` unused.
 //!
 //! This file is the table; `open` opens a backend session, `serve` serves one request (the
-//! client side and the answer), `mcp::bridge::legacy` the pure translation.
+//! client side and the answer), `rounds` and `park` the `input_required` rounds (a call parked
+//! while the client answers), `stray` the session's GET stream, `mcp::bridge::legacy` and
+//! `mcp::bridge::mrtr` the pure translation.
 
 mod open;
 mod park;
+mod rounds;
 mod serve;
 mod stray;
 

@@ -8,8 +8,8 @@
 //! backend's `InitializeResult`.
 //!
 //! A server→client request of the backend during the call (`elicitation/create`,
-//! `sampling/createMessage`, `roots/list` on the call's SSE answer) parks the call
-//! (`park.rs`) and answers the client `input_required` with a sealed `requestState`
+//! `sampling/createMessage`, `roots/list` on the call's SSE answer, or on the session's GET
+//! stream: `stray.rs`) parks the call (`rounds.rs`, `park.rs`) and answers the client `input_required` with a sealed `requestState`
 //! (`mcp::bridge::mrtr`); the client's retry (`inputResponses`, `requestState`) is checked
 //! (-32602 with `data.reason` when forged, expired, another principal's or another request's),
 //! its answer goes to the backend as the response to its request, and the call's answer is read
@@ -32,7 +32,6 @@ use crate::error::GatewayError;
 use crate::mcp::bridge::legacy::{self, ModernEnvelope};
 use crate::mcp::bridge::mrtr;
 use crate::mcp::bridge::result::peek;
-use crate::mcp::bridge::rounds::{required_capability, InputRequest};
 use crate::mcp::messages::safe_to_repeat;
 use crate::mcp::{sse, Era, RequestId};
 use crate::upstream::attempt::Engine;
@@ -103,19 +102,19 @@ pub async fn serve(
 }
 
 /// One request being served.
-struct One<'a> {
-    bridge: &'a Bridge,
-    to: &'a Pooling<'a>,
-    msg: &'a Value,
-    method: &'a str,
-    env: &'a ModernEnvelope,
+pub(super) struct One<'a> {
+    pub(super) bridge: &'a Bridge,
+    pub(super) to: &'a Pooling<'a>,
+    pub(super) msg: &'a Value,
+    pub(super) method: &'a str,
+    pub(super) env: &'a ModernEnvelope,
     init: &'a legacy::BackendInit,
-    id: &'a RequestId,
+    pub(super) id: &'a RequestId,
     repeatable: bool,
 }
 
 /// How one attempt in one pooled session ended.
-enum Attempt {
+pub(super) enum Attempt {
     /// Answered (or the client went away): done.
     Done(Served),
     /// Try again (another backend in `tried`, or a fresh session on the same one).
@@ -123,7 +122,7 @@ enum Attempt {
 }
 
 impl One<'_> {
-    fn engine(&self) -> &Engine {
+    pub(super) fn engine(&self) -> &Engine {
         &self.bridge.engine
     }
 
@@ -280,7 +279,7 @@ impl One<'_> {
     /// Reads the call's answer on: notifications to the client, the result at the end, or a
     /// server→client request that parks the call.
     #[allow(clippy::too_many_arguments)]
-    async fn read(
+    pub(super) async fn read(
         &self,
         session: &mut Session,
         used: InUse,
@@ -390,148 +389,6 @@ impl One<'_> {
         Ok(Attempt::Done(served(backend)))
     }
 
-    fn principal(&self) -> &str {
-        self.to.principal.map_or("", |p| &p.id)
-    }
-
-    /// Parks the call on the backend's request for input and answers the client
-    /// `input_required`, or -32021 when it did not declare the capability (the backend is
-    /// refused and the call cancelled there).
-    async fn park(
-        &self,
-        session: &mut Session,
-        parked: Parked,
-        params: Value,
-        streaming: &mut bool,
-    ) -> Result<Attempt, Failed> {
-        let entry = parked.used.0.clone();
-        let parking = &self.bridge.parking;
-        let request = InputRequest {
-            key: "input".into(),
-            method: parked.method.clone(),
-            params,
-        };
-        let required = required_capability(&request)
-            .map_err(|e| GatewayError::untranslatable(&entry.pool.name, &e.to_string()))?;
-        if !self.env.declares(&required.0) {
-            parking.refused(&entry.pool.name);
-            let refusal = json!({"jsonrpc": "2.0", "id": parked.server_id, "error": {
-                "code": -32603,
-                "message": "the 2026-07-28 client did not declare this capability (mcp-gateway)",
-            }})
-            .to_string();
-            self.bridge.engine.spawn_notify(
-                entry.pool.clone(),
-                entry.backend.clone(),
-                entry.session.clone(),
-                refusal,
-            );
-            self.cancel_upstream(&entry, &parked.up_id);
-            drop(parked);
-            let mut e = GatewayError::missing_client_capability(&request.method, required.1);
-            e.status = Some(400);
-            if *streaming {
-                end_stream(session, e.body(self.id)).await?;
-                return Ok(Attempt::Done(served(&entry.backend)));
-            }
-            return Err(e.into());
-        }
-        let ttl_ms = self.to.input_ttl.as_millis() as u64;
-        let id = parking.park(parked);
-        let state = mrtr::State {
-            principal: self.principal().to_owned(),
-            expires_ms: unix_ms() + ttl_ms,
-            digest: mrtr::request_digest(self.msg),
-            parked: id,
-            key: request.key.clone(),
-        };
-        let sealed = parking.sealer(self.to.state_key).seal(&state);
-        let mut result =
-            mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
-        if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
-        {
-            r.insert(
-                "_meta".into(),
-                json!({crate::mcp::bridge::META_SERVER_INFO: info}),
-            );
-        }
-        let body = response(self.id, "result", &result);
-        if *streaming {
-            end_stream(session, body).await?;
-        } else {
-            write_json(session, 200, None, body).await?;
-        }
-        Ok(Attempt::Done(served(&entry.backend)))
-    }
-
-    /// A retry with `inputResponses` and `requestState`: checked, matched to its parked call,
-    /// the answer given to the backend, the call's answer read on.
-    async fn resume(
-        &self,
-        session: &mut Session,
-        sealed: &str,
-        responses: Option<&serde_json::Map<String, Value>>,
-    ) -> Result<Served, Failed> {
-        let parking = &self.bridge.parking;
-        let digest = mrtr::request_digest(self.msg);
-        let refused = |reason: &str, detail: &str| {
-            parking.refused_state(&self.to.pool.name);
-            Failed::from(GatewayError::bad_request_state(reason, detail))
-        };
-        let state = parking
-            .sealer(self.to.state_key)
-            .open(sealed, self.principal(), unix_ms(), &digest)
-            .map_err(|r| {
-                let detail = match r {
-                    mrtr::Refusal::Forged => "it was not issued by this gateway, or was changed",
-                    mrtr::Refusal::Expired => "it expired",
-                    mrtr::Refusal::OtherPrincipal => "it was issued to another principal",
-                    mrtr::Refusal::OtherRequest => {
-                        "it was issued for another request (method, name or arguments)"
-                    }
-                };
-                refused(r.as_str(), detail)
-            })?;
-        let Some(answer) = responses.and_then(|r| r.get(&state.key)) else {
-            let detail = format!("inputResponses has no `{}`", state.key);
-            return Err(refused("missing-response", &detail));
-        };
-        let Some(parked) = parking.take(&state.parked) else {
-            return Err(refused(
-                "unknown-call",
-                "its call is no longer parked here (answered, expired, or held by another replica)",
-            ));
-        };
-        let entry = parked.used.0.clone();
-        let message = mrtr::answer_backend(&parked.server_id, answer);
-        let sent = self
-            .engine()
-            .post_in_session(&entry.pool, &entry.backend, &entry.session, message)
-            .await;
-        if sent.is_err() {
-            self.bridge.pooled.drop_entry(&entry);
-            return Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into());
-        }
-        let mut streaming = false;
-        let read = self
-            .read(
-                session,
-                parked.used,
-                parked.messages,
-                parked.up_id,
-                parked.status,
-                &mut streaming,
-                parked.strays,
-            )
-            .await?;
-        match read {
-            Attempt::Done(served) => Ok(served),
-            Attempt::Again => {
-                Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into())
-            }
-        }
-    }
-
     /// A lost connection: the request again when that is safe, else -32013.
     fn lost(&self, backend: &Backend) -> Result<Attempt, Failed> {
         if self.repeatable {
@@ -587,7 +444,7 @@ impl One<'_> {
     }
 
     /// The client went away: the legacy way to cancel its call upstream.
-    fn cancel_upstream(&self, entry: &Entry, up_id: &str) {
+    pub(super) fn cancel_upstream(&self, entry: &Entry, up_id: &str) {
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": up_id, "reason": "the client went away"}});
         self.bridge.engine.spawn_notify(
@@ -607,19 +464,19 @@ async fn recv(strays: &mut Option<super::stray::Strays>) -> Option<Value> {
     }
 }
 
-fn unix_ms() -> u64 {
+pub(super) fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn served(backend: &Arc<Backend>) -> Served {
+pub(super) fn served(backend: &Arc<Backend>) -> Served {
     Served {
         backend: Some(backend.clone()),
     }
 }
 
-async fn end_stream(session: &mut Session, body: Bytes) -> Result<()> {
+pub(super) async fn end_stream(session: &mut Session, body: Bytes) -> Result<()> {
     session
         .write_response_body(Some(sse::event(&body)), true)
         .await
