@@ -4,9 +4,11 @@
 //! against FastMCP 1.30.0 backends only (`tests/peers/pooled_server.py`): directly they fail;
 //! through the gateway (era probed `legacy`, the reverse bridge) tools/list, tools/call with
 //! progress, resources/read, prompts/get and logging work, and each backend sees one pooled
-//! session per (client identity, backend), reused across requests and runs.
+//! session per (client identity, backend), reused across requests and runs. Test 4: a FastMCP
+//! backend SIGKILLed under `mcp-load` (2026-07-28 dialect, 20 clients): the calls lost are at
+//! most those in flight (-32013), none after.
 
-use mcp_gateway_tests::harness::{node, python, workspace};
+use mcp_gateway_tests::harness::{node, python, workspace, workspace_bin};
 use mcp_gateway_tests::{assert_eventually, Gateway, PythonPeer};
 use serde_json::Value;
 use std::time::Duration;
@@ -170,4 +172,69 @@ async fn pinned_2026_clients_use_fastmcp_1_30_backends_through_pooled_sessions()
             .await
             > 20.0
     );
+}
+
+#[tokio::test]
+async fn a_legacy_backend_killed_under_2026_load_loses_at_most_the_calls_in_flight() {
+    let _machine = mcp_gateway_tests::machine::exclusive().await;
+    let mut a =
+        PythonPeer::start("mcp1", "pooled_server.py", &["--port", "0", "--name", "k1"]).await;
+    let b = PythonPeer::start("mcp1", "pooled_server.py", &["--port", "0", "--name", "k2"]).await;
+    let yaml = format!(
+        "pools:\n  p: {{ era: legacy, backends: [{}, {}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        a.addr(),
+        b.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let json = mcp_gateway_tests::harness::unique_temp_path("mcp-load-kill").with_extension("json");
+    let load = tokio::process::Command::new(workspace_bin("mcp-load"))
+        .args([
+            "run",
+            "--target",
+            &gw.addr.to_string(),
+            "--dialect",
+            "stateless",
+        ])
+        .args(["--rate", "0", "--concurrency", "20", "--duration", "8"])
+        .arg("--json")
+        .arg(&json)
+        .kill_on_drop(true)
+        .output();
+    let kill = async {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        a.kill().await;
+    };
+    let (out, ()) = tokio::join!(load, kill);
+    let out = out.expect("mcp-load ran");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let failed = v["failed"].as_u64().unwrap();
+    assert!(v["ok"].as_u64().unwrap() > 100, "{v}");
+    assert!(
+        failed <= 20,
+        "at most the 20 calls in flight failed: {}",
+        v["errors"]
+    );
+    for (kind, _) in v["errors"].as_object().unwrap() {
+        assert_eq!(
+            kind, "rpc--32013",
+            "only calls in flight at the kill: {}",
+            v["errors"]
+        );
+    }
+    // nothing fails after the second of the kill (and the one after it)
+    let late: u64 = v["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["t"].as_u64().unwrap() >= 5)
+        .map(|t| t["failed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(late, 0, "{}", v["timeline"]);
+    drop(b);
+    std::fs::remove_file(&json).ok();
 }
