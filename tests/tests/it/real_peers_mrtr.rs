@@ -3,7 +3,8 @@
 //! PyPI mcp 2.3.0 client pinned to 2026-07-28 as `input_required` rounds through the gateway
 //! (the reverse era bridge parks the backend's call), two rounds in one call included; a
 //! tampered, expired or re-targeted `requestState` gets -32602 with `data.reason`; a client
-//! without the capability gets -32021 (HTTP 400) at once; a parked call nobody retries is
+//! without the capability gets -32021 (HTTP 400) at once; another principal's retry gets
+//! -32602 `other-principal`; a parked call nobody retries is
 //! answered upstream (the elicitation cancelled) and counted.
 
 use mcp_gateway_tests::harness::{python, workspace};
@@ -179,4 +180,69 @@ async fn a_parked_call_nobody_retries_is_cancelled_upstream_and_its_state_expire
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(seen, "cancel", "the elicitation was cancelled upstream");
+}
+
+#[tokio::test]
+async fn a_request_state_from_another_principal_is_refused() {
+    let peer =
+        PythonPeer::start("mcp1", "pooled_server.py", &["--port", "0", "--name", "b1"]).await;
+    let dir = mcp_gateway_tests::harness::unique_temp_path("mcpgw-mrtr-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("api-keys.txt");
+    let line = |key: &str, name: &str| format!("{} {name} tools\n", sha256_hex(key.as_bytes()));
+    std::fs::write(&keys, line("k-one", "one") + &line("k-two", "two")).unwrap();
+    let auth = mcp_gateway_tests::auth::auth_yaml("http://127.0.0.1/mcp").replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    );
+    let yaml = format!(
+        "{auth}pools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        peer.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let caps = json!({"elicitation": {}});
+    let first = call(1, "ask", caps.clone(), json!({}))
+        .header("X-Api-Key", "k-one")
+        .send(gw.addr)
+        .await;
+    assert_eq!(first.status(), 200, "{}", first.text());
+    let state = first.json()["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let extra = json!({"inputResponses": answer(), "requestState": state});
+    let stolen = call(2, "ask", caps.clone(), extra.clone())
+        .header("X-Api-Key", "k-two")
+        .send(gw.addr)
+        .await;
+    assert_eq!(stolen.status(), 400, "{}", stolen.text());
+    assert_eq!(stolen.json()["error"]["data"]["reason"], "other-principal");
+    let own = call(3, "ask", caps, extra)
+        .header("X-Api-Key", "k-one")
+        .send(gw.addr)
+        .await;
+    assert_eq!(
+        own.json()["result"]["content"][0]["text"],
+        "hello ada",
+        "{}",
+        own.text()
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// SHA-256 in hex via the system's `sha256sum` (the tests crate carries no hash crate).
+fn sha256_hex(data: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
 }
