@@ -96,6 +96,20 @@ pub struct Metrics {
     /// (missing-client-capability, bridge-rounds-exceeded, not-bridged, input-not-given,
     /// untranslatable).
     pub bridge_errors: IntCounterVec,
+    /// `mcpgw_pooled_sessions{pool}`: backend sessions the gateway holds open on legacy
+    /// backends for 2026-07-28 clients (the reverse bridge).
+    pub pooled_sessions: IntGaugeVec,
+    /// `mcpgw_pooled_session_events_total{pool,event}`: pooled backend sessions `opened`,
+    /// `reused`, `expired` (idle, DELETE sent), `evicted` (room for another), `dropped` (the
+    /// backend forgot it or died).
+    pub pooled_session_events: IntCounterVec,
+    /// `mcpgw_mrtr_parked{pool}`: calls of legacy backends parked while a 2026-07-28 client
+    /// answers an `input_required`.
+    pub mrtr_parked: IntGaugeVec,
+    /// `mcpgw_mrtr_events_total{pool,event}`: `parked` (an `input_required` round answered),
+    /// `resumed` (its retry taken), `expired` (nobody retried: answered upstream), `refused`
+    /// (the client lacked the capability: -32021).
+    pub mrtr_events: IntCounterVec,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -316,6 +330,26 @@ impl Metrics {
                 "mcpgw_bridge_errors_total",
                 "Bridged calls answered with a bridge error, by kind",
                 &["pool", "kind"],
+            ),
+            pooled_sessions: gauge(
+                "mcpgw_pooled_sessions",
+                "Backend sessions held open on legacy backends for 2026-07-28 clients",
+                &["pool"],
+            ),
+            pooled_session_events: counter(
+                "mcpgw_pooled_session_events_total",
+                "Pooled backend sessions opened, reused, expired, evicted, dropped",
+                &["pool", "event"],
+            ),
+            mrtr_parked: gauge(
+                "mcpgw_mrtr_parked",
+                "Calls of legacy backends parked for a 2026-07-28 client's input",
+                &["pool"],
+            ),
+            mrtr_events: counter(
+                "mcpgw_mrtr_events_total",
+                "input_required rounds for 2026-07-28 clients on legacy backends: parked, resumed, expired, refused",
+                &["pool", "event"],
             ),
             resume_streams: gauge(
                 "mcpgw_resume_streams",

@@ -16,6 +16,11 @@ pub enum Dialect {
     Legacy,
     /// 2026-07-28: every request self-contained (`_meta` + `Mcp-Method`/`Mcp-Name` headers).
     Stateless,
+    /// 2025-11-25 the toolhive vMCP way: a fresh session for every call (initialize,
+    /// notifications/initialized, the call, DELETE), all of it measured as the call.
+    #[value(name = "session-per-call")]
+    #[serde(rename = "session-per-call")]
+    SessionPerCall,
 }
 
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
@@ -58,7 +63,7 @@ impl Wire {
     /// A `tools/call` in the dialect (`sid` for legacy).
     pub fn call(&self, dialect: Dialect, id: u64, sid: Option<&str>) -> Request {
         match dialect {
-            Dialect::Legacy => {
+            Dialect::Legacy | Dialect::SessionPerCall => {
                 let body = json!({
                     "jsonrpc": "2.0", "id": id, "method": "tools/call",
                     "params": {"name": self.tool, "arguments": {}}

@@ -420,7 +420,7 @@ async fn empty_result(session: &mut Session, id: &RequestId) -> Result<Served> {
 }
 
 /// A JSON-RPC response with the request's id verbatim and `key` (`result` or `error`).
-fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
+pub(super) fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
     let value = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":{},"{key}":{value}}}"#,
@@ -428,7 +428,7 @@ fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
     ))
 }
 
-async fn write_json(
+pub(super) async fn write_json(
     session: &mut Session,
     status: u16,
     session_id: Option<&str>,
@@ -444,7 +444,7 @@ async fn write_json(
     session.write_response_body(Some(body), true).await
 }
 
-async fn accepted(session: &mut Session) -> Result<()> {
+pub(super) async fn accepted(session: &mut Session) -> Result<()> {
     let mut head = ResponseHeader::build(202, Some(1))?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")?;
     session.write_response_header(Box::new(head), true).await
@@ -458,7 +458,7 @@ pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
     session.write_response_header(Box::new(head), false).await
 }
 
-async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
+pub(super) async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
     let json = serde_json::to_vec(msg).unwrap_or_default();
     session
         .write_response_body(Some(sse::event(&json)), false)

@@ -23,6 +23,7 @@ mod get;
 mod http;
 mod listen;
 mod live;
+pub mod pooled;
 mod upstream;
 
 pub use get::get;
@@ -56,12 +57,18 @@ pub struct Bridge {
     discovered: upstream::Discovered,
     live: live::Live,
     listens: listen::Listens,
+    /// Backend sessions kept on legacy backends for 2026-07-28 clients.
+    pooled: pooled::Sessions,
+    /// Their calls parked for a 2026-07-28 client's input.
+    parking: pooled::Parking,
 }
 
 impl Bridge {
     /// A bridge sending through `engine`, its streams kept alive as `streams` says.
     pub fn new(engine: Arc<Engine>, streams: Arc<crate::stream::Streams>) -> Bridge {
         Bridge {
+            pooled: pooled::Sessions::new(engine.clone()),
+            parking: pooled::Parking::new(engine.clone()),
             engine,
             streams,
             discovered: Default::default(),

@@ -57,6 +57,9 @@ pub struct FileConfig {
     /// `client-timeouts`: how long a client may take to send a request, or idle between them.
     #[serde(default)]
     pub client_timeouts: FileClientTimeouts,
+    /// `bridge`: the era bridge (pooled backend sessions for 2026-07-28 clients on legacy backends).
+    #[serde(default)]
+    pub bridge: super::bridge::FileBridge,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]

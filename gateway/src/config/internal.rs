@@ -49,6 +49,8 @@ pub struct Config {
     pub admin_token: Option<super::AdminToken>,
     /// Client header, body and idle keep-alive timeouts.
     pub client_timeouts: super::ClientTimeouts,
+    /// The era bridge (`bridge`): pooled backend sessions' bounds.
+    pub bridge: super::BridgeConfig,
 }
 
 /// Gateway-owned sessions.

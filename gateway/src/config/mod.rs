@@ -2,6 +2,7 @@
 //! (`internal`), and loading from disk.
 
 mod auth;
+mod bridge;
 mod capture;
 mod file;
 mod hardening;
@@ -19,6 +20,7 @@ pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
+pub use bridge::{BridgeConfig, PooledSessions};
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};

@@ -89,6 +89,7 @@ fn reference_config_parses_to_expected_struct() {
         tracing: None,
         admin_token: None,
         client_timeouts: ClientTimeouts::default(),
+        bridge: Default::default(),
     };
     assert_eq!(config, expected);
 }

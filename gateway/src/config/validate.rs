@@ -15,7 +15,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         for (key, globs) in [
@@ -120,6 +120,7 @@ impl Config {
             .and_then(|t| super::tracing::tracing_config(&mut p, t));
         let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
+        let bridge = super::bridge::bridge(&mut p, &file.bridge);
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =
@@ -142,6 +143,7 @@ impl Config {
                 tracing,
                 admin_token,
                 client_timeouts,
+                bridge,
             })
         } else {
             Err(p.0)

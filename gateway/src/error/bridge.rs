@@ -4,6 +4,38 @@ use super::{ErrorKind, GatewayError};
 use serde_json::Value;
 
 impl GatewayError {
+    /// Every pooled backend session allowed (`scope`: `backend` or `gateway`, at `limit`) is
+    /// busy with requests in flight: none can be closed to make room for another client's.
+    pub fn pooled_sessions_full(scope: &str, limit: usize) -> Self {
+        Self::new(
+            ErrorKind::Overloaded,
+            format!("The gateway holds its limit of {limit} pooled backend sessions ({scope}), all busy; retry shortly"),
+        )
+        .with("scope", scope)
+        .with("reason", "pooled-sessions")
+        .with("limit", limit)
+    }
+
+    /// A retry of an `input_required` call that the gateway cannot take (`reason`: `forged`,
+    /// `expired`, `other-principal`, `other-request`, `unknown-call`, `missing-response`).
+    pub fn bad_request_state(reason: &str, detail: &str) -> Self {
+        Self::new(
+            ErrorKind::InvalidParams,
+            format!("Invalid params: the requestState cannot be used: {detail}"),
+        )
+        .with("reason", reason)
+        .with("detail", detail)
+    }
+
+    /// A 2026-07-28 request whose params lack what the protocol requires (`detail`).
+    pub fn invalid_params(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::InvalidParams,
+            format!("Invalid params: {detail}"),
+        )
+        .with("detail", detail)
+    }
+
     /// The server asked for input (`method`) whose capability the client did not declare.
     pub fn missing_client_capability(method: &str, required: Value) -> Self {
         Self::new(

@@ -66,7 +66,11 @@ impl GatewayError {
                 headers.push(("allow", allow.to_owned()));
             }
         }
-        (self.kind.http_status(), headers, body)
+        (
+            self.status.unwrap_or(self.kind.http_status()),
+            headers,
+            body,
+        )
     }
 }
 

@@ -16,6 +16,10 @@ pub enum ErrorKind {
     ParseError,
     /// JSON, but not one JSON-RPC message (batches included). JSON-RPC -32600, HTTP 400.
     InvalidRequest,
+    /// The request's params lack what the protocol requires (a 2026-07-28 request bridged to
+    /// a legacy backend without `_meta` protocolVersion or clientCapabilities). JSON-RPC
+    /// -32602 (the spec's), HTTP 400.
+    InvalidParams,
     /// `Mcp-Method`/`Mcp-Name`/`MCP-Protocol-Version` disagree with the body, are duplicated or
     /// undecodable. JSON-RPC -32020 (2026-07-28 spec), HTTP 400.
     HeaderMismatch,
@@ -112,6 +116,7 @@ impl ErrorKind {
         match self {
             ErrorKind::ParseError => -32700,
             ErrorKind::InvalidRequest => -32600,
+            ErrorKind::InvalidParams => -32602,
             ErrorKind::HeaderMismatch => -32020,
             ErrorKind::NoRoute => -32010,
             ErrorKind::BackendUnavailable => -32011,
@@ -154,7 +159,10 @@ impl ErrorKind {
     /// protocol-level rejections keep the status HTTP infrastructure expects.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorKind::ParseError | ErrorKind::InvalidRequest | ErrorKind::HeaderMismatch => 400,
+            ErrorKind::ParseError
+            | ErrorKind::InvalidRequest
+            | ErrorKind::InvalidParams
+            | ErrorKind::HeaderMismatch => 400,
             ErrorKind::NoRoute | ErrorKind::SessionNotFound => 404,
             ErrorKind::BodyTooLarge => 413,
             ErrorKind::BackendLost | ErrorKind::UpstreamTimeout | ErrorKind::SessionRequired => 200,
@@ -203,6 +211,7 @@ impl ErrorKind {
         match self {
             ErrorKind::ParseError => "parse-error",
             ErrorKind::InvalidRequest => "invalid-request",
+            ErrorKind::InvalidParams => "invalid-params",
             ErrorKind::HeaderMismatch => "header-mismatch",
             ErrorKind::NoRoute => "no-route",
             ErrorKind::BackendUnavailable => "backend-unavailable",
@@ -259,6 +268,9 @@ pub struct GatewayError {
     pub data: Map<String, Value>,
     /// When to retry, overriding the kind's default (`Retry-After`, `data.retryAfterMs`).
     pub retry_after: Option<std::time::Duration>,
+    /// HTTP status overriding the kind's (-32021 is 200 for a legacy client of the bridge, 400
+    /// for a 2026-07-28 one, as the spec says).
+    pub status: Option<u16>,
 }
 
 impl GatewayError {
@@ -269,6 +281,7 @@ impl GatewayError {
             message: message.into(),
             data: Map::new(),
             retry_after: None,
+            status: None,
         }
     }
 

@@ -29,6 +29,7 @@ fn every_kind_has_a_distinct_code() {
     let kinds = [
         ParseError,
         InvalidRequest,
+        InvalidParams,
         HeaderMismatch,
         NoRoute,
         BackendUnavailable,
@@ -66,7 +67,7 @@ fn every_kind_has_a_distinct_code() {
     assert_eq!(codes.len(), kinds.len());
     for k in kinds {
         let c = k.code();
-        assert!(c == -32700 || c == -32600 || (-32099..=-32000).contains(&c));
+        assert!(c == -32700 || c == -32600 || c == -32602 || (-32099..=-32000).contains(&c));
     }
 }
 

@@ -13,6 +13,7 @@ mod capture;
 mod check;
 pub mod ctx;
 pub mod listen_tls;
+mod pooled;
 mod relay;
 pub mod respond;
 mod stateful;

@@ -53,6 +53,9 @@ pub(super) async fn forward_buffered(
     let deadline = route.deadline(method, name);
     drop(info);
     let pool = state.pool(pool)?;
+    if super::pooled::takes(ctx, &pool) {
+        return super::pooled::forward(gw, session, ctx, &route, &pool, body).await;
+    }
     let out = Outbound {
         route: &route,
         body,

@@ -167,6 +167,10 @@ fn plan(
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;
+    if has_body && super::pooled::takes(ctx, &pool) {
+        // only legacy backends: inside a pooled backend session (the reverse era bridge)
+        return Ok(Plan::Buffered { route, check });
+    }
     // answered here, not from pingora's upstream phase: the connection stays usable
     crate::upstream::era::require(&pool, ctx.era)?;
     ctx.native = Some(Native {

@@ -357,6 +357,7 @@ async fn call(ctx: &Ctx) -> Result<Instant, String> {
     let slot = &ctx.slots[(id as usize) % ctx.slots.len()];
     let sid = match dialect {
         Dialect::Stateless => None,
+        Dialect::SessionPerCall => return per_call(ctx, id).await,
         Dialect::Legacy => Some(session(ctx, slot).await.map_err(|c| format!("init-{c}"))?),
     };
     let resp = ctx
@@ -379,6 +380,38 @@ async fn call(ctx: &Ctx) -> Result<Instant, String> {
             Err(verdict_class(&v))
         }
         _ => Err(verdict_class(&v)),
+    }
+}
+
+/// One call the toolhive vMCP way: initialize, notifications/initialized, the call, DELETE;
+/// answered when the DELETE is.
+async fn per_call(ctx: &Ctx, id: u64) -> Result<Instant, String> {
+    ctx.initializes.fetch_add(1, Ordering::Relaxed);
+    let resp = ctx
+        .client
+        .send(&ctx.wire.initialize(id))
+        .await
+        .map_err(|e| http_class(&e))?;
+    let sid = match (verdict(&resp), resp.session_id) {
+        (Verdict::Ok, Some(s)) => s,
+        (Verdict::Ok, None) => return Err("no-session-id".into()),
+        (v, _) => return Err(verdict_class(&v)),
+    };
+    let _ = ctx.client.send(&ctx.wire.initialized(&sid)).await;
+    let resp = ctx
+        .client
+        .send(&ctx.wire.call(Dialect::Legacy, id, Some(&sid)))
+        .await
+        .map_err(|e| http_class(&e))?;
+    let v = verdict(&resp);
+    let deleted = ctx
+        .client
+        .send(&ctx.wire.delete(&sid))
+        .await
+        .map_err(|e| http_class(&e))?;
+    match v {
+        Verdict::Ok => Ok(deleted.answered),
+        v => Err(verdict_class(&v)),
     }
 }
 

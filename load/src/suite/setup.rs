@@ -68,6 +68,7 @@ impl Setup {
         let dialect = match self.dialect {
             Dialect::Legacy => "legacy",
             Dialect::Stateless => "stateless",
+            Dialect::SessionPerCall => "session-per-call",
         };
         let via = match self.via {
             Via::Direct => "direct",

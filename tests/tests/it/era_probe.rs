@@ -154,7 +154,9 @@ async fn a_backend_restarted_as_another_era_is_detected_again() {
 async fn an_answer_of_the_other_era_makes_the_gateway_probe_again() {
     let mock = EraMock::start(MODERN).await;
     let addr = mock.addr.to_string();
-    let gw = Gateway::start(&pools(&[("p", addr.clone())], "")).await;
+    // the reverse bridge off: a 2026-07-28 request on a legacy-only pool is refused
+    let off = "bridge:\n  pooled-sessions: { enabled: false }\n";
+    let gw = Gateway::start(&format!("{off}{}", pools(&[("p", addr.clone())], ""))).await;
     assert_eventually!(
         Duration::from_secs(10),
         era_of(&gw, &addr).await.as_deref() == Some("modern"),

@@ -76,7 +76,10 @@ async fn a_2026_request_with_only_legacy_backends_answers_no_backend_of_era() {
     // gateway-driven one under a deadline)
     let legacy = MockServer::legacy("legacy", 0, V).await;
     for deadline in ["", ", limits: { timeout-ms: 5000 }"] {
-        let yaml = config_with(&[&legacy], "stateless", deadline);
+        // with the reverse bridge off (`bridge.pooled-sessions.enabled: false`; on, such a
+        // request goes inside a pooled backend session: pooled_bridge.rs)
+        let off = "bridge:\n  pooled-sessions: { enabled: false }\n";
+        let yaml = format!("{off}{}", config_with(&[&legacy], "stateless", deadline));
         let gw = Gateway::start(&yaml).await;
         assert_eventually!(Duration::from_secs(10), eras_known(&gw, 1).await, "probed");
         let before = legacy.count();

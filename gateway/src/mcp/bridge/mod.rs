@@ -15,6 +15,8 @@
 //!   `inputResponses` with `requestState` echoed exactly.
 
 pub mod listen;
+pub mod legacy;
+pub mod mrtr;
 pub mod request;
 pub mod result;
 pub mod rounds;

@@ -1,0 +1,347 @@
+//! The reverse era bridge: 2026-07-28 clients on legacy (session) backends. A request of a
+//! modern client goes inside a backend session the gateway opened itself (`initialize` built
+//! from the request's `_meta`, `notifications/initialized`) and keeps for the next requests:
+//! pooled by (backend, principal, digest of the initialize), so two principals, or two clients
+//! whose `initialize` would differ, never share one (toolhive #5323). Several requests may be
+//! in flight on one backend session. Bounded per backend and in all (the least recently used
+//! idle one is closed to make room), and closed with a DELETE upstream after
+//! `bridge.pooled-sessions.idle-s` unused.
+//!
+//! This file is the table; `open` opens a backend session, `serve` serves one request (the
+//! client side and the answer), `rounds` and `park` the `input_required` rounds (a call parked
+//! while the client answers), `stray` the session's GET stream, `mcp::bridge::legacy` and
+//! `mcp::bridge::mrtr` the pure translation.
+
+mod open;
+mod park;
+mod rounds;
+mod serve;
+mod stray;
+
+pub use park::Parking;
+pub use serve::{serve, Pooling};
+
+use crate::config::PooledSessions;
+use crate::error::GatewayError;
+use crate::metrics::Metrics;
+use crate::sync::lock;
+use crate::upstream::attempt::{BackendSession, Engine};
+use crate::upstream::{Backend, Pool};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::sync::OnceCell;
+
+/// How often idle pooled sessions are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// What a pooled backend session is keyed by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Key {
+    /// The backend.
+    pub(crate) backend: SocketAddr,
+    /// The upstream path (one MCP endpoint of the backend).
+    pub(crate) path: Arc<str>,
+    /// The authenticated principal, when the route has `auth`.
+    pub(crate) principal: Option<Arc<str>>,
+    /// SHA-256 of the `initialize` params.
+    pub(crate) digest: [u8; 32],
+}
+
+/// One backend session the gateway keeps.
+pub(crate) struct Entry {
+    pub(crate) key: Key,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) backend: Arc<Backend>,
+    pub(crate) session: BackendSession,
+    /// The backend's `InitializeResult` (`server/discover` is answered from it).
+    pub(crate) init_result: Value,
+    /// The level of the last `logging/setLevel` sent in it.
+    pub(crate) level: Mutex<Option<String>>,
+    /// Where the requests of its GET stream go: the one call in flight on it.
+    strays: Mutex<Vec<(u64, tokio::sync::mpsc::UnboundedSender<Value>)>>,
+    in_flight: AtomicUsize,
+    last_use: Mutex<Instant>,
+    gone: AtomicBool,
+}
+
+impl Entry {
+    fn idle_for(&self) -> Duration {
+        lock(&self.last_use).elapsed()
+    }
+
+    /// Whether it was dropped from the table (it must not be used for a new request).
+    pub(crate) fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
+    }
+}
+
+/// A pooled session in use by one request; counted in flight until dropped.
+pub(crate) struct InUse(pub(crate) Arc<Entry>);
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        *lock(&self.0.last_use) = Instant::now();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+type Slot = Arc<OnceCell<Arc<Entry>>>;
+
+/// The pooled backend sessions of this process.
+pub struct Sessions {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Arc<Engine>,
+    table: Mutex<HashMap<Key, Slot>>,
+    /// `idle-s` of the running config, in seconds (read by the sweep).
+    idle_s: AtomicU64,
+    sweeping: OnceLock<()>,
+    next_id: AtomicU64,
+}
+
+/// How a pooled session was found.
+pub(crate) enum Acquired {
+    /// One already open.
+    Reused(InUse),
+    /// Opened for this request.
+    Opened(InUse),
+}
+
+impl Acquired {
+    pub(crate) fn into_inner(self) -> InUse {
+        match self {
+            Acquired::Reused(u) | Acquired::Opened(u) => u,
+        }
+    }
+}
+
+/// Why no pooled session could be had.
+pub(crate) enum AcquireError {
+    /// The backend refused the connection (marked failed): try another.
+    Unreachable,
+    /// Answer the client with this.
+    Answer(GatewayError),
+}
+
+impl Sessions {
+    /// An empty table sending through `engine`.
+    pub fn new(engine: Arc<Engine>) -> Sessions {
+        Sessions {
+            inner: Arc::new(Inner {
+                engine,
+                table: Mutex::new(HashMap::new()),
+                idle_s: AtomicU64::new(60),
+                sweeping: OnceLock::new(),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// A fresh id for a request the gateway sends in a pooled session.
+    pub(crate) fn next_id(&self) -> String {
+        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        format!("mcpgw-pool-{n}")
+    }
+
+    fn metrics(&self) -> &Metrics {
+        self.inner.engine.metrics()
+    }
+
+    /// The pooled session for `key` (opened with `init_params` when there is none yet: one
+    /// opening per key at a time, later requests wait for it), counted in flight.
+    pub(crate) async fn acquire(
+        &self,
+        pool: &Arc<Pool>,
+        backend: &Arc<Backend>,
+        key: Key,
+        init_params: &str,
+        principal: Option<&Arc<crate::auth::Principal>>,
+        bounds: PooledSessions,
+    ) -> Result<Acquired, AcquireError> {
+        self.inner
+            .idle_s
+            .store(bounds.idle.as_secs().max(1), Ordering::Relaxed);
+        self.start_sweep();
+        let slot = self.slot(pool, &key, bounds)?;
+        let mut opened = false;
+        let entry = slot
+            .get_or_try_init(|| async {
+                opened = true;
+                open::open(
+                    &self.inner.engine,
+                    pool,
+                    backend,
+                    key.clone(),
+                    init_params,
+                    principal,
+                )
+                .await
+            })
+            .await;
+        let entry = match entry {
+            Ok(e) => e.clone(),
+            Err(e) => {
+                self.forget(&key, &slot);
+                return Err(e);
+            }
+        };
+        entry.in_flight.fetch_add(1, Ordering::AcqRel);
+        let used = InUse(entry);
+        if used.0.is_gone() {
+            // dropped while this request waited for it: open another
+            drop(used);
+            return Box::pin(self.acquire(pool, backend, key, init_params, principal, bounds))
+                .await;
+        }
+        let event = if opened { "opened" } else { "reused" };
+        self.metrics()
+            .pooled_session_events
+            .with_label_values(&[&pool.name, event])
+            .inc();
+        if opened {
+            self.gauge(&pool.name, 1);
+            Ok(Acquired::Opened(used))
+        } else {
+            Ok(Acquired::Reused(used))
+        }
+    }
+
+    /// The slot of `key`, made when there is none (room made first within the bounds).
+    fn slot(&self, pool: &Pool, key: &Key, bounds: PooledSessions) -> Result<Slot, AcquireError> {
+        let mut table = lock(&self.inner.table);
+        if let Some(slot) = table.get(key) {
+            return Ok(slot.clone());
+        }
+        let on_backend = table.keys().filter(|k| k.backend == key.backend).count();
+        let full = if on_backend >= bounds.max_per_backend {
+            Some(("backend", bounds.max_per_backend, Some(key.backend)))
+        } else if table.len() >= bounds.max {
+            Some(("gateway", bounds.max, None))
+        } else {
+            None
+        };
+        if let Some((scope, limit, backend)) = full {
+            // the least recently used idle one makes room
+            let victim = table
+                .iter()
+                .filter(|(k, _)| backend.is_none_or(|b| k.backend == b))
+                .filter_map(|(k, s)| s.get().map(|e| (k, e)))
+                .filter(|(_, e)| e.in_flight.load(Ordering::Acquire) == 0)
+                .max_by_key(|(_, e)| e.idle_for())
+                .map(|(k, e)| (k.clone(), e.clone()));
+            let Some((victim_key, victim)) = victim else {
+                return Err(AcquireError::Answer(GatewayError::pooled_sessions_full(
+                    scope, limit,
+                )));
+            };
+            table.remove(&victim_key);
+            drop(table);
+            self.close(&victim, "evicted");
+            table = lock(&self.inner.table);
+        }
+        let _ = pool;
+        Ok(table.entry(key.clone()).or_default().clone())
+    }
+
+    fn forget(&self, key: &Key, slot: &Slot) {
+        let mut table = lock(&self.inner.table);
+        if table.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            table.remove(key);
+        }
+    }
+
+    /// Drops a pooled session the backend forgot or that died with its backend: no request
+    /// uses it again (nothing is sent upstream).
+    pub(crate) fn drop_entry(&self, entry: &Arc<Entry>) {
+        if self.unlink(entry) {
+            self.count(&entry.pool.name, "dropped");
+            self.gauge(&entry.pool.name, -1);
+            tracing::debug!(backend = %entry.backend.label, "pooled backend session dropped");
+        }
+    }
+
+    /// Removes `entry` from the table; whether it was there.
+    fn unlink(&self, entry: &Arc<Entry>) -> bool {
+        if entry.gone.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let mut table = lock(&self.inner.table);
+        let ours = table
+            .get(&entry.key)
+            .and_then(|s| s.get())
+            .is_some_and(|e| Arc::ptr_eq(e, entry));
+        if ours {
+            table.remove(&entry.key);
+        }
+        true
+    }
+
+    /// Closes a pooled session: out of the table, DELETE upstream in the background.
+    fn close(&self, entry: &Arc<Entry>, why: &str) {
+        entry.gone.store(true, Ordering::Release);
+        self.count(&entry.pool.name, why);
+        self.gauge(&entry.pool.name, -1);
+        let (engine, entry) = (self.inner.engine.clone(), entry.clone());
+        engine.spawn_delete_session(
+            entry.pool.clone(),
+            entry.backend.clone(),
+            entry.session.clone(),
+        );
+    }
+
+    fn count(&self, pool: &str, event: &str) {
+        self.metrics()
+            .pooled_session_events
+            .with_label_values(&[pool, event])
+            .inc();
+    }
+
+    fn gauge(&self, pool: &str, by: i64) {
+        self.metrics()
+            .pooled_sessions
+            .with_label_values(&[pool])
+            .add(by);
+    }
+
+    /// Closes the idle sessions older than the configured `idle-s` (DELETE upstream).
+    pub(crate) fn sweep(&self) {
+        let idle = Duration::from_secs(self.inner.idle_s.load(Ordering::Relaxed));
+        let expired: Vec<Arc<Entry>> = {
+            let mut table = lock(&self.inner.table);
+            let keys: Vec<Key> = table
+                .iter()
+                .filter_map(|(k, s)| s.get().map(|e| (k, e)))
+                .filter(|(_, e)| e.in_flight.load(Ordering::Acquire) == 0 && e.idle_for() >= idle)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter()
+                .filter_map(|k| table.remove(k))
+                .filter_map(|s| s.get().cloned())
+                .collect()
+        };
+        for entry in expired {
+            tracing::debug!(backend = %entry.backend.label, "pooled backend session expired");
+            self.close(&entry, "expired");
+        }
+    }
+
+    fn start_sweep(&self) {
+        self.inner.sweeping.get_or_init(|| {
+            let me = Sessions {
+                inner: self.inner.clone(),
+            };
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(SWEEP_EVERY).await;
+                    me.sweep();
+                }
+            });
+        });
+    }
+}

@@ -1,0 +1,125 @@
+//! Opening one pooled backend session: `initialize` (params built from a 2026-07-28 request's
+//! `_meta`, `mcp::bridge::legacy::initialize`) without a session id, the backend's session id
+//! and `InitializeResult` read from its answer (JSON or SSE), then
+//! `notifications/initialized` in the new session.
+
+use super::{AcquireError, Entry, Key};
+use crate::error::GatewayError;
+use crate::mcp::bridge::legacy::{self, BACKEND_VERSION};
+use crate::mcp::headers::MCP_SESSION_ID;
+use crate::mcp::{messages, sse};
+use crate::upstream::attempt::{BackendSession, Engine, PostError};
+use crate::upstream::client::CallError;
+use crate::upstream::request::{self, Target};
+use crate::upstream::{Backend, Pool};
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Opens a backend session on `backend` with `init_params`.
+pub(super) async fn open(
+    engine: &Arc<Engine>,
+    pool: &Arc<Pool>,
+    backend: &Arc<Backend>,
+    key: Key,
+    init_params: &str,
+    principal: Option<&Arc<crate::auth::Principal>>,
+) -> Result<Arc<Entry>, AcquireError> {
+    let body = legacy::initialize_request(init_params);
+    let target = Target {
+        path: &key.path,
+        host: &backend.host,
+    };
+    let mut head = request::own(http::Method::POST, target, None, None, body.len())
+        .map_err(AcquireError::Answer)?;
+    if let Some(p) = principal {
+        head.extensions_mut().insert(p.clone());
+    }
+    request::identify(&mut head, &pool.identity);
+    let (head, answer) = match engine.call(pool, backend, &head, Bytes::from(body)).await {
+        Ok(a) => a,
+        Err(CallError::Connect(_)) => return Err(AcquireError::Unreachable),
+        Err(CallError::Lost(_)) => {
+            return Err(AcquireError::Answer(GatewayError::backend_lost(
+                &pool.name,
+                &backend.label,
+            )))
+        }
+    };
+    let refused = |detail: String| {
+        AcquireError::Answer(GatewayError::untranslatable(
+            &pool.name,
+            &format!(
+                "the legacy backend {} refused the bridge's initialize: {detail}",
+                backend.label
+            ),
+        ))
+    };
+    let content_type = head
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let response = sse::response(content_type, &answer);
+    let status = head.status.as_u16();
+    let Some(mut response) = response.filter(|_| status < 300) else {
+        return Err(refused(format!(
+            "HTTP {status} {}",
+            String::from_utf8_lossy(&answer[..answer.len().min(200)])
+        )));
+    };
+    if let Some(error) = response.get("error") {
+        return Err(refused(error.to_string()));
+    }
+    let result = response
+        .get_mut("result")
+        .map(Value::take)
+        .unwrap_or_default();
+    let Some(sid) = head
+        .headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+    else {
+        // a server that keeps no session needs no pool: its answers are per request anyway,
+        // but this bridge only speaks sessions
+        return Err(refused("no Mcp-Session-Id".into()));
+    };
+    let version = legacy::negotiated(&result).unwrap_or(BACKEND_VERSION);
+    let session = BackendSession {
+        id: sid.into(),
+        path: key.path.clone(),
+        protocol_version: version.into(),
+    };
+    match engine
+        .post_in_session(pool, backend, &session, messages::initialized())
+        .await
+    {
+        Ok(_) => {}
+        Err(PostError::Call(CallError::Connect(_))) => return Err(AcquireError::Unreachable),
+        Err(e) => {
+            return Err(refused(format!("notifications/initialized: {e}")));
+        }
+    }
+    tracing::debug!(backend = %backend.label, version, "pooled backend session opened");
+    let entry = Arc::new(Entry {
+        key,
+        pool: pool.clone(),
+        backend: backend.clone(),
+        session,
+        init_result: result,
+        level: Mutex::new(None),
+        strays: Mutex::new(Vec::new()),
+        in_flight: AtomicUsize::new(0),
+        last_use: Mutex::new(Instant::now()),
+        gone: AtomicBool::new(false),
+    });
+    let capabilities = serde_json::from_str::<Value>(init_params)
+        .ok()
+        .and_then(|p| p.get("capabilities").cloned())
+        .unwrap_or_default();
+    if super::stray::wants_stream(&capabilities) {
+        super::stray::hold(engine.clone(), &entry).await;
+    }
+    Ok(entry)
+}

@@ -1,0 +1,158 @@
+//! The `input_required` rounds of a call on a pooled session (the reverse bridge's multi
+//! round-trip requests): parking the call on the backend's request for input and answering the
+//! client `input_required` with a sealed `requestState`, or -32021 when it lacks the
+//! capability; and the client's retry, checked (-32602 with `data.reason`), matched to its
+//! parked call, its answer given to the backend, the call's answer read on.
+
+use super::super::http::{response, write_json, Failed, Served};
+use super::park::Parked;
+use super::serve::{end_stream, served, unix_ms, Attempt, One};
+use crate::error::GatewayError;
+use crate::mcp::bridge::mrtr;
+use crate::mcp::bridge::rounds::{required_capability, InputRequest};
+use pingora::prelude::*;
+use serde_json::{json, Value};
+
+impl One<'_> {
+    fn principal(&self) -> &str {
+        self.to.principal.map_or("", |p| &p.id)
+    }
+
+    /// Parks the call on the backend's request for input and answers the client
+    /// `input_required`, or -32021 when it did not declare the capability (the backend is
+    /// refused and the call cancelled there).
+    pub(super) async fn park(
+        &self,
+        session: &mut Session,
+        parked: Parked,
+        params: Value,
+        streaming: &mut bool,
+    ) -> Result<Attempt, Failed> {
+        let entry = parked.used.0.clone();
+        let parking = &self.bridge.parking;
+        let request = InputRequest {
+            key: "input".into(),
+            method: parked.method.clone(),
+            params,
+        };
+        let required = required_capability(&request)
+            .map_err(|e| GatewayError::untranslatable(&entry.pool.name, &e.to_string()))?;
+        if !self.env.declares(&required.0) {
+            parking.refused(&entry.pool.name);
+            let refusal = json!({"jsonrpc": "2.0", "id": parked.server_id, "error": {
+                "code": -32603,
+                "message": "the 2026-07-28 client did not declare this capability (mcp-gateway)",
+            }})
+            .to_string();
+            self.bridge.engine.spawn_notify(
+                entry.pool.clone(),
+                entry.backend.clone(),
+                entry.session.clone(),
+                refusal,
+            );
+            self.cancel_upstream(&entry, &parked.up_id);
+            drop(parked);
+            let mut e = GatewayError::missing_client_capability(&request.method, required.1);
+            e.status = Some(400);
+            if *streaming {
+                end_stream(session, e.body(self.id)).await?;
+                return Ok(Attempt::Done(served(&entry.backend)));
+            }
+            return Err(e.into());
+        }
+        let ttl_ms = self.to.input_ttl.as_millis() as u64;
+        let id = parking.park(parked);
+        let state = mrtr::State {
+            principal: self.principal().to_owned(),
+            expires_ms: unix_ms() + ttl_ms,
+            digest: mrtr::request_digest(self.msg),
+            parked: id,
+            key: request.key.clone(),
+        };
+        let sealed = parking.sealer(self.to.state_key).seal(&state);
+        let mut result =
+            mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
+        if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
+        {
+            r.insert(
+                "_meta".into(),
+                json!({crate::mcp::bridge::META_SERVER_INFO: info}),
+            );
+        }
+        let body = response(self.id, "result", &result);
+        if *streaming {
+            end_stream(session, body).await?;
+        } else {
+            write_json(session, 200, None, body).await?;
+        }
+        Ok(Attempt::Done(served(&entry.backend)))
+    }
+
+    /// A retry with `inputResponses` and `requestState`: checked, matched to its parked call,
+    /// the answer given to the backend, the call's answer read on.
+    pub(super) async fn resume(
+        &self,
+        session: &mut Session,
+        sealed: &str,
+        responses: Option<&serde_json::Map<String, Value>>,
+    ) -> Result<Served, Failed> {
+        let parking = &self.bridge.parking;
+        let digest = mrtr::request_digest(self.msg);
+        let refused = |reason: &str, detail: &str| {
+            parking.refused_state(&self.to.pool.name);
+            Failed::from(GatewayError::bad_request_state(reason, detail))
+        };
+        let state = parking
+            .sealer(self.to.state_key)
+            .open(sealed, self.principal(), unix_ms(), &digest)
+            .map_err(|r| {
+                let detail = match r {
+                    mrtr::Refusal::Forged => "it was not issued by this gateway, or was changed",
+                    mrtr::Refusal::Expired => "it expired",
+                    mrtr::Refusal::OtherPrincipal => "it was issued to another principal",
+                    mrtr::Refusal::OtherRequest => {
+                        "it was issued for another request (method, name or arguments)"
+                    }
+                };
+                refused(r.as_str(), detail)
+            })?;
+        let Some(answer) = responses.and_then(|r| r.get(&state.key)) else {
+            let detail = format!("inputResponses has no `{}`", state.key);
+            return Err(refused("missing-response", &detail));
+        };
+        let Some(parked) = parking.take(&state.parked) else {
+            return Err(refused(
+                "unknown-call",
+                "its call is no longer parked here (answered, expired, or held by another replica)",
+            ));
+        };
+        let entry = parked.used.0.clone();
+        let message = mrtr::answer_backend(&parked.server_id, answer);
+        let sent = self
+            .engine()
+            .post_in_session(&entry.pool, &entry.backend, &entry.session, message)
+            .await;
+        if sent.is_err() {
+            self.bridge.pooled.drop_entry(&entry);
+            return Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into());
+        }
+        let mut streaming = false;
+        let read = self
+            .read(
+                session,
+                parked.used,
+                parked.messages,
+                parked.up_id,
+                parked.status,
+                &mut streaming,
+                parked.strays,
+            )
+            .await?;
+        match read {
+            Attempt::Done(served) => Ok(served),
+            Attempt::Again => {
+                Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into())
+            }
+        }
+    }
+}

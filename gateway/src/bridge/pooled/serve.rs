@@ -1,0 +1,483 @@
+//! One 2026-07-28 request on legacy backends: the envelope read (-32602 without the required
+//! `_meta` keys), a backend picked by the pool's balancing among those that serve sessions,
+//! the pooled session for (backend, principal, initialize digest) taken or opened, the
+//! session's log level set when the request's `_meta.logLevel` differs, the request sent with
+//! the gateway's own id and without reserved `_meta` keys, and the answer read: progress (and
+//! `notifications/message` at the request's level) on an SSE answer, the result made modern
+//! (`resultType`, `_meta` serverInfo, cache hints). `server/discover` is answered from the
+//! backend's `InitializeResult`.
+//!
+//! A server→client request of the backend during the call (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list` on the call's SSE answer, or on the session's GET
+//! stream: `stray.rs`) parks the call (`rounds.rs`, `park.rs`) and answers the client `input_required` with a sealed `requestState`
+//! (`mcp::bridge::mrtr`); the client's retry (`inputResponses`, `requestState`) is checked
+//! (-32602 with `data.reason` when forged, expired, another principal's or another request's),
+//! its answer goes to the backend as the response to its request, and the call's answer is read
+//! on. A client without the capability gets -32021 (HTTP 400), and the backend a refusal.
+//!
+//! Failures: a refused connection tries the next backend; a backend that forgot the session
+//! (404) gets a new one and the request again (it never ran); a connection lost mid-answer
+//! drops the pooled session, and the request is repeated only when it is safe to repeat (an
+//! in-flight `tools/call` gets -32013).
+
+use super::super::http::{
+    accepted, response, start_stream, write_event, write_json, Failed, ListFilter, Served,
+};
+use super::super::Bridge;
+use super::park::Parked;
+use super::{AcquireError, Entry, InUse, Key};
+use crate::auth::Principal;
+use crate::config::PooledSessions;
+use crate::error::GatewayError;
+use crate::mcp::bridge::legacy::{self, ModernEnvelope};
+use crate::mcp::bridge::mrtr;
+use crate::mcp::bridge::result::peek;
+use crate::mcp::messages::safe_to_repeat;
+use crate::mcp::{sse, Era, RequestId};
+use crate::upstream::attempt::Engine;
+use crate::upstream::client::CallError;
+use crate::upstream::request::{self, Target};
+use crate::upstream::{Backend, Pool};
+use bytes::Bytes;
+use pingora::http::RequestHeader;
+use pingora::prelude::*;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// How often a request is sent again because its backend forgot the pooled session.
+const MAX_FORGOTTEN: usize = 2;
+
+/// Where a request goes and on whose behalf.
+pub struct Pooling<'a> {
+    /// The route's pool (its backends are legacy).
+    pub pool: &'a Arc<Pool>,
+    /// Upstream path.
+    pub path: &'a str,
+    /// The authenticated caller (part of the pooled session's key).
+    pub principal: Option<&'a Arc<Principal>>,
+    /// `bridge.pooled-sessions`.
+    pub bounds: PooledSessions,
+    /// `bridge.input-ttl-s`.
+    pub input_ttl: std::time::Duration,
+    /// `bridge.request-state-key-file`'s key.
+    pub state_key: Option<[u8; 32]>,
+    /// The route's `authz` filter of a list answer, when this request's answer is one.
+    pub filter: Option<&'a ListFilter<'a>>,
+}
+
+/// Serves one 2026-07-28 request (its body read and checked) on the pool's legacy backends.
+pub async fn serve(
+    bridge: &Bridge,
+    session: &mut Session,
+    to: Pooling<'_>,
+    body: &Bytes,
+    id: &RequestId,
+) -> Result<Served, Failed> {
+    let msg: Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let Some(method) = msg.get("method").and_then(Value::as_str) else {
+        // a response from a 2026-07-28 client has no request of the gateway's to answer
+        accepted(session).await?;
+        return Ok(Served::default());
+    };
+    if msg.get("id").is_none() {
+        // 2026-07-28 notifications have nothing to say to a backend session
+        accepted(session).await?;
+        return Ok(Served::default());
+    }
+    let env =
+        ModernEnvelope::read(&msg).map_err(|e| GatewayError::invalid_params(&e.to_string()))?;
+    let init = legacy::initialize(&env);
+    let one = One {
+        bridge,
+        to: &to,
+        msg: &msg,
+        method,
+        env: &env,
+        init: &init,
+        id,
+        repeatable: safe_to_repeat(Some(method), true),
+    };
+    one.run(session).await
+}
+
+/// One request being served.
+pub(super) struct One<'a> {
+    pub(super) bridge: &'a Bridge,
+    pub(super) to: &'a Pooling<'a>,
+    pub(super) msg: &'a Value,
+    pub(super) method: &'a str,
+    pub(super) env: &'a ModernEnvelope,
+    init: &'a legacy::BackendInit,
+    pub(super) id: &'a RequestId,
+    repeatable: bool,
+}
+
+/// How one attempt in one pooled session ended.
+pub(super) enum Attempt {
+    /// Answered (or the client went away): done.
+    Done(Served),
+    /// Try again (another backend in `tried`, or a fresh session on the same one).
+    Again,
+}
+
+impl One<'_> {
+    pub(super) fn engine(&self) -> &Engine {
+        &self.bridge.engine
+    }
+
+    async fn run(&self, session: &mut Session) -> Result<Served, Failed> {
+        if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
+            return self.resume(session, state, responses).await;
+        }
+        let pool = self.to.pool;
+        let mut tried = Vec::new();
+        let mut forgotten = 0;
+        let mut streaming = false;
+        loop {
+            if tried.len() > pool.retries || forgotten > MAX_FORGOTTEN {
+                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
+            }
+            let Some(backend) = pool.select_serving(&tried, Some(Era::Legacy)) else {
+                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
+            };
+            let key = Key {
+                backend: backend.addr,
+                path: self.to.path.into(),
+                principal: self.to.principal.map(|p| p.id.clone()),
+                digest: self.init.digest,
+            };
+            let sessions = &self.bridge.pooled;
+            let acquired = sessions
+                .acquire(
+                    pool,
+                    &backend,
+                    key,
+                    &self.init.params,
+                    self.to.principal,
+                    self.to.bounds,
+                )
+                .await;
+            let used = match acquired {
+                Ok(a) => a,
+                Err(AcquireError::Unreachable) => {
+                    tried.push(backend.addr);
+                    continue;
+                }
+                Err(AcquireError::Answer(e)) => return Err(e.into()),
+            };
+            let used = used.into_inner();
+            let entry = used.0.clone();
+            if self.method == "server/discover" {
+                let result = legacy::discover_result(&entry.init_result);
+                write_json(session, 200, None, response(self.id, "result", &result)).await?;
+                return Ok(Served {
+                    backend: Some(backend),
+                });
+            }
+            let outcome = self
+                .attempt(session, used, &mut streaming, &mut forgotten)
+                .await?;
+            match outcome {
+                Attempt::Done(served) => return Ok(served),
+                Attempt::Again => {
+                    if entry.is_gone() && !self.forgot(&entry) {
+                        tried.push(backend.addr);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the last attempt's session was forgotten by a backend that still answers (the
+    /// same backend may take the request again).
+    fn forgot(&self, entry: &Entry) -> bool {
+        !entry.backend.is_failed()
+    }
+
+    /// The request's head in `entry`'s backend session.
+    fn head(&self, entry: &Entry, len: usize) -> Result<RequestHeader, GatewayError> {
+        let target = Target {
+            path: &entry.session.path,
+            host: &entry.backend.host,
+        };
+        let id = Some(&*entry.session.id);
+        let version = Some(&*entry.session.protocol_version);
+        let mut head = request::own(http::Method::POST, target, id, version, len)?;
+        if let Some(p) = self.to.principal {
+            head.extensions_mut().insert(p.clone());
+        }
+        request::identify(&mut head, &entry.pool.identity);
+        Ok(head)
+    }
+
+    /// Sets the session's log level to the request's, when it asks for another one.
+    async fn level(&self, entry: &Entry) -> Result<(), GatewayError> {
+        let Some(wanted) = self.env.log_level.as_deref() else {
+            return Ok(());
+        };
+        if crate::sync::lock(&entry.level).as_deref() == Some(wanted) {
+            return Ok(());
+        }
+        let msg = legacy::set_level(wanted, &self.bridge.pooled.next_id());
+        let sent = self
+            .engine()
+            .post_in_session(&entry.pool, &entry.backend, &entry.session, msg)
+            .await;
+        if sent.is_ok_and(|(head, _)| head.status.is_success()) {
+            *crate::sync::lock(&entry.level) = Some(wanted.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn attempt(
+        &self,
+        session: &mut Session,
+        used: InUse,
+        streaming: &mut bool,
+        forgotten: &mut usize,
+    ) -> Result<Attempt, Failed> {
+        let entry = &used.0.clone();
+        let pool = &entry.pool;
+        let backend = &entry.backend;
+        let sessions = &self.bridge.pooled;
+        self.level(entry).await?;
+        let up_id = sessions.next_id();
+        let body = legacy::legacy_request(self.msg, &up_id)
+            .map_err(|e| GatewayError::untranslatable(&pool.name, &e.to_string()))?;
+        let head = self.head(entry, body.len())?;
+        // registered before the request goes: the tool may ask on the GET stream at once
+        let strays = super::stray::may_ask(self.method).then(|| super::stray::register(entry));
+        let sent = self
+            .engine()
+            .send(pool, backend, &head, Bytes::from(body), self.repeatable)
+            .await;
+        let exchange = match sent {
+            Ok(ex) => ex,
+            Err(CallError::Connect(_)) => {
+                sessions.drop_entry(entry);
+                return Ok(Attempt::Again);
+            }
+            Err(CallError::Lost(_)) => {
+                sessions.drop_entry(entry);
+                pool.mark_failed(backend);
+                return self.lost(backend);
+            }
+        };
+        let status = exchange.header().status.as_u16();
+        if status == 404 {
+            // the backend forgot the session (restarted, expired it): the request never ran
+            sessions.drop_entry(entry);
+            *forgotten += 1;
+            return Ok(Attempt::Again);
+        }
+        let messages = super::super::answer::Messages::new(exchange);
+        self.read(session, used, messages, up_id, status, streaming, strays)
+            .await
+    }
+
+    /// Reads the call's answer on: notifications to the client, the result at the end, or a
+    /// server→client request that parks the call.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn read(
+        &self,
+        session: &mut Session,
+        used: InUse,
+        mut messages: super::super::answer::Messages,
+        up_id: String,
+        status: u16,
+        streaming: &mut bool,
+        strays: Option<super::stray::Strays>,
+    ) -> Result<Attempt, Failed> {
+        let entry = &used.0.clone();
+        let pool = &entry.pool;
+        let backend = &entry.backend;
+        let sessions = &self.bridge.pooled;
+        let mut strays = strays;
+        let answer = loop {
+            let next = tokio::select! {
+                next = messages.next() => next,
+                Some(m) = recv(&mut strays) => Ok(serde_json::to_vec(&m).ok().map(Bytes::from)),
+            };
+            let next = match next {
+                Ok(n) => n,
+                Err(_) => {
+                    sessions.drop_entry(entry);
+                    pool.mark_failed(backend);
+                    if *streaming {
+                        let e = GatewayError::backend_lost(&pool.name, &backend.label);
+                        end_stream(session, e.body(self.id)).await?;
+                        return Ok(Attempt::Done(served(backend)));
+                    }
+                    return self.lost(backend);
+                }
+            };
+            let Some(raw) = next else { break None };
+            let Some(p) = peek(&raw) else { continue };
+            let Ok(m) = serde_json::from_slice::<Value>(&raw) else {
+                continue;
+            };
+            if p.response {
+                if m.get("id").and_then(Value::as_str) == Some(up_id.as_str()) || status >= 400 {
+                    break Some(m);
+                }
+                continue;
+            }
+            if p.request {
+                let method = m.get("method").and_then(Value::as_str).unwrap_or("");
+                if mrtr::is_input_request(method) {
+                    let parked = Parked {
+                        used,
+                        messages,
+                        up_id,
+                        server_id: m.get("id").cloned().unwrap_or(Value::Null),
+                        method: method.to_owned(),
+                        status,
+                        expires: std::time::Instant::now() + self.to.input_ttl,
+                        strays,
+                    };
+                    let params = m.get("params").cloned().unwrap_or_else(|| json!({}));
+                    return self.park(session, parked, params, streaming).await;
+                }
+                self.refuse_server_request(entry, &m);
+                continue;
+            }
+            if let Some(note) = self.for_client(m) {
+                if !*streaming {
+                    start_stream(session).await?;
+                    *streaming = true;
+                }
+                if let Err(e) = write_event(session, &note).await {
+                    self.cancel_upstream(entry, &up_id);
+                    return Err(e.into());
+                }
+            }
+        };
+        messages.finish(self.engine()).await;
+        // the session is free before the client hears the answer (its next request may need
+        // to be the only one in flight there, for its GET-stream requests)
+        drop(strays);
+        drop(used);
+        let body = match answer {
+            Some(mut m) => match m.get_mut("error") {
+                Some(error) => response(self.id, "error", &error.take()),
+                None => {
+                    let result = m.get_mut("result").map(Value::take).unwrap_or_default();
+                    let info = entry.init_result.get("serverInfo");
+                    let result = legacy::modern_result(result, self.method, info);
+                    let body = response(self.id, "result", &result);
+                    match self.to.filter {
+                        Some(filter) => filter(&body).unwrap_or(body),
+                        None => body,
+                    }
+                }
+            },
+            None => {
+                let detail = format!("HTTP {status} without a JSON-RPC response");
+                let e = GatewayError::untranslatable(&pool.name, &detail);
+                if !*streaming {
+                    return Err(e.into());
+                }
+                e.body(self.id)
+            }
+        };
+        if *streaming {
+            end_stream(session, body).await?;
+        } else {
+            write_json(session, 200, None, body).await?;
+        }
+        Ok(Attempt::Done(served(backend)))
+    }
+
+    /// A lost connection: the request again when that is safe, else -32013.
+    fn lost(&self, backend: &Backend) -> Result<Attempt, Failed> {
+        if self.repeatable {
+            return Ok(Attempt::Again);
+        }
+        let metrics = self.engine().metrics();
+        metrics
+            .inflight_lost
+            .with_label_values(&[
+                &self.to.pool.name,
+                crate::mcp::method_label(Some(self.method)),
+            ])
+            .inc();
+        Err(GatewayError::backend_lost(&self.to.pool.name, &backend.label).into())
+    }
+
+    /// A notification of the backend's as the 2026-07-28 client gets it: progress as it is,
+    /// log messages at the request's level only, nothing else (list changes and the like are
+    /// the session's, which the client does not have).
+    fn for_client(&self, m: Value) -> Option<Value> {
+        match m.get("method").and_then(Value::as_str) {
+            Some("notifications/progress") => Some(m),
+            Some("notifications/message") => {
+                let level = m
+                    .get("params")
+                    .and_then(|p| p.get("level"))
+                    .and_then(Value::as_str);
+                legacy::wants_log(self.env.log_level.as_deref(), level).then_some(m)
+            }
+            _ => None,
+        }
+    }
+
+    /// A server→client request during the call: not bridged (yet); the backend is told so,
+    /// so its call goes on rather than waiting.
+    fn refuse_server_request(&self, entry: &Entry, m: &Value) {
+        let Some(id) = m.get("id") else { return };
+        let method = m.get("method").and_then(Value::as_str).unwrap_or("?");
+        tracing::debug!(
+            method,
+            "a legacy backend's request to a 2026-07-28 client, refused"
+        );
+        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32601,
+            "message": format!("the gateway does not bridge `{method}` to this 2026-07-28 client"),
+        }});
+        self.bridge.engine.spawn_notify(
+            entry.pool.clone(),
+            entry.backend.clone(),
+            entry.session.clone(),
+            answer.to_string(),
+        );
+    }
+
+    /// The client went away: the legacy way to cancel its call upstream.
+    pub(super) fn cancel_upstream(&self, entry: &Entry, up_id: &str) {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": up_id, "reason": "the client went away"}});
+        self.bridge.engine.spawn_notify(
+            entry.pool.clone(),
+            entry.backend.clone(),
+            entry.session.clone(),
+            cancel.to_string(),
+        );
+    }
+}
+
+/// The next request of the session's GET stream for this call; never, without a registration.
+async fn recv(strays: &mut Option<super::stray::Strays>) -> Option<Value> {
+    match strays {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(super) fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+pub(super) fn served(backend: &Arc<Backend>) -> Served {
+    Served {
+        backend: Some(backend.clone()),
+    }
+}
+
+pub(super) async fn end_stream(session: &mut Session, body: Bytes) -> Result<()> {
+    session
+        .write_response_body(Some(sse::event(&body)), true)
+        .await
+}

@@ -1,0 +1,164 @@
+//! `bridge`: the era bridge's settings. `bridge.pooled-sessions` bounds the backend sessions
+//! the gateway opens and keeps on legacy (session) backends for 2026-07-28 clients
+//! (`crate::bridge::pooled`): file struct, typed settings with their defaults, validation.
+
+use super::problems::{Problems, Unknown};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::time::Duration;
+
+/// `bridge` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileBridge {
+    /// Backend sessions kept on legacy backends for 2026-07-28 clients.
+    #[serde(default)]
+    pub pooled_sessions: FilePooledSessions,
+    /// Seconds a call parked for a 2026-07-28 client's input (`input_required`) waits for its retry. Default 120.
+    pub input_ttl_s: Option<u64>,
+    /// A file holding the 256-bit key (64 hex digits) that seals `requestState`s. Default: a random key per process.
+    pub request_state_key_file: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `bridge.pooled-sessions` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FilePooledSessions {
+    /// Whether 2026-07-28 requests on a pool of only legacy backends are bridged (else -32005). Default true.
+    pub enabled: Option<bool>,
+    /// Most pooled backend sessions per backend. Default 64.
+    pub max_per_backend: Option<usize>,
+    /// Most pooled backend sessions in all. Default 1024.
+    pub max: Option<usize>,
+    /// Seconds a pooled backend session may stay unused before it is closed (DELETE upstream). Default 60.
+    pub idle_s: Option<u64>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// The era bridge's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BridgeConfig {
+    /// `bridge.pooled-sessions`.
+    pub pooled: PooledSessions,
+    /// How long a call parked for a 2026-07-28 client's input waits for the retry; then the
+    /// backend's request is answered (an elicitation cancelled, others refused). Default 120 s.
+    pub input_ttl: Duration,
+    /// The key sealing `requestState`s (`request-state-key-file`). Default: random per
+    /// process (read at start; a reload does not change it).
+    pub request_state_key: Option<[u8; 32]>,
+}
+
+impl Default for BridgeConfig {
+    fn default() -> Self {
+        BridgeConfig {
+            pooled: PooledSessions::default(),
+            input_ttl: Duration::from_secs(120),
+            request_state_key: None,
+        }
+    }
+}
+
+/// 64 hex digits (surrounding whitespace ignored) as a 256-bit key.
+fn hex_key(text: &str) -> Option<[u8; 32]> {
+    let t = text.trim();
+    if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(key)
+}
+
+/// Bounds of the pooled backend sessions (2026-07-28 clients on legacy backends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PooledSessions {
+    /// 2026-07-28 requests on a pool whose backends are all legacy are bridged; when false
+    /// they get -32005 `no-backend-of-era`. Default true.
+    pub enabled: bool,
+    /// Most per backend. Default 64.
+    pub max_per_backend: usize,
+    /// Most in all. Default 1024.
+    pub max: usize,
+    /// Unused this long: closed with a DELETE upstream. Default 60 s.
+    pub idle: Duration,
+}
+
+impl Default for PooledSessions {
+    fn default() -> Self {
+        PooledSessions {
+            enabled: true,
+            max_per_backend: 64,
+            max: 1024,
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Validates `bridge`.
+pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
+    p.unknown(
+        "bridge",
+        &file.unknown,
+        "pooled-sessions, input-ttl-s, request-state-key-file",
+    );
+    let input_ttl = match file.input_ttl_s {
+        Some(0) => {
+            p.add("bridge.input-ttl-s", "must be at least 1");
+            BridgeConfig::default().input_ttl
+        }
+        Some(s) => Duration::from_secs(s),
+        None => BridgeConfig::default().input_ttl,
+    };
+    let request_state_key = file.request_state_key_file.as_ref().and_then(|path| {
+        let key = std::fs::read_to_string(path).ok().and_then(|t| hex_key(&t));
+        if key.is_none() {
+            p.add(
+                "bridge.request-state-key-file",
+                format!("{path}: not readable, or not 64 hex digits"),
+            );
+        }
+        key
+    });
+    let f = &file.pooled_sessions;
+    p.unknown(
+        "bridge.pooled-sessions",
+        &f.unknown,
+        "enabled, max-per-backend, max, idle-s",
+    );
+    let d = PooledSessions::default();
+    let mut at_least_one = |key: &str, v: Option<u64>, default: u64| match v {
+        Some(0) => {
+            p.add(
+                format!("bridge.pooled-sessions.{key}"),
+                "must be at least 1",
+            );
+            default
+        }
+        Some(n) => n,
+        None => default,
+    };
+    let as_u64 = |v: Option<usize>| v.map(|n| n as u64);
+    BridgeConfig {
+        input_ttl,
+        request_state_key,
+        pooled: PooledSessions {
+            enabled: f.enabled.unwrap_or(d.enabled),
+            max_per_backend: at_least_one(
+                "max-per-backend",
+                as_u64(f.max_per_backend),
+                d.max_per_backend as u64,
+            ) as usize,
+            max: at_least_one("max", as_u64(f.max), d.max as u64) as usize,
+            idle: Duration::from_secs(at_least_one("idle-s", f.idle_s, d.idle.as_secs())),
+        },
+    }
+}

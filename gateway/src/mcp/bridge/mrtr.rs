@@ -1,0 +1,277 @@
+//! Multi round-trip requests for a 2026-07-28 client on a legacy backend (the reverse bridge):
+//! a server→client request the backend sends during a call becomes an `input_required` result
+//! with one `inputRequests` entry and a `requestState` the gateway seals; the client's retry
+//! carries `inputResponses` and that `requestState` back. Pure: no I/O.
+//!
+//! The state is sealed with ChaCha20-Poly1305 (RustCrypto `chacha20poly1305`, a random 96-bit
+//! nonce per state, base64url of nonce and ciphertext): a client can neither read nor change
+//! it. It binds the principal, an expiry, a digest of the original request (method and params
+//! without `_meta`, `inputResponses` and `requestState`, keys sorted) and the parked call.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+/// What a sealed `requestState` says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// The principal the call belongs to (`""` without `auth`).
+    #[serde(rename = "p")]
+    pub principal: String,
+    /// When it stops being accepted, in milliseconds since the Unix epoch.
+    #[serde(rename = "e")]
+    pub expires_ms: u64,
+    /// Hex SHA-256 of the request ([`request_digest`]).
+    #[serde(rename = "d")]
+    pub digest: String,
+    /// The parked call's id in this process.
+    #[serde(rename = "c")]
+    pub parked: String,
+    /// The `inputRequests` key the answer comes under.
+    #[serde(rename = "k")]
+    pub key: String,
+}
+
+/// Why a retry's `requestState` is refused: the `data.reason` of its -32602.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// It does not open with the gateway's key (forged, tampered, or another key's).
+    Forged,
+    /// Its expiry passed.
+    Expired,
+    /// Another principal's.
+    OtherPrincipal,
+    /// The retry is not the request it was issued for (other method, name or arguments).
+    OtherRequest,
+}
+
+impl Refusal {
+    /// Its name in `data.reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Forged => "forged",
+            Refusal::Expired => "expired",
+            Refusal::OtherPrincipal => "other-principal",
+            Refusal::OtherRequest => "other-request",
+        }
+    }
+}
+
+/// Seals and opens `requestState`s with one key.
+pub struct Sealer {
+    cipher: ChaCha20Poly1305,
+}
+
+impl Sealer {
+    /// A sealer with a 256-bit key.
+    pub fn new(key: [u8; 32]) -> Sealer {
+        Sealer {
+            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+        }
+    }
+
+    /// A sealer with a random key (states from before a restart stop opening).
+    pub fn random() -> Sealer {
+        Sealer {
+            cipher: ChaCha20Poly1305::new(&ChaCha20Poly1305::generate_key(&mut OsRng)),
+        }
+    }
+
+    /// The sealed text of `state`.
+    pub fn seal(&self, state: &State) -> String {
+        let plain = serde_json::to_vec(state).expect("a state serializes");
+        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let sealed = self
+            .cipher
+            .encrypt(&nonce, plain.as_slice())
+            .expect("encryption of a small message does not fail");
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(out)
+    }
+
+    /// Opens a sealed state and checks it against the retry: its principal, the time now and
+    /// the retry's digest.
+    pub fn open(
+        &self,
+        sealed: &str,
+        principal: &str,
+        now_ms: u64,
+        digest: &str,
+    ) -> Result<State, Refusal> {
+        let raw = URL_SAFE_NO_PAD
+            .decode(sealed.as_bytes())
+            .map_err(|_| Refusal::Forged)?;
+        if raw.len() < 12 + 16 {
+            return Err(Refusal::Forged);
+        }
+        let (nonce, ciphertext) = raw.split_at(12);
+        let plain = self
+            .cipher
+            .decrypt(Nonce::from_slice(nonce), ciphertext)
+            .map_err(|_| Refusal::Forged)?;
+        let state: State = serde_json::from_slice(&plain).map_err(|_| Refusal::Forged)?;
+        if state.principal != principal {
+            return Err(Refusal::OtherPrincipal);
+        }
+        if now_ms >= state.expires_ms {
+            return Err(Refusal::Expired);
+        }
+        if state.digest != digest {
+            return Err(Refusal::OtherRequest);
+        }
+        Ok(state)
+    }
+}
+
+/// Hex SHA-256 of a request as its retries must repeat it: the method and the params without
+/// `_meta`, `inputResponses` and `requestState`, object keys sorted at every depth.
+pub fn request_digest(msg: &Value) -> String {
+    let mut params = msg.get("params").cloned().unwrap_or(Value::Null);
+    if let Value::Object(p) = &mut params {
+        for k in ["_meta", "inputResponses", "requestState"] {
+            p.remove(k);
+        }
+    }
+    let canon = json!([msg.get("method"), sorted(params)]).to_string();
+    let digest = Sha256::digest(canon.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut out = Map::new();
+            for (k, v) in entries {
+                out.insert(k, sorted(v));
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// A retry's parts: its `requestState` (when it has one) and `inputResponses`.
+pub fn retry_parts(msg: &Value) -> Option<(&str, Option<&Map<String, Value>>)> {
+    let params = msg.get("params")?;
+    let state = params.get("requestState")?.as_str()?;
+    Some((
+        state,
+        params.get("inputResponses").and_then(Value::as_object),
+    ))
+}
+
+/// Whether a server→client request of a legacy backend is one a 2026-07-28 client answers
+/// through `input_required`.
+pub fn is_input_request(method: &str) -> bool {
+    matches!(
+        method,
+        "elicitation/create" | "sampling/createMessage" | "roots/list"
+    )
+}
+
+/// The `input_required` result asking the client for `method` with `params` under `key`.
+pub fn input_required(key: &str, method: &str, params: &Value, state: &str) -> Value {
+    json!({
+        "resultType": "input_required",
+        "inputRequests": {key: {"method": method, "params": params}},
+        "requestState": state,
+    })
+}
+
+/// The answer to the backend's request `id` carrying the client's `response` (a bare result).
+pub fn answer_backend(id: &Value, response: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": response}).to_string()
+}
+
+/// The answer to the backend's request `id` (of `method`) when nobody answered in time: an
+/// elicitation is cancelled (`action: "cancel"`, what a person closing the dialog gives), the
+/// others get a JSON-RPC error.
+pub fn declined(id: &Value, method: &str) -> String {
+    if method == "elicitation/create" {
+        return json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}}).to_string();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32603,
+        "message": "the 2026-07-28 client did not answer in time (mcp-gateway)",
+    }})
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(principal: &str, expires_ms: u64, digest: &str) -> State {
+        State {
+            principal: principal.into(),
+            expires_ms,
+            digest: digest.into(),
+            parked: "c1".into(),
+            key: "k".into(),
+        }
+    }
+
+    #[test]
+    fn a_sealed_state_opens_only_unchanged_in_time_for_its_principal_and_request() {
+        let s = Sealer::random();
+        let sealed = s.seal(&state("alice", 1000, "d1"));
+        assert_eq!(s.open(&sealed, "alice", 999, "d1").unwrap().parked, "c1");
+        assert_eq!(
+            s.open(&sealed, "bob", 999, "d1"),
+            Err(Refusal::OtherPrincipal)
+        );
+        assert_eq!(s.open(&sealed, "alice", 1000, "d1"), Err(Refusal::Expired));
+        assert_eq!(
+            s.open(&sealed, "alice", 999, "d2"),
+            Err(Refusal::OtherRequest)
+        );
+        let mut tampered = sealed.clone().into_bytes();
+        let last = tampered.len() - 3;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        assert_eq!(s.open(&tampered, "alice", 999, "d1"), Err(Refusal::Forged));
+        assert_eq!(
+            s.open("not base64!", "alice", 0, "d1"),
+            Err(Refusal::Forged)
+        );
+        let other = Sealer::random();
+        assert_eq!(
+            other.open(&sealed, "alice", 999, "d1"),
+            Err(Refusal::Forged)
+        );
+        assert_ne!(s.seal(&state("alice", 1000, "d1")), sealed, "a fresh nonce");
+    }
+
+    #[test]
+    fn the_digest_ignores_the_envelope_and_the_round_but_not_the_arguments() {
+        let a = json!({"method": "tools/call", "params": {"name": "t", "arguments": {"x": 1, "y": 2},
+                       "_meta": {"progressToken": 1}}});
+        let b = json!({"method": "tools/call", "params": {"arguments": {"y": 2, "x": 1}, "name": "t",
+                       "inputResponses": {"k": {}}, "requestState": "s"}});
+        let c =
+            json!({"method": "tools/call", "params": {"name": "t", "arguments": {"x": 2, "y": 2}}});
+        assert_eq!(request_digest(&a), request_digest(&b));
+        assert_ne!(request_digest(&a), request_digest(&c));
+        assert_eq!(retry_parts(&b).unwrap().0, "s");
+        assert!(retry_parts(&a).is_none());
+    }
+
+    #[test]
+    fn an_unanswered_elicitation_is_cancelled_and_other_requests_refused() {
+        let v: Value = serde_json::from_str(&declined(&json!(3), "elicitation/create")).unwrap();
+        assert_eq!(v["result"]["action"], "cancel");
+        let v: Value = serde_json::from_str(&declined(&json!(3), "roots/list")).unwrap();
+        assert_eq!(v["error"]["code"], -32603);
+        let r = input_required("k1", "roots/list", &json!({}), "S");
+        assert_eq!(r["inputRequests"]["k1"]["method"], "roots/list");
+        assert_eq!(r["requestState"], "S");
+    }
+}
