@@ -8,7 +8,7 @@
 //! it deletes the session it left on a live backend); every change this replica makes goes
 //! through to the store and updates or drops its entry.
 
-use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
 use dashmap::DashMap;
@@ -140,6 +140,14 @@ impl SessionStore for Cached {
         ttl: Duration,
     ) -> Result<bool, StoreError> {
         self.inner.claim_move(id, generation, ttl).await
+    }
+
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
+        self.inner.hold_lease(id, owner, ttl).await
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.inner.release_lease(id, owner).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

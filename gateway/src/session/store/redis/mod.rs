@@ -16,8 +16,9 @@
 
 mod conn;
 mod layout;
+mod lease;
 
-use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use async_trait::async_trait;
 use conn::Conn;
@@ -418,6 +419,14 @@ impl SessionStore for RedisStore {
             )
             .await?;
         Ok(set.is_some())
+    }
+
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
+        self.hold_lease_in_redis(id, owner, ttl).await
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.release_lease_in_redis(id, owner).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
