@@ -71,6 +71,9 @@ pub struct Metrics {
     pub streams_resumed: IntCounterVec,
     /// `mcpgw_events_replayed_total`: events written again to a client that resumed.
     pub events_replayed: IntCounterVec,
+    /// `mcpgw_held_stream_takeovers_total`: held streams this replica took over after
+    /// nobody held them (their holder died, or their stream ended).
+    pub held_stream_takeovers: IntCounterVec,
     /// `mcpgw_resumes_refused_total{reason}`: resumes answered -32030 (`unknown`, `evicted`).
     pub resumes_refused: IntCounterVec,
     /// `mcpgw_resume_buffered_bytes`: bytes of stream events kept in this process for replay.
@@ -273,6 +276,11 @@ impl Metrics {
             events_replayed: counter(
                 "mcpgw_events_replayed_total",
                 "Events written again to clients that resumed a stream",
+                &[],
+            ),
+            held_stream_takeovers: counter(
+                "mcpgw_held_stream_takeovers_total",
+                "Held streams this replica took over when nobody held them",
                 &[],
             ),
             resumes_refused: counter(

@@ -17,6 +17,7 @@ pub mod otlp;
 pub mod ports;
 pub mod redis;
 pub mod rr_proxy;
+pub mod ticker;
 pub mod wire;
 
 pub use client::{Request, Response};

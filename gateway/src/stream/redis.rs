@@ -45,13 +45,15 @@ enum Write {
 
 /// This replica's writer and the readers of other replicas' streams.
 pub struct RedisEvents {
-    store: Arc<RedisStore>,
+    pub(super) store: Arc<RedisStore>,
     tx: mpsc::Sender<Write>,
     replica: String,
     window_ms: AtomicU64,
     max_events: AtomicUsize,
     /// Streams written right now (their keys' lifetimes are refreshed).
     live: DashMap<String, ()>,
+    /// Sessions' lists of held streams this replica holds (refreshed likewise).
+    pub(super) held_live: DashMap<String, ()>,
     /// The writer's queue until its task starts (on first use, inside the runtime).
     rx: std::sync::Mutex<Option<mpsc::Receiver<Write>>>,
 }
@@ -67,6 +69,7 @@ impl RedisEvents {
             window_ms: AtomicU64::new(60_000),
             max_events: AtomicUsize::new(1000),
             live: DashMap::new(),
+            held_live: DashMap::new(),
             rx: std::sync::Mutex::new(Some(rx)),
         })
     }
@@ -87,7 +90,11 @@ impl RedisEvents {
         self.max_events.store(max_events, Ordering::Relaxed);
     }
 
-    fn key(&self, session: &str, token: u64) -> String {
+    pub(super) fn window_ms(&self) -> u64 {
+        self.window_ms.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn key(&self, session: &str, token: u64) -> String {
         self.store.session_key(session, &format!("ev:{token:016x}"))
     }
 
@@ -256,7 +263,8 @@ async fn alive_loop(events: std::sync::Weak<RedisEvents>) {
             .ignore();
         let _ = events.store.run::<()>(&pipe).await;
         let window = events.window_ms.load(Ordering::Relaxed);
-        let keys: Vec<String> = events.live.iter().map(|k| k.key().clone()).collect();
+        let mut keys: Vec<String> = events.live.iter().map(|k| k.key().clone()).collect();
+        keys.extend(events.held_live.iter().map(|k| k.key().clone()));
         for key in keys {
             // one key per pipeline: keys of different sessions live in different cluster slots
             let mut pipe = redis::pipe();
@@ -267,12 +275,12 @@ async fn alive_loop(events: std::sync::Weak<RedisEvents>) {
 }
 
 /// One stream entry.
-struct Entry {
-    seq: u64,
-    event: Option<Bytes>,
+pub(super) struct Entry {
+    pub(super) seq: u64,
+    pub(super) event: Option<Bytes>,
     owner: String,
     request: Option<String>,
-    end: bool,
+    pub(super) end: bool,
 }
 
 impl redis::FromRedisValue for Entry {

@@ -306,6 +306,14 @@ impl Resume {
             .inc();
     }
 
+    /// Counts a held stream taken over from nobody.
+    pub fn count_takeover(&self) {
+        self.metrics
+            .held_stream_takeovers
+            .with_label_values::<&str>(&[])
+            .inc();
+    }
+
     /// Counts an event written again after a resume.
     pub fn count_replayed(&self, events: u64) {
         self.metrics

@@ -14,6 +14,7 @@ mod redis;
 #[cfg(test)]
 pub(crate) mod suite;
 
+pub(crate) use self::redis::Blocking;
 pub use self::redis::RedisStore;
 pub use cached::Cached;
 pub use instrumented::Instrumented;

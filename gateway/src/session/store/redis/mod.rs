@@ -14,6 +14,7 @@
 //! session); quotas are checked against them before a session is created, so concurrent
 //! initializes on several replicas can pass a cap by at most their number.
 
+mod blocking;
 mod conn;
 mod layout;
 mod lease;
@@ -33,6 +34,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::Duration;
 use tokio::sync::OnceCell;
+
+pub(crate) use blocking::Blocking;
 
 /// How long one store operation may take before the request gets -32006.
 const TIMEOUT: Duration = Duration::from_secs(1);

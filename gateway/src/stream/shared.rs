@@ -1,0 +1,233 @@
+//! A session's held stream read from another replica (the Redis store).
+//!
+//! The replica holding the session's stream lease (`owner.rs`) keeps the backend's standalone
+//! GET and writes its events, like every stream's, to the Redis stream of its token
+//! (`redis.rs`); it also appends the token to the session's list of held streams,
+//! `<prefix>{<session>}:held` (newest last, the last 16 kept, expiring `window` after its
+//! holder stopped refreshing it). A client GET on any other replica follows that list:
+//! - it reads the newest held stream live, on a Redis connection of its own (`XREAD BLOCK`,
+//!   so an event reaches it about one Redis round trip after its holder wrote it), with the
+//!   gateway's own event ids;
+//! - with `Last-Event-ID` it starts after that event, in that stream, and goes on into the
+//!   streams that followed it (a takeover, a move), so nothing after it is missed or repeated;
+//! - when nothing came for [`BLOCK`] it asks for the lease: a holder that died has stopped
+//!   renewing it, so after its expiry this replica takes it over and opens the backend's GET
+//!   itself (`Streams::take_over`), and the reader goes on into the new stream.
+
+use super::redis::{Entry, RedisEvents};
+use super::Streams;
+use crate::session::short;
+use crate::session::store::{Blocking, StoreError};
+use crate::session::SessionRecord;
+use crate::upstream::Pool;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long one blocking read waits before the reader looks for a newer stream or a lease.
+pub(super) const BLOCK: Duration = Duration::from_millis(500);
+/// Held streams kept per session in its list.
+const KEPT: i64 = 16;
+/// Failed reads in a row before the client's stream is ended (it reconnects).
+const MAX_FAILURES: u32 = 6;
+
+impl RedisEvents {
+    fn held_key(&self, session: &str) -> String {
+        self.store.session_key(session, "held")
+    }
+
+    /// Appends `token` to the session's held streams (awaited: a client GET on another
+    /// replica finds it as soon as the caller goes on).
+    pub(super) async fn register_held(&self, session: &str, token: u64) -> Result<(), StoreError> {
+        let key = self.held_key(session);
+        let mut pipe = redis::pipe();
+        pipe.cmd("RPUSH")
+            .arg(&key)
+            .arg(format!("{token:016x}"))
+            .ignore();
+        pipe.cmd("LTRIM").arg(&key).arg(-KEPT).arg(-1).ignore();
+        pipe.cmd("PEXPIRE").arg(&key).arg(self.window_ms()).ignore();
+        self.store.run::<()>(&pipe).await?;
+        self.held_live.insert(key, ());
+        Ok(())
+    }
+
+    /// This replica no longer holds the session's stream (the list expires `window` later).
+    pub(super) fn held_ended(&self, session: &str) {
+        self.held_live.remove(&self.held_key(session));
+    }
+
+    /// The tokens of the session's held streams, oldest first.
+    pub(super) async fn held_tokens(&self, session: &str) -> Result<Vec<u64>, StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("LRANGE")
+            .arg(self.held_key(session))
+            .arg(0)
+            .arg(-1);
+        let (tokens,): (Vec<String>,) = self.store.run(&pipe).await?;
+        Ok(tokens
+            .iter()
+            .filter_map(|t| u64::from_str_radix(t, 16).ok())
+            .collect())
+    }
+}
+
+/// What `XREAD` answers: per stream key, its entries.
+type XreadReply = Vec<(String, Vec<Entry>)>;
+
+/// A client GET following a session's held streams through Redis.
+pub struct SharedReader {
+    streams: Arc<Streams>,
+    pool: Arc<Pool>,
+    rec: SessionRecord,
+    events: Arc<RedisEvents>,
+    conn: Option<Blocking>,
+    /// The held stream read now (`None` until one exists).
+    token: Option<u64>,
+    /// The last sequence number handed out of it (`None`: none yet, read from its start).
+    cursor: Option<u64>,
+    /// Its end was read.
+    ended: bool,
+    queue: VecDeque<Bytes>,
+    failures: u32,
+    done: bool,
+}
+
+impl SharedReader {
+    /// A reader from the start of the newest held stream (`from: None`), or after event
+    /// `seq` of held stream `token`.
+    pub(super) fn new(
+        streams: Arc<Streams>,
+        pool: Arc<Pool>,
+        rec: SessionRecord,
+        events: Arc<RedisEvents>,
+        from: Option<(u64, u64)>,
+    ) -> SharedReader {
+        SharedReader {
+            streams,
+            pool,
+            rec,
+            events,
+            conn: None,
+            token: from.map(|f| f.0),
+            cursor: from.map(|f| f.1),
+            ended: false,
+            queue: VecDeque::new(),
+            failures: 0,
+            done: false,
+        }
+    }
+
+    /// The next event; `None` when the session's stream is over (or Redis failed for good).
+    pub async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.step().await {
+                self.failures += 1;
+                tracing::debug!(session = short(&self.rec.id), error = %e, "reading a held stream from Redis failed");
+                if self.failures >= MAX_FAILURES {
+                    self.done = true;
+                } else {
+                    self.conn = None;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+
+    async fn step(&mut self) -> Result<(), StoreError> {
+        let Some(token) = self.token else {
+            match self.events.held_tokens(&self.rec.id).await?.last() {
+                Some(&newest) => self.token = Some(newest),
+                None => {
+                    // nobody holds the stream (or its holder has not said so yet)
+                    if !self.streams.take_over(&self.pool, &self.rec).await {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            return Ok(());
+        };
+        if !self.ended && self.read(token).await? {
+            self.failures = 0;
+            return Ok(());
+        }
+        // nothing for BLOCK, or the stream ended: a newer held stream, or take it over
+        if self.newer(token).await? {
+            return Ok(());
+        }
+        let taken = self.streams.take_over(&self.pool, &self.rec).await;
+        if self.newer(token).await? {
+            return Ok(());
+        }
+        if self.ended && !taken {
+            // the stream ended and none follows: the client's GET ends (it may reconnect)
+            self.done = true;
+        }
+        Ok(())
+    }
+
+    /// Moves on to the stream after `token` in the session's list, if there is one.
+    async fn newer(&mut self, token: u64) -> Result<bool, StoreError> {
+        let tokens = self.events.held_tokens(&self.rec.id).await?;
+        let next = tokens
+            .iter()
+            .position(|t| *t == token)
+            .and_then(|i| tokens.get(i + 1))
+            .or_else(|| tokens.last().filter(|_| !tokens.contains(&token)));
+        match next {
+            Some(&next) => {
+                self.token = Some(next);
+                self.cursor = None;
+                self.ended = false;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// One blocking read of stream `token` after the cursor; whether anything came.
+    async fn read(&mut self, token: u64) -> Result<bool, StoreError> {
+        if self.conn.is_none() {
+            self.conn = Some(self.events.store.blocking().await?);
+        }
+        let after = match self.cursor {
+            Some(seq) => format!("{seq}-1"),
+            None => "0-0".to_owned(),
+        };
+        let mut pipe = redis::pipe();
+        pipe.cmd("XREAD")
+            .arg("COUNT")
+            .arg(100)
+            .arg("BLOCK")
+            .arg(BLOCK.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(self.events.key(&self.rec.id, token))
+            .arg(after);
+        let conn = self.conn.as_mut().expect("connected above");
+        let (reply,): (Option<XreadReply>,) = conn.run(&pipe, BLOCK).await?;
+        let entries: Vec<Entry> = reply
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, entries)| entries)
+            .collect();
+        let got = !entries.is_empty();
+        for entry in entries {
+            if entry.end {
+                self.ended = true;
+                break;
+            }
+            self.cursor = Some(entry.seq);
+            if let Some(event) = entry.event {
+                self.queue.push_back(event);
+            }
+        }
+        Ok(got)
+    }
+}
