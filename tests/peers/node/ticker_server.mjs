@@ -8,7 +8,8 @@
 // Usage: node tests/peers/node/ticker_server.mjs --port P      (--port 0 picks a free port)
 // http://127.0.0.1:P/mcp; prints "READY <port>" on stdout once listening.
 // Tool `ticks {count, interval_ms}`: returns at once, then sends `notifications/message` with
-// `data: {tick: n}` (n = 1..count) every interval_ms on the GET stream.
+// `data: {tick: n, sent_ms}` (n = 1..count; sent_ms: the wall clock in fractional ms) every
+// interval_ms on the GET stream.
 // GET http://127.0.0.1:P/stats -> JSON {gets: [{session, opened_ms, closed_ms, status, first_tick}],
 //   ticks: [{session, n, at_ms, open}], max_concurrent_gets, refused_gets}: `open` says whether a
 //   GET stream of the session was open when tick n was sent (a tick sent with none is dropped).
@@ -43,7 +44,7 @@ function newServer(sessionOf) {
         tickCounter += 1;
         stats.ticks.push({ session, n, at_ms: Date.now(), open: (openGets.get(session) ?? 0) > 0 });
         server.server
-          .notification({ method: "notifications/message", params: { level: "info", data: { tick: n } } })
+          .notification({ method: "notifications/message", params: { level: "info", data: { tick: n, sent_ms: performance.timeOrigin + performance.now() } } })
           .catch(() => {});
         if (n >= count) clearInterval(timer);
       }, interval_ms);

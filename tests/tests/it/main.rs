@@ -27,6 +27,7 @@ mod era_probe;
 mod era_rollout;
 mod era_routing;
 mod harness;
+mod held_relay_latency;
 mod held_replicas;
 mod held_streams;
 mod hostile;
