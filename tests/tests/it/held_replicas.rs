@@ -5,7 +5,8 @@
 //! over after its lease expires. Against the TypeScript SDK 1.32.2 servers of
 //! `tests/peers/node/` (`elicit_server.mjs`: server requests on the GET stream only;
 //! `ticker_server.mjs`: notifications on it, and what its GETs saw), the TypeScript and
-//! Python 1.30.0 clients, Rust legacy mocks, and Debian's redis-server. Needs
+//! Python 1.30.0 clients, Rust legacy mocks, and Debian's redis-server; three replicas SIGKILLed
+//! and restarted one by one under an open client GET. Needs
 //! `scripts/setup-peers`.
 
 use crate::elicit::{race, ElicitServer, RaceClient};
@@ -262,5 +263,133 @@ async fn a_sigkilled_holder_is_taken_over_and_the_resumed_get_gets_every_later_e
     assert!(
         reopened_ms - killed_ms < 5000,
         "taken over within the lease (3 s) and a read"
+    );
+}
+
+/// Reads ticks from the client GET of `sid` on `gw` until tick `until` or the stream ends;
+/// records them in `seen` and the last event id in `last_id`. Whether `until` came.
+async fn read_ticks(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+    seen: &mut Vec<u64>,
+    last_id: &mut Option<String>,
+    until: u64,
+) -> bool {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+            Ok(Some(event)) => {
+                *last_id = event.id.clone().or(last_id.take());
+                if let Some(n) = tick(&event) {
+                    seen.push(n);
+                    if n >= until {
+                        return true;
+                    }
+                }
+            }
+            Ok(None) => return false,
+            Err(_) => panic!("no event for 10 s; ticks so far {seen:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn three_replicas_restarted_one_by_one_lose_no_event_sent_while_a_holder_existed() {
+    let _machine = machine::shared().await;
+    let redis = RedisServer::start().await;
+    let ticker = TickerServer::start().await;
+    let yaml = config(&redis, &ticker.addr.to_string());
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(Some(Gateway::start(&yaml).await));
+    }
+    let addr = |replicas: &[Option<Gateway>], i: usize| replicas[i].as_ref().unwrap().addr;
+    // held by replica 0; the client's GET on replica 1
+    let first = replicas[0].as_ref().unwrap();
+    let sid = open_session(first, first).await;
+    let mut on = 1;
+    let (_, mut events) = open_stream(session_get(&sid, None), addr(&replicas, on)).await;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ticks","arguments":{"count":1500,"interval_ms":20}}}"#;
+    let resp = Request::post("/mcp", call)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", V)
+        .send(addr(&replicas, 2))
+        .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    let (mut seen, mut last_id) = (Vec::new(), None);
+    let mut kills = Vec::new();
+    for restarted in 0..3 {
+        // a few ticks flow, then replica `restarted` is killed and started again (replica 0
+        // holds the stream first; then each restart kills the holder, which is also where the
+        // client's GET is)
+        let until = seen.last().copied().unwrap_or(0) + 10;
+        let mut flowing = read_ticks(&mut events, &mut seen, &mut last_id, until).await;
+        drop(replicas[restarted].take()); // SIGKILL
+        kills.push(now_ms());
+        replicas[restarted] = Some(Gateway::start(&yaml).await);
+        if restarted == on {
+            flowing = false;
+        }
+        // the client's GET broke with its replica: it reconnects to the next one with its
+        // last event id; the stream goes on once a replica took it over
+        let until = seen.last().copied().unwrap_or(0) + 10;
+        loop {
+            if !flowing {
+                on = (on + 1) % 3;
+                let id = last_id.clone().expect("gateway event ids");
+                let get = session_get(&sid, Some(&id));
+                let (status, rx) = open_stream(get, addr(&replicas, on)).await;
+                assert_eq!(status, 200);
+                events = rx;
+            }
+            flowing = read_ticks(&mut events, &mut seen, &mut last_id, until).await;
+            if flowing {
+                break;
+            }
+        }
+    }
+    drop(events);
+    let stats = ticker.stats().await;
+    assert_eq!(
+        stats["max_concurrent_gets"], 1,
+        "never two GETs at once: {stats:?}"
+    );
+    assert_eq!(stats["refused_gets"], 0);
+    let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+    for n in &seen {
+        *counts.entry(*n).or_default() += 1;
+    }
+    let twice: Vec<_> = counts.iter().filter(|(_, c)| **c > 1).collect();
+    assert!(twice.is_empty(), "events delivered twice: {twice:?}");
+    // every tick sent while a holder's GET was open (up to the last one read), except in the
+    // instant of a SIGKILL (the dying holder had it and could not pass it on)
+    let last = *seen.last().unwrap();
+    let dying = |at: u64| kills.iter().any(|k| at + 50 >= *k && at <= k + 100);
+    let ticks = stats["ticks"].as_array().unwrap();
+    let expected: Vec<u64> = ticks
+        .iter()
+        .filter(|t| t["open"] == true && t["n"].as_u64().unwrap() <= last)
+        .filter(|t| !dying(t["at_ms"].as_u64().unwrap()))
+        .map(|t| t["n"].as_u64().unwrap())
+        .collect();
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|n| !counts.contains_key(n))
+        .collect();
+    let unheld = ticks
+        .iter()
+        .filter(|t| t["open"] == false && t["n"].as_u64().unwrap() <= last)
+        .count();
+    println!(
+        "three restarts: {} ticks read, {unheld} sent while nobody held the stream, {} GETs at the backend",
+        seen.len(),
+        stats["gets"].as_array().unwrap().len()
+    );
+    println!(
+        "SIGKILLs at {kills:?} (ms); the backend's GETs: {}",
+        stats["gets"]
+    );
+    assert!(
+        missing.is_empty(),
+        "events sent while a holder existed, missing: {missing:?}"
     );
 }
