@@ -22,9 +22,15 @@ pub struct TickerServer {
 impl TickerServer {
     /// Starts it.
     pub async fn start() -> TickerServer {
+        Self::start_with(&[]).await
+    }
+
+    /// Starts it with these arguments too (`--event-store`).
+    pub async fn start_with(args: &[&str]) -> TickerServer {
         let mut child = Command::new(node())
             .arg(workspace().join("tests/peers/node/ticker_server.mjs"))
             .args(["--port", "0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)

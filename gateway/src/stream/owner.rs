@@ -108,6 +108,14 @@ impl Streams {
         }
     }
 
+    /// The backend's own id of the last event the session's newest held stream relayed, if
+    /// its backend gives ids.
+    async fn backend_resume_point(&self, rec: &SessionRecord) -> Option<String> {
+        let mirror = self.resume.mirror.as_ref()?;
+        let newest = *mirror.held_tokens(&rec.id).await.ok()?.last()?;
+        mirror.last_backend_id(&rec.id, newest).await
+    }
+
     /// Says where the held stream's events are (the session's list in Redis), awaited.
     pub(super) async fn announce(&self, rec: &SessionRecord, token: u64) {
         if let Some(mirror) = &self.resume.mirror {
@@ -128,16 +136,35 @@ impl Streams {
         if self.lease_of(rec).await != Hold::Mine {
             return false;
         }
-        let opened = tokio::time::timeout(
-            super::standalone::OPEN_TIMEOUT,
-            self.open_upstream(pool, rec.clone(), "none"),
-        )
-        .await;
+        // a backend that gave event ids (it keeps events) is asked for what it sent since the
+        // last one the previous holder relayed: with an event store, nothing is lost
+        let backend_last = self.backend_resume_point(rec).await;
+        let open = |from: Option<String>| async move {
+            tokio::time::timeout(
+                super::standalone::OPEN_TIMEOUT,
+                self.open_upstream(pool, rec.clone(), "none", from.as_deref()),
+            )
+            .await
+        };
+        let mut resumed = backend_last.is_some();
+        let mut opened = open(backend_last.clone()).await;
+        if resumed && !matches!(&opened, Ok(Ok((ex, _))) if super::is_stream(ex.header())) {
+            // the backend refused its own id (restarted, or its store forgot it): from now
+            if let Ok(Ok((exchange, _))) = opened {
+                self.sessions.release(exchange).await;
+            }
+            tracing::debug!(
+                session = short(&rec.id),
+                "the backend did not resume its stream: opened anew"
+            );
+            resumed = false;
+            opened = open(None).await;
+        }
         match opened {
             Ok(Ok((exchange, record))) if super::is_stream(exchange.header()) => {
                 let (_, held) = self.install(pool, &record, exchange);
                 self.announce(&record, held.log.token).await;
-                self.resume.count_takeover();
+                self.resume.count_takeover(resumed);
                 tracing::info!(
                     session = short(&rec.id),
                     "held stream taken over: the backend's GET is open here"

@@ -35,6 +35,8 @@ enum Write {
         seq: u64,
         event: Bytes,
         request: Option<Arc<str>>,
+        /// The backend's own id of the event, if it gave one (a takeover resumes from it).
+        backend: Option<Arc<str>>,
     },
     End {
         session: Arc<str>,
@@ -109,14 +111,15 @@ impl RedisEvents {
         }
     }
 
-    /// Queues event `seq` of a stream.
-    pub fn write(self: &Arc<Self>, log: &StreamLog, seq: u64, event: Bytes) {
+    /// Queues event `seq` of a stream, with the backend's own id of it if it gave one.
+    pub fn write(self: &Arc<Self>, log: &StreamLog, seq: u64, event: Bytes, backend: Option<&str>) {
         self.send(Write::Event {
             session: log.session.clone(),
             token: log.token,
             seq,
             event,
             request: log.request.clone(),
+            backend: backend.map(Arc::from),
         });
     }
 
@@ -139,6 +142,7 @@ impl RedisEvents {
                 seq,
                 event,
                 request,
+                backend,
             } => {
                 let key = self.key(&session, token);
                 let cap = self.max_events.load(Ordering::Relaxed);
@@ -154,6 +158,9 @@ impl RedisEvents {
                     .arg(&self.replica);
                 if let Some(request) = &request {
                     xadd.arg("q").arg(&**request);
+                }
+                if let Some(backend) = &backend {
+                    xadd.arg("b").arg(&**backend);
                 }
                 xadd.ignore();
                 pipe.cmd("PEXPIRE").arg(&key).arg(window).ignore();
@@ -280,6 +287,8 @@ pub(super) struct Entry {
     pub(super) event: Option<Bytes>,
     owner: String,
     request: Option<String>,
+    /// The backend's own id of the event.
+    pub(super) backend: Option<String>,
     pub(super) end: bool,
 }
 
@@ -295,6 +304,7 @@ impl redis::FromRedisValue for Entry {
             event: None,
             owner: String::new(),
             request: None,
+            backend: None,
             end: false,
         };
         for (name, value) in fields {
@@ -302,6 +312,7 @@ impl redis::FromRedisValue for Entry {
                 "e" => entry.event = Some(Bytes::from(value)),
                 "r" => entry.owner = String::from_utf8_lossy(&value).into_owned(),
                 "q" => entry.request = Some(String::from_utf8_lossy(&value).into_owned()),
+                "b" => entry.backend = Some(String::from_utf8_lossy(&value).into_owned()),
                 "end" => entry.end = true,
                 _ => {}
             }

@@ -58,6 +58,20 @@ impl RedisEvents {
         self.held_live.remove(&self.held_key(session));
     }
 
+    /// The backend's own id of the last event of held stream `token` that had one (among its
+    /// last 20), to resume the backend's stream from after a takeover.
+    pub(super) async fn last_backend_id(&self, session: &str, token: u64) -> Option<String> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("XREVRANGE")
+            .arg(self.key(session, token))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(20);
+        let (entries,): (Vec<Entry>,) = self.store.run(&pipe).await.ok()?;
+        entries.into_iter().find_map(|e| e.backend)
+    }
+
     /// The tokens of the session's held streams, oldest first.
     pub(super) async fn held_tokens(&self, session: &str) -> Result<Vec<u64>, StoreError> {
         let mut pipe = redis::pipe();

@@ -160,14 +160,16 @@ impl Streams {
                         SharedReader::new(self.clone(), pool.clone(), rec, mirror.clone(), None);
                     return Ok(self.shared(reader));
                 }
-                let (exchange, record) =
-                    match self.open_upstream(pool, rec.clone(), method_label).await {
-                        Ok(opened) => opened,
-                        Err(e) => {
-                            self.let_lease_go(&rec).await;
-                            return Err(e);
-                        }
-                    };
+                let (exchange, record) = match self
+                    .open_upstream(pool, rec.clone(), method_label, None)
+                    .await
+                {
+                    Ok(opened) => opened,
+                    Err(e) => {
+                        self.let_lease_go(&rec).await;
+                        return Err(e);
+                    }
+                };
                 if !is_stream(exchange.header()) {
                     self.let_lease_go(&rec).await;
                     return Ok(StreamOpened::Answer(Box::new((exchange, record))));
@@ -346,8 +348,9 @@ impl Streams {
         pool: &Arc<Pool>,
         rec: SessionRecord,
         method_label: &'static str,
+        backend_last_id: Option<&str>,
     ) -> Result<(Exchange, SessionRecord), GatewayError> {
-        let req = stream_request(&rec, None)?;
+        let req = stream_request(&rec, backend_last_id)?;
         let out = Outgoing::get(&req, method_label);
         let Forwarded { exchange, record } = self.sessions.forward(pool, rec, out).await?;
         Ok((exchange, record))

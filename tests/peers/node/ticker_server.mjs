@@ -5,7 +5,9 @@
 // can check that a gateway with several replicas never opens two GETs for one session and that
 // every tick sent while a GET was open reached the client once.
 //
-// Usage: node tests/peers/node/ticker_server.mjs --port P      (--port 0 picks a free port)
+// Usage: node tests/peers/node/ticker_server.mjs --port P [--event-store]   (--port 0: a free port)
+// --event-store: each session keeps every message it sends (ids `<stream>|<n>`) and replays the
+// ones after a GET's Last-Event-ID (the SDK's example store cannot: it cuts `_GET_stream` at `_`).
 // http://127.0.0.1:P/mcp; prints "READY <port>" on stdout once listening.
 // Tool `ticks {count, interval_ms}`: returns at once, then sends `notifications/message` with
 // `data: {tick: n, sent_ms}` (n = 1..count; sent_ms: the wall clock in fractional ms) every
@@ -25,6 +27,30 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 const HOST = "127.0.0.1";
 const portArg = process.argv.indexOf("--port");
 const PORT = portArg >= 0 ? Number(process.argv[portArg + 1]) : 0;
+const EVENT_STORE = process.argv.includes("--event-store");
+
+class EventStore {
+  constructor() {
+    this.events = [];
+  }
+  async storeEvent(streamId, message) {
+    const eventId = `${streamId}|${this.events.length}`;
+    this.events.push({ eventId, streamId, message });
+    return eventId;
+  }
+  async getStreamIdForEventId(eventId) {
+    return this.events.find((e) => e.eventId === eventId)?.streamId;
+  }
+  async replayEventsAfter(lastEventId, { send }) {
+    const at = this.events.findIndex((e) => e.eventId === lastEventId);
+    if (at < 0) return "";
+    const streamId = this.events[at].streamId;
+    for (const e of this.events.slice(at + 1)) {
+      if (e.streamId === streamId) await send(e.eventId, e.message);
+    }
+    return streamId;
+  }
+}
 console.log = (...a) => console.error(...a);
 
 const stats = { gets: [], ticks: [], max_concurrent_gets: 0, refused_gets: 0 };
@@ -122,6 +148,7 @@ async function handle(req, res) {
   if (!isInitializeRequest(body)) return jsonError(res, 400, -32000, "Bad Request: Server not initialized");
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
+    ...(EVENT_STORE ? { eventStore: new EventStore() } : {}),
     onsessioninitialized: (id) => transports.set(id, transport),
   });
   transport.onclose = () => {

@@ -175,11 +175,14 @@ fn tick(event: &Event) -> Option<u64> {
     v["params"]["data"]["tick"].as_u64()
 }
 
-#[tokio::test]
-async fn a_sigkilled_holder_is_taken_over_and_the_resumed_get_gets_every_later_event_once() {
+/// The holder SIGKILLed under a client GET; the client resumes on the other replica. With an
+/// event store at the backend, nothing at all is lost (the new holder resumes the backend's
+/// stream from its own id).
+async fn sigkilled_holder(event_store: bool) {
     let _machine = machine::shared().await;
     let redis = RedisServer::start().await;
-    let ticker = TickerServer::start().await;
+    let args: &[&str] = if event_store { &["--event-store"] } else { &[] };
+    let ticker = TickerServer::start_with(args).await;
     let yaml = config(&redis, &ticker.addr.to_string());
     let holder = Gateway::start(&yaml).await;
     let other = Gateway::start(&yaml).await;
@@ -255,15 +258,36 @@ async fn a_sigkilled_holder_is_taken_over_and_the_resumed_get_gets_every_later_e
     );
     let unheld = ticks.iter().filter(|t| t["open"] == false).count();
     println!(
-        "takeover: backend GET reopened {} ms after the SIGKILL, first event on the resumed GET after {} ms; {unheld} events sent while nobody held the stream (dropped: no event store)",
+        "takeover (event store: {event_store}): backend GET reopened {} ms after the SIGKILL, first event on the resumed GET after {} ms; {unheld} events sent while nobody held the stream",
         reopened_ms.saturating_sub(killed_ms),
         first_after.unwrap_or_default().as_millis()
     );
-    assert_eq!(other.metric("mcpgw_held_stream_takeovers_total").await, 1.0);
+    let resumed = if event_store { "true" } else { "false" };
+    let takeovers = format!("mcpgw_held_stream_takeovers_total{{resumed=\"{resumed}\"}}");
+    assert_eq!(other.metric(&takeovers).await, 1.0, "{takeovers}");
     assert!(
         reopened_ms - killed_ms < 5000,
         "taken over within the lease (3 s) and a read"
     );
+    if event_store {
+        // the backend replayed what it sent while nobody held the stream: every tick, once
+        let lost: Vec<u64> = (1..=200).filter(|n| !counts.contains_key(n)).collect();
+        assert!(
+            lost.is_empty(),
+            "ticks lost despite the backend's event store: {lost:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sigkilled_holder_is_taken_over_and_the_resumed_get_gets_every_later_event_once() {
+    sigkilled_holder(false).await;
+}
+
+#[tokio::test]
+async fn a_sigkilled_holder_of_a_backend_with_an_event_store_is_taken_over_without_losing_an_event()
+{
+    sigkilled_holder(true).await;
 }
 
 /// Reads ticks from the client GET of `sid` on `gw` until tick `until` or the stream ends;
