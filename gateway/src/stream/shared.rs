@@ -177,7 +177,7 @@ impl SharedReader {
             return Ok(());
         }
         let taken = self.streams.take_over(&self.pool, &self.rec).await;
-        if self.newer(token).await? {
+        if taken && self.newer(token).await? {
             return Ok(());
         }
         if self.ended && !taken {
