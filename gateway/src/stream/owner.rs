@@ -117,9 +117,9 @@ impl Streams {
     }
 
     /// Says where the held stream's events are (the session's list in Redis), awaited.
-    pub(super) async fn announce(&self, rec: &SessionRecord, token: u64) {
+    pub(super) async fn announce(&self, rec: &SessionRecord, token: u64, resumed: bool) {
         if let Some(mirror) = &self.resume.mirror {
-            if let Err(e) = mirror.register_held(&rec.id, token).await {
+            if let Err(e) = mirror.register_held(&rec.id, token, resumed).await {
                 tracing::warn!(session = short(&rec.id), error = %e, "held stream not announced in Redis");
             }
         }
@@ -163,7 +163,7 @@ impl Streams {
         match opened {
             Ok(Ok((exchange, record))) if super::is_stream(exchange.header()) => {
                 let (_, held) = self.install(pool, &record, exchange);
-                self.announce(&record, held.log.token).await;
+                self.announce(&record, held.log.token, resumed).await;
                 self.resume.count_takeover(resumed);
                 tracing::info!(
                     session = short(&rec.id),

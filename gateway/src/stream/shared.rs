@@ -39,12 +39,20 @@ impl RedisEvents {
 
     /// Appends `token` to the session's held streams (awaited: a client GET on another
     /// replica finds it as soon as the caller goes on).
-    pub(super) async fn register_held(&self, session: &str, token: u64) -> Result<(), StoreError> {
+    /// `resumed`: the stream began with the backend's replay after its own id of the previous
+    /// stream's last recorded event (marked `+` in the list).
+    pub(super) async fn register_held(
+        &self,
+        session: &str,
+        token: u64,
+        resumed: bool,
+    ) -> Result<(), StoreError> {
         let key = self.held_key(session);
         let mut pipe = redis::pipe();
+        let mark = if resumed { "+" } else { "" };
         pipe.cmd("RPUSH")
             .arg(&key)
-            .arg(format!("{token:016x}"))
+            .arg(format!("{token:016x}{mark}"))
             .ignore();
         pipe.cmd("LTRIM").arg(&key).arg(-KEPT).arg(-1).ignore();
         pipe.cmd("PEXPIRE").arg(&key).arg(self.window_ms()).ignore();
@@ -74,6 +82,16 @@ impl RedisEvents {
 
     /// The tokens of the session's held streams, oldest first.
     pub(super) async fn held_tokens(&self, session: &str) -> Result<Vec<u64>, StoreError> {
+        Ok(self
+            .held_streams(session)
+            .await?
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect())
+    }
+
+    /// The session's held streams, oldest first, each with whether it was resumed.
+    async fn held_streams(&self, session: &str) -> Result<Vec<(u64, bool)>, StoreError> {
         let mut pipe = redis::pipe();
         pipe.cmd("LRANGE")
             .arg(self.held_key(session))
@@ -82,8 +100,32 @@ impl RedisEvents {
         let (tokens,): (Vec<String>,) = self.store.run(&pipe).await?;
         Ok(tokens
             .iter()
-            .filter_map(|t| u64::from_str_radix(t, 16).ok())
+            .filter_map(|t| {
+                let (hex, resumed) = match t.strip_suffix('+') {
+                    Some(hex) => (hex, true),
+                    None => (t.as_str(), false),
+                };
+                Some((u64::from_str_radix(hex, 16).ok()?, resumed))
+            })
             .collect())
+    }
+
+    /// The sequence number of the last event of stream `token` kept in Redis.
+    pub(super) async fn last_seq(&self, session: &str, token: u64) -> Option<u64> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("XREVRANGE")
+            .arg(self.key(session, token))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1);
+        let (entries,): (Vec<Entry>,) = self.store.run(&pipe).await.ok()?;
+        let last = entries.into_iter().next()?;
+        Some(if last.end {
+            last.seq.saturating_sub(1)
+        } else {
+            last.seq
+        })
     }
 }
 
@@ -106,6 +148,10 @@ pub struct SharedReader {
     queue: VecDeque<Bytes>,
     failures: u32,
     done: bool,
+    /// Messages the client has of the current stream beyond what Redis kept of it.
+    ahead: u64,
+    /// Messages of the current stream to skip: the backend's replay of those.
+    skip: u64,
 }
 
 impl SharedReader {
@@ -130,7 +176,15 @@ impl SharedReader {
             queue: VecDeque::new(),
             failures: 0,
             done: false,
+            ahead: 0,
+            skip: 0,
         }
+    }
+
+    /// The client has `n` messages of its stream that Redis lacks (see `resume_shared`).
+    pub(super) fn ahead(mut self, n: u64) -> SharedReader {
+        self.ahead = n;
+        self
     }
 
     /// The next event; `None` when the session's stream is over (or Redis failed for good).
@@ -189,17 +243,22 @@ impl SharedReader {
 
     /// Moves on to the stream after `token` in the session's list, if there is one.
     async fn newer(&mut self, token: u64) -> Result<bool, StoreError> {
-        let tokens = self.events.held_tokens(&self.rec.id).await?;
-        let next = tokens
+        let streams = self.events.held_streams(&self.rec.id).await?;
+        let known = streams.iter().any(|(t, _)| *t == token);
+        let next = streams
             .iter()
-            .position(|t| *t == token)
-            .and_then(|i| tokens.get(i + 1))
-            .or_else(|| tokens.last().filter(|_| !tokens.contains(&token)));
+            .position(|(t, _)| *t == token)
+            .and_then(|i| streams.get(i + 1))
+            .or_else(|| streams.last().filter(|_| !known));
         match next {
-            Some(&next) => {
+            Some(&(next, resumed)) => {
                 self.token = Some(next);
                 self.cursor = None;
                 self.ended = false;
+                // a stream resumed from the backend's own id starts with what the client may
+                // have had from its holder's memory already
+                self.skip = if resumed { self.ahead } else { 0 };
+                self.ahead = 0;
                 Ok(true)
             }
             None => Ok(false),
@@ -239,6 +298,10 @@ impl SharedReader {
             }
             self.cursor = Some(entry.seq);
             if let Some(event) = entry.event {
+                if self.skip > 0 && super::Frame::parse(&event).carries_message() {
+                    self.skip -= 1;
+                    continue;
+                }
                 self.queue.push_back(event);
             }
         }

@@ -175,7 +175,7 @@ impl Streams {
                     return Ok(StreamOpened::Answer(Box::new((exchange, record))));
                 }
                 let (lease, held) = self.install(pool, &record, exchange);
-                self.announce(&record, held.log.token).await;
+                self.announce(&record, held.log.token, false).await;
                 lease
             }
         };
@@ -210,14 +210,13 @@ impl Streams {
             return Ok(None);
         }
         self.resume.count_resumed();
+        // events the client had from its holder's memory that never reached Redis (the holder
+        // died first): a backend resuming from its own id sends them again, to be skipped
+        let in_redis = mirror.last_seq(&rec.id, token).await;
+        let ahead = in_redis.map_or(0, |m| seq.saturating_sub(m));
         let from = Some((token, seq));
-        let reader = SharedReader::new(
-            self.clone(),
-            pool.clone(),
-            rec.clone(),
-            mirror.clone(),
-            from,
-        );
+        let (streams, pool, rec) = (self.clone(), pool.clone(), rec.clone());
+        let reader = SharedReader::new(streams, pool, rec, mirror.clone(), from).ahead(ahead);
         Ok(Some(self.shared(reader)))
     }
 
@@ -322,7 +321,7 @@ impl Streams {
             Ok(Ok(exchange)) if is_stream(exchange.header()) => {
                 // held for a client to come: nobody attached yet
                 let (_, held) = self.install(pool, rec, exchange);
-                self.announce(rec, held.log.token).await;
+                self.announce(rec, held.log.token, false).await;
             }
             Ok(Ok(exchange)) => {
                 tracing::debug!(
