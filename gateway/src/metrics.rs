@@ -78,6 +78,10 @@ pub struct Metrics {
     pub streams_resumed: IntCounterVec,
     /// `mcpgw_events_replayed_total`: events written again to a client that resumed.
     pub events_replayed: IntCounterVec,
+    /// `mcpgw_held_stream_takeovers_total`: held streams this replica took over after
+    /// nobody held them (their holder died, or their stream ended), by `resumed`: whether the
+    /// backend was asked for what it sent since (its own event id).
+    pub held_stream_takeovers: IntCounterVec,
     /// `mcpgw_resumes_refused_total{reason}`: resumes answered -32030 (`unknown`, `evicted`).
     pub resumes_refused: IntCounterVec,
     /// `mcpgw_resume_buffered_bytes`: bytes of stream events kept in this process for replay.
@@ -305,6 +309,11 @@ impl Metrics {
                 "mcpgw_events_replayed_total",
                 "Events written again to clients that resumed a stream",
                 &[],
+            ),
+            held_stream_takeovers: counter(
+                "mcpgw_held_stream_takeovers_total",
+                "Held streams this replica took over when nobody held them, by whether the backend resumed them from its own event id",
+                &["resumed"],
             ),
             resumes_refused: counter(
                 "mcpgw_resumes_refused_total",

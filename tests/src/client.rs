@@ -140,8 +140,9 @@ impl Request {
         conn.send(self).await
     }
 
-    /// Sends on a new connection and reads the response head; the body is left to read.
-    async fn send_for_head(&self, addr: SocketAddr) -> (Head, BufReader<TcpStream>) {
+    /// Sends on a new connection and reads the response head; the body is left to read (a
+    /// stream read as it comes).
+    pub async fn send_for_head(&self, addr: SocketAddr) -> (Head, BufReader<TcpStream>) {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         self.write_to(&mut stream, addr)
             .await

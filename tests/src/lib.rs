@@ -18,6 +18,7 @@ pub mod ports;
 pub mod redis;
 pub mod redis_ha;
 pub mod rr_proxy;
+pub mod ticker;
 pub mod wire;
 
 pub use client::{Request, Response};

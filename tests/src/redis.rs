@@ -15,11 +15,20 @@ pub struct RedisServer {
     pub port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// `--appendfsync`: `always` (every write on disk before it is answered) unless started
+    /// with [`RedisServer::start_with_fsync`].
+    fsync: &'static str,
 }
 
 impl RedisServer {
     /// Starts one on a free port.
     pub async fn start() -> RedisServer {
+        Self::start_with_fsync("always").await
+    }
+
+    /// Starts one with `--appendfsync <fsync>` (`everysec`, Redis's default for the
+    /// append-only file: writes answered before they reach the disk).
+    pub async fn start_with_fsync(fsync: &'static str) -> RedisServer {
         let dir = unique_temp_path("mcpgw-redis");
         std::fs::create_dir_all(&dir).expect("temp dir");
         for _ in 0..8 {
@@ -27,6 +36,7 @@ impl RedisServer {
                 port: free_port(),
                 dir: dir.clone(),
                 child: None,
+                fsync,
             };
             if server.spawn().await.is_ok() {
                 return server;
@@ -44,7 +54,7 @@ impl RedisServer {
                 "--appendonly",
                 "yes",
                 "--appendfsync",
-                "always",
+                self.fsync,
             ])
             .arg("--dir")
             .arg(&self.dir)

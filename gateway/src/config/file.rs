@@ -75,7 +75,7 @@ pub struct FileSessions {
     pub idle_timeout_s: Option<u64>,
     /// Most sessions at once; then `initialize` gets -32016. Default 100000.
     pub max: Option<usize>,
-    /// Whether the gateway holds each session's GET stream. Default true with the memory store, false with redis.
+    /// Whether the gateway holds each session's GET stream. Default true, with every store.
     pub hold_streams: Option<bool>,
     /// Where sessions live: `memory` (default) or `redis` (shared by replicas).
     #[schemars(extend("enum" = ["memory", "redis", null]))]

@@ -65,8 +65,8 @@ pub struct SessionConfig {
     /// server-initiated requests never fall into a gap (a client that calls before its GET
     /// reached the backend, a reconnect, a move to another backend). Opened when the client's
     /// `initialize` declares sampling, elicitation or roots, or at the client's first GET.
-    /// Default true with the memory store; false with Redis (a held stream lives in one
-    /// replica, and the backend refuses a second GET from another).
+    /// Default true, with every store: with Redis one replica at a time holds a session's
+    /// stream (a lease in the store) and the others read its events through Redis.
     pub hold_streams: bool,
     /// Where sessions live. Default: this process's memory.
     pub store: StoreConfig,

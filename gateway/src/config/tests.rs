@@ -182,8 +182,8 @@ fn the_redis_store_is_configured_and_checked() {
         })
     );
     assert!(
-        !config.sessions.hold_streams,
-        "off by default with a shared store"
+        config.sessions.hold_streams,
+        "on by default with a shared store too"
     );
     let errors = parse(
         "sessions: { store: redis, redis: { urls: [\"http://x\"], key-prefix: \"\", colour: 1 } }\npools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p } ]\n",

@@ -52,12 +52,9 @@ impl Config {
                 .idle_timeout_s
                 .map_or(defaults.idle_timeout, Duration::from_secs),
             max: file.sessions.max.unwrap_or(defaults.max),
-            // A held stream lives in one replica; until streams are shared through the store,
-            // several replicas would each open one (and the backend refuses a second GET).
-            hold_streams: file
-                .sessions
-                .hold_streams
-                .unwrap_or(store == StoreConfig::Memory && defaults.hold_streams),
+            // With every store: a shared store's stream lease lets one replica hold each
+            // session's stream, and the others read it through Redis (`stream/owner.rs`).
+            hold_streams: file.sessions.hold_streams.unwrap_or(defaults.hold_streams),
             store,
             resume,
         };

@@ -385,6 +385,22 @@ impl SessionManager {
         }
     }
 
+    /// Takes, renews or takes over the stream lease of session `id` for `owner`
+    /// (`store/lease.rs`).
+    pub async fn hold_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<super::store::Hold, GatewayError> {
+        Ok(self.store.hold_lease(id, owner, ttl).await?)
+    }
+
+    /// Gives up `owner`'s stream lease of session `id`.
+    pub async fn release_lease(&self, id: &str, owner: &str) -> Result<(), GatewayError> {
+        Ok(self.store.release_lease(id, owner).await?)
+    }
+
     /// Whether the session store answers (readiness).
     pub async fn store_ready(&self) -> Result<(), GatewayError> {
         Ok(self.store.ping().await?)

@@ -43,6 +43,7 @@ enum Source {
     Lease(Box<crate::stream::Lease>),
     Local(LogReader),
     Remote(Box<super::redis::RemoteReader>),
+    Shared(Box<super::SharedReader>),
 }
 
 impl Events {
@@ -70,6 +71,14 @@ impl Events {
         }
     }
 
+    /// The session's held stream, held by another replica, read through the shared store.
+    pub(crate) fn shared(reader: super::SharedReader) -> Events {
+        Events {
+            first: None,
+            source: Source::Shared(Box::new(reader)),
+        }
+    }
+
     /// Writes `event` before the stream's own (a priming event for a client that attaches
     /// mid-stream).
     pub(crate) fn starting_with(mut self, event: Bytes) -> Events {
@@ -86,6 +95,7 @@ impl Events {
             Source::Lease(lease) => lease.next().await,
             Source::Local(reader) => reader.next().await,
             Source::Remote(reader) => reader.next().await,
+            Source::Shared(reader) => reader.next().await,
         }
     }
 }

@@ -128,7 +128,7 @@ impl Ingest<'_> {
                 seen.note(&frame, leg);
                 if frame.carries_message() {
                     log.push(|seq| frame.with_id(&event_id(log.token, seq)));
-                    resume.mirror_last(log);
+                    resume.mirror_last_from(log, frame.backend_id.as_deref());
                 }
             }
             // a reader that lags a whole buffer behind holds the backend's stream back

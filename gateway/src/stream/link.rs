@@ -3,11 +3,13 @@
 
 use crate::error::GatewayError;
 use crate::mcp::RequestId;
+use crate::session::store::Hold;
 use crate::session::{Forwarded, Outgoing, SessionManager, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
 use async_trait::async_trait;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a stream may ask of the session it belongs to.
 #[async_trait]
@@ -39,6 +41,10 @@ pub trait SessionLink: Send + Sync {
     ) -> Result<(), GatewayError>;
     /// Records use of the session.
     async fn used(&self, rec: &SessionRecord) -> Result<(), GatewayError>;
+    /// Takes, renews or takes over the session's stream lease for `owner` (`owner.rs`).
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, GatewayError>;
+    /// Gives up `owner`'s stream lease.
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), GatewayError>;
 }
 
 #[async_trait]
@@ -80,5 +86,13 @@ impl SessionLink for SessionManager {
 
     async fn used(&self, rec: &SessionRecord) -> Result<(), GatewayError> {
         SessionManager::used(self, rec).await
+    }
+
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, GatewayError> {
+        SessionManager::hold_lease(self, id, owner, ttl).await
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), GatewayError> {
+        SessionManager::release_lease(self, id, owner).await
     }
 }

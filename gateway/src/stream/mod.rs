@@ -6,7 +6,9 @@
 //!   there, resumed upstream after the backend's own id) and `Last-Event-ID` replay;
 //! - `standalone.rs` + `held.rs`: the session's standalone stream, held by the gateway and
 //!   handed to client GETs;
-//! - `redis.rs`: events written through to Redis so another replica can replay them.
+//! - `redis.rs`: events written through to Redis so another replica can replay them;
+//! - `owner.rs`: the stream lease (one replica holds a session's stream), `shared.rs`: the
+//!   held stream read live from another replica through Redis.
 //!
 //! [`Streams`] reaches a session only through [`SessionLink`] (forward, send on the binding,
 //! cancel, mark a lost connection, record use); the session manager tells it what streams must
@@ -17,8 +19,10 @@ mod held;
 mod ingest;
 mod link;
 mod log;
+mod owner;
 pub mod redis;
 mod resume;
+mod shared;
 mod standalone;
 
 pub use answer::{AnswerOf, Events};
@@ -26,6 +30,7 @@ pub use held::Lease;
 pub use link::SessionLink;
 pub use log::{Bounds, LogReader, Read, StreamLog};
 pub use resume::*;
+pub use shared::SharedReader;
 pub use standalone::{is_stream, StreamOpened};
 
 use crate::config::SessionConfig;
@@ -46,6 +51,8 @@ pub struct Streams {
     hold_streams: AtomicBool,
     /// Resumable streams (`sessions.resume`).
     resume: Arc<Resume>,
+    /// This process's name as a stream-lease owner (random, per start).
+    owner: Arc<str>,
 }
 
 impl Streams {
@@ -61,6 +68,7 @@ impl Streams {
             held: HeldStreams::default(),
             hold_streams: AtomicBool::new(true),
             resume: Arc::new(Resume::new(metrics, mirror)),
+            owner: format!("{:016x}", rand::random::<u64>()).into(),
         }
     }
 

@@ -35,6 +35,8 @@ enum Write {
         seq: u64,
         event: Bytes,
         request: Option<Arc<str>>,
+        /// The backend's own id of the event, if it gave one (a takeover resumes from it).
+        backend: Option<Arc<str>>,
     },
     End {
         session: Arc<str>,
@@ -45,13 +47,15 @@ enum Write {
 
 /// This replica's writer and the readers of other replicas' streams.
 pub struct RedisEvents {
-    store: Arc<RedisStore>,
+    pub(super) store: Arc<RedisStore>,
     tx: mpsc::Sender<Write>,
     replica: String,
     window_ms: AtomicU64,
     max_events: AtomicUsize,
     /// Streams written right now (their keys' lifetimes are refreshed).
     live: DashMap<String, ()>,
+    /// Sessions' lists of held streams this replica holds (refreshed likewise).
+    pub(super) held_live: DashMap<String, ()>,
     /// The writer's queue until its task starts (on first use, inside the runtime).
     rx: std::sync::Mutex<Option<mpsc::Receiver<Write>>>,
 }
@@ -67,6 +71,7 @@ impl RedisEvents {
             window_ms: AtomicU64::new(60_000),
             max_events: AtomicUsize::new(1000),
             live: DashMap::new(),
+            held_live: DashMap::new(),
             rx: std::sync::Mutex::new(Some(rx)),
         })
     }
@@ -87,7 +92,11 @@ impl RedisEvents {
         self.max_events.store(max_events, Ordering::Relaxed);
     }
 
-    fn key(&self, session: &str, token: u64) -> String {
+    pub(super) fn window_ms(&self) -> u64 {
+        self.window_ms.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn key(&self, session: &str, token: u64) -> String {
         self.store.session_key(session, &format!("ev:{token:016x}"))
     }
 
@@ -102,14 +111,15 @@ impl RedisEvents {
         }
     }
 
-    /// Queues event `seq` of a stream.
-    pub fn write(self: &Arc<Self>, log: &StreamLog, seq: u64, event: Bytes) {
+    /// Queues event `seq` of a stream, with the backend's own id of it if it gave one.
+    pub fn write(self: &Arc<Self>, log: &StreamLog, seq: u64, event: Bytes, backend: Option<&str>) {
         self.send(Write::Event {
             session: log.session.clone(),
             token: log.token,
             seq,
             event,
             request: log.request.clone(),
+            backend: backend.map(Arc::from),
         });
     }
 
@@ -132,6 +142,7 @@ impl RedisEvents {
                 seq,
                 event,
                 request,
+                backend,
             } => {
                 let key = self.key(&session, token);
                 let cap = self.max_events.load(Ordering::Relaxed);
@@ -147,6 +158,9 @@ impl RedisEvents {
                     .arg(&self.replica);
                 if let Some(request) = &request {
                     xadd.arg("q").arg(&**request);
+                }
+                if let Some(backend) = &backend {
+                    xadd.arg("b").arg(&**backend);
                 }
                 xadd.ignore();
                 pipe.cmd("PEXPIRE").arg(&key).arg(window).ignore();
@@ -262,7 +276,8 @@ async fn alive_loop(events: std::sync::Weak<RedisEvents>) {
             .ignore();
         let _ = events.store.run::<()>(&pipe).await;
         let window = events.window_ms.load(Ordering::Relaxed);
-        let keys: Vec<String> = events.live.iter().map(|k| k.key().clone()).collect();
+        let mut keys: Vec<String> = events.live.iter().map(|k| k.key().clone()).collect();
+        keys.extend(events.held_live.iter().map(|k| k.key().clone()));
         for key in keys {
             // one key per pipeline: keys of different sessions live in different cluster slots
             let mut pipe = redis::pipe();
@@ -273,12 +288,14 @@ async fn alive_loop(events: std::sync::Weak<RedisEvents>) {
 }
 
 /// One stream entry.
-struct Entry {
-    seq: u64,
-    event: Option<Bytes>,
+pub(super) struct Entry {
+    pub(super) seq: u64,
+    pub(super) event: Option<Bytes>,
     owner: String,
     request: Option<String>,
-    end: bool,
+    /// The backend's own id of the event.
+    pub(super) backend: Option<String>,
+    pub(super) end: bool,
 }
 
 impl redis::FromRedisValue for Entry {
@@ -293,6 +310,7 @@ impl redis::FromRedisValue for Entry {
             event: None,
             owner: String::new(),
             request: None,
+            backend: None,
             end: false,
         };
         for (name, value) in fields {
@@ -300,6 +318,7 @@ impl redis::FromRedisValue for Entry {
                 "e" => entry.event = Some(Bytes::from(value)),
                 "r" => entry.owner = String::from_utf8_lossy(&value).into_owned(),
                 "q" => entry.request = Some(String::from_utf8_lossy(&value).into_owned()),
+                "b" => entry.backend = Some(String::from_utf8_lossy(&value).into_owned()),
                 "end" => entry.end = true,
                 _ => {}
             }

@@ -256,8 +256,13 @@ impl Resume {
 
     /// Writes the stream's newest event through to the shared store (with the Redis store).
     pub fn mirror_last(&self, log: &StreamLog) {
+        self.mirror_last_from(log, None);
+    }
+
+    /// [`Resume::mirror_last`], with the backend's own id of the event.
+    pub fn mirror_last_from(&self, log: &StreamLog, backend_id: Option<&str>) {
         if let (Some(mirror), Some((seq, event))) = (&self.mirror, log.last()) {
-            mirror.write(log, seq, event);
+            mirror.write(log, seq, event, backend_id);
         }
     }
 
@@ -303,6 +308,16 @@ impl Resume {
         self.metrics
             .streams_resumed
             .with_label_values::<&str>(&[])
+            .inc();
+    }
+
+    /// Counts a held stream taken over from nobody; `resumed` when the backend was asked for
+    /// its events since the last one relayed (its own event id).
+    pub fn count_takeover(&self, resumed: bool) {
+        let resumed = if resumed { "true" } else { "false" };
+        self.metrics
+            .held_stream_takeovers
+            .with_label_values(&[resumed])
             .inc();
     }
 

@@ -26,10 +26,11 @@
 use super::held::{lock, Held, Lease, Leases};
 use super::ingest::{Ended, Ingest, Leg, Seen};
 use super::{event_id, SessionLink};
-use super::{parse_event_id, primes, priming, Events, Read, Refusal, Streams};
+use super::{parse_event_id, primes, priming, Events, Read, Refusal, SharedReader, Streams};
 use crate::error::GatewayError;
 use crate::mcp::headers::MCP_PROTOCOL_VERSION;
 use crate::mcp::sse::is_event_stream;
+use crate::session::store::Hold;
 use crate::session::{short, Forwarded, Outgoing, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
@@ -38,8 +39,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// How long a held stream nobody reads on this replica is kept with a shared store.
+const SHARED_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
 /// How long opening a stream may hold up the request that asked for it.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const OPEN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a client GET gets.
 pub enum StreamOpened {
@@ -116,6 +120,9 @@ impl Streams {
             if let Some(opened) = self.resume_held(&rec, last)? {
                 return Ok(opened);
             }
+            if let Some(opened) = self.resume_shared(pool, &rec, last).await? {
+                return Ok(opened);
+            }
             let events = self.resume_after(&rec, last).await?;
             let head = Box::new(replay_head()?);
             return Ok(StreamOpened::Events {
@@ -145,15 +152,79 @@ impl Streams {
         let lease = match self.held.current(&rec) {
             Some(held) => held.lease(None),
             None => {
-                let (exchange, record) =
-                    self.open_upstream(pool, rec.clone(), method_label).await?;
+                if let (Hold::Theirs(_), Some(mirror)) =
+                    (self.lease_of(&rec).await, &self.resume.mirror)
+                {
+                    // another replica holds the backend's GET: its events come through Redis
+                    let reader =
+                        SharedReader::new(self.clone(), pool.clone(), rec, mirror.clone(), None);
+                    return Ok(self.shared(reader));
+                }
+                let (exchange, record) = match self
+                    .open_upstream(pool, rec.clone(), method_label, None)
+                    .await
+                {
+                    Ok(opened) => opened,
+                    Err(e) => {
+                        self.let_lease_go(&rec).await;
+                        return Err(e);
+                    }
+                };
                 if !is_stream(exchange.header()) {
+                    self.let_lease_go(&rec).await;
                     return Ok(StreamOpened::Answer(Box::new((exchange, record))));
                 }
-                self.install(pool, &record, exchange)
+                let (lease, held) = self.install(pool, &record, exchange);
+                self.announce(&record, held.log.token, false).await;
+                lease
             }
         };
         Ok(self.attached(&rec, lease))
+    }
+
+    /// A client GET reading the held stream another replica holds.
+    fn shared(&self, reader: SharedReader) -> StreamOpened {
+        let head = match replay_head() {
+            Ok(head) => Box::new(head),
+            Err(_) => Box::new(ResponseHeader::build(200, None).expect("a 200 head")),
+        };
+        StreamOpened::Events {
+            head,
+            events: Events::shared(reader),
+            backend: None,
+        }
+    }
+
+    /// A `Last-Event-ID` of one of the session's held streams (any replica's, in Redis): the
+    /// events after it, then the streams that followed. `None` when the id is none of them.
+    async fn resume_shared(
+        self: &Arc<Self>,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+        last: &str,
+    ) -> Result<Option<StreamOpened>, GatewayError> {
+        let (Some(mirror), Some((token, seq))) = (&self.resume.mirror, parse_event_id(last)) else {
+            return Ok(None);
+        };
+        if !mirror.held_tokens(&rec.id).await?.contains(&token) {
+            return Ok(None);
+        }
+        self.resume.count_resumed();
+        // events the client had from its holder's memory that never reached Redis (the holder
+        // died first): a backend resuming from its own id sends them again, to be skipped
+        let in_redis = mirror.last_seq(&rec.id, token).await;
+        let ahead = in_redis.map_or(0, |m| seq.saturating_sub(m));
+        let from = Some((token, seq));
+        let (streams, pool, rec) = (self.clone(), pool.clone(), rec.clone());
+        let reader = SharedReader::new(streams, pool, rec, mirror.clone(), from).ahead(ahead);
+        Ok(Some(self.shared(reader)))
+    }
+
+    /// Gives the stream lease up after the backend's GET could not be opened.
+    async fn let_lease_go(&self, rec: &SessionRecord) {
+        if let Err(e) = self.sessions.release_lease(&rec.id, &self.owner).await {
+            tracing::debug!(session = short(&rec.id), error = %e, "stream lease not released");
+        }
     }
 
     /// A client GET attached to the held stream: a client that joins mid-stream first gets a
@@ -215,8 +286,19 @@ impl Streams {
     /// After a session that had a held stream moved: its stream on the new backend, before
     /// the request that moved it goes there.
     pub(super) async fn rehold_after_move(&self, pool: &Arc<Pool>, rec: &SessionRecord) {
-        if self.holds_streams() && self.held.has(&rec.id) {
+        if self.holds_streams() && (self.held.has(&rec.id) || self.had_shared(rec).await) {
             self.hold_now(pool, rec).await;
+        }
+    }
+
+    /// Whether any replica held a stream for the session (its list in Redis).
+    async fn had_shared(&self, rec: &SessionRecord) -> bool {
+        match &self.resume.mirror {
+            Some(mirror) => mirror
+                .held_tokens(&rec.id)
+                .await
+                .is_ok_and(|t| !t.is_empty()),
+            None => false,
         }
     }
 
@@ -226,12 +308,20 @@ impl Streams {
         if self.held.current(rec).is_some() {
             return;
         }
+        if !self.held_here_or_there(rec).await {
+            return; // another replica holds it (or the session ended)
+        }
         let label = "none";
         let opened = tokio::time::timeout(OPEN_TIMEOUT, self.open_on_binding(pool, rec, label));
-        match opened.await {
+        let opened = opened.await;
+        if !matches!(&opened, Ok(Ok(exchange)) if is_stream(exchange.header())) {
+            self.let_lease_go(rec).await;
+        }
+        match opened {
             Ok(Ok(exchange)) if is_stream(exchange.header()) => {
                 // held for a client to come: nobody attached yet
-                drop(self.install(pool, rec, exchange));
+                let (_, held) = self.install(pool, rec, exchange);
+                self.announce(rec, held.log.token, false).await;
             }
             Ok(Ok(exchange)) => {
                 tracing::debug!(
@@ -252,13 +342,14 @@ impl Streams {
     }
 
     /// The stream's GET within the session, moving it first if needed (a client GET).
-    async fn open_upstream(
+    pub(super) async fn open_upstream(
         &self,
         pool: &Arc<Pool>,
         rec: SessionRecord,
         method_label: &'static str,
+        backend_last_id: Option<&str>,
     ) -> Result<(Exchange, SessionRecord), GatewayError> {
-        let req = stream_request(&rec, None)?;
+        let req = stream_request(&rec, backend_last_id)?;
         let out = Outgoing::get(&req, method_label);
         let Forwarded { exchange, record } = self.sessions.forward(pool, rec, out).await?;
         Ok((exchange, record))
@@ -281,7 +372,12 @@ impl Streams {
     /// closing) one of an earlier binding.
     /// Returns the first lease, taken before the first event can arrive (the client GET that
     /// opened it keeps it; an eager hold drops it).
-    fn install(&self, pool: &Arc<Pool>, rec: &SessionRecord, exchange: Exchange) -> Lease {
+    pub(super) fn install(
+        &self,
+        pool: &Arc<Pool>,
+        rec: &SessionRecord,
+        exchange: Exchange,
+    ) -> (Lease, Arc<Held>) {
         let held = Arc::new(Held {
             generation: rec.binding.generation,
             head: exchange.header().clone(),
@@ -305,12 +401,13 @@ impl Streams {
             self.resume.clone(),
         );
         *lock(&held.task) = Some(tokio::spawn(pump).abort_handle());
+        self.keep_lease(&held, rec);
         tracing::debug!(
             session = short(&rec.id),
             generation = rec.binding.generation,
             "standalone stream held"
         );
-        lease
+        (lease, held)
     }
 }
 
@@ -335,11 +432,17 @@ async fn pump(
     resume: Arc<super::Resume>,
 ) {
     let log = held.log.clone();
+    // With a shared store, clients on other replicas read the stream through Redis, unseen
+    // here: it is kept while the session lives (the lease ends with the session).
+    let window = match resume.mirror {
+        Some(_) => SHARED_WINDOW,
+        None => resume.config().window,
+    };
     let ingest = Ingest {
         log: &log,
         resume: &resume,
         until: None,
-        window: resume.config().window,
+        window,
     };
     let end = ingest
         .run(&mut exchange, Leg::Held, &mut Seen::default())

@@ -156,10 +156,10 @@ fn the_configmap_config_validates_with_the_redis_store() {
     };
     assert!(!redis.cluster, "one Redis instance, not a cluster");
     assert!(!redis.urls.is_empty());
-    // Several replicas: a stream held by one of them would be refused to the others.
+    // Several replicas: one holds each session's stream, the others read it through Redis.
     assert!(
-        !config.sessions.hold_streams,
-        "hold-streams with a shared store"
+        config.sessions.hold_streams,
+        "hold-streams is on with the shared store too"
     );
     // /readyz is on the admin listener, reachable from the kubelet.
     let admin = config.admin.expect("an admin listener for /readyz");

@@ -7,7 +7,8 @@
 //! elicitation / sampling requests on the session's GET stream only: issue 17).
 //! The scenarios in which the server sends requests of its own run several times each
 //! (`REPEAT`), compared repetition for repetition, so a difference that shows only sometimes
-//! (a race) still fails the comparison.
+//! (a race) still fails the comparison. With the Redis store too (issue 24): one gateway, and two
+//! replicas behind a front that alternates them per request.
 
 use crate::elicit::ElicitServer;
 use mcp_gateway_tests::conformance::{self, Results, SERVER_INITIATED};
@@ -250,4 +251,77 @@ async fn sse_polling_passes_through_the_gateway_for_a_server_without_an_event_st
     println!(
         "| server | run | checks | passed | failed | other |\n|---|---|---|---|---|---|\n{table}"
     );
+}
+
+/// The gateway's `sessions:` block for the Redis store at `redis` (prefixed to the config).
+fn redis_sessions(redis: &mcp_gateway_tests::redis::RedisServer) -> String {
+    format!(
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"conformance:\" }}\n",
+        redis.url()
+    )
+}
+
+/// Issue 24: the comparison with the Redis store (held streams on by default with it too): the
+/// fixture server passes every check through the gateway, the server-initiated scenarios
+/// every repetition.
+#[tokio::test]
+async fn the_fixture_server_passes_every_check_through_the_gateway_with_the_redis_store() {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
+    let redis = mcp_gateway_tests::redis::RedisServer::start().await;
+    let server = fixture_server().await;
+    let plan = Plan {
+        default_suite: true,
+        repeated: &SERVER_INITIATED,
+    };
+    let sessions = redis_sessions(&redis);
+    for (how, results) in compare("fixture-redis", &server.addr(), &sessions, &plan).await {
+        let failing: Vec<_> = results.iter().filter(|(_, s)| *s != "SUCCESS").collect();
+        assert!(
+            failing.is_empty(),
+            "{how} (redis store): not every check passes: {failing:?}"
+        );
+    }
+}
+
+/// Issue 24: the TypeScript SDK server that sends its requests on the GET stream only, through
+/// two replicas sharing Redis behind a front that sends each request to the other replica than
+/// the last (the client's GET on one, its calls on the other): every repetition passes, as
+/// directly.
+#[tokio::test]
+async fn server_initiated_requests_on_the_get_stream_pass_every_time_through_two_replicas_sharing_redis(
+) {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
+    let redis = mcp_gateway_tests::redis::RedisServer::start().await;
+    let server = ElicitServer::start(3000).await;
+    let yaml = gateway_config(&redis_sessions(&redis), &server.addr());
+    let (a, b) = (Gateway::start(&yaml).await, Gateway::start(&yaml).await);
+    let front = mcp_gateway_tests::rr_proxy::RrProxy::start(&[a.addr, b.addr]).await;
+    let scenarios = ["tools-call-elicitation", "tools-call-sampling"];
+    let out = workspace().join("target/conformance/get-stream-replicas");
+    let direct =
+        conformance::run_repeated(&server.url(), &out.join("direct"), &scenarios, REPEAT).await;
+    let through = conformance::run_repeated(
+        &front.url("/stateful"),
+        &out.join("replicas"),
+        &scenarios,
+        REPEAT,
+    )
+    .await;
+    let table = conformance::summary(
+        "get-stream",
+        &[
+            ("direct", &direct),
+            ("two replicas, redis, alternating", &through),
+        ],
+    );
+    println!(
+        "| server | run | checks | passed | failed | other |\n|---|---|---|---|---|---|\n{table}"
+    );
+    let diffs = conformance::differences(&direct, &through);
+    assert!(diffs.is_empty(), "results differ:\n{}", diffs.join("\n"));
+    let failing: Vec<_> = through.iter().filter(|(_, s)| *s != "SUCCESS").collect();
+    assert!(failing.is_empty(), "not every check passes: {failing:?}");
+    assert_eq!(through.len(), 2 * REPEAT, "{through:?}");
 }

@@ -28,6 +28,8 @@ mod era_rollout;
 mod era_routing;
 mod era_subscribe;
 mod harness;
+mod held_relay_latency;
+mod held_replicas;
 mod held_streams;
 mod hostile;
 mod hostile_round3;

@@ -14,8 +14,8 @@
 //!   entry), the capability each needs, and the client's responses → the retry's
 //!   `inputResponses` with `requestState` echoed exactly.
 
-pub mod listen;
 pub mod legacy;
+pub mod listen;
 pub mod mrtr;
 pub mod request;
 pub mod result;

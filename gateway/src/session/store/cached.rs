@@ -20,7 +20,7 @@
 
 use super::outage::Outage;
 use super::pending::{Pending, Retried};
-use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::metrics::Metrics;
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
@@ -371,6 +371,14 @@ impl SessionStore for Cached {
             self.shared.failed("claim_move", e);
         }
         claimed
+    }
+
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
+        self.shared.inner.hold_lease(id, owner, ttl).await
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.shared.inner.release_lease(id, owner).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -6,7 +6,7 @@ use super::{Cached, FRESH};
 use crate::metrics::Metrics;
 use crate::session::store::suite::record;
 use crate::session::store::{
-    CreateError, MemoryStore, Quota, Rebound, SessionStore, StoreError, Ttl,
+    CreateError, Hold, MemoryStore, Quota, Rebound, SessionStore, StoreError, Ttl,
 };
 use crate::session::{now_ms, Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
@@ -88,6 +88,12 @@ impl SessionStore for Flaky {
     }
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
         self.store()?.client_count(client).await
+    }
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
+        self.store()?.hold_lease(id, owner, ttl).await
+    }
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.store()?.release_lease(id, owner).await
     }
     async fn ping(&self) -> Result<(), StoreError> {
         self.store().map(|_| ())

@@ -2,7 +2,7 @@
 //! (`mcpgw_store_duration_seconds{op}`) and failures (`mcpgw_store_errors_total{op}`), so an
 //! operator sees a slow or failing shared store before clients do.
 
-use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::metrics::Metrics;
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
@@ -131,6 +131,18 @@ impl SessionStore for Instrumented {
         let t = Instant::now();
         let r = self.inner.claim_move(id, generation, ttl).await;
         self.measured("claim_move", t, r)
+    }
+
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
+        let t = Instant::now();
+        let r = self.inner.hold_lease(id, owner, ttl).await;
+        self.measured("hold_lease", t, r)
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        let t = Instant::now();
+        let r = self.inner.release_lease(id, owner).await;
+        self.measured("release_lease", t, r)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

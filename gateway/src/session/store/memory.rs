@@ -5,7 +5,7 @@
 //! pushed back with its real due time, so the sweep costs O(sessions due) rather than
 //! O(sessions). Tombstones are kept in the order they were made and forgotten from the front.
 
-use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use super::{CreateError, Hold, LeaseMap, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{now_ms, Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
 use dashmap::DashMap;
@@ -36,6 +36,8 @@ pub struct MemoryStore {
     per_client: DashMap<Arc<str>, usize>,
     idle_ms: AtomicU64,
     tombstone_ms: AtomicU64,
+    /// Stream leases (`lease.rs`).
+    leases: LeaseMap,
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the data (a queue of
@@ -55,6 +57,7 @@ impl MemoryStore {
             per_client: DashMap::new(),
             idle_ms: AtomicU64::new(ttl.idle.as_millis() as u64),
             tombstone_ms: AtomicU64::new(ttl.tombstone.as_millis() as u64),
+            leases: LeaseMap::default(),
         }
     }
 
@@ -86,6 +89,7 @@ impl MemoryStore {
     /// Removes a live session and leaves its tombstone.
     fn remove(&self, id: &str, reason: GoneReason) -> Option<SessionRecord> {
         let (key, record) = self.live.remove(id)?;
+        self.leases.forget(id);
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.count_backend(&record.pool, record.binding.backend, false);
         self.uncount_client(&record.client);
@@ -184,6 +188,23 @@ impl SessionStore for MemoryStore {
 
     async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError> {
         Ok(self.remove(id, reason))
+    }
+
+    async fn hold_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Hold, StoreError> {
+        if !self.live.contains_key(id) {
+            return Ok(Hold::Gone);
+        }
+        Ok(self.leases.hold(id, owner, ttl))
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.leases.release(id, owner);
+        Ok(())
     }
 
     async fn take_expired(

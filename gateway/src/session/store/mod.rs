@@ -8,6 +8,7 @@
 
 mod cached;
 mod instrumented;
+mod lease;
 mod memory;
 mod outage;
 mod pending;
@@ -15,9 +16,11 @@ mod redis;
 #[cfg(test)]
 pub(crate) mod suite;
 
+pub(crate) use self::redis::Blocking;
 pub use self::redis::RedisStore;
 pub use cached::Cached;
 pub use instrumented::Instrumented;
+pub use lease::{Hold, LeaseMap};
 pub use memory::MemoryStore;
 
 use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
@@ -145,6 +148,12 @@ pub trait SessionStore: Send + Sync + 'static {
         let _ = (id, generation, ttl);
         Ok(true)
     }
+    /// Takes, renews, or (once the holder's lease expired) takes over the stream lease of
+    /// live session `id` for `owner` until `ttl` from now (`lease.rs`): one replica holds a
+    /// session's backend GET stream at a time.
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError>;
+    /// Gives up `owner`'s stream lease of session `id` (nothing when another holds it).
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError>;
     /// Whether the store answers (readiness).
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())

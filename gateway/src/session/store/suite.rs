@@ -1,7 +1,7 @@
 //! The behavioural suite every [`SessionStore`] implementation runs: the same calls, the same
 //! expected answers. A new store joins by calling [`run_all`] from its tests.
 
-use super::{CreateError, Quota, Rebound, SessionStore, Ttl};
+use super::{CreateError, Hold, Quota, Rebound, SessionStore, Ttl};
 use crate::session::{now_ms, Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -83,6 +83,9 @@ where
     use_slides_the_time_to_live(&*make(TTL)).await;
     tombstones_are_forgotten_after_their_time(&*make(SHORT_TOMBSTONES)).await;
     a_shorter_time_to_live_applies_to_live_sessions(&*make(TTL)).await;
+    one_owner_holds_a_stream_lease_until_it_expires(&*make(TTL)).await;
+    concurrent_takers_of_a_free_lease_get_one_owner(make(TTL)).await;
+    a_lease_is_released_only_by_its_holder_and_never_given_for_an_ended_session(&*make(TTL)).await;
 }
 
 async fn created_sessions_are_found_and_counted(store: &dyn SessionStore) {
@@ -238,4 +241,99 @@ async fn a_shorter_time_to_live_applies_to_live_sessions(store: &dyn SessionStor
     });
     let expired = store.take_expired(t0 + 200, 10).await.unwrap();
     assert_eq!(expired.len(), 1);
+}
+
+const LEASE: Duration = Duration::from_millis(300);
+
+async fn one_owner_holds_a_stream_lease_until_it_expires(store: &dyn SessionStore) {
+    let rec = record("", 1, now_ms());
+    store.create(rec.clone(), OPEN).await.unwrap();
+    assert_eq!(
+        store.hold_lease(&rec.id, "a", LEASE).await.unwrap(),
+        Hold::Mine
+    );
+    assert_eq!(
+        store.hold_lease(&rec.id, "b", LEASE).await.unwrap(),
+        Hold::Theirs("a".into())
+    );
+    // renewed while held: past the first expiry, still a's
+    tokio::time::sleep(LEASE / 2).await;
+    assert_eq!(
+        store.hold_lease(&rec.id, "a", LEASE).await.unwrap(),
+        Hold::Mine
+    );
+    tokio::time::sleep(LEASE * 2 / 3).await;
+    assert_eq!(
+        store.hold_lease(&rec.id, "b", LEASE).await.unwrap(),
+        Hold::Theirs("a".into())
+    );
+    // a stops renewing (it died): b takes it over after the expiry, and a has lost it
+    tokio::time::sleep(LEASE + Duration::from_millis(50)).await;
+    assert_eq!(
+        store.hold_lease(&rec.id, "b", LEASE).await.unwrap(),
+        Hold::Mine
+    );
+    assert_eq!(
+        store.hold_lease(&rec.id, "a", LEASE).await.unwrap(),
+        Hold::Theirs("b".into())
+    );
+}
+
+async fn concurrent_takers_of_a_free_lease_get_one_owner(store: Arc<dyn SessionStore>) {
+    let rec = record("", 1, now_ms());
+    store.create(rec.clone(), OPEN).await.unwrap();
+    let mut takers = Vec::new();
+    for i in 0..8 {
+        let (store, id) = (store.clone(), rec.id.clone());
+        takers.push(tokio::spawn(async move {
+            store
+                .hold_lease(&id, &format!("r{i}"), Duration::from_secs(5))
+                .await
+                .unwrap()
+        }));
+    }
+    let mut mine = 0;
+    for t in takers {
+        if t.await.unwrap() == Hold::Mine {
+            mine += 1;
+        }
+    }
+    assert_eq!(mine, 1, "exactly one replica holds the stream");
+}
+
+async fn a_lease_is_released_only_by_its_holder_and_never_given_for_an_ended_session(
+    store: &dyn SessionStore,
+) {
+    let rec = record("", 1, now_ms());
+    store.create(rec.clone(), OPEN).await.unwrap();
+    assert_eq!(
+        store
+            .hold_lease(&rec.id, "a", Duration::from_secs(5))
+            .await
+            .unwrap(),
+        Hold::Mine
+    );
+    store.release_lease(&rec.id, "b").await.unwrap();
+    assert_eq!(
+        store.hold_lease(&rec.id, "b", LEASE).await.unwrap(),
+        Hold::Theirs("a".into()),
+        "only the holder releases"
+    );
+    store.release_lease(&rec.id, "a").await.unwrap();
+    assert_eq!(
+        store.hold_lease(&rec.id, "b", LEASE).await.unwrap(),
+        Hold::Mine
+    );
+    store.end(&rec.id, GoneReason::Deleted).await.unwrap();
+    assert_eq!(
+        store.hold_lease(&rec.id, "b", LEASE).await.unwrap(),
+        Hold::Gone
+    );
+    assert_eq!(
+        store
+            .hold_lease("no-such-session", "b", LEASE)
+            .await
+            .unwrap(),
+        Hold::Gone
+    );
 }

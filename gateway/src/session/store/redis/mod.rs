@@ -14,12 +14,14 @@
 //! session); quotas are checked against them before a session is created, so concurrent
 //! initializes on several replicas can pass a cap by at most their number.
 
+mod blocking;
 mod conn;
 mod holder;
 mod layout;
+mod lease;
 mod sentinel;
 
-use super::{CreateError, Quota, Rebound, SessionStore, StoreError, Ttl};
+use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange, Settings};
 use async_trait::async_trait;
 use conn::Conn;
@@ -34,6 +36,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::Duration;
+
+pub(crate) use blocking::Blocking;
 
 /// How long one store operation may take before the request gets -32006.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -429,6 +433,14 @@ impl SessionStore for RedisStore {
             )
             .await?;
         Ok(set.is_some())
+    }
+
+    async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
+        self.hold_lease_in_redis(id, owner, ttl).await
+    }
+
+    async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        self.release_lease_in_redis(id, owner).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
