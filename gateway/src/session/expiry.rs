@@ -40,7 +40,7 @@ impl ExpiryService {
         match self.sessions.expire(&self.source.pools()).await {
             Ok(n) => n,
             Err(e) => {
-                tracing::warn!(error = %e, "session expiry could not run");
+                crate::quiet::STORE.failed("session expiry could not run", &e);
                 0
             }
         }

@@ -98,7 +98,7 @@ impl RedisEvents {
     fn send(self: &Arc<Self>, write: Write) {
         self.started();
         if self.tx.try_send(write).is_err() {
-            tracing::warn!("stream events not written to Redis: the queue is full");
+            crate::quiet::STORE.failed("stream events not written to Redis", &"the queue is full");
         }
     }
 
@@ -233,7 +233,7 @@ async fn write_loop(events: std::sync::Weak<RedisEvents>, mut rx: mpsc::Receiver
             return;
         };
         if let Err(e) = events.apply(write).await {
-            tracing::warn!(error = %e, "a stream event was not written to Redis");
+            crate::quiet::STORE.failed("a stream event was not written to Redis", &e);
         }
     }
 }

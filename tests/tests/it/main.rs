@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod answer_outcomes;
 mod auth;
 mod auth_principals;
 mod capture;
@@ -40,6 +41,7 @@ mod lying_headers;
 mod ordering;
 mod orphaned_streams;
 mod pools;
+mod quiet_logs;
 mod real_peers_admission;
 mod real_peers_auth;
 mod real_peers_rollout;
