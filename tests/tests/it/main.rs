@@ -22,6 +22,7 @@ mod auth_principals;
 mod capture;
 mod configmap_reload;
 mod conformance;
+mod connection_cap;
 mod elicit;
 mod era_bridge;
 mod era_probe;
