@@ -159,3 +159,72 @@ async fn failures_the_gateway_handles_are_counted_not_logged_as_errors() {
         6.0
     );
 }
+
+/// A Redis outage under live sessions: the session store failures that do not fail the
+/// request (recording each session's use, with a touch due for every session) are logged once
+/// at WARN for the outage, then at DEBUG and counted; before, each one logged its own WARN.
+#[tokio::test]
+async fn a_store_outage_warns_once_not_once_per_request() {
+    const SESSIONS: usize = 10;
+    let mut redis = mcp_gateway_tests::redis::RedisServer::start().await;
+    let backend = mcp_gateway_tests::MockServer::legacy("a", 0, "2025-11-25").await;
+    let dir = unique_temp_path("quiet-logs-outage");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let log = dir.join("gateway.log");
+    // idle-timeout-s 16: a session's use is recorded (a store write) at most once a second
+    let gw = Gateway::start_logging_to(
+        &format!(
+            "sessions:\n  idle-timeout-s: 16\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"quiet:\" }}\npools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, mode: stateful, pool: p }}\n",
+            redis.url(),
+            backend.addr
+        ),
+        &[],
+        &log,
+    )
+    .await;
+    let mut sids = Vec::new();
+    for _ in 0..SESSIONS {
+        sids.push(mcp_gateway_tests::open_session(gw.addr).await);
+    }
+    let call = |sid: &str, id: usize| {
+        Request::post(
+            "/mcp",
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"session_id","arguments":{{}}}}}}"#),
+        )
+        .header("Mcp-Session-Id", sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+    };
+    for (i, sid) in sids.iter().enumerate() {
+        assert_eq!(call(sid, i).send(gw.addr).await.status(), 200);
+    }
+    // every session's next use is due to be recorded; the store goes away
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    redis.kill().await;
+    let mut served = 0;
+    for round in 0..3 {
+        for (i, sid) in sids.iter().enumerate() {
+            let status = call(sid, 100 * round + i).send(gw.addr).await.status();
+            assert!(status == 200 || status == 503, "status {status}");
+            served += usize::from(status == 200);
+        }
+    }
+    let noisy = logs::above_info(&log);
+    assert!(
+        noisy.len() <= 1,
+        "{} lines above INFO in one outage ({served} calls served from the replica's copy):\n{}",
+        noisy.len(),
+        logs::show(&noisy)
+    );
+    assert!(
+        gw.metric("mcpgw_store_errors_total").await >= 1.0,
+        "the outage is counted"
+    );
+    if served > 1 {
+        // the ones after the first WARN: at DEBUG, counted
+        assert!(
+            gw.metric(r#"mcpgw_log_records_demoted_total{record="store-outage"}"#)
+                .await
+                >= 1.0
+        );
+    }
+}
