@@ -95,7 +95,10 @@ pub fn outcome(
     status: Option<u16>,
 ) -> (&'static str, Option<String>) {
     let plain = ctx.outcome.label(status);
-    if ctx.outcome != Outcome::Forwarded
+    // A client that leaves after the whole response message reached it (an SSE answer's
+    // stream it closes once it has the result) got its answer: the verdict counts.
+    let forwarded = matches!(ctx.outcome, Outcome::Forwarded | Outcome::ClientGone);
+    if !forwarded
         || status != Some(200)
         || ctx.method_label == "none"
         || ctx.method_label.starts_with("notifications/")
@@ -110,6 +113,7 @@ pub fn outcome(
     match verdict {
         Some(Verdict::ToolError) if ctx.method_label == "tools/call" => ("tool-error", None),
         Some(Verdict::RpcError(code)) => ("rpc-error", Some(Verdict::code_label(code))),
+        Some(_) if ctx.outcome == Outcome::ClientGone => ("ok", None),
         _ => (plain, None),
     }
 }
