@@ -18,6 +18,7 @@ pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub(crate) mod proxy;
+pub mod quiet;
 pub(crate) mod reload;
 pub(crate) mod routing;
 pub mod server;

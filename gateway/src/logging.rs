@@ -1,12 +1,20 @@
 //! Log setup: tracing with text or JSON output; pingora's `log` records bridged in.
 //!
-//! pingora logs a client that goes away (closes mid-request, times out, sends garbage) at
-//! ERROR ("Fail to proxy: Downstream ..."). A client leaving is the client's business, not a
-//! failure of the gateway: the bridge passes those records on at DEBUG.
+//! pingora logs some conditions the gateway handles at ERROR. The bridge passes these records
+//! on at DEBUG, each counted in `mcpgw_log_records_demoted_total{record}` (`quiet.rs`), by
+//! target and message ([`demotion`]):
+//! - a client that goes away (closes mid-request, times out, sends garbage): "Fail to proxy:
+//!   Downstream ..." (`client-gone`): the client's business, not a failure of the gateway;
+//! - `pingora_core::connectors` "failed to acquire reusable stream" (`pool-race`): a pooled
+//!   upstream connection another request still held a reference to at that instant (a race
+//!   in pingora's pool); pingora opens a new connection and the request goes on;
+//! - the `redis` crate's own records (`store-client`): it logs every failed connect and slot
+//!   refresh of a failover at WARN, tens a second, and the store's outage has one WARN of its
+//!   own (`session/store/outage.rs`, through `quiet::STORE`).
 //!
-//! The `redis` crate logs every failed connect and slot refresh of a failover at WARN, tens a
-//! second: the store's outage has one WARN of its own (`session/store/outage.rs`), so the
-//! crate's records are passed on at DEBUG too.
+//! The records pingora writes itself through the `ProxyHttp` hooks ("Fail to proxy" for a
+//! request the gateway answered with a documented error, the retry warning after a refused
+//! connect) are kept out in `proxy/mod.rs` (`suppress_error_log`, `suppress_proxy_warn_log`).
 
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -45,6 +53,23 @@ pub fn is_store_client(target: &str) -> bool {
     target == "redis" || target.starts_with("redis::")
 }
 
+/// The `record` label of a record the bridge moves to DEBUG, `None` for the others.
+pub fn demotion(target: &str, level: log::Level, message: &str) -> Option<&'static str> {
+    if is_client_gone(target, level, message) {
+        return Some("client-gone");
+    }
+    if is_store_client(target) {
+        return Some("store-client");
+    }
+    if level <= log::Level::Warn
+        && target.starts_with("pingora_core::connectors")
+        && message.starts_with("failed to acquire reusable stream")
+    {
+        return Some("pool-race");
+    }
+    None
+}
+
 /// `log` → tracing, with client departures moved from ERROR to DEBUG.
 struct Bridge;
 
@@ -54,10 +79,12 @@ impl log::Log for Bridge {
     }
 
     fn log(&self, record: &log::Record<'_>) {
-        let message = record.args().to_string();
-        if is_client_gone(record.target(), record.level(), &message)
-            || is_store_client(record.target())
-        {
+        // only records at WARN and above are looked at (and formatted) here
+        let demoted = (record.level() <= log::Level::Warn)
+            .then(|| demotion(record.target(), record.level(), &record.args().to_string()))
+            .flatten();
+        if let Some(label) = demoted {
+            crate::quiet::demoted(label);
             let lowered = log::Record::builder()
                 .level(log::Level::Debug)
                 .target(record.target())
@@ -91,5 +118,26 @@ mod tests {
         assert!(!is_client_gone("pingora_proxy", log::Level::Warn, gone));
         assert!(is_store_client("redis::cluster_handling::async_connection"));
         assert!(!is_store_client("redis_events"));
+    }
+
+    #[test]
+    fn the_pool_race_is_demoted_and_real_connector_errors_are_not() {
+        let race = "failed to acquire reusable stream";
+        let e = log::Level::Error;
+        assert_eq!(
+            demotion("pingora_core::connectors", e, race),
+            Some("pool-race")
+        );
+        assert_eq!(
+            demotion("pingora_core::connectors::l4", e, "connect refused"),
+            None
+        );
+        assert_eq!(demotion("mcp_gateway", e, race), None);
+        let gone = "Fail to proxy: Downstream ConnectionClosed";
+        assert_eq!(demotion("pingora_proxy", e, gone), Some("client-gone"));
+        assert_eq!(
+            demotion("pingora_proxy", e, "Fail to proxy: Upstream ConnectRefused"),
+            None
+        );
     }
 }

@@ -10,8 +10,12 @@ use pingora_prometheus::prometheus::{
 #[derive(Clone)]
 pub struct Metrics {
     /// `mcpgw_requests_total{route,method,outcome}`: finished requests; outcome is `ok`, the
-    /// upstream status class (`4xx`, `5xx`) or the gateway error kind.
+    /// upstream status class (`4xx`, `5xx`), the gateway error kind, or what a 200 answer
+    /// said: `tool-error` (a result with `isError: true`), `rpc-error` (a JSON-RPC error).
     pub requests: IntCounterVec,
+    /// `mcpgw_rpc_errors_total{route,method,code}`: JSON-RPC errors backends answered with
+    /// HTTP 200, by code (JSON-RPC's reserved range, else `other`).
+    pub rpc_errors: IntCounterVec,
     /// `mcpgw_request_duration_seconds{route,method}`: time from request head to last byte.
     pub request_duration: HistogramVec,
     /// `mcpgw_upstream_duration_seconds{pool}`: from sending a request upstream to its
@@ -177,6 +181,11 @@ impl Metrics {
                 "mcpgw_requests_total",
                 "Finished requests by route, MCP method and outcome",
                 &["route", "method", "outcome"],
+            ),
+            rpc_errors: counter(
+                "mcpgw_rpc_errors_total",
+                "JSON-RPC errors answered with HTTP 200, by route, method and code",
+                &["route", "method", "code"],
             ),
             request_duration,
             requests_by_era: counter(

@@ -40,6 +40,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
 
     let registry = Registry::new();
     let metrics = Metrics::new(&registry);
+    crate::quiet::register(&registry);
     let state = Arc::new(ArcSwap::from_pointee(State::new(
         config.clone(),
         metrics.clone(),

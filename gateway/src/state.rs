@@ -49,6 +49,18 @@ impl crate::listener::CurrentTimeouts for arc_swap::ArcSwap<State> {
     fn client_timeouts(&self) -> crate::config::ClientTimeouts {
         self.load().config.client_timeouts
     }
+
+    fn max_connections(&self) -> Option<usize> {
+        self.load().config.limits.max_connections
+    }
+
+    fn connection_refused(&self) {
+        self.load()
+            .metrics
+            .rejections
+            .with_label_values(&["connections"])
+            .inc();
+    }
 }
 
 /// The running state hands the session sweep what it reads.

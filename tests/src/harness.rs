@@ -103,10 +103,31 @@ impl Gateway {
         Self::start_inner(yaml, pick, &[]).await
     }
 
-    async fn start_inner(
+    /// [`Gateway::start_with_env`] with the gateway's log (`--log-json`, `RUST_LOG=info` unless
+    /// `env` says otherwise) written to `log` instead of the test's stderr, for tests that read
+    /// what an operator would see ([`crate::logs`]).
+    pub async fn start_logging_to(yaml: &str, env: &[(&str, &str)], log: &Path) -> Gateway {
+        let mut env = env.to_vec();
+        if !env.iter().any(|(k, _)| *k == "RUST_LOG") {
+            env.push(("RUST_LOG", "info"));
+        }
+        let log = log.to_path_buf();
+        Self::start_with(yaml, free_port, &env, move |cmd| {
+            let file = std::fs::File::create(&log).expect("create the gateway's log file");
+            cmd.arg("--log-json").stderr(Stdio::from(file));
+        })
+        .await
+    }
+
+    async fn start_inner(yaml: &str, pick: impl FnMut() -> u16, env: &[(&str, &str)]) -> Gateway {
+        Self::start_with(yaml, pick, env, |_| {}).await
+    }
+
+    async fn start_with(
         yaml: &str,
         mut pick: impl FnMut() -> u16,
         env: &[(&str, &str)],
+        mut adjust: impl FnMut(&mut Command),
     ) -> Gateway {
         let mut failures = Vec::new();
         for _ in 0..START_ATTEMPTS {
@@ -123,8 +144,8 @@ impl Gateway {
                 with_admin_token(yaml)
             );
             std::fs::write(&config_path, full).expect("write config");
-            let mut child = Command::new(gateway_bin())
-                .arg("--config")
+            let mut cmd = Command::new(gateway_bin());
+            cmd.arg("--config")
                 .arg(&config_path)
                 .env(ADMIN_TOKEN_ENV, ADMIN_TOKEN)
                 .env(
@@ -134,9 +155,9 @@ impl Gateway {
                 .envs(env.iter().copied())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn mcp-gateway");
+                .kill_on_drop(true);
+            adjust(&mut cmd);
+            let mut child = cmd.spawn().expect("spawn mcp-gateway");
             let ports = [addr.port(), admin.port()];
             match prove_ownership(&mut child, &ports, "mcp-gateway", Duration::from_secs(20)).await
             {

@@ -11,6 +11,7 @@ pub mod dns;
 pub mod elicit;
 pub mod harness;
 pub mod interop;
+pub mod logs;
 pub mod machine;
 pub mod mock;
 pub mod otlp;

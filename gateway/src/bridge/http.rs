@@ -222,7 +222,7 @@ pub async fn post(
         }
     };
     if let Err(e) = sessions.used(&rec).await {
-        tracing::warn!(error = %e, "session use not recorded");
+        crate::quiet::STORE.failed("session use not recorded", &e);
     }
     Ok(served)
 }

@@ -160,6 +160,9 @@ pub struct FileLimits {
     pub max_inflight: Option<usize>,
     /// Most open server-to-client SSE streams (GET). Unlimited unless set.
     pub max_streams: Option<usize>,
+    /// Most client connections open at once (each one costs memory whether or not it sends
+    /// anything); a connection over it is answered 503 -32018 and closed. Unlimited unless set.
+    pub max_connections: Option<usize>,
     /// Most sessions per client. Unlimited unless set.
     pub max_sessions_per_client: Option<usize>,
     /// Requests per client: a token bucket.

@@ -105,6 +105,8 @@ pub struct Limits {
     pub max_inflight: Option<usize>,
     /// Open server→client SSE streams (GET).
     pub max_streams: Option<usize>,
+    /// Client connections open at once (the listener refuses the ones over it).
+    pub max_connections: Option<usize>,
     /// Sessions held by one client identity.
     pub max_sessions_per_client: Option<usize>,
     /// Token bucket per client identity.

@@ -226,3 +226,14 @@ routes:
         "{errors:#?}"
     );
 }
+
+#[test]
+fn max_connections_is_read_and_zero_is_refused() {
+    let base = "pools:\n  p: { backends: [127.0.0.1:1] }\nroutes:\n  - { path: /mcp, pool: p }\n";
+    let config = parse(&format!("limits:\n  max-connections: 100\n{base}")).unwrap();
+    assert_eq!(config.limits.max_connections, Some(100));
+    assert_eq!(parse(base).unwrap().limits.max_connections, None);
+    let errors = parse(&format!("limits:\n  max-connections: 0\n{base}")).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].path, "limits.max-connections");
+}

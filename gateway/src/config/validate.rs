@@ -177,7 +177,7 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
     p.unknown(
         "limits",
         &l.unknown,
-        "client-id-header, max-inflight, max-streams, max-sessions-per-client, rate, tool-rate",
+        "client-id-header, max-inflight, max-streams, max-connections, max-sessions-per-client, rate, tool-rate",
     );
     let rate_of = |p: &mut Problems, at: &str, r: &FileRate| {
         p.unknown(at, &r.unknown, "per-second, burst");
@@ -199,6 +199,12 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
         }
         rate(p, "limits.tool-rate", t.per_second, t.burst).map(|r| (r, tools))
     });
+    if l.max_connections == Some(0) {
+        p.add(
+            "limits.max-connections",
+            "0 would refuse every connection; leave it out for no limit",
+        );
+    }
     if let Some(h) = &l.client_id_header {
         if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
             p.add(
@@ -211,6 +217,7 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
         client_id_header: l.client_id_header.as_ref().map(|h| h.to_ascii_lowercase()),
         max_inflight: l.max_inflight,
         max_streams: l.max_streams,
+        max_connections: l.max_connections,
         max_sessions_per_client: l.max_sessions_per_client,
         rate: l.rate.as_ref().and_then(|r| rate_of(p, "limits.rate", r)),
         tool_rate,

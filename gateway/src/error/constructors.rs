@@ -179,10 +179,10 @@ impl GatewayError {
 
     /// A concurrency cap is reached: `what` is inflight or streams, `scope` gateway or route.
     pub fn overloaded(scope: &str, what: &str, limit: usize) -> Self {
-        let noun = if what == "streams" {
-            "open streams"
-        } else {
-            "requests in flight"
+        let noun = match what {
+            "streams" => "open streams",
+            "connections" => "client connections",
+            _ => "requests in flight",
         };
         Self::new(
             ErrorKind::Overloaded,

@@ -8,11 +8,14 @@
 //! - a head over 64 KiB or 100 lines is refused (431 / -32027), and framing the gateway will
 //!   not guess at (differing `Content-Length`s, a `Transfer-Encoding` other than `chunked`) gets
 //!   400 / -32026, each a JSON-RPC error, and the connection closes;
-//! - HTTP/1.1 pipelining is on: requests sent back to back are answered in order.
+//! - HTTP/1.1 pipelining is on: requests sent back to back are answered in order;
+//! - past `limits.max-connections` open connections, a new one is answered 503 -32018 and
+//!   closed (`cap.rs`).
 //!
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
 
+mod cap;
 pub mod guard;
 mod head;
 mod head_check;
@@ -31,12 +34,21 @@ use std::sync::{Arc, Mutex};
 pub trait CurrentTimeouts: Send + Sync {
     /// `client-timeouts` as of now.
     fn client_timeouts(&self) -> ClientTimeouts;
+
+    /// `limits.max-connections` as of now (unlimited by default).
+    fn max_connections(&self) -> Option<usize> {
+        None
+    }
+
+    /// A connection was refused for `max-connections` (counted by the implementor).
+    fn connection_refused(&self) {}
 }
 
 /// pingora's proxy app wrapped in the per-connection guard.
 pub struct Guarded<A> {
     inner: Arc<A>,
     timeouts: Arc<dyn CurrentTimeouts>,
+    open: cap::Open,
 }
 
 impl<A> Guarded<A> {
@@ -45,6 +57,7 @@ impl<A> Guarded<A> {
         Guarded {
             inner: Arc::new(inner),
             timeouts,
+            open: cap::Open::default(),
         }
     }
 }
@@ -59,6 +72,12 @@ where
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
+        let limit = self.timeouts.max_connections();
+        let Some(_counted) = self.open.admit(limit) else {
+            self.timeouts.connection_refused();
+            cap::refuse(stream, limit.unwrap_or_default()).await;
+            return None;
+        };
         let timeouts: ClientTimeouts = self.timeouts.client_timeouts();
         let phase = Arc::new(Mutex::new(Phase::new(timeouts)));
         let watched: Stream = Box::new(Watch::new(stream, phase.clone()));

@@ -9,6 +9,7 @@ pub mod headers;
 pub mod inspect;
 pub mod messages;
 pub mod sse;
+pub mod verdict;
 
 pub use era::{BackendEra, Era};
 pub use inspect::{inspect_body, BodyInfo, InspectError, RequestId};

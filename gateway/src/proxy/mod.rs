@@ -13,6 +13,7 @@ mod capture;
 mod check;
 pub mod ctx;
 pub mod listen_tls;
+mod log_filter;
 mod pooled;
 mod relay;
 pub mod respond;
@@ -21,6 +22,7 @@ mod stateless;
 mod steps;
 mod telemetry;
 mod trace;
+mod verdict;
 
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
@@ -152,6 +154,14 @@ impl ProxyHttp for Gateway {
 
     fn new_ctx(&self) -> RequestCtx {
         RequestCtx::new(self.state.load_full())
+    }
+
+    /// pingora's default (its compression module, off) and the answer's verdict
+    /// (`verdict.rs`), which sees every answer written to the client, on every path.
+    fn init_downstream_modules(&self, modules: &mut pingora::modules::http::HttpModules) {
+        modules
+            .add_module(pingora::modules::http::compression::ResponseCompressionBuilder::enable(0));
+        verdict::install(modules);
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
@@ -375,8 +385,18 @@ impl ProxyHttp for Gateway {
 
     /// Errors the gateway answers itself (stashed in the context) and clients that leave are
     /// outcomes, counted and in the access log; pingora's error log is for failures.
-    fn suppress_error_log(&self, _session: &Session, _ctx: &RequestCtx, error: &Error) -> bool {
-        error.etype() == &respond::ANSWERED || error.esource() == &pingora::ErrorSource::Downstream
+    fn suppress_error_log(&self, _session: &Session, ctx: &RequestCtx, error: &Error) -> bool {
+        log_filter::error_is_handled(ctx, error)
+    }
+
+    fn suppress_proxy_warn_log(
+        &self,
+        _session: &Session,
+        ctx: &RequestCtx,
+        error: &Error,
+        _context: pingora::proxy::ProxyWarnLogContext,
+    ) -> bool {
+        log_filter::retry_is_handled(ctx, error)
     }
 
     async fn fail_to_proxy(
@@ -416,13 +436,19 @@ impl ProxyHttp for Gateway {
             }
         }
         let status = session.response_written().map(|r| r.status.as_u16());
-        let outcome = ctx.outcome.label(status);
+        let (outcome, rpc_code) = verdict::outcome(session, ctx, status);
         crate::bridge::count_eras(&self.metrics, ctx.era, ctx.backend.as_deref());
         let route = ctx.route_label();
         self.metrics
             .requests
             .with_label_values(&[route, ctx.method_label, outcome])
             .inc();
+        if let Some(code) = rpc_code {
+            self.metrics
+                .rpc_errors
+                .with_label_values(&[route, ctx.method_label, code.as_str()])
+                .inc();
+        }
         if ctx.admitted.stream_counted {
             self.metrics.open_streams.with_label_values(&[route]).dec();
         }

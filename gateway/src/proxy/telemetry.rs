@@ -62,7 +62,7 @@ pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
         session: session_id.as_deref(),
         protocol_version: version.as_deref(),
         status,
-        outcome: ctx.outcome.label(status),
+        outcome: super::verdict::outcome(session, ctx, status).0,
     };
     crate::telemetry::finish(&cx, &done);
 }

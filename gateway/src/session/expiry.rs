@@ -41,7 +41,7 @@ impl ExpiryService {
             Ok(n) => n,
             // the store's outage has its own WARN (`store/outage.rs`); the sweep runs again soon
             Err(e) => {
-                tracing::debug!(error = %e, "session expiry could not run");
+                crate::quiet::STORE.failed("session expiry could not run", &e);
                 0
             }
         }

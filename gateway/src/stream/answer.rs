@@ -256,7 +256,7 @@ async fn pump(
         Ended::Broken { .. } => {
             let counted = of.id.as_ref().map(|_| of.method_label);
             if let Err(e) = sessions.connection_lost(&pool, &rec, counted).await {
-                tracing::warn!(error = %e, "a lost binding was not marked");
+                crate::quiet::STORE.failed("a lost binding was not marked", &e);
             }
             let backend = rec.binding.backend.to_string();
             of.id
@@ -283,7 +283,7 @@ async fn pump(
     log.end();
     streams.resume.mirror_end(&log);
     if let Err(e) = sessions.used(&rec).await {
-        tracing::warn!(error = %e, "session use not recorded");
+        crate::quiet::STORE.failed("session use not recorded", &e);
     }
     streams.resume.retire(&log);
 }

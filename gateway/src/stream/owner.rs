@@ -120,7 +120,7 @@ impl Streams {
     pub(super) async fn announce(&self, rec: &SessionRecord, token: u64, resumed: bool) {
         if let Some(mirror) = &self.resume.mirror {
             if let Err(e) = mirror.register_held(&rec.id, token, resumed).await {
-                tracing::warn!(session = short(&rec.id), error = %e, "held stream not announced in Redis");
+                crate::quiet::STORE.failed("a held stream was not announced in Redis", &e);
             }
         }
     }

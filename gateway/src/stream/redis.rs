@@ -107,7 +107,7 @@ impl RedisEvents {
     fn send(self: &Arc<Self>, write: Write) {
         self.started();
         if self.tx.try_send(write).is_err() {
-            tracing::warn!("stream events not written to Redis: the queue is full");
+            crate::quiet::STORE.failed("stream events not written to Redis", &"the queue is full");
         }
     }
 
@@ -242,18 +242,13 @@ impl RedisEvents {
 }
 
 async fn write_loop(events: std::sync::Weak<RedisEvents>, mut rx: mpsc::Receiver<Write>) {
-    // one WARN per run of failures (an outage of the store), not one per event
-    let mut failing = false;
+    // one WARN per outage of the store (`quiet::STORE`), not one per event
     while let Some(write) = rx.recv().await {
         let Some(events) = events.upgrade() else {
             return;
         };
-        match events.apply(write).await {
-            Ok(_) => failing = false,
-            Err(e) if !std::mem::replace(&mut failing, true) => {
-                tracing::warn!(error = %e, "stream events are not written to Redis")
-            }
-            Err(e) => tracing::debug!(error = %e, "a stream event was not written to Redis"),
+        if let Err(e) = events.apply(write).await {
+            crate::quiet::STORE.failed("a stream event was not written to Redis", &e);
         }
     }
 }

@@ -460,7 +460,7 @@ async fn pump(
     resume.retire(&log);
     if end == (Ended::Broken { quiet: false }) {
         if let Err(e) = sessions.connection_lost(&pool, &rec, None).await {
-            tracing::warn!(session = short(&log.session), error = %e, "a broken stream's binding was not marked");
+            crate::quiet::STORE.failed("a broken stream's binding was not marked", &e);
         }
     }
 }

@@ -15,6 +15,7 @@
 //! | `roots` | `input_required` roots/list (the capability is not checked); then `roots:<uris>` |
 //! | `endless` | `input_required` forever |
 //! | `echo_meta` | the request's `_meta` and MCP headers as JSON text |
+//! | `fail`, `fail_sse` (not listed) | a result with `isError: true`, as JSON, or as SSE after a progress notification |
 //! | `resources/read {uri}` | text `read <uri>` |
 //! | `prompts/get {name}` | one user message `prompt <name>` |
 
@@ -269,6 +270,21 @@ fn answer(name: &str, head: &Head, msg: &Value) -> Answer {
             let responses = params.get("inputResponses").cloned().unwrap_or(json!({}));
             match tool {
                 "whoami" => ok(text(name)),
+                // not listed: a tool result that is a tool error, as JSON and as SSE after a
+                // progress notification (the gateway counts both as `tool-error`)
+                "fail" => {
+                    ok(json!({"content": [{"type": "text", "text": "failed"}], "isError": true}))
+                }
+                "fail_sse" => {
+                    let Answer::Json(_, done) = ok(
+                        json!({"content": [{"type": "text", "text": "failed"}], "isError": true}),
+                    ) else {
+                        unreachable!()
+                    };
+                    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": 1, "progress": 1, "total": 1}});
+                    Answer::Sse(vec![progress, done])
+                }
                 "echo_meta" => {
                     let headers: serde_json::Map<String, Value> =
                         ["mcp-protocol-version", "mcp-method", "mcp-name"]

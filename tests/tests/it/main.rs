@@ -16,11 +16,13 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod answer_outcomes;
 mod auth;
 mod auth_principals;
 mod capture;
 mod configmap_reload;
 mod conformance;
+mod connection_cap;
 mod elicit;
 mod era_bridge;
 mod era_probe;
@@ -44,6 +46,7 @@ mod ordering;
 mod orphaned_streams;
 mod pooled_bridge;
 mod pools;
+mod quiet_logs;
 mod real_peers_admission;
 mod real_peers_auth;
 mod real_peers_mrtr;

@@ -67,7 +67,7 @@ pub(super) async fn call(
     }
     if let (true, Some(change)) = (ex.header().status.is_success(), call.setting()) {
         if let Err(e) = gw.sessions.remember(&rec, change).await {
-            tracing::warn!(error = %e, "a session setting was not kept");
+            crate::quiet::STORE.failed("a session setting was not kept", &e);
         }
     }
     let head = client_response(ex.header(), None);
@@ -116,7 +116,7 @@ pub(super) async fn call(
                 .sessions
                 .connection_lost(pool, &rec, Some(ctx.method_label));
             if let Err(e) = lost.await {
-                tracing::warn!(error = %e, "a lost binding was not marked");
+                crate::quiet::STORE.failed("a lost binding was not marked", &e);
             }
             let backend = rec.binding.backend.to_string();
             let e = GatewayError::backend_lost(&pool.name, &backend);
@@ -124,7 +124,7 @@ pub(super) async fn call(
         }
     }
     if let Err(e) = gw.sessions.used(&rec).await {
-        tracing::warn!(error = %e, "session use not recorded");
+        crate::quiet::STORE.failed("session use not recorded", &e);
     }
     Ok(())
 }
@@ -166,7 +166,7 @@ pub(super) async fn stream(
                 Relayed::Done => gw.engine.release(ex).await,
                 Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
                     if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {
-                        tracing::warn!(error = %e, "a lost binding was not marked");
+                        crate::quiet::STORE.failed("a lost binding was not marked", &e);
                     }
                     session.write_response_body(None, true).await?;
                 }

@@ -54,12 +54,17 @@ impl Outage {
             if let Some(m) = &self.metrics {
                 m.store_unavailable.with_label_values::<&str>(&[]).inc();
             }
-            tracing::warn!(
-                op,
-                error = %e.detail,
-                "session store unavailable: sessions are served from this replica's copies, \
-                 their writes queued; new sessions and moves get 503 -32006 until it is back"
-            );
+            // one WARN per outage, whichever part of the gateway sees it fail first
+            if crate::quiet::STORE.starts_outage(now) {
+                tracing::warn!(
+                    op,
+                    error = %e.detail,
+                    "session store unavailable: sessions are served from this replica's copies, \
+                     their writes queued; new sessions and moves get 503 -32006 until it is back"
+                );
+            } else {
+                crate::quiet::demoted("store-outage");
+            }
         }
         !std::mem::replace(&mut s.retrying, true)
     }

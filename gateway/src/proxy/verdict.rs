@@ -1,0 +1,119 @@
+//! What each answer said, on every path: a pingora downstream module that sees every response
+//! head and body chunk written to the client (the fast path's relayed answer, and every
+//! `write_response_*` of the paths the gateway drives: stateful, buffered, bridged, SSE
+//! answers with or without resumption) and feeds a 200 answer's JSON or SSE body to
+//! [`crate::mcp::verdict::AnswerScan`]. `logging` then reads the verdict: a `tools/call` whose
+//! result carries `isError: true` is outcome `tool-error`, a JSON-RPC error answered with HTTP
+//! 200 is outcome `rpc-error` and is counted by its code in `mcpgw_rpc_errors_total`.
+//!
+//! Bodies with a content coding are not read (the verdict is then `ok`), and neither are
+//! answers to requests without a method (a GET stream, a resume).
+
+use super::ctx::{Outcome, RequestCtx};
+use crate::mcp::verdict::{AnswerScan, Shape, Verdict};
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::modules::http::{HttpModule, HttpModuleBuilder, HttpModules, Module};
+use pingora::prelude::*;
+use std::any::Any;
+
+/// The per-request module: the scan of the answer, when it is one the gateway reads.
+#[derive(Default)]
+pub struct AnswerVerdict {
+    scan: Option<AnswerScan>,
+}
+
+#[async_trait]
+impl HttpModule for AnswerVerdict {
+    async fn response_header_filter(
+        &mut self,
+        resp: &mut ResponseHeader,
+        end_of_stream: bool,
+    ) -> Result<()> {
+        self.scan = None;
+        if resp.status.as_u16() != 200 || end_of_stream {
+            return Ok(());
+        }
+        let coded = resp
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if coded {
+            return Ok(());
+        }
+        let content_type = resp
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let shape = if crate::mcp::sse::is_event_stream(content_type) {
+            Shape::Sse
+        } else if content_type.is_some_and(|c| c.trim_start().starts_with("application/json")) {
+            Shape::Json
+        } else {
+            return Ok(());
+        };
+        self.scan = Some(AnswerScan::new(shape));
+        Ok(())
+    }
+
+    fn response_body_filter(&mut self, body: &mut Option<Bytes>, _end: bool) -> Result<()> {
+        if let (Some(scan), Some(chunk)) = (self.scan.as_mut(), body.as_ref()) {
+            scan.push(chunk);
+        }
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+struct Builder;
+
+impl HttpModuleBuilder for Builder {
+    fn init(&self) -> Module {
+        Box::<AnswerVerdict>::default()
+    }
+}
+
+/// Adds the module to pingora's downstream modules.
+pub fn install(modules: &mut HttpModules) {
+    modules.add_module(Box::new(Builder));
+}
+
+/// The `outcome` label of a finished request, the answer's verdict included: `tool-error`
+/// and `rpc-error` for a forwarded 200 answer that said so, else [`Outcome::label`]. The
+/// second value is the JSON-RPC error's `code` label, for `mcpgw_rpc_errors_total`.
+pub fn outcome(
+    session: &Session,
+    ctx: &RequestCtx,
+    status: Option<u16>,
+) -> (&'static str, Option<String>) {
+    let plain = ctx.outcome.label(status);
+    // A client that leaves after the whole response message reached it (an SSE answer's
+    // stream it closes once it has the result) got its answer: the verdict counts.
+    let forwarded = matches!(ctx.outcome, Outcome::Forwarded | Outcome::ClientGone);
+    if !forwarded
+        || status != Some(200)
+        || ctx.method_label == "none"
+        || ctx.method_label.starts_with("notifications/")
+    {
+        return (plain, None);
+    }
+    let verdict = session
+        .downstream_modules_ctx
+        .get::<AnswerVerdict>()
+        .and_then(|m| m.scan.as_ref())
+        .and_then(AnswerScan::verdict);
+    match verdict {
+        Some(Verdict::ToolError) if ctx.method_label == "tools/call" => ("tool-error", None),
+        Some(Verdict::RpcError(code)) => ("rpc-error", Some(Verdict::code_label(code))),
+        Some(_) if ctx.outcome == Outcome::ClientGone => ("ok", None),
+        _ => (plain, None),
+    }
+}
