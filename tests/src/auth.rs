@@ -118,3 +118,20 @@ pub async fn oauth_discovery(url: &str) -> Value {
         )
     })
 }
+
+/// SHA-256 in hex via the system's `sha256sum` (the tests crate carries no hash crate).
+pub fn sha256_hex(data: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}

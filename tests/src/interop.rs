@@ -94,11 +94,6 @@ impl Server {
         self != Server::Stateless2
     }
 
-    /// Whether it also serves 2026-07-28 requests.
-    fn speaks_2026(self) -> bool {
-        matches!(self, Server::Stateless2 | Server::Sessions2)
-    }
-
     /// Starts one replica.
     pub async fn start(self, name: &str) -> Replica {
         match self {
@@ -183,11 +178,13 @@ pub enum Expect {
 }
 
 /// The documented behaviour: a session-keeping server behind a stateless route refuses every
-/// client that needs a session (-32007); everything else works. The 2.3.0 auto client reaches
-/// the 2.3.0 default server statelessly (its `server/discover` probe succeeds).
-/// Through the other modes every elicit server call gets the client's answer.
+/// client that needs a session (-32007); everything else works. The 2.3.0 auto client's
+/// `server/discover` probe succeeds on every stateless route: natively on the 2.3.0 default
+/// server, through the reverse era bridge (pooled backend sessions) on the session-only ones.
+/// Through the other modes every elicit server call gets the client's answer (the bridged
+/// 2.3.0 auto client's too, as `input_required` rounds).
 pub fn expected(client: Client, server: Server, mode: &str) -> Expect {
-    let stateless_client = client == Client::Py2Auto && server.speaks_2026();
+    let stateless_client = client == Client::Py2Auto;
     if mode == "stateless" && server.needs_sessions() && !stateless_client {
         Expect::Refused(SESSION_REQUIRED)
     } else if server == Server::Elicit {

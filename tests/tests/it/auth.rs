@@ -5,6 +5,7 @@
 //! principal: `auth_principals.rs`.
 
 use jsonwebtoken::Algorithm;
+use mcp_gateway_tests::auth::sha256_hex;
 use mcp_gateway_tests::auth::{
     auth_yaml, claims, es256_token, fixture, now, sign, token, RESOURCE,
 };
@@ -406,23 +407,6 @@ async fn api_keys_from_the_hash_file_authenticate_and_bind_the_key_name() {
         assert_eq!(r.head.header("x-mcp-subject"), Some("ci-bot"));
     }
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// SHA-256 in hex via the system's `sha256sum` (the tests crate carries no hash crate).
-fn sha256_hex(data: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("sha256sum");
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned()
 }
 
 #[tokio::test]

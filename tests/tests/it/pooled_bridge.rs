@@ -4,6 +4,7 @@
 //! answers made modern; `server/discover` from the backend's initialize; log level set once;
 //! a forgotten session reopened; idle sessions closed upstream; a lost call is -32013.
 
+use mcp_gateway_tests::auth::sha256_hex;
 use mcp_gateway_tests::{assert_eventually, Gateway, MockServer, Request};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -335,21 +336,4 @@ async fn two_principals_with_the_same_meta_never_share_a_pooled_session() {
     assert_ne!(seen[0], seen[1], "two principals never share one");
     assert_eq!(a.sessions().initializes(), 2);
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// SHA-256 in hex via the system's `sha256sum` (the tests crate carries no hash crate).
-fn sha256_hex(data: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("sha256sum");
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned()
 }

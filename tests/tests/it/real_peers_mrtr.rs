@@ -7,6 +7,7 @@
 //! -32602 `other-principal`; a parked call nobody retries is
 //! answered upstream (the elicitation cancelled) and counted.
 
+use mcp_gateway_tests::auth::sha256_hex;
 use mcp_gateway_tests::harness::{python, workspace};
 use mcp_gateway_tests::{assert_eventually, Gateway, PythonPeer, Request};
 use serde_json::{json, Value};
@@ -228,21 +229,4 @@ async fn a_request_state_from_another_principal_is_refused() {
         own.text()
     );
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// SHA-256 in hex via the system's `sha256sum` (the tests crate carries no hash crate).
-fn sha256_hex(data: &[u8]) -> String {
-    use std::io::Write;
-    let mut child = std::process::Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("sha256sum");
-    child.stdin.take().unwrap().write_all(data).unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned()
 }

@@ -64,7 +64,15 @@ async fn a_real_session_stays_on_one_backend_for_50_calls() {
 
 async fn survives_sigkill(venv: &str, mode: Option<&str>, route_mode: &str) {
     let mut pods = Pods::legacy(3).await;
-    let gw = Gateway::start(&pods.yaml(route_mode, "")).await;
+    // On an auto route the reverse bridge would answer the 2.3 auto client's `server/discover`
+    // and the client would speak 2026-07-28 through pooled sessions (real_peers_pooled); off,
+    // the probe gets the legacy servers' refusal and the client falls back to a session.
+    let extra = if route_mode == "auto" {
+        "bridge:\n  pooled-sessions: { enabled: false }\n"
+    } else {
+        ""
+    };
+    let gw = Gateway::start(&pods.yaml(route_mode, extra)).await;
     let mut client = ReplClient::connect(venv, &gw.url("/mcp"), mode).await;
     assert_eq!(client.hello["protocol"], "2025-11-25", "{}", client.hello);
     let session_before = client.cmd(json!({"op": "session_id"})).await;

@@ -94,14 +94,7 @@ impl ModernEnvelope {
 
     /// Whether the client declared the capability at `path` (`["elicitation", "url"]`).
     pub fn declares(&self, path: &[&str]) -> bool {
-        let mut at = &self.capabilities;
-        for key in path {
-            match at.get(key) {
-                Some(Value::Null) | None => return false,
-                Some(next) => at = next,
-            }
-        }
-        true
+        super::declares(&self.capabilities, path)
     }
 }
 

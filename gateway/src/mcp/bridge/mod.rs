@@ -108,18 +108,23 @@ impl ClientInit {
             .unwrap_or(LEGACY_VERSIONS[LEGACY_VERSIONS.len() - 1])
     }
 
-    /// Whether the client declared the capability at `path` (`["elicitation", "url"]`, say):
-    /// every step present (any value but `null`).
+    /// Whether the client declared the capability at `path` (`["elicitation", "url"]`, say).
     pub fn declares(&self, path: &[&str]) -> bool {
-        let mut at = &self.capabilities;
-        for key in path {
-            match at.get(key) {
-                Some(Value::Null) | None => return false,
-                Some(next) => at = next,
-            }
-        }
-        true
+        declares(&self.capabilities, path)
     }
+}
+
+/// Whether `capabilities` declare the one at `path`: every step present (any value but
+/// `null`).
+pub fn declares(capabilities: &Value, path: &[&str]) -> bool {
+    let mut at = capabilities;
+    for key in path {
+        match at.get(key) {
+            Some(Value::Null) | None => return false,
+            Some(next) => at = next,
+        }
+    }
+    true
 }
 
 /// `params` of a message as an object, created when absent.
