@@ -10,6 +10,7 @@ mod internal;
 mod pattern;
 mod pools;
 mod problems;
+mod route_auth;
 pub mod schema;
 mod sentinel;
 mod sessions;

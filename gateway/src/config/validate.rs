@@ -93,7 +93,7 @@ impl Config {
             .and_then(|t| super::auth::listen_tls(&mut p, t));
         for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
             let at = format!("routes[{i}]");
-            (route.auth, route.authz) = super::auth::route_auth(
+            (route.auth, route.authz) = super::route_auth::route_auth(
                 &mut p,
                 &at,
                 (file_route.auth.as_deref(), &file_route.authz),
