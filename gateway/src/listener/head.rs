@@ -144,40 +144,52 @@ fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
         return Verdict::Pass;
     }
     if matches!(phase.stage, Stage::Idle { .. }) {
-        phase.stage = Stage::Head(Vec::new());
         phase.since = Instant::now();
+        if let Some(end) = find_end(new) {
+            // the common case, a whole head in one read: judged where it lies, not copied
+            phase.stage = Stage::Open;
+            return judge_head(&new[..end]);
+        }
+        phase.stage = Stage::Head(Vec::new());
     }
     let Stage::Head(head) = &mut phase.stage else {
         return Verdict::Pass;
     };
     let start = head.len().saturating_sub(3);
     head.extend_from_slice(new);
-    let end = find_end(&head[start..]).map(|e| start + e);
-    let lines = memchr::memchr_iter(b'\n', &head[..end.unwrap_or(head.len())]).count();
-    if lines > MAX_HEAD_LINES {
-        return Verdict::Refuse(GatewayError::head_too_large("100 header lines"));
-    }
-    let Some(end) = end else {
+    let Some(end) = find_end(&head[start..]).map(|e| start + e) else {
+        if memchr::memchr_iter(b'\n', head).count() > MAX_HEAD_LINES {
+            return Verdict::Refuse(GatewayError::head_too_large("100 header lines"));
+        }
         if head.len() > MAX_HEAD_BYTES {
             return Verdict::Refuse(GatewayError::head_too_large("64 KiB"));
         }
         return Verdict::Pass;
     };
-    if end > MAX_HEAD_BYTES {
-        return Verdict::Refuse(GatewayError::head_too_large("64 KiB"));
-    }
-    let verdict = match super::head_check::framing(&head[..end]) {
-        Ok(()) => Verdict::Pass,
-        Err(e) => Verdict::Refuse(e),
-    };
+    let verdict = judge_head(&head[..end]);
     phase.stage = Stage::Open;
     verdict
 }
 
-/// The index just past the blank line ending a head (`\r\n\r\n` or `\n\n`).
+/// Judges a whole head (through its blank line): its size, its lines, its framing.
+fn judge_head(head: &[u8]) -> Verdict {
+    if memchr::memchr_iter(b'\n', head).count() > MAX_HEAD_LINES {
+        return Verdict::Refuse(GatewayError::head_too_large("100 header lines"));
+    }
+    if head.len() > MAX_HEAD_BYTES {
+        return Verdict::Refuse(GatewayError::head_too_large("64 KiB"));
+    }
+    match super::head_check::framing(head) {
+        Ok(()) => Verdict::Pass,
+        Err(e) => Verdict::Refuse(e),
+    }
+}
+
+/// The index just past the blank line ending a head (`\r\n\r\n` or `\n\n`, whichever comes
+/// first; the search for the second stops where the first was found).
 fn find_end(bytes: &[u8]) -> Option<usize> {
     let crlf = memchr::memmem::find(bytes, b"\r\n\r\n").map(|i| i + 4);
-    let lf = memchr::memmem::find(bytes, b"\n\n").map(|i| i + 2);
+    let lf = memchr::memmem::find(&bytes[..crlf.unwrap_or(bytes.len())], b"\n\n").map(|i| i + 2);
     match (crlf, lf) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -49,7 +49,8 @@ pub(super) async fn authenticate(
         return Ok(());
     }
     let req = session.req_header_mut();
-    let principal = auth.authenticate(&req.headers).await?;
+    // boxed: the key set's fetch is a large future, off the path of routes without `auth`
+    let principal = Box::pin(auth.authenticate(&req.headers)).await?;
     // A principal an identity header cannot carry (CR/LF in `sub`, say) is refused here, not
     // passed on with its identity headers silently missing.
     let renderable = ctx

@@ -12,6 +12,8 @@ mod authn;
 mod capture;
 mod check;
 pub mod ctx;
+#[cfg(test)]
+mod future_sizes;
 pub mod listen_tls;
 mod log_filter;
 mod pooled;
@@ -173,7 +175,9 @@ impl ProxyHttp for Gateway {
         // into every request's state, the fast path's too (about 30 KB a request).
         let handled = match steps::prepare(self, session, ctx).await {
             Ok(Plan::Native) => return Ok(false),
-            Ok(Plan::Metadata(doc)) => authn::serve_metadata(session, doc).await.map_err(Fail::Io),
+            Ok(Plan::Metadata(doc)) => Box::pin(authn::serve_metadata(session, doc))
+                .await
+                .map_err(Fail::Io),
             Ok(Plan::Stateful(route)) => {
                 let handle = Box::pin(stateful::handle(self, session, ctx, route));
                 telemetry::within(otel, handle).await
@@ -189,7 +193,7 @@ impl ProxyHttp for Gateway {
         match handled {
             Ok(()) => Ok(true),
             Err(Fail::Answer(e)) => {
-                respond::answer(session, ctx, &e).await;
+                Box::pin(respond::answer(session, ctx, &e)).await;
                 Ok(true)
             }
             Err(Fail::Io(e)) => client_gone_is_done(e, ctx),
@@ -301,15 +305,17 @@ impl ProxyHttp for Gateway {
             upstream.remove_header(crate::mcp::headers::MCP_SESSION_ID);
             return Ok(());
         }
+        // Boxed: a backend session on a stateless route is the rare case; inlined, its future
+        // would be copied with this phase's on every fast-path request.
         let path = native.route.upstream_path(session.req_header().uri.path());
-        let refused = stateless::refuse_backend_session(
+        let refused = Box::pin(stateless::refuse_backend_session(
             self,
             &native.route,
             &path,
             &native.pool,
             backend,
             upstream,
-        )
+        ))
         .await;
         match refused {
             Some(err) => Err(respond::stashed(ctx, err)),

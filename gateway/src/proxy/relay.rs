@@ -150,11 +150,40 @@ pub async fn relay(
     }
 }
 
-/// Runs `fut` until the optional deadline; `None` when the deadline passed first.
-pub async fn within<F: std::future::Future>(until: Option<Instant>, fut: F) -> Option<F::Output> {
+/// Runs `fut` until the optional deadline; `None` when the deadline passed first. A plain
+/// future, not an `async fn`: one of those would hold `fut` twice (as its argument and as
+/// the future it awaits), and the requests it wraps are the largest futures on the path.
+pub fn within<F: std::future::Future>(until: Option<Instant>, fut: F) -> Within<F> {
     match until {
-        Some(at) => tokio::time::timeout_at(at, fut).await.ok(),
-        None => Some(fut.await),
+        Some(at) => Within::Timed {
+            fut: tokio::time::timeout_at(at, fut),
+        },
+        None => Within::Free { fut },
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future run until an optional deadline ([`within`]).
+    #[project = WithinProj]
+    pub enum Within<F> {
+        /// With a deadline.
+        Timed { #[pin] fut: tokio::time::Timeout<F> },
+        /// Without.
+        Free { #[pin] fut: F },
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for Within<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.project() {
+            WithinProj::Timed { fut } => fut.poll(cx).map(Result::ok),
+            WithinProj::Free { fut } => fut.poll(cx).map(Some),
+        }
     }
 }
 

@@ -196,7 +196,7 @@ impl SessionManager {
                     }
                     rec = self.moved(pool, &rec, Reason::ConnectionLost, &out).await?;
                 }
-                Ok(mut ex) => {
+                Ok(ex) => {
                     let status = ex.header().status.as_u16();
                     if !pool.session_not_found.iter().any(|r| r.status == status) {
                         return Ok(Forwarded {
@@ -204,47 +204,61 @@ impl SessionManager {
                             record: rec,
                         });
                     }
-                    let content_type = ex
-                        .header()
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_owned);
-                    let answer = ex.read_all(ANSWER_LIMIT).await.unwrap_or_default();
-                    let rules = &pool.session_not_found;
-                    let readable = match crate::upstream::encoding::is_encoded(ex.header()) {
-                        true => crate::upstream::encoding::decode(
-                            ex.header(),
-                            answer.clone(),
-                            ANSWER_LIMIT,
-                        )
-                        .unwrap_or_default(),
-                        false => answer.clone(),
-                    };
-                    if super::is_not_found(rules, status, content_type.as_deref(), &readable) {
-                        self.engine.release(ex).await;
-                        rec = self.moved(pool, &rec, Reason::SessionUnknown, &out).await?;
-                        continue;
-                    }
-                    if crate::upstream::era::answer_suggests_other_era(Era::Legacy, status, false) {
-                        // a pod of the other era may have taken the address: probe it again
-                        backend.suspect_era();
-                        if backend.era_is_stale() {
-                            // it went down and came back, not probed since: the refusal is a
-                            // new image's and the request never ran there; move the session
-                            self.engine.release(ex).await;
-                            rec = self.moved(pool, &rec, Reason::EraChanged, &out).await?;
-                            continue;
+                    // boxed: the answer is read and judged only for a refusal's status
+                    match Box::pin(self.refusal(pool, &backend, ex, status)).await {
+                        Ok(exchange) => {
+                            return Ok(Forwarded {
+                                exchange,
+                                record: rec,
+                            })
                         }
+                        Err(reason) => rec = self.moved(pool, &rec, reason, &out).await?,
                     }
-                    return Ok(Forwarded {
-                        exchange: ex.with_buffered(answer),
-                        record: rec,
-                    });
                 }
             }
         }
         Err(GatewayError::unavailable(&pool.name, pool.backends().len()))
+    }
+
+    /// A backend answered with a status the pool reads as "session not found": the answer
+    /// is read and judged. The exchange (its answer buffered) when it is a real answer to
+    /// pass on; the reason to move the session when the backend forgot it, or when a pod of
+    /// the other era took the address.
+    async fn refusal(
+        &self,
+        pool: &Arc<Pool>,
+        backend: &Arc<Backend>,
+        mut ex: Exchange,
+        status: u16,
+    ) -> Result<Exchange, Reason> {
+        let content_type = ex
+            .header()
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let answer = ex.read_all(ANSWER_LIMIT).await.unwrap_or_default();
+        let rules = &pool.session_not_found;
+        let readable = match crate::upstream::encoding::is_encoded(ex.header()) {
+            true => crate::upstream::encoding::decode(ex.header(), answer.clone(), ANSWER_LIMIT)
+                .unwrap_or_default(),
+            false => answer.clone(),
+        };
+        if super::is_not_found(rules, status, content_type.as_deref(), &readable) {
+            self.engine.release(ex).await;
+            return Err(Reason::SessionUnknown);
+        }
+        if crate::upstream::era::answer_suggests_other_era(Era::Legacy, status, false) {
+            // a pod of the other era may have taken the address: probe it again
+            backend.suspect_era();
+            if backend.era_is_stale() {
+                // it went down and came back, not probed since: the refusal is a
+                // new image's and the request never ran there; move the session
+                self.engine.release(ex).await;
+                return Err(Reason::EraChanged);
+            }
+        }
+        Ok(ex.with_buffered(answer))
     }
 
     /// Moves the session; a call (not a stream) then finds the session's held stream on the
@@ -256,7 +270,9 @@ impl SessionManager {
         reason: Reason,
         out: &Outgoing<'_>,
     ) -> Result<SessionRecord, GatewayError> {
-        let moved = self.recover(pool, rec, reason).await?;
+        // boxed: a move (re-initialize, replay) is the rare case, and `forward` awaits this
+        // inline on its hot path, where an unboxed move would be copied on every call
+        let moved = Box::pin(self.recover(pool, rec, reason)).await?;
         if let Some(observer) = self.observer().filter(|_| out.is_post) {
             observer.moved(pool, &moved).await;
         }

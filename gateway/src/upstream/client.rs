@@ -1,9 +1,11 @@
 //! Requests the gateway drives itself (stateful routes, body-routed requests, re-initialization)
-//! over pingora's connector, so they share pooled upstream connections.
+//! over pingora's connector, so they share pooled upstream connections. Backends speak
+//! HTTP/1.1 (no ALPN is offered), so the HTTP/1 connector is used directly: its futures are a
+//! fraction of the size of the protocol-choosing one's, and every request moves them.
 
 use super::InflightGuard;
 use bytes::{Bytes, BytesMut};
-use pingora::connectors::http::Connector;
+use pingora::connectors::http::v1::Connector;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::protocols::http::client::HttpSession;
 use pingora::upstreams::peer::HttpPeer;
@@ -63,35 +65,55 @@ impl UpstreamClient {
         body: Bytes,
         repeatable: bool,
     ) -> Result<Exchange, CallError> {
-        let (mut session, reused) = self
-            .connector
-            .get_http_session(&peer)
-            .await
-            .map_err(CallError::Connect)?;
+        let (mut session, reused) = self.session(&peer).await?;
         match write_and_read_head(&mut session, req, body.clone()).await {
             Ok(()) => Ok(Exchange::new(session, peer)),
             // A pooled connection the backend closed while idle: nothing reached it.
             Err((reached, _)) if reused && (!reached || repeatable) => {
-                let (mut fresh, _) = self
-                    .connector
-                    .get_http_session(&peer)
-                    .await
-                    .map_err(CallError::Connect)?;
-                write_and_read_head(&mut fresh, req, body)
-                    .await
-                    .map_err(|(_, e)| CallError::Lost(e))?;
-                Ok(Exchange::new(fresh, peer))
+                Box::pin(self.send_fresh(peer, req, body)).await
             }
             Err((_, e)) => Err(CallError::Lost(e)),
         }
     }
 
+    /// An idle pooled connection (the common case, a small future), or a new one: connecting
+    /// (TCP, TLS) is a large future, boxed so that a warm pool does not pay for moving it.
+    async fn session(&self, peer: &HttpPeer) -> Result<(HttpSession, bool), CallError> {
+        if let Some(h1) = self.connector.reused_http_session(peer).await {
+            return Ok((HttpSession::H1(h1), true));
+        }
+        let (h1, reused) = Box::pin(self.connector.get_http_session(peer))
+            .await
+            .map_err(CallError::Connect)?;
+        Ok((HttpSession::H1(h1), reused))
+    }
+
+    /// The request again, on a new connection (the pooled one was closed under it).
+    async fn send_fresh(
+        &self,
+        peer: HttpPeer,
+        req: &RequestHeader,
+        body: Bytes,
+    ) -> Result<Exchange, CallError> {
+        let (h1, _) = Box::pin(self.connector.get_http_session(&peer))
+            .await
+            .map_err(CallError::Connect)?;
+        let mut fresh = HttpSession::H1(h1);
+        write_and_read_head(&mut fresh, req, body)
+            .await
+            .map_err(|(_, e)| CallError::Lost(e))?;
+        Ok(Exchange::new(fresh, peer))
+    }
+
     /// Returns a finished exchange's connection to the pool.
     pub async fn release(&self, mut exchange: Exchange) {
-        if exchange.session.response_done() {
-            let idle = exchange.peer.options.idle_timeout;
+        if !exchange.session.response_done() {
+            return;
+        }
+        let idle = exchange.peer.options.idle_timeout;
+        if let HttpSession::H1(h1) = exchange.session {
             self.connector
-                .release_http_session(exchange.session, &exchange.peer, idle)
+                .release_http_session(h1, &exchange.peer, idle)
                 .await;
         }
     }

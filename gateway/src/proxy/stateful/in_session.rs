@@ -20,7 +20,9 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use std::sync::Arc;
 
-/// A POST within a session.
+/// A POST within a session. The hot path of a stateful route: what runs only now and then
+/// (the bridge, a stream's answer, a filtered list, an answer cut short) is boxed where it is
+/// awaited, so this future stays small (it is moved whole on every call).
 pub(super) async fn call(
     gw: &Gateway,
     session: &mut Session,
@@ -54,8 +56,16 @@ pub(super) async fn call(
         // nothing reached a backend, and the pod that refused was the last one serving the
         // session natively: the session continues on the era bridge with this very call
         Err(e) if undelivered(&e) && Bridge::bridges(pool, route.dual_backends) => {
-            let rec = gw.sessions.bridge_over(pool, &rec).await?;
-            return super::bridged::call(gw, session, ctx, (pool, route), rec, call).await;
+            let rec = Box::pin(gw.sessions.bridge_over(pool, &rec)).await?;
+            return Box::pin(super::bridged::call(
+                gw,
+                session,
+                ctx,
+                (pool, route),
+                rec,
+                call,
+            ))
+            .await;
         }
         Err(e) => return Err(e.into()),
     };
@@ -63,10 +73,10 @@ pub(super) async fn call(
     if ex.header().status.is_success() && call.is("notifications/initialized") {
         // Before the client hears back (and sends its first call), the session's stream is
         // held, so nothing the server asks can be lost.
-        gw.streams.hold_stream(pool, &rec).await;
+        Box::pin(gw.streams.hold_stream(pool, &rec)).await;
     }
     if let (true, Some(change)) = (ex.header().status.is_success(), call.setting()) {
-        if let Err(e) = gw.sessions.remember(&rec, change).await {
+        if let Err(e) = Box::pin(gw.sessions.remember(&rec, change)).await {
             crate::quiet::STORE.failed("a session setting was not kept", &e);
         }
     }
@@ -79,28 +89,14 @@ pub(super) async fn call(
             until,
             method_label: ctx.method_label,
         };
-        let primed = crate::stream::primes(&rec.protocol_version);
-        let events = gw.streams.relay_answer(pool, &rec, of, ex);
-        let mut head = head;
-        rewritten_body(&mut head);
-        session.write_response_header(Box::new(head), false).await?;
-        let config = gw.streams.resume_config();
-        let close_at = config
-            .poll_after
-            .filter(|_| primed)
-            .map(|after| tokio::time::Instant::now() + after);
-        let written = write_events(session, events, config.keep_alive, close_at).await;
-        if written == Written::ClientGone {
-            // the answer goes on being read for a client that comes back
-            session.set_keepalive(None);
-        }
-        return Ok(());
+        return Box::pin(stream_answer(gw, session, (pool, &rec), of, ex, head)).await;
     }
     let relayed = match filter {
         Some(list) => {
             let principal = ctx.principal.as_deref();
-            crate::proxy::authn::relay_filtered(&mut ex, session, head, route, principal, list)
-                .await?
+            let filtered =
+                crate::proxy::authn::relay_filtered(&mut ex, session, head, route, principal, list);
+            Box::pin(filtered).await?
         }
         None => relay(&mut ex, session, head, until).await?,
     };
@@ -109,24 +105,69 @@ pub(super) async fn call(
         Relayed::TimedOut { sse } => {
             drop(ex);
             gw.sessions.cancel(pool, &rec, &call.id);
-            end_with_error(session, sse, &past_deadline(&rec), &call.id).await?;
+            Box::pin(end_with_error(session, sse, &past_deadline(&rec), &call.id)).await?;
         }
         Relayed::Broken { sse } => {
-            let lost = gw
-                .sessions
-                .connection_lost(pool, &rec, Some(ctx.method_label));
-            if let Err(e) = lost.await {
-                crate::quiet::STORE.failed("a lost binding was not marked", &e);
-            }
             let backend = rec.binding.backend.to_string();
             let e = GatewayError::backend_lost(&pool.name, &backend);
-            end_with_error(session, sse, &e, &call.id).await?;
+            let label = Some(ctx.method_label);
+            Box::pin(answer_lost(
+                gw,
+                session,
+                (pool, &rec),
+                label,
+                sse,
+                (&e, &call.id),
+            ))
+            .await?;
         }
     }
     if let Err(e) = gw.sessions.used(&rec).await {
         crate::quiet::STORE.failed("session use not recorded", &e);
     }
     Ok(())
+}
+
+/// A call's answer as an event stream the gateway relays, resumable by the client.
+async fn stream_answer(
+    gw: &Gateway,
+    session: &mut Session,
+    (pool, rec): (&Arc<Pool>, &SessionRecord),
+    of: AnswerOf,
+    ex: crate::upstream::client::Exchange,
+    mut head: ResponseHeader,
+) -> Handled {
+    let primed = crate::stream::primes(&rec.protocol_version);
+    let events = gw.streams.relay_answer(pool, rec, of, ex);
+    rewritten_body(&mut head);
+    session.write_response_header(Box::new(head), false).await?;
+    let config = gw.streams.resume_config();
+    let close_at = config
+        .poll_after
+        .filter(|_| primed)
+        .map(|after| tokio::time::Instant::now() + after);
+    let written = write_events(session, events, config.keep_alive, close_at).await;
+    if written == Written::ClientGone {
+        // the answer goes on being read for a client that comes back
+        session.set_keepalive(None);
+    }
+    Ok(())
+}
+
+/// The backend broke off an answer midway: the binding is marked lost and the client's
+/// answer ends with `err`.
+async fn answer_lost(
+    gw: &Gateway,
+    session: &mut Session,
+    (pool, rec): (&Arc<Pool>, &SessionRecord),
+    method_label: Option<&'static str>,
+    sse: bool,
+    (err, id): (&GatewayError, &crate::mcp::RequestId),
+) -> Result<()> {
+    if let Err(e) = gw.sessions.connection_lost(pool, rec, method_label).await {
+        crate::quiet::STORE.failed("a lost binding was not marked", &e);
+    }
+    end_with_error(session, sse, err, id).await
 }
 
 /// GET: the session's server→client SSE stream. Attached to the stream the gateway holds for

@@ -43,21 +43,19 @@ pub(super) async fn handle(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let method = session.req_header().method.clone();
+    // Every branch but a call within a session is boxed where it is awaited: this future is
+    // moved whole (into its box, through `within`), so an inlined branch would be copied on
+    // every call, whether it runs or not.
     if method == http::Method::GET || method == http::Method::DELETE {
-        let Some(sid) = sid else {
-            return sessionless(gw, session, ctx, &pool, &route, Bytes::new(), true).await;
-        };
-        let rec =
-            bridge_over_if_needed(gw, &pool, &route, gw.sessions.lookup(&sid, &caller).await?)
-                .await?;
-        if rec.binding.is_bridged() {
-            return bridged::get_or_delete(gw, session, ctx, (&pool, &route), rec).await;
-        }
-        return if method == http::Method::DELETE {
-            in_session::delete(gw, session, &pool, rec).await
-        } else {
-            in_session::stream(gw, session, ctx, &pool, rec).await
-        };
+        return Box::pin(get_or_delete(
+            gw,
+            session,
+            ctx,
+            (&pool, &route),
+            sid,
+            caller,
+        ))
+        .await;
     }
     if method != http::Method::POST {
         let err =
@@ -79,25 +77,56 @@ pub(super) async fn handle(
             repeatable: call.repeatable,
             stateless: true,
         };
-        return forward_any(gw, session, ctx, &pool, out).await;
+        return Box::pin(forward_any(gw, session, ctx, &pool, out)).await;
     }
+    let routed = (&pool, &*route);
     match sid {
         None if call.is("initialize") && Bridge::bridges(&pool, route.dual_backends) => {
-            bridged::initialize(gw, session, ctx, (&pool, &route), caller, call).await
+            Box::pin(bridged::initialize(gw, session, ctx, routed, caller, call)).await
         }
         None if call.is("initialize") => {
-            initialize(gw, session, ctx, (&pool, &route), caller, call).await
+            Box::pin(initialize(gw, session, ctx, routed, caller, call)).await
         }
-        None => sessionless(gw, session, ctx, &pool, &route, call.body, call.repeatable).await,
+        None => {
+            let (body, repeatable) = (call.body, call.repeatable);
+            Box::pin(sessionless(
+                gw, session, ctx, &pool, &route, body, repeatable,
+            ))
+            .await
+        }
         // Looked up after the body is read, so a 404 carries the request's id.
         Some(sid) => {
             let rec = gw.sessions.lookup(&sid, &caller).await?;
             let rec = bridge_over_if_needed(gw, &pool, &route, rec).await?;
             if rec.binding.is_bridged() {
-                return bridged::call(gw, session, ctx, (&pool, &route), rec, call).await;
+                return Box::pin(bridged::call(gw, session, ctx, routed, rec, call)).await;
             }
-            in_session::call(gw, session, ctx, (&pool, &route), rec, call).await
+            in_session::call(gw, session, ctx, routed, rec, call).await
         }
+    }
+}
+
+/// GET (the session's stream) and DELETE.
+async fn get_or_delete(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    (pool, route): (&Arc<Pool>, &Route),
+    sid: Option<String>,
+    caller: Caller,
+) -> Handled {
+    let Some(sid) = sid else {
+        return sessionless(gw, session, ctx, pool, route, Bytes::new(), true).await;
+    };
+    let rec =
+        bridge_over_if_needed(gw, pool, route, gw.sessions.lookup(&sid, &caller).await?).await?;
+    if rec.binding.is_bridged() {
+        return bridged::get_or_delete(gw, session, ctx, (pool, route), rec).await;
+    }
+    if session.req_header().method == http::Method::DELETE {
+        in_session::delete(gw, session, pool, rec).await
+    } else {
+        in_session::stream(gw, session, ctx, pool, rec).await
     }
 }
 
@@ -114,7 +143,7 @@ async fn bridge_over_if_needed(
     if rec.binding.is_bridged() || !Bridge::bridges(pool, route.dual_backends) {
         return Ok(rec);
     }
-    gw.sessions.bridge_over(pool, &rec).await
+    Box::pin(gw.sessions.bridge_over(pool, &rec)).await
 }
 
 /// A request without a session (and not an initialize): forwarded to any backend, which
@@ -199,4 +228,10 @@ async fn initialize(
         }
     }
     Ok(())
+}
+
+/// The size of a call's future within a session (for `future_sizes`).
+#[cfg(test)]
+pub(super) fn in_session_call_size() -> usize {
+    super::future_sizes::of6(in_session::call)
 }
