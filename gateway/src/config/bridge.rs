@@ -19,6 +19,8 @@ pub struct FileBridge {
     pub input_ttl_s: Option<u64>,
     /// A file holding the 256-bit key (64 hex digits) that seals `requestState`s. Default: a random key per process.
     pub request_state_key_file: Option<String>,
+    /// The URL other replicas reach this one at (`http://HOST:PORT`; `${VAR}` is read from the environment, e.g. `http://${POD_IP}:8080`), sealed into the `requestState`s it issues: a retry reaching another replica is forwarded here. Needs `request-state-key-file`. Default none: a retry must reach the replica that parked its call.
+    pub advertise_url: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -53,6 +55,8 @@ pub struct BridgeConfig {
     /// The key sealing `requestState`s (`request-state-key-file`). Default: random per
     /// process (read at start; a reload does not change it).
     pub request_state_key: Option<[u8; 32]>,
+    /// Where other replicas reach this one (`advertise-url`). Default none.
+    pub advertise: Option<super::bridge_advertise::Advertise>,
 }
 
 impl Default for BridgeConfig {
@@ -61,6 +65,7 @@ impl Default for BridgeConfig {
             pooled: PooledSessions::default(),
             input_ttl: Duration::from_secs(120),
             request_state_key: None,
+            advertise: None,
         }
     }
 }
@@ -108,7 +113,7 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     p.unknown(
         "bridge",
         &file.unknown,
-        "pooled-sessions, input-ttl-s, request-state-key-file",
+        "pooled-sessions, input-ttl-s, request-state-key-file, advertise-url",
     );
     let input_ttl = match file.input_ttl_s {
         Some(0) => {
@@ -128,6 +133,16 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
         }
         key
     });
+    let advertise = file
+        .advertise_url
+        .as_deref()
+        .and_then(|url| super::bridge_advertise::advertise(p, url));
+    if advertise.is_some() && file.request_state_key_file.is_none() {
+        p.add(
+            "bridge.advertise-url",
+            "needs bridge.request-state-key-file (the same key on every replica): another replica cannot open the states this one seals",
+        );
+    }
     let f = &file.pooled_sessions;
     p.unknown(
         "bridge.pooled-sessions",
@@ -150,6 +165,7 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     BridgeConfig {
         input_ttl,
         request_state_key,
+        advertise,
         pooled: PooledSessions {
             enabled: f.enabled.unwrap_or(d.enabled),
             max_per_backend: at_least_one(

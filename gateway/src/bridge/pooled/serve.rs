@@ -61,6 +61,8 @@ pub struct Pooling<'a> {
     pub input_ttl: std::time::Duration,
     /// `bridge.request-state-key-file`'s key.
     pub state_key: Option<[u8; 32]>,
+    /// `bridge.advertise-url`: sealed into the states as the holder of their calls.
+    pub advertise: Option<&'a crate::config::Advertise>,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
 }
@@ -92,6 +94,7 @@ pub async fn serve(
         bridge,
         to: &to,
         msg: &msg,
+        body,
         method,
         env: &env,
         init: &init,
@@ -106,6 +109,8 @@ pub(super) struct One<'a> {
     pub(super) bridge: &'a Bridge,
     pub(super) to: &'a Pooling<'a>,
     pub(super) msg: &'a Value,
+    /// The request's body as the client sent it.
+    pub(super) body: &'a Bytes,
     pub(super) method: &'a str,
     pub(super) env: &'a ModernEnvelope,
     init: &'a legacy::BackendInit,
