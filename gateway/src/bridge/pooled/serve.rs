@@ -113,7 +113,7 @@ pub(super) struct One<'a> {
     pub(super) body: &'a Bytes,
     pub(super) method: &'a str,
     pub(super) env: &'a ModernEnvelope,
-    init: &'a legacy::BackendInit,
+    pub(super) init: &'a legacy::BackendInit,
     pub(super) id: &'a RequestId,
     repeatable: bool,
 }
@@ -134,6 +134,9 @@ impl One<'_> {
     async fn run(&self, session: &mut Session) -> Result<Served, Failed> {
         if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
             return self.resume(session, state, responses).await;
+        }
+        if self.method == "subscriptions/listen" {
+            return self.listen(session).await;
         }
         let pool = self.to.pool;
         let mut tried = Vec::new();
