@@ -46,6 +46,7 @@ mod mrtr_forward;
 mod ordering;
 mod orphaned_streams;
 mod pooled_bridge;
+mod pooled_cache_hints;
 mod pooled_listen;
 mod pools;
 mod quiet_logs;

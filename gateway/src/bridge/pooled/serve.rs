@@ -63,6 +63,8 @@ pub struct Pooling<'a> {
     pub state_key: Option<[u8; 32]>,
     /// `bridge.advertise-url`: sealed into the states as the holder of their calls.
     pub advertise: Option<&'a crate::config::Advertise>,
+    /// `bridge.cache-hints`, for cacheable answers whose server gave none.
+    pub cache: legacy::CacheHints,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
 }
@@ -372,7 +374,10 @@ impl One<'_> {
                 None => {
                     let result = m.get_mut("result").map(Value::take).unwrap_or_default();
                     let info = entry.init_result.get("serverInfo");
-                    let result = legacy::modern_result(result, self.method, info);
+                    // answers on a route with `auth` may differ per principal: never public
+                    let mut hints = self.to.cache;
+                    hints.public &= self.to.principal.is_none();
+                    let result = legacy::modern_result(result, self.method, info, hints);
                     let body = response(self.id, "result", &result);
                     match self.to.filter {
                         Some(filter) => filter(&body).unwrap_or(body),
