@@ -122,6 +122,7 @@ impl One<'_> {
                 uris.push(uri.to_owned());
             }
         }
+        tracing::debug!(?uris, "a bridged listen's subscriptions taken");
         if !uris.is_empty() {
             honoured.insert("resourceSubscriptions".into(), json!(uris));
         }
@@ -134,6 +135,7 @@ impl One<'_> {
         } else {
             Some(self.get_stream(entry).await?)
         };
+        tracing::debug!("a bridged listen's backend GET stream open");
         start_stream(session).await?;
         let ack = json!({"jsonrpc": "2.0", "method": ACKNOWLEDGED,
             "params": {"notifications": honoured, "_meta": meta}});
