@@ -61,7 +61,9 @@ impl One<'_> {
         };
         let failed = |detail: &str| {
             count("forward-failed");
-            tracing::warn!(
+            // counted (`forward-failed`), not logged above DEBUG: a replica gone takes its
+            // parked calls with it, and each retry of theirs would say so again
+            tracing::debug!(
                 holder,
                 detail,
                 "a retry of a parked call could not be forwarded to its replica"
