@@ -116,7 +116,8 @@ pub struct Metrics {
     pub mrtr_parked: IntGaugeVec,
     /// `mcpgw_mrtr_events_total{pool,event}`: `parked` (an `input_required` round answered),
     /// `resumed` (its retry taken), `expired` (nobody retried: answered upstream), `refused`
-    /// (the client lacked the capability: -32021).
+    /// (the client lacked the capability: -32021), `bad-state` (a retry refused: -32602),
+    /// `forwarded` / `forward-failed` (a retry sent on to the replica holding its call).
     pub mrtr_events: IntCounterVec,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
@@ -366,7 +367,7 @@ impl Metrics {
             ),
             mrtr_events: counter(
                 "mcpgw_mrtr_events_total",
-                "input_required rounds for 2026-07-28 clients on legacy backends: parked, resumed, expired, refused",
+                "input_required rounds for 2026-07-28 clients on legacy backends: parked, resumed, expired, refused, bad-state, forwarded, forward-failed",
                 &["pool", "event"],
             ),
             resume_streams: gauge(

@@ -82,7 +82,7 @@ pub struct Gateway {
 
 impl Gateway {
     /// Starts the gateway with `yaml` (pools, routes, ...); `listen`, `admin` and `threads` are
-    /// added with free ports. The ports are proven to be the gateway's own (its pid holds the
+    /// added with free ports (`{{listen}}` in `yaml` becomes the listen address). The ports are proven to be the gateway's own (its pid holds the
     /// listening sockets, and no one else listens there) before this returns: if the gateway
     /// could not have them (someone took one between the pick and the gateway's bind), it is
     /// stopped and started again on new ports.
@@ -139,9 +139,10 @@ impl Gateway {
             let dir = unique_temp_path("mcpgw-test");
             std::fs::create_dir_all(&dir).expect("temp dir");
             let config_path = dir.join("gateway.yaml");
+            // `{{listen}}` in the yaml: the address picked (a replica's own `advertise-url`)
             let full = format!(
                 "listen: {addr}\nadmin: {admin}\nthreads: 2\n{}",
-                with_admin_token(yaml)
+                with_admin_token(yaml).replace("{{listen}}", &addr.to_string())
             );
             std::fs::write(&config_path, full).expect("write config");
             let mut cmd = Command::new(gateway_bin());

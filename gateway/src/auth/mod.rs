@@ -28,6 +28,19 @@ pub use authz::RouteGuard;
 /// this gateway issued keys for).
 pub const MAX_CREDENTIAL_BYTES: usize = 8 * 1024;
 
+/// The credential headers removed from an authenticated request (kept in its head's
+/// extensions, never sent to a backend): a retry of an `input_required` call forwarded to the
+/// replica that holds it carries them again, so that replica authenticates the client itself.
+#[derive(Clone, Default)]
+pub struct Credentials(pub Vec<(http::HeaderName, http::HeaderValue)>);
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|(n, _)| n.as_str()).collect();
+        write!(f, "Credentials({names:?}, ***)")
+    }
+}
+
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {

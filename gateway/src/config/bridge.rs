@@ -19,9 +19,39 @@ pub struct FileBridge {
     pub input_ttl_s: Option<u64>,
     /// A file holding the 256-bit key (64 hex digits) that seals `requestState`s. Default: a random key per process.
     pub request_state_key_file: Option<String>,
+    /// The URL other replicas reach this one at (`http://HOST:PORT`; `${VAR}` is read from the environment, e.g. `http://${POD_IP}:8080`), sealed into the `requestState`s it issues: a retry reaching another replica is forwarded here. Needs `request-state-key-file`. Default none: a retry must reach the replica that parked its call.
+    pub advertise_url: Option<String>,
+    /// Cache hints on the cacheable bridged answers (lists, `resources/read`) whose server gave none.
+    #[serde(default)]
+    pub cache_hints: FileCacheHints,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
+}
+
+/// `bridge.cache-hints` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileCacheHints {
+    /// `cacheScope`: `private` or `public` (shared caches may keep the answer). Answers on a route with `auth` stay `private` whatever this says. Default private.
+    pub scope: Option<CacheScope>,
+    /// `ttlMs`: how long a client may reuse the answer. Default 0.
+    pub ttl_ms: Option<u64>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `bridge.cache-hints.scope`.
+#[derive(Debug, Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheScope {
+    /// Only the client that asked may reuse it.
+    #[default]
+    Private,
+    /// Any cache may reuse it.
+    Public,
 }
 
 /// `bridge.pooled-sessions` in the file.
@@ -53,6 +83,13 @@ pub struct BridgeConfig {
     /// The key sealing `requestState`s (`request-state-key-file`). Default: random per
     /// process (read at start; a reload does not change it).
     pub request_state_key: Option<[u8; 32]>,
+    /// Where other replicas reach this one (`advertise-url`). Default none.
+    pub advertise: Option<super::bridge_advertise::Advertise>,
+    /// `cache-hints`: `ttlMs` (default 0) and whether `cacheScope` is `public` (default
+    /// private) on cacheable bridged answers without hints of their own.
+    pub cache_ttl_ms: u64,
+    /// `cache-hints.scope: public`.
+    pub cache_public: bool,
 }
 
 impl Default for BridgeConfig {
@@ -61,6 +98,9 @@ impl Default for BridgeConfig {
             pooled: PooledSessions::default(),
             input_ttl: Duration::from_secs(120),
             request_state_key: None,
+            advertise: None,
+            cache_ttl_ms: 0,
+            cache_public: false,
         }
     }
 }
@@ -108,7 +148,7 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     p.unknown(
         "bridge",
         &file.unknown,
-        "pooled-sessions, input-ttl-s, request-state-key-file",
+        "pooled-sessions, input-ttl-s, request-state-key-file, advertise-url, cache-hints",
     );
     let input_ttl = match file.input_ttl_s {
         Some(0) => {
@@ -128,6 +168,21 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
         }
         key
     });
+    let advertise = file
+        .advertise_url
+        .as_deref()
+        .and_then(|url| super::bridge_advertise::advertise(p, url));
+    if advertise.is_some() && file.request_state_key_file.is_none() {
+        p.add(
+            "bridge.advertise-url",
+            "needs bridge.request-state-key-file (the same key on every replica): another replica cannot open the states this one seals",
+        );
+    }
+    p.unknown(
+        "bridge.cache-hints",
+        &file.cache_hints.unknown,
+        "scope, ttl-ms",
+    );
     let f = &file.pooled_sessions;
     p.unknown(
         "bridge.pooled-sessions",
@@ -150,6 +205,9 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     BridgeConfig {
         input_ttl,
         request_state_key,
+        advertise,
+        cache_ttl_ms: file.cache_hints.ttl_ms.unwrap_or(0),
+        cache_public: file.cache_hints.scope == Some(CacheScope::Public),
         pooled: PooledSessions {
             enabled: f.enabled.unwrap_or(d.enabled),
             max_per_backend: at_least_one(
@@ -160,5 +218,32 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
             max: at_least_one("max", as_u64(f.max), d.max as u64) as usize,
             idle: Duration::from_secs(at_least_one("idle-s", f.idle_s, d.idle.as_secs())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn bridge(yaml: &str) -> Result<super::BridgeConfig, Vec<crate::config::ConfigError>> {
+        let text = format!(
+            "listen: 127.0.0.1:1\nadmin: 127.0.0.1:2\n{yaml}pools:\n  p: {{ backends: [127.0.0.1:9] }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
+        );
+        crate::config::parse(&text).map(|c| c.bridge)
+    }
+
+    #[test]
+    fn cache_hints_are_private_with_no_ttl_unless_configured() {
+        let d = bridge("").unwrap();
+        assert_eq!((d.cache_ttl_ms, d.cache_public), (0, false));
+        let c = bridge("bridge: { cache-hints: { scope: public, ttl-ms: 30000 } }\n").unwrap();
+        assert_eq!((c.cache_ttl_ms, c.cache_public), (30_000, true));
+        let p = bridge("bridge: { cache-hints: { scope: private } }\n").unwrap();
+        assert!(!p.cache_public);
+        let errors = bridge("bridge: { cache-hints: { scope: shared } }\n").unwrap_err();
+        assert!(!errors.is_empty());
+        let errors = bridge("bridge: { cache-hints: { ttl: 5 } }\n").unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.path == "bridge.cache-hints.ttl"),
+            "{errors:?}"
+        );
     }
 }

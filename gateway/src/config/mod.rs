@@ -3,6 +3,7 @@
 
 mod auth;
 mod bridge;
+mod bridge_advertise;
 mod capture;
 mod file;
 mod hardening;
@@ -22,6 +23,7 @@ pub use auth::{
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
 pub use bridge::{BridgeConfig, PooledSessions};
+pub use bridge_advertise::Advertise;
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};

@@ -105,4 +105,15 @@ impl GatewayError {
         .with("pool", pool)
         .with("detail", detail)
     }
+
+    /// A retry of an `input_required` call forwarded to the replica holding its parked call,
+    /// which could not be reached (`detail` for a person; the holder's address is not shown).
+    pub fn holder_unreachable(detail: &str) -> Self {
+        Self::new(
+            ErrorKind::HolderUnreachable,
+            "The gateway replica holding this call could not be reached; the call stays parked there until its requestState expires: retry shortly",
+        )
+        .with("reason", "holder-unreachable")
+        .with("detail", detail)
+    }
 }

@@ -108,6 +108,10 @@ pub enum ErrorKind {
     InputNotGiven,
     /// Bridging: a 2026-07-28 answer the gateway cannot turn into a legacy one. -32035, HTTP 200.
     Untranslatable,
+    /// The reverse bridge: a retry of an `input_required` call whose parked call another
+    /// replica holds (`bridge.advertise-url`), and that replica could not be reached; the call
+    /// stays parked there until its expiry. -32004, HTTP 503 + `Retry-After`.
+    HolderUnreachable,
 }
 
 impl ErrorKind {
@@ -147,6 +151,7 @@ impl ErrorKind {
             ErrorKind::NotBridged => -32033,
             ErrorKind::InputNotGiven => -32034,
             ErrorKind::Untranslatable => -32035,
+            ErrorKind::HolderUnreachable => -32004,
         }
     }
 
@@ -172,7 +177,8 @@ impl ErrorKind {
             | ErrorKind::SessionLimit
             | ErrorKind::Overloaded
             | ErrorKind::StoreUnavailable
-            | ErrorKind::NoBackendOfEra => 503,
+            | ErrorKind::NoBackendOfEra
+            | ErrorKind::HolderUnreachable => 503,
             ErrorKind::RateLimited => 429,
             ErrorKind::Internal => 500,
             ErrorKind::ResumeUnavailable => 410,
@@ -198,7 +204,8 @@ impl ErrorKind {
         match self {
             ErrorKind::BackendUnavailable
             | ErrorKind::StoreUnavailable
-            | ErrorKind::NoBackendOfEra => Some(1),
+            | ErrorKind::NoBackendOfEra
+            | ErrorKind::HolderUnreachable => Some(1),
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             ErrorKind::AuthUnavailable => Some(1),
@@ -242,6 +249,7 @@ impl ErrorKind {
             ErrorKind::NotBridged => "not-bridged",
             ErrorKind::InputNotGiven => "input-not-given",
             ErrorKind::Untranslatable => "untranslatable",
+            ErrorKind::HolderUnreachable => "holder-unreachable",
         }
     }
 

@@ -58,6 +58,7 @@ fn every_kind_has_a_distinct_code() {
         MissingClientCapability,
         BridgeRoundsExceeded,
         NotBridged,
+        HolderUnreachable,
         InputNotGiven,
         Untranslatable,
     ];

@@ -13,6 +13,9 @@ pub const MCP_METHOD: &str = "mcp-method";
 pub const MCP_NAME: &str = "mcp-name";
 /// SSE resumption cursor.
 pub const LAST_EVENT_ID: &str = "last-event-id";
+/// The gateway's hop marker: set on a retry of an `input_required` call one replica forwards
+/// to the replica holding the parked call, which never forwards it again.
+pub const MCPGW_FORWARDED: &str = "mcpgw-forwarded";
 
 use http::HeaderName;
 

@@ -61,10 +61,17 @@ pub(super) async fn authenticate(
     if !renderable {
         return Err(auth.unauthorized(crate::auth::Refusal::Unrenderable));
     }
-    req.remove_header(&http::header::AUTHORIZATION);
-    if let Some(header) = auth.api_key_header() {
-        req.remove_header(header);
+    let mut removed = Vec::with_capacity(1);
+    if let Some(v) = req.remove_header(&http::header::AUTHORIZATION) {
+        removed.push((http::header::AUTHORIZATION, v));
     }
+    if let Some(header) = auth.api_key_header() {
+        if let Some(v) = req.remove_header(header) {
+            removed.push((header.clone(), v));
+        }
+    }
+    req.extensions_mut()
+        .insert(crate::auth::Credentials(removed));
     req.extensions_mut().insert(principal.clone());
     ctx.principal = Some(principal);
     Ok(())

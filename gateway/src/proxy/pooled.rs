@@ -49,6 +49,11 @@ pub(super) async fn forward(
         bounds: ctx.state.config.bridge.pooled,
         input_ttl: ctx.state.config.bridge.input_ttl,
         state_key: ctx.state.config.bridge.request_state_key,
+        advertise: ctx.state.config.bridge.advertise.as_ref(),
+        cache: crate::mcp::bridge::legacy::CacheHints {
+            ttl_ms: ctx.state.config.bridge.cache_ttl_ms,
+            public: ctx.state.config.bridge.cache_public,
+        },
         filter: list.is_some().then_some(&filter as _),
     };
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);

@@ -9,9 +9,12 @@
 //!
 //! This file is the table; `open` opens a backend session, `serve` serves one request (the
 //! client side and the answer), `rounds` and `park` the `input_required` rounds (a call parked
-//! while the client answers), `stray` the session's GET stream, `mcp::bridge::legacy` and
+//! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to the replica holding its call, `listen` a
+//! `subscriptions/listen` stream on a backend session held for it, `mcp::bridge::legacy` and
 //! `mcp::bridge::mrtr` the pure translation.
 
+mod forward;
+mod listen;
 mod open;
 mod park;
 mod rounds;

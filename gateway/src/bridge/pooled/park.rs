@@ -42,6 +42,8 @@ pub(super) struct Parked {
 /// The parked calls of this process and the key sealing their states.
 pub struct Parking {
     inner: Arc<Inner>,
+    /// Sends retries on to the replica holding their call (`forward.rs`).
+    pub(super) forwarder: crate::upstream::client::UpstreamClient,
 }
 
 struct Inner {
@@ -61,6 +63,7 @@ impl Parking {
                 sealer: OnceLock::new(),
                 sweeping: OnceLock::new(),
             }),
+            forwarder: Default::default(),
         }
     }
 
@@ -163,6 +166,7 @@ impl Parking {
         self.inner.sweeping.get_or_init(|| {
             let me = Parking {
                 inner: self.inner.clone(),
+                forwarder: Default::default(),
             };
             tokio::spawn(async move {
                 loop {

@@ -68,6 +68,7 @@ impl One<'_> {
             digest: mrtr::request_digest(self.msg),
             parked: id,
             key: request.key.clone(),
+            holder: self.to.advertise.map(|a| a.url.clone()),
         };
         let sealed = parking.sealer(self.to.state_key).seal(&state);
         let mut result =
@@ -121,6 +122,13 @@ impl One<'_> {
             return Err(refused("missing-response", &detail));
         };
         let Some(parked) = parking.take(&state.parked) else {
+            // parked on another replica: forwarded there, once
+            let own = self.to.advertise.map(|a| a.url.as_str());
+            if let Some(holder) = state.holder.as_deref().filter(|h| Some(*h) != own) {
+                if !super::forward::was_forwarded(session) {
+                    return self.forward(session, holder).await;
+                }
+            }
             return Err(refused(
                 "unknown-call",
                 "its call is no longer parked here (answered, expired, or held by another replica)",

@@ -61,6 +61,10 @@ pub struct Pooling<'a> {
     pub input_ttl: std::time::Duration,
     /// `bridge.request-state-key-file`'s key.
     pub state_key: Option<[u8; 32]>,
+    /// `bridge.advertise-url`: sealed into the states as the holder of their calls.
+    pub advertise: Option<&'a crate::config::Advertise>,
+    /// `bridge.cache-hints`, for cacheable answers whose server gave none.
+    pub cache: legacy::CacheHints,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
 }
@@ -92,6 +96,7 @@ pub async fn serve(
         bridge,
         to: &to,
         msg: &msg,
+        body,
         method,
         env: &env,
         init: &init,
@@ -106,9 +111,11 @@ pub(super) struct One<'a> {
     pub(super) bridge: &'a Bridge,
     pub(super) to: &'a Pooling<'a>,
     pub(super) msg: &'a Value,
+    /// The request's body as the client sent it.
+    pub(super) body: &'a Bytes,
     pub(super) method: &'a str,
     pub(super) env: &'a ModernEnvelope,
-    init: &'a legacy::BackendInit,
+    pub(super) init: &'a legacy::BackendInit,
     pub(super) id: &'a RequestId,
     repeatable: bool,
 }
@@ -129,6 +136,9 @@ impl One<'_> {
     async fn run(&self, session: &mut Session) -> Result<Served, Failed> {
         if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
             return self.resume(session, state, responses).await;
+        }
+        if self.method == "subscriptions/listen" {
+            return self.listen(session).await;
         }
         let pool = self.to.pool;
         let mut tried = Vec::new();
@@ -364,7 +374,10 @@ impl One<'_> {
                 None => {
                     let result = m.get_mut("result").map(Value::take).unwrap_or_default();
                     let info = entry.init_result.get("serverInfo");
-                    let result = legacy::modern_result(result, self.method, info);
+                    // answers on a route with `auth` may differ per principal: never public
+                    let mut hints = self.to.cache;
+                    hints.public &= self.to.principal.is_none();
+                    let result = legacy::modern_result(result, self.method, info, hints);
                     let body = response(self.id, "result", &result);
                     match self.to.filter {
                         Some(filter) => filter(&body).unwrap_or(body),

@@ -153,10 +153,24 @@ pub fn legacy_request(msg: &Value, id: &str) -> Result<Vec<u8>, TranslateError> 
     serde_json::to_vec(&Value::Object(msg)).map_err(|e| TranslateError::Malformed(e.to_string()))
 }
 
+/// The cache hints put on a cacheable bridged result that carries none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheHints {
+    /// `ttlMs`. Default 0.
+    pub ttl_ms: u64,
+    /// `cacheScope: "public"` (else `"private"`, the default).
+    pub public: bool,
+}
+
 /// A legacy server's result as a 2026-07-28 client takes it: `resultType: "complete"`,
 /// `_meta` `serverInfo` (the backend's, from its `InitializeResult`), and on a cacheable
-/// `method` `ttlMs: 0` and `cacheScope: "private"` unless the result has them.
-pub fn modern_result(result: Value, method: &str, server_info: Option<&Value>) -> Value {
+/// `method` `ttlMs` and `cacheScope` from `hints` unless the result has them.
+pub fn modern_result(
+    result: Value,
+    method: &str,
+    server_info: Option<&Value>,
+    hints: CacheHints,
+) -> Value {
     let mut m = match result {
         Value::Object(m) => m,
         other => return other,
@@ -171,8 +185,9 @@ pub fn modern_result(result: Value, method: &str, server_info: Option<&Value>) -
         }
     }
     if CACHEABLE.contains(&method) {
-        m.entry("ttlMs").or_insert(json!(0));
-        m.entry("cacheScope").or_insert(json!("private"));
+        m.entry("ttlMs").or_insert(json!(hints.ttl_ms));
+        let scope = if hints.public { "public" } else { "private" };
+        m.entry("cacheScope").or_insert(json!(scope));
     }
     Value::Object(m)
 }
@@ -195,7 +210,12 @@ pub fn discover_result(init_result: &Value) -> Value {
         out.insert("instructions".into(), i.clone().into());
     }
     let result = Value::Object(out);
-    modern_result(result, "server/discover", init_result.get("serverInfo"))
+    modern_result(
+        result,
+        "server/discover",
+        init_result.get("serverInfo"),
+        CacheHints::default(),
+    )
 }
 
 /// Whether a `notifications/message` at `level` reaches a client whose request asked for
@@ -295,7 +315,8 @@ mod tests {
     #[test]
     fn results_become_complete_with_server_info_and_cache_hints_where_cacheable() {
         let info = json!({"name": "s", "version": "1"});
-        let r = modern_result(json!({"tools": []}), "tools/list", Some(&info));
+        let none = CacheHints::default();
+        let r = modern_result(json!({"tools": []}), "tools/list", Some(&info), none);
         assert_eq!(r["resultType"], "complete");
         assert_eq!(r["ttlMs"], 0);
         assert_eq!(r["cacheScope"], "private");
@@ -304,9 +325,26 @@ mod tests {
             json!({"content": [], "_meta": {"k": 1}}),
             "tools/call",
             None,
+            none,
         );
         assert!(r.get("ttlMs").is_none());
         assert_eq!(r["_meta"]["k"], 1);
+        let public = CacheHints {
+            ttl_ms: 30_000,
+            public: true,
+        };
+        let r = modern_result(json!({"tools": []}), "tools/list", None, public);
+        assert_eq!(
+            (&r["ttlMs"], &r["cacheScope"]),
+            (&json!(30_000), &json!("public"))
+        );
+        let own = json!({"contents": [], "ttlMs": 5, "cacheScope": "private"});
+        let r = modern_result(own, "resources/read", None, public);
+        assert_eq!(
+            (&r["ttlMs"], &r["cacheScope"]),
+            (&json!(5), &json!("private")),
+            "the server's own hints stay"
+        );
         let init = json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                           "serverInfo": info, "instructions": "hi"});
         let d = discover_result(&init);

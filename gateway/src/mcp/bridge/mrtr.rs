@@ -34,6 +34,10 @@ pub struct State {
     /// The `inputRequests` key the answer comes under.
     #[serde(rename = "k")]
     pub key: String,
+    /// The URL of the replica holding the parked call (`bridge.advertise-url`), when it has
+    /// one: a retry reaching another replica is forwarded there.
+    #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
 }
 
 /// Why a retry's `requestState` is refused: the `data.reason` of its -32602.
@@ -216,6 +220,7 @@ mod tests {
             digest: digest.into(),
             parked: "c1".into(),
             key: "k".into(),
+            holder: Some("http://10.0.0.7:8080".into()),
         }
     }
 
@@ -223,7 +228,13 @@ mod tests {
     fn a_sealed_state_opens_only_unchanged_in_time_for_its_principal_and_request() {
         let s = Sealer::random();
         let sealed = s.seal(&state("alice", 1000, "d1"));
-        assert_eq!(s.open(&sealed, "alice", 999, "d1").unwrap().parked, "c1");
+        let opened = s.open(&sealed, "alice", 999, "d1").unwrap();
+        assert_eq!(opened.parked, "c1");
+        assert_eq!(
+            opened.holder.as_deref(),
+            Some("http://10.0.0.7:8080"),
+            "the holder's address is sealed with the call"
+        );
         assert_eq!(
             s.open(&sealed, "bob", 999, "d1"),
             Err(Refusal::OtherPrincipal)

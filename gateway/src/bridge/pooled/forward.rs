@@ -1,0 +1,168 @@
+//! A retry of an `input_required` call that reached a replica which does not hold the parked
+//! call, forwarded to the one that does. The holder's address travels inside the sealed
+//! `requestState` (`bridge.advertise-url` of the replica that parked the call): the state is
+//! authenticated, so only a replica with the shared key can name a holder, and finding it costs
+//! no session-store round trip (the key must be shared by the replicas anyway for the retry to
+//! open on another one).
+//!
+//! The client's request goes on as it came: its head (with the credential the authentication
+//! step removed put back, so the holder authenticates the client itself and no trust between
+//! replicas is needed) and its body, marked with the `mcpgw-forwarded` hop header (a marked
+//! request is never forwarded again), and the holder's answer is streamed back as it arrives.
+//! No connection to the holder → -32004 `holder-unreachable` (HTTP 503, the call stays parked
+//! there); the connection lost after the retry was sent → -32013 (its outcome is unknown).
+//! Counted as `forwarded` or `forward-failed` in `mcpgw_mrtr_events_total`.
+
+use super::super::http::{Failed, Served};
+use super::serve::{end_stream, One};
+use crate::auth::Credentials;
+use crate::config::Advertise;
+use crate::error::GatewayError;
+use crate::mcp::headers::MCPGW_FORWARDED;
+use crate::upstream::client::CallError;
+use pingora::prelude::*;
+use pingora::upstreams::peer::HttpPeer;
+use std::time::Duration;
+
+/// How long connecting to the holder may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Headers of one connection, not of the request or answer.
+const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "proxy-connection",
+    "trailer",
+];
+
+/// Whether this request was forwarded by another replica already.
+pub(super) fn was_forwarded(session: &Session) -> bool {
+    session.req_header().headers.contains_key(MCPGW_FORWARDED)
+}
+
+impl One<'_> {
+    /// Forwards the retry to `holder` (a sealed state's `advertise-url`) and streams its
+    /// answer to the client.
+    pub(super) async fn forward(
+        &self,
+        session: &mut Session,
+        holder: &str,
+    ) -> Result<Served, Failed> {
+        let pool = &self.to.pool.name;
+        let count = |event: &str| {
+            self.engine()
+                .metrics()
+                .mrtr_events
+                .with_label_values(&[pool, event])
+                .inc();
+        };
+        let failed = |detail: &str| {
+            count("forward-failed");
+            // counted (`forward-failed`), not logged above DEBUG: a replica gone takes its
+            // parked calls with it, and each retry of theirs would say so again
+            tracing::debug!(
+                holder,
+                detail,
+                "a retry of a parked call could not be forwarded to its replica"
+            );
+        };
+        let Some(to) = Advertise::parse(holder) else {
+            failed("the holder's address does not parse");
+            return Err(GatewayError::holder_unreachable("its address does not parse").into());
+        };
+        let peer = match peer(&to).await {
+            Ok(p) => p,
+            Err(e) => {
+                failed(&e);
+                return Err(GatewayError::holder_unreachable(&e).into());
+            }
+        };
+        let head = self.forwarded_head(session)?;
+        let client = &self.bridge.parking.forwarder;
+        let sent = client.send(peer, &head, self.body.clone(), false).await;
+        let mut exchange = match sent {
+            Ok(ex) => ex,
+            Err(CallError::Connect(e)) => {
+                failed(&e.to_string());
+                let detail = "no connection to the replica holding the call";
+                return Err(GatewayError::holder_unreachable(detail).into());
+            }
+            Err(CallError::Lost(e)) => {
+                failed(&e.to_string());
+                return Err(
+                    GatewayError::backend_lost(pool, "the replica holding the call").into(),
+                );
+            }
+        };
+        count("forwarded");
+        let mut answer = exchange.header().clone();
+        for h in HOP_BY_HOP {
+            answer.remove_header(h);
+        }
+        let sse = crate::mcp::sse::is_event_stream(
+            answer
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+        );
+        if !answer.headers.contains_key(http::header::CONTENT_LENGTH) {
+            answer.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+        }
+        let done = exchange.done();
+        session
+            .write_response_header(Box::new(answer), done)
+            .await?;
+        if done {
+            return Ok(Served::default());
+        }
+        loop {
+            match exchange.chunk().await {
+                Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(holder, error = %e, "the holder's answer broke off");
+                    if sse {
+                        let lost = GatewayError::backend_lost(pool, "the replica holding the call");
+                        end_stream(session, lost.body(self.id)).await?;
+                    }
+                    return Ok(Served::default());
+                }
+            }
+        }
+        session.write_response_body(None, true).await?;
+        Ok(Served::default())
+    }
+
+    /// The client's request head as it came, its credential back, marked as forwarded.
+    fn forwarded_head(&self, session: &Session) -> Result<pingora::http::RequestHeader, Failed> {
+        let credentials = session.req_header().extensions.get::<Credentials>();
+        let credentials = credentials.cloned();
+        // (a clone of the head does not keep its extensions)
+        let mut head = session.req_header().clone();
+        for h in HOP_BY_HOP {
+            head.remove_header(h);
+        }
+        for (name, value) in credentials.map(|c| c.0).unwrap_or_default() {
+            head.insert_header(name, value)?;
+        }
+        head.insert_header(http::header::CONTENT_LENGTH, self.body.len())?;
+        head.insert_header(MCPGW_FORWARDED, "1")?;
+        Ok(head)
+    }
+}
+
+/// A peer for the holder, its name resolved now (a DNS name may point elsewhere later).
+async fn peer(to: &Advertise) -> Result<HttpPeer, String> {
+    let addr = tokio::net::lookup_host((to.host.as_str(), to.port))
+        .await
+        .map_err(|e| format!("resolving its address failed: {e}"))?
+        .next()
+        .ok_or_else(|| "its name resolves to no address".to_owned())?;
+    let mut peer = HttpPeer::new(addr, to.tls, to.host.clone());
+    peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
+    peer.options.total_connection_timeout = Some(CONNECT_TIMEOUT * 2);
+    Ok(peer)
+}

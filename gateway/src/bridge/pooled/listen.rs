@@ -1,0 +1,248 @@
+//! `subscriptions/listen` of a 2026-07-28 client on legacy backends: a backend session held
+//! for the stream (opened like a pooled one, with no client capabilities: it runs no calls,
+//! and kept out of the pool), `resources/subscribe` in it for each URI of the filter, its GET
+//! stream read, and the client's answer an SSE stream as a 2026-07-28 server gives it (the
+//! wire shapes of `mcp::bridge::listen`): `notifications/subscriptions/acknowledged` with the
+//! filter honoured first, then the backend's `notifications/resources/updated` (for the URIs
+//! it accepted) and the list changes it declared (`listChanged`), each stamped with the
+//! subscription id (the listen request's id) in `_meta`, with keep-alive comments between.
+//!
+//! Honoured: a URI whose `resources/subscribe` the backend answered with a result (FastMCP 1.x
+//! declares `resources.subscribe: false` even with a handler, so the answer decides, not the
+//! capability); a list change when the backend's capabilities declare its `listChanged`. The
+//! client going away ends the backend session (DELETE); the backend's GET stream ending ends
+//! the client's stream without a result (an abrupt end: the client re-listens and refetches).
+
+use super::super::http::{response, start_stream, write_event, Failed, Served};
+use super::serve::{end_stream, served, One};
+use super::{open, AcquireError, Entry, Key};
+use crate::error::GatewayError;
+use crate::mcp::bridge::listen::{ACKNOWLEDGED, META_SUBSCRIPTION_ID};
+use crate::mcp::{sse, Era};
+use crate::upstream::request::{self, Target};
+use bytes::Bytes;
+use pingora::prelude::*;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// The list-change flags of a filter and the capability that declares each.
+const LIST_CHANGES: [(&str, &str, &str); 3] = [
+    (
+        "toolsListChanged",
+        "tools",
+        "notifications/tools/list_changed",
+    ),
+    (
+        "promptsListChanged",
+        "prompts",
+        "notifications/prompts/list_changed",
+    ),
+    (
+        "resourcesListChanged",
+        "resources",
+        "notifications/resources/list_changed",
+    ),
+];
+
+impl One<'_> {
+    /// Serves a `subscriptions/listen` request on a backend session held for it.
+    pub(super) async fn listen(&self, session: &mut Session) -> Result<Served, Failed> {
+        let wanted = self
+            .msg
+            .get("params")
+            .and_then(|p| p.get("notifications"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let entry = self.held_session().await?;
+        let result = self.serve_listen(session, &entry, &wanted).await;
+        let engine = &self.bridge.engine;
+        engine.spawn_delete_session(
+            entry.pool.clone(),
+            entry.backend.clone(),
+            entry.session.clone(),
+        );
+        result
+    }
+
+    /// A backend session of its own for the stream, on a backend picked by the pool's
+    /// balancing (a refused one: the next).
+    async fn held_session(&self) -> Result<Arc<Entry>, Failed> {
+        let pool = self.to.pool;
+        let mut params: Value = serde_json::from_str(&self.init.params).unwrap_or_default();
+        params["capabilities"] = json!({});
+        let params = params.to_string();
+        let mut tried = Vec::new();
+        loop {
+            let Some(backend) = pool.select_serving(&tried, Some(Era::Legacy)) else {
+                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
+            };
+            if tried.len() > pool.retries {
+                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
+            }
+            let key = Key {
+                backend: backend.addr,
+                path: self.to.path.into(),
+                principal: self.to.principal.map(|p| p.id.clone()),
+                digest: self.init.digest,
+            };
+            let engine = &self.bridge.engine;
+            match open::open(engine, pool, &backend, key, &params, self.to.principal).await {
+                Ok(entry) => return Ok(entry),
+                Err(AcquireError::Unreachable) => tried.push(backend.addr),
+                Err(AcquireError::Answer(e)) => return Err(e.into()),
+            }
+        }
+    }
+
+    async fn serve_listen(
+        &self,
+        session: &mut Session,
+        entry: &Arc<Entry>,
+        wanted: &Map<String, Value>,
+    ) -> Result<Served, Failed> {
+        let caps = entry.init_result.get("capabilities");
+        let mut honoured = Map::new();
+        for (flag, cap, _) in LIST_CHANGES {
+            let declared = caps
+                .and_then(|c| c.get(cap))
+                .and_then(|c| c.get("listChanged"))
+                .and_then(Value::as_bool)
+                == Some(true);
+            if declared && wanted.get(flag).and_then(Value::as_bool) == Some(true) {
+                honoured.insert(flag.into(), Value::Bool(true));
+            }
+        }
+        let mut uris = Vec::new();
+        let asked = wanted
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array);
+        for uri in asked.into_iter().flatten().filter_map(Value::as_str) {
+            if self.subscribe(entry, uri).await {
+                uris.push(uri.to_owned());
+            }
+        }
+        tracing::debug!(?uris, "a bridged listen's subscriptions taken");
+        if !uris.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        let sub_id = self.id.as_json().to_owned();
+        let sub_id: Value = serde_json::from_str(&sub_id).unwrap_or(Value::Null);
+        let meta = json!({ META_SUBSCRIPTION_ID: sub_id });
+        // the backend's GET stream, opened before the client hears the ack
+        let stream = if honoured.is_empty() {
+            None
+        } else {
+            Some(self.get_stream(entry).await?)
+        };
+        tracing::debug!("a bridged listen's backend GET stream open");
+        start_stream(session).await?;
+        let ack = json!({"jsonrpc": "2.0", "method": ACKNOWLEDGED,
+            "params": {"notifications": honoured, "_meta": meta}});
+        write_event(session, &ack).await?;
+        let Some(mut messages) = stream else {
+            // nothing to listen for: the graceful end at once
+            let body = response(self.id, "result", &json!({"_meta": meta}));
+            end_stream(session, body).await?;
+            return Ok(served(&entry.backend));
+        };
+        let keep_alive = self.bridge.keep_alive();
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+        loop {
+            let next = tokio::select! {
+                next = messages.next() => next,
+                _ = tick.tick() => {
+                    session
+                        .write_response_body(Some(Bytes::from_static(crate::stream::KEEP_ALIVE)), false)
+                        .await?;
+                    continue;
+                }
+                gone = session.downstream_session.read_body_or_idle(true) => {
+                    tracing::debug!(gone = ?gone.err(), "a listen stream's client went away");
+                    return Ok(served(&entry.backend));
+                }
+            };
+            let Ok(Some(raw)) = next else {
+                // the backend's stream ended or broke: an abrupt end for the client
+                tracing::debug!(backend = %entry.backend.label, "a bridged listen stream's backend stream ended");
+                session.write_response_body(None, true).await?;
+                return Ok(served(&entry.backend));
+            };
+            let Ok(mut msg) = serde_json::from_slice::<Value>(&raw) else {
+                continue;
+            };
+            if msg.get("id").is_some() {
+                continue;
+            }
+            let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+            let relayed = if method == "notifications/resources/updated" {
+                let uri = msg.pointer("/params/uri").and_then(Value::as_str);
+                uri.is_some_and(|u| uris.iter().any(|s| s == u))
+            } else {
+                LIST_CHANGES
+                    .iter()
+                    .any(|(flag, _, m)| *m == method && honoured.contains_key(*flag))
+            };
+            if !relayed {
+                continue;
+            }
+            if !msg.get("params").is_some_and(Value::is_object) {
+                msg["params"] = json!({});
+            }
+            let params = &mut msg["params"];
+            if !params.get("_meta").is_some_and(Value::is_object) {
+                params["_meta"] = json!({});
+            }
+            params["_meta"][META_SUBSCRIPTION_ID] = meta[META_SUBSCRIPTION_ID].clone();
+            write_event(session, &msg).await?;
+        }
+    }
+
+    /// Whether the backend took `resources/subscribe` for `uri` in `entry`'s session.
+    async fn subscribe(&self, entry: &Entry, uri: &str) -> bool {
+        let id = self.bridge.pooled.next_id();
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+            "params": {"uri": uri}});
+        let sent = self
+            .engine()
+            .post_in_session(&entry.pool, &entry.backend, &entry.session, msg.to_string())
+            .await;
+        let Ok((head, body)) = sent else { return false };
+        let content_type = head
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        head.status.is_success()
+            && sse::response(content_type, &body).is_some_and(|r| r.get("result").is_some())
+    }
+
+    /// The GET stream of `entry`'s session, as messages.
+    async fn get_stream(&self, entry: &Entry) -> Result<super::super::answer::Messages, Failed> {
+        let target = Target {
+            path: &entry.session.path,
+            host: &entry.backend.host,
+        };
+        let id = Some(&*entry.session.id);
+        let version = Some(&*entry.session.protocol_version);
+        let mut head = request::own(http::Method::GET, target, id, version, 0)?;
+        head.insert_header("accept", "text/event-stream")?;
+        let pool = &entry.pool.name;
+        let refused = |detail: &str| {
+            GatewayError::untranslatable(
+                pool,
+                &format!("the legacy backend's GET stream: {detail}"),
+            )
+        };
+        let exchange = self
+            .engine()
+            .send(&entry.pool, &entry.backend, &head, Bytes::new(), true)
+            .await
+            .map_err(|e| refused(&e.error().to_string()))?;
+        let status = exchange.header().status;
+        if !status.is_success() {
+            return Err(refused(&format!("HTTP {status}")).into());
+        }
+        Ok(super::super::answer::Messages::new(exchange))
+    }
+}
