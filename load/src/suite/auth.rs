@@ -15,8 +15,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-const ISSUER: &str = "https://idp.example.com";
-const RESOURCE: &str = "https://gw.example.com/mcp";
+pub(super) const ISSUER: &str = "https://idp.example.com";
+pub(super) const RESOURCE: &str = "https://gw.example.com/mcp";
 
 /// One variant: its label, the `Authorization` value, and the config section.
 struct Variant {
@@ -28,7 +28,7 @@ struct Variant {
     p50: Vec<f64>,
 }
 
-fn token(fixtures: &Path, alg: Algorithm, kid: &str, pem: &str) -> String {
+pub(super) fn token(fixtures: &Path, alg: Algorithm, kid: &str, pem: &str) -> String {
     let exp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -13,6 +13,7 @@
 //!   session).
 
 mod auth;
+mod cost;
 mod overhead;
 pub(crate) mod procs;
 mod report;
@@ -85,7 +86,8 @@ pub struct SuiteArgs {
     memory_sessions: usize,
     /// Parts to run: any of m1, m3, real, overhead, memory, store (memory vs Redis session
     /// store; needs redis-server), resume (resumable streams on vs off), auth (JWT validation off
-    /// vs RS256 vs ES256).
+    /// vs RS256 vs ES256), cost (each feature on alone vs the default config; needs
+    /// redis-server).
     #[arg(
         long,
         default_value = "m1,m3,real,overhead,memory",
@@ -162,6 +164,9 @@ pub async fn main(mut args: SuiteArgs) -> i32 {
     }
     if wants("auth") {
         md.push_str(&suite.auth().await);
+    }
+    if wants("cost") {
+        md.push_str(&suite.cost().await);
     }
     if wants("memory") {
         md.push_str(&suite.memory().await);

@@ -332,12 +332,24 @@ impl Proxy {
         backends: &[SocketAddr],
         extra: &str,
     ) -> Proxy {
+        Self::gateway_routed(bin, dir, mode, backends, extra, "").await
+    }
+
+    /// [`Proxy::gateway`] with `route` (`, key: value` fields) added to the route.
+    pub async fn gateway_routed(
+        bin: &Path,
+        dir: &Path,
+        mode: &str,
+        backends: &[SocketAddr],
+        extra: &str,
+        route: &str,
+    ) -> Proxy {
         let port = free_port();
         std::fs::create_dir_all(dir).expect("gateway dir");
         let list: Vec<String> = backends.iter().map(ToString::to_string).collect();
         let yaml = format!(
             "listen: 127.0.0.1:{port}\nthreads: 2\n{extra}pools:\n  pods: {{ backends: [{}], failure-cooldown-ms: 1000 }}\n\
-             routes:\n  - {{ path: /mcp, mode: {mode}, pool: pods }}\n",
+             routes:\n  - {{ path: /mcp, mode: {mode}, pool: pods{route} }}\n",
             list.join(", ")
         );
         let path = dir.join("gateway.yaml");

@@ -19,7 +19,7 @@ pub(super) fn redis_sessions(url: &str, tag: &str) -> String {
 }
 
 /// A redis-server for the part (no persistence: this measures the store, not the disk).
-async fn start_redis() -> (Child, u16) {
+pub(super) async fn start_redis() -> (Child, u16) {
     let port = free_port();
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
