@@ -58,6 +58,7 @@ mod real_peers_tls;
 mod replicas;
 mod replicas_real;
 mod resume;
+mod resume_budget;
 mod safe_defaults;
 mod soak;
 mod stateful;
