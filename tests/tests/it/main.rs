@@ -59,6 +59,7 @@ mod replicas;
 mod replicas_real;
 mod resume;
 mod resume_budget;
+mod routing_uris;
 mod safe_defaults;
 mod soak;
 mod stateful;
