@@ -29,6 +29,7 @@ mod era_probe;
 mod era_rollout;
 mod era_routing;
 mod era_subscribe;
+mod half_open_cap;
 mod harness;
 mod held_relay_latency;
 mod held_replicas;
