@@ -117,16 +117,22 @@ impl Route {
         if self.rules.is_empty() {
             return self.default_pool;
         }
-        let names: Vec<Cow<'_, str>> = match (method, name) {
+        // (no allocation unless the name is a resource URI: this runs on the fast path)
+        let (forms, one);
+        let names: &[Cow<'_, str>] = match (method, name) {
             (Some(m), Some(uri)) if resource_uri::names_a_uri(m) => {
-                resource_uri::routing_forms(uri)
+                forms = resource_uri::routing_forms(uri);
+                &forms
             }
-            (_, Some(name)) => vec![Cow::Borrowed(name)],
-            (_, None) => Vec::new(),
+            (_, Some(name)) => {
+                one = Cow::Borrowed(name);
+                std::slice::from_ref(&one)
+            }
+            (_, None) => &[],
         };
         self.rules
             .iter()
-            .find(|r| r.matches(method, &names))
+            .find(|r| r.matches(method, names))
             .map_or(self.default_pool, |r| r.pool)
     }
 
