@@ -93,6 +93,9 @@ pub struct Metrics {
     /// `mcpgw_resume_streams`: streams kept in this process for replay (live or in their
     /// window).
     pub resume_streams: IntGaugeVec,
+    /// `mcpgw_resume_evictions_total`: buffers of unread streams dropped to keep the process
+    /// within `sessions.resume.max-buffered-bytes`.
+    pub resume_evictions: IntCounterVec,
     /// `mcpgw_requests_by_eras_total{client_era,backend_era}`: finished requests by the
     /// client's era (legacy, stateless) and the era of the backend that answered (legacy,
     /// modern, dual, unknown; `none` when the gateway answered itself).
@@ -373,6 +376,11 @@ impl Metrics {
             resume_streams: gauge(
                 "mcpgw_resume_streams",
                 "Streams kept in this process for replay (live or within their window)",
+                &[],
+            ),
+            resume_evictions: counter(
+                "mcpgw_resume_evictions_total",
+                "Buffers of unread streams dropped to stay within sessions.resume.max-buffered-bytes",
                 &[],
             ),
         };

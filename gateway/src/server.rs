@@ -76,12 +76,14 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         "mcp-gateway".into(),
         crate::listener::Guarded::new(proxy, state.clone()),
     );
+    let listen = config.listen.to_string();
     match &config.listen_tls {
-        None => proxy.add_tcp(&config.listen.to_string()),
+        None => proxy.add_listener(crate::listener::client_endpoint(&listen, None)),
         Some(tls) => match crate::proxy::listen_tls::ReloadingCert::new(&tls.cert, &tls.key) {
-            Ok(cert) => {
-                proxy.add_tls_with_settings(&config.listen.to_string(), None, cert.settings())
-            }
+            Ok(cert) => proxy.add_listener(crate::listener::client_endpoint(
+                &listen,
+                Some(cert.settings()),
+            )),
             Err(e) => {
                 tracing::error!(error = %e, "listen-tls: cannot load the certificate or key");
                 std::process::exit(1);

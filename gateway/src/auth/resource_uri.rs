@@ -17,6 +17,9 @@
 //! character (raw or decoded), one whose decoding is not UTF-8, or one over
 //! [`MAX_URI_BYTES`] cannot be decided safely and is refused (-32031, docs/errors.md).
 //!
+//! Routing rules read the same forms ([`routing_forms`]): a rule matches a URI when it matches
+//! any of them, so `ADMIN://secret` goes where `admin://secret` goes.
+//!
 //! `resources/templates/list` entries are URI templates: a template is hidden when some
 //! expansion of it could match a rule the caller fails ([`may_overlap`]).
 
@@ -87,6 +90,27 @@ pub fn forms(uri: &str) -> Result<Vec<Cow<'_, str>>, Undecidable> {
         }
     }
     Ok(unique)
+}
+
+/// The forms a rule that only picks a pool reads (`routing/`): [`forms`] when the URI can be
+/// decided, else the URI as sent and WHATWG-parsed (what pydantic and `new URL` make of a
+/// URI with a tab or a bad escape), so a routing rule matches the name the backend will
+/// execute whichever spelling the client chose. (Authorization refuses what [`forms`]
+/// cannot decide; a route only chooses where it goes.)
+pub fn routing_forms(uri: &str) -> Vec<Cow<'_, str>> {
+    if let Ok(forms) = forms(uri) {
+        return forms;
+    }
+    let mut out = vec![Cow::Borrowed(uri)];
+    if uri.len() <= MAX_URI_BYTES {
+        if let Ok(parsed) = url::Url::parse(uri) {
+            let parsed = String::from(parsed);
+            if parsed != uri {
+                out.push(Cow::Owned(parsed));
+            }
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,6 +283,25 @@ mod tests {
             forms(&"a".repeat(MAX_URI_BYTES + 1)),
             Err(Undecidable::TooLong)
         );
+    }
+
+    #[test]
+    fn routing_reads_the_same_forms_and_the_parsed_one_of_what_authz_refuses() {
+        let f = |uri: &str| -> Vec<String> {
+            routing_forms(uri)
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect()
+        };
+        assert_eq!(f("ADMIN://secret"), all("ADMIN://secret"));
+        assert_eq!(f(" admin://secret"), all(" admin://secret"));
+        assert_eq!(
+            f("\tadmin://secret"),
+            vec!["\tadmin://secret", "admin://secret"]
+        );
+        assert_eq!(f("admin://a%FFb"), vec!["admin://a%FFb"]);
+        let long = "a".repeat(MAX_URI_BYTES + 1);
+        assert_eq!(f(&long), vec![long.clone()]);
     }
 
     #[test]

@@ -101,6 +101,9 @@ pub struct FileResume {
     pub max_events: Option<usize>,
     /// Bytes kept per stream. Default 1048576.
     pub max_bytes: Option<usize>,
+    /// Bytes kept across every stream of the process; past it, the buffers of streams nobody
+    /// reads are dropped, the one unread longest first. At least `max-bytes`. Default 67108864.
+    pub max_buffered_bytes: Option<usize>,
     /// Seconds a stream stays replayable after it ended. Default 60.
     pub window_s: Option<u64>,
     /// The `retry:` advice of priming events, in milliseconds. Default 1000.

@@ -34,6 +34,9 @@ pub struct ResumeConfig {
     pub max_events: usize,
     /// Bytes kept per stream. Default 1 MiB.
     pub max_bytes: usize,
+    /// Bytes kept across every stream of the process. Past it, the buffers of streams nobody
+    /// reads are dropped, the one unread longest first (`stream/budget.rs`). Default 64 MiB.
+    pub max_buffered_bytes: usize,
     /// How long a stream stays replayable after it ended, and how long the gateway keeps
     /// reading an answer nobody is reading (the client went away) before it gives up and
     /// cancels it upstream. Default 60 s.
@@ -56,6 +59,7 @@ impl Default for ResumeConfig {
             enabled: true,
             max_events: 1000,
             max_bytes: 1 << 20,
+            max_buffered_bytes: 64 << 20,
             window: Duration::from_secs(60),
             retry: Duration::from_secs(1),
             keep_alive: Duration::from_secs(15),

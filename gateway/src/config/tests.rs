@@ -237,3 +237,18 @@ fn max_connections_is_read_and_zero_is_refused() {
     assert_eq!(errors.len(), 1, "{errors:#?}");
     assert_eq!(errors[0].path, "limits.max-connections");
 }
+
+#[test]
+fn max_buffered_bytes_defaults_to_64_mib_and_below_max_bytes_is_refused() {
+    let base = "pools:\n  p: { backends: [127.0.0.1:1] }\nroutes:\n  - { path: /mcp, pool: p }\n";
+    let resume = |r: &str| format!("sessions:\n  resume: {{ {r} }}\n{base}");
+    assert_eq!(
+        parse(base).unwrap().sessions.resume.max_buffered_bytes,
+        64 << 20
+    );
+    let config = parse(&resume("max-buffered-bytes: 4096, max-bytes: 4096")).unwrap();
+    assert_eq!(config.sessions.resume.max_buffered_bytes, 4096);
+    let errors = parse(&resume("max-buffered-bytes: 4095, max-bytes: 4096")).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0].path, "sessions.resume.max-buffered-bytes");
+}

@@ -382,13 +382,14 @@ fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> super::sessio
     p.unknown(
         "sessions.resume",
         &f.unknown,
-        "enabled, max-events, max-bytes, window-s, retry-ms, keep-alive-s, poll-after-ms",
+        "enabled, max-events, max-bytes, max-buffered-bytes, window-s, retry-ms, keep-alive-s, poll-after-ms",
     );
     let d = super::sessions::ResumeConfig::default();
     let c = super::sessions::ResumeConfig {
         enabled: f.enabled.unwrap_or(d.enabled),
         max_events: f.max_events.unwrap_or(d.max_events),
         max_bytes: f.max_bytes.unwrap_or(d.max_bytes),
+        max_buffered_bytes: f.max_buffered_bytes.unwrap_or(d.max_buffered_bytes),
         window: f.window_s.map_or(d.window, Duration::from_secs),
         retry: f.retry_ms.map_or(d.retry, Duration::from_millis),
         keep_alive: f.keep_alive_s.map_or(d.keep_alive, Duration::from_secs),
@@ -404,6 +405,12 @@ fn resume_config(p: &mut Problems, f: &super::file::FileResume) -> super::sessio
         if zero {
             p.add(format!("sessions.resume.{key}"), "must be at least 1");
         }
+    }
+    if c.max_buffered_bytes < c.max_bytes {
+        p.add(
+            "sessions.resume.max-buffered-bytes",
+            format!("must be at least max-bytes ({})", c.max_bytes),
+        );
     }
     c
 }

@@ -10,15 +10,19 @@
 //!   400 / -32026, each a JSON-RPC error, and the connection closes;
 //! - HTTP/1.1 pipelining is on: requests sent back to back are answered in order;
 //! - past `limits.max-connections` open connections, a new one is answered 503 -32018 and
-//!   closed (`cap.rs`).
+//!   closed (`cap.rs`);
+//! - a connection gets no 64 KiB read buffer in front of pingora's own (`endpoint.rs`).
 //!
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
 
 mod cap;
+mod endpoint;
 pub mod guard;
 mod head;
 mod head_check;
+
+pub use endpoint::client_endpoint;
 
 use crate::config::ClientTimeouts;
 use async_trait::async_trait;

@@ -1,7 +1,10 @@
-//! Path routes and `Mcp-Method`/`Mcp-Name` rules, compiled once from config.
+//! Path routes and `Mcp-Method`/`Mcp-Name` rules, compiled once from config. A rule on a
+//! resource URI reads it as the backend will (`auth::resource_uri`, shared with authorization).
 
+use crate::auth::resource_uri;
 use crate::config::Pattern;
 use crate::config::{Config, Mode, PathMatch, RouteConfig};
+use std::borrow::Cow;
 
 /// A compiled route.
 #[derive(Debug)]
@@ -35,14 +38,18 @@ struct Rule {
 }
 
 impl Rule {
-    fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
-        fn one(glob: &Option<Pattern>, value: Option<&str>) -> bool {
-            match glob {
+    /// Whether the rule takes a request of `method` whose name reads as any of `names` (one
+    /// name, or every form of a resource URI).
+    fn matches(&self, method: Option<&str>, names: &[Cow<'_, str>]) -> bool {
+        let method_matches = match &self.method {
+            None => true,
+            Some(g) => method.is_some_and(|m| g.is_match(m)),
+        };
+        method_matches
+            && match &self.name {
                 None => true,
-                Some(g) => value.is_some_and(|v| g.is_match(v)),
+                Some(g) => names.iter().any(|n| g.is_match(n)),
             }
-        }
-        one(&self.method, method) && one(&self.name, name)
     }
 }
 
@@ -103,11 +110,29 @@ impl Route {
     }
 
     /// The pool for a request with this method and name: the first matching rule's, else the
-    /// route's own.
+    /// route's own. A resource URI (`resources/read`, `subscribe`, `unsubscribe`) is read in
+    /// every form the backend may execute it as, the forms authorization decides on
+    /// (`auth::resource_uri`): a rule matches when it matches one of them.
     pub fn pool_for(&self, method: Option<&str>, name: Option<&str>) -> usize {
+        if self.rules.is_empty() {
+            return self.default_pool;
+        }
+        // (no allocation unless the name is a resource URI: this runs on the fast path)
+        let (forms, one);
+        let names: &[Cow<'_, str>] = match (method, name) {
+            (Some(m), Some(uri)) if resource_uri::names_a_uri(m) => {
+                forms = resource_uri::routing_forms(uri);
+                &forms
+            }
+            (_, Some(name)) => {
+                one = Cow::Borrowed(name);
+                std::slice::from_ref(&one)
+            }
+            (_, None) => &[],
+        };
         self.rules
             .iter()
-            .find(|r| r.matches(method, name))
+            .find(|r| r.matches(method, names))
             .map_or(self.default_pool, |r| r.pool)
     }
 
@@ -202,6 +227,43 @@ routes:
                 .pool_for(Some("resources/read"), Some("file:///docs/a/b.md")),
             1
         );
+    }
+
+    #[test]
+    fn resource_uris_route_by_the_form_the_backend_executes() {
+        let yaml = "pools: { a: { backends: [127.0.0.1:1] }, admin: { backends: [127.0.0.1:2] } }\nroutes: [ { path: /mcp, pool: a, rules: [ { match: { method: \"resources/*\", name: \"admin://*\" }, pool: admin } ] } ]\n";
+        let r = router(yaml);
+        let route = r.route("/mcp").unwrap();
+        for uri in [
+            "admin://secret",
+            "ADMIN://secret",
+            " admin://secret",
+            "aDmIn://users/42",
+            "\tadmin://secret",
+            "admin://users/%34%32",
+        ] {
+            assert_eq!(
+                route.pool_for(Some("resources/read"), Some(uri)),
+                1,
+                "{uri:?}"
+            );
+            assert_eq!(
+                route.pool_for(Some("resources/subscribe"), Some(uri)),
+                1,
+                "{uri:?}"
+            );
+        }
+        assert_eq!(
+            route.pool_for(Some("resources/read"), Some("public://info")),
+            0
+        );
+        // a tool name is a name, not a URI: no normalization
+        let yaml = "pools: { a: { backends: [127.0.0.1:1] }, b: { backends: [127.0.0.1:2] } }\nroutes: [ { path: /mcp, pool: a, rules: [ { match: { name: \"admin://*\" }, pool: b } ] } ]\n";
+        let r = router(yaml);
+        let route = r.route("/mcp").unwrap();
+        assert_eq!(route.pool_for(Some("tools/call"), Some("ADMIN://x")), 0);
+        assert_eq!(route.pool_for(Some("resources/read"), Some("ADMIN://x")), 1);
+        assert_eq!(route.pool_for(None, None), 0);
     }
 
     #[test]

@@ -178,6 +178,28 @@ impl StreamLog {
         self.detached.notified().await;
     }
 
+    /// Since when nobody reads the stream, while it keeps events and nobody reads it (what the
+    /// gateway-wide bound may drop, `budget.rs`).
+    pub fn unread_with_events(&self) -> Option<Instant> {
+        let inner = lock(&self.inner);
+        (inner.readers.is_empty() && !inner.events.is_empty()).then_some(inner.detached_at)
+    }
+
+    /// Drops every kept event while nobody reads the stream (the gateway-wide bound); returns
+    /// the bytes freed (0 when a reader attached meanwhile). The stream goes on: later events
+    /// are kept again, and a resume from before them is refused as `evicted`, never replayed
+    /// with a hole.
+    pub fn drop_unread(&self) -> usize {
+        let mut inner = lock(&self.inner);
+        if !inner.readers.is_empty() {
+            return 0;
+        }
+        let freed = std::mem::take(&mut inner.bytes);
+        inner.events.clear();
+        self.total.fetch_sub(freed, Ordering::Relaxed);
+        freed
+    }
+
     /// Bytes kept.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
@@ -371,6 +393,31 @@ mod tests {
         assert!(!log.full(), "read: trimmed to the bounds");
         drop(slow);
         assert_eq!(log.read(0), Read::Evicted);
+    }
+
+    #[tokio::test]
+    async fn dropping_an_unread_stream_frees_its_bytes_and_refuses_a_resume_into_the_gap() {
+        let (log, total) = new_log(10, 1 << 20);
+        let reader = log.reader(0);
+        log.push(ev);
+        log.push(ev);
+        assert_eq!(log.unread_with_events(), None, "read: not a candidate");
+        assert_eq!(log.drop_unread(), 0, "a stream being read keeps its events");
+        drop(reader);
+        assert!(log.unread_with_events().is_some());
+        assert_eq!(log.drop_unread(), 2 * ev(0).len());
+        assert_eq!(total.load(Ordering::Relaxed), 0);
+        assert_eq!(log.unread_with_events(), None, "nothing left to drop");
+        assert_eq!(log.read(0), Read::Evicted, "events after 0 are gone");
+        assert_eq!(
+            log.read(2),
+            Read::Pending,
+            "a client that had everything goes on"
+        );
+        log.push(ev);
+        assert_eq!(log.read(1), Read::Evicted);
+        assert_eq!(log.read(2), Read::Event(2, ev(2)));
+        assert_eq!(total.load(Ordering::Relaxed), ev(0).len());
     }
 
     #[test]

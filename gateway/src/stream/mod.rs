@@ -1,6 +1,6 @@
 //! Every SSE stream the gateway holds or relays inside a session:
 //! - `resume.rs` + `log.rs`: the gateway's event ids, frames, and each stream's bounded,
-//!   replayable log;
+//!   replayable log; `budget.rs`: the bound on their sum (`max-buffered-bytes`);
 //! - `ingest.rs`: the one loop that reads a backend stream into its log;
 //! - `answer.rs`: the answer pump (a POST's SSE answer read whether or not its client is
 //!   there, resumed upstream after the backend's own id) and `Last-Event-ID` replay;
@@ -15,6 +15,7 @@
 //! know (a session ended, moved, a new config) through [`SessionObserver`].
 
 mod answer;
+mod budget;
 mod held;
 mod ingest;
 mod link;

@@ -186,10 +186,14 @@ impl Refusal {
 
 /// The streams this process relays or keeps, by token.
 pub struct Resume {
-    streams: DashMap<u64, Arc<StreamLog>>,
+    pub(super) streams: DashMap<u64, Arc<StreamLog>>,
     config: Mutex<ResumeConfig>,
     total: Arc<AtomicUsize>,
-    metrics: Metrics,
+    /// `max-buffered-bytes`: the bound on `total` (`budget.rs`).
+    pub(super) max_buffered: AtomicUsize,
+    /// Held while the budget drops buffers (one at a time).
+    pub(super) evicting: Mutex<()>,
+    pub(super) metrics: Metrics,
     /// Where events are also written when sessions are shared (the Redis store).
     pub(crate) mirror: Option<Arc<redis::RedisEvents>>,
 }
@@ -201,6 +205,8 @@ impl Resume {
             streams: DashMap::new(),
             config: Mutex::new(ResumeConfig::default()),
             total: Arc::new(AtomicUsize::new(0)),
+            max_buffered: AtomicUsize::new(ResumeConfig::default().max_buffered_bytes),
+            evicting: Mutex::new(()),
             metrics,
             mirror,
         }
@@ -217,6 +223,8 @@ impl Resume {
         if let Some(mirror) = &self.mirror {
             mirror.configure(config.window, config.max_events);
         }
+        self.max_buffered
+            .store(config.max_buffered_bytes, Ordering::Relaxed);
         *crate::sync::lock(&self.config) = config.clone();
     }
 
@@ -259,11 +267,14 @@ impl Resume {
         self.mirror_last_from(log, None);
     }
 
-    /// [`Resume::mirror_last`], with the backend's own id of the event.
+    /// [`Resume::mirror_last`], with the backend's own id of the event. Every kept event
+    /// passes here, so this is also where the process is kept within `max-buffered-bytes`
+    /// (`budget.rs`).
     pub fn mirror_last_from(&self, log: &StreamLog, backend_id: Option<&str>) {
         if let (Some(mirror), Some((seq, event))) = (&self.mirror, log.last()) {
             mirror.write(log, seq, event, backend_id);
         }
+        self.keep_within_budget();
     }
 
     /// Writes the stream's end through to the shared store.
