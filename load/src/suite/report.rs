@@ -241,11 +241,50 @@ pub fn overhead(
     if let Some(why) = bare_missing {
         let _ = writeln!(md, "\nNo bare pingora column: {why}.");
     }
+    md.push_str(&guard(rows));
     md.push('\n');
     if let (measured, Some(baseline)) = binaries {
         md.push_str(&against_baseline(rows, measured, baseline));
     }
     md
+}
+
+/// The regression guard: mcp-gateway against the bare pingora proxy on each route, by req/s
+/// and by CPU per request (bare's CPU / the gateway's: above 1 the gateway is cheaper), with
+/// the target (0.95x). A report, not an assertion: the box is shared and noisy.
+fn guard(rows: &[OverheadRow]) -> String {
+    const TARGET: f64 = 0.95;
+    let mut lines = Vec::new();
+    for row in rows.iter().filter(|r| !r.setup.baseline) {
+        if !matches!(row.setup.via, Via::GatewayStateless | Via::GatewayStateful) {
+            continue;
+        }
+        let Some(bare) = rows
+            .iter()
+            .find(|r| r.setup.dialect == row.setup.dialect && r.setup.via == Via::BarePingora)
+        else {
+            continue;
+        };
+        let rps = row.rps() / bare.rps();
+        let (cpu, bare_cpu) = (median(&row.cpu), median(&bare.cpu));
+        let cpu = if cpu > 0.0 { bare_cpu / cpu } else { 0.0 };
+        let verdict = if rps >= TARGET && cpu >= TARGET {
+            "at target"
+        } else {
+            "**below target**"
+        };
+        lines.push(format!(
+            "- {}: {rps:.2}x bare pingora's req/s, {cpu:.2}x its CPU per request: {verdict}",
+            row.setup.label()
+        ));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n**Guard** (target: at least {TARGET:.2}x the bare pingora proxy, both ratios):\n\n{}\n",
+        lines.join("\n")
+    )
 }
 
 /// mcp-gateway against the baseline build, route by route (empty without a baseline).
