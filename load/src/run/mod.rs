@@ -95,6 +95,10 @@ pub struct RunResult {
     pub timeline: Vec<Second>,
     /// Events and the failures around them.
     pub events: Vec<EventResult>,
+    /// Every failure: when it was scheduled and done (µs from the start) and its class (for
+    /// the chaos run's own windows; not in the JSON).
+    #[serde(skip)]
+    pub failure_spans: Vec<(u64, u64, String)>,
 }
 
 /// Latency percentiles in milliseconds.
@@ -132,7 +136,7 @@ pub struct EventResult {
     pub at_s: f64,
     /// When it had taken effect (the killed process had exited).
     pub effective_s: f64,
-    /// Requests in flight when it was done.
+    /// Requests in flight when it was done, and those started before it took effect.
     pub inflight: usize,
     /// Failed requests that were in flight meanwhile (started before it took effect,
     /// finished after it was done).
@@ -148,6 +152,8 @@ struct Stats {
     timeline: Vec<Second>,
     /// (sent, done) offsets in µs of every failure.
     failures: Vec<(u64, u64)>,
+    /// The same with the failure's class.
+    spans: Vec<(u64, u64, String)>,
 }
 
 /// A virtual client's session (legacy dialect).
@@ -164,6 +170,8 @@ struct Ctx {
     start: Instant,
     ids: AtomicU64,
     inflight: AtomicUsize,
+    /// Requests started so far.
+    started: AtomicUsize,
     initializes: AtomicU64,
     session_losses: AtomicU64,
     stats: Mutex<Stats>,
@@ -189,6 +197,7 @@ pub async fn run(cfg: LoadConfig, events: Vec<Event>) -> RunResult {
         start: Instant::now(),
         ids: AtomicU64::new(1),
         inflight: AtomicUsize::new(0),
+        started: AtomicUsize::new(0),
         initializes: AtomicU64::new(0),
         session_losses: AtomicU64::new(0),
         stats: Mutex::new(Stats::default()),
@@ -228,8 +237,11 @@ async fn fire(ctx: Arc<Ctx>, events: Vec<Event>, marks: Arc<Mutex<Vec<Mark>>>) {
         tokio::time::sleep_until(ctx.start + ev.at).await;
         let done = ctx.start.elapsed();
         let inflight = ctx.inflight.load(Ordering::SeqCst);
+        let started = ctx.started.load(Ordering::SeqCst);
         (ev.action)().await;
         let effective = ctx.start.elapsed();
+        // and those started while it took effect (a call sent as the process died)
+        let inflight = inflight + ctx.started.load(Ordering::SeqCst) - started;
         marks
             .lock()
             .expect("marks")
@@ -293,6 +305,7 @@ fn histogram() -> Histogram<u64> {
 
 async fn one(ctx: &Ctx, scheduled: Instant) {
     let started = Instant::now();
+    ctx.started.fetch_add(1, Ordering::SeqCst);
     ctx.inflight.fetch_add(1, Ordering::SeqCst);
     let outcome = call(ctx).await;
     ctx.inflight.fetch_sub(1, Ordering::SeqCst);
@@ -326,6 +339,7 @@ async fn one(ctx: &Ctx, scheduled: Instant) {
             let sent = scheduled.duration_since(ctx.start).as_micros() as u64;
             let finished = done.duration_since(ctx.start).as_micros() as u64;
             stats.failures.push((sent, finished));
+            stats.spans.push((sent, finished, class.clone()));
             *stats.errors.entry(class).or_default() += 1;
         }
     }
@@ -516,5 +530,6 @@ fn summarize(ctx: &Ctx, offered: u64, elapsed: f64, marks: Vec<Mark>) -> RunResu
         service_ms: service,
         timeline: stats.timeline.clone(),
         events,
+        failure_spans: stats.spans.clone(),
     }
 }

@@ -366,6 +366,7 @@ mod tests {
             },
             timeline: Vec::new(),
             events: Vec::new(),
+            failure_spans: Vec::new(),
         }
     }
 
