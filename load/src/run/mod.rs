@@ -363,6 +363,17 @@ fn verdict_class(v: &Verdict) -> String {
     }
 }
 
+/// The class of a failed answer; an HTTP error with a JSON-RPC error in its body names its
+/// code too (`http-503 -32006`).
+fn http_error_class(v: &Verdict, resp: &crate::http::Response) -> String {
+    let code = crate::mcp::response_message(resp)
+        .and_then(|m| m.pointer("/error/code").and_then(serde_json::Value::as_i64));
+    match (v, code) {
+        (Verdict::Http(_), Some(code)) => format!("{} {code}", verdict_class(v)),
+        _ => verdict_class(v),
+    }
+}
+
 /// One `tools/call`; in the legacy dialect inside a session, (re)initialized first if needed.
 /// Returns when the answer arrived.
 async fn call(ctx: &Ctx) -> Result<Instant, String> {
@@ -391,9 +402,9 @@ async fn call(ctx: &Ctx) -> Result<Instant, String> {
         }
         (Verdict::Http(500..), Some(sid)) => {
             forget(slot, &sid).await;
-            Err(verdict_class(&v))
+            Err(http_error_class(&v, &resp))
         }
-        _ => Err(verdict_class(&v)),
+        _ => Err(http_error_class(&v, &resp)),
     }
 }
 
@@ -443,10 +454,10 @@ async fn session(ctx: &Ctx, slot: &Slot) -> Result<String, String> {
         .await
         .map_err(|e| http_class(&e))?;
     let v = verdict(&resp);
-    let new = match (v, resp.session_id) {
+    let new = match (&v, resp.session_id.clone()) {
         (Verdict::Ok, Some(s)) => s,
         (Verdict::Ok, None) => return Err("no-session-id".into()),
-        (v, _) => return Err(verdict_class(&v)),
+        (v, _) => return Err(http_error_class(v, &resp)),
     };
     // Like the Python SDK, the client does not look at the answer to its notification (a
     // round-robin proxy may have sent it to another backend, which answers 404).
