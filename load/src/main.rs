@@ -4,8 +4,11 @@
 //! `mcp-load run --target 127.0.0.1:8080 --dialect legacy --rate 200 --duration 60`
 //! `mcp-load suite --out bench/out/resilience` (see `mcp-load suite --help`)
 //! `mcp-load rollout --pods 3 --every 10` (legacy pods replaced by 2026-07-28 pods under load)
+//! `mcp-load chaos --duration 600` (replicas, backends and Redis masters SIGKILLed under load)
 
+mod chaos;
 mod chart;
+mod fleet;
 mod http;
 mod mcp;
 mod rollout;
@@ -45,6 +48,10 @@ enum Command {
     /// (TypeScript SDK v2) pods under legacy and 2026-07-28 load: failures vs calls in flight
     /// per replacement, failures after the last, the eras the gateway shows.
     Rollout(rollout::RolloutArgs),
+    /// Three gateway replicas on a Redis Cluster, legacy and 2026-07-28 backends, mock and
+    /// real SDK clients; a random replica, backend or Redis master SIGKILLed every 20 s:
+    /// failures vs calls in flight per kill, sessions lost, RSS and descriptors per replica.
+    Chaos(chaos::ChaosArgs),
 }
 
 #[derive(Args)]
@@ -99,6 +106,7 @@ fn main() {
             Command::Suite(args) => suite::main(args).await,
             Command::Soak(args) => soak::main(args).await,
             Command::Rollout(args) => rollout::main(args).await,
+            Command::Chaos(args) => chaos::main(args).await,
         }
     });
     std::process::exit(code);

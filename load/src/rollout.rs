@@ -12,6 +12,7 @@
 //! bridge (same session ids); `--replace` fewer than `--pods` measures the rollout up to a
 //! point.
 
+use crate::fleet::{admin_get, kill_and_replace, GatewayProc};
 use crate::mcp::Dialect;
 use crate::run::{self, Event, LoadConfig, RunResult};
 use crate::suite::procs::{free_port, Backend, BackendKind, Programs};
@@ -21,7 +22,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::process::Command;
 
 /// `mcp-load rollout` options.
 #[derive(Args, Debug, Clone)]
@@ -90,17 +90,6 @@ fn config(listen: u16, admin: u16, pods: &[SocketAddr]) -> String {
     )
 }
 
-/// `GET path` on the admin listener (no token on loopback without `admin-token`).
-async fn admin_get(admin: SocketAddr, path: &str) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(admin).await.ok()?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    Some(text.split_once("\r\n\r\n")?.1.to_owned())
-}
-
 /// Runs the rollout; the process exit code.
 pub async fn main(args: RolloutArgs) -> i32 {
     let programs = match Programs::find(std::path::Path::new("."), args.bin_dir.clone(), None, None)
@@ -124,23 +113,11 @@ pub async fn main(args: RolloutArgs) -> i32 {
     std::fs::create_dir_all(&dir).expect("rollout dir");
     let path = dir.join("gateway.yaml");
     std::fs::write(&path, config(port, admin_port, &addrs)).expect("write config");
-    let gateway = Command::new(&programs.gateway)
-        .arg("--config")
-        .arg(&path)
-        .env("RUST_LOG", "info")
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start mcp-gateway");
     let (target, admin) = (
         SocketAddr::from(([127, 0, 0, 1], port)),
         SocketAddr::from(([127, 0, 0, 1], admin_port)),
     );
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(target).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let gateway = GatewayProc::start(&programs.gateway, &path, "info", target, admin, None).await;
 
     let pods = Arc::new(Mutex::new(pods));
     let every = Duration::from_secs_f64(args.every);
@@ -151,19 +128,9 @@ pub async fn main(args: RolloutArgs) -> i32 {
             at: every * (i as u32 + 1),
             label: format!("replace legacy-{i} by modern-{i}"),
             action: Box::new(move || {
-                let (kill, port) = {
-                    let mut pods = pods.lock().expect("pods");
-                    (pods[i].kill(), pods[i].addr.port())
-                };
-                Box::pin(async move {
-                    kill.await;
-                    // the new image comes up at the same address, like a pod restarted in place
-                    tokio::spawn(async move {
-                        let name = format!("modern-{i}");
-                        let b = Backend::start(&programs, BackendKind::ModernTs, &name, port).await;
-                        pods.lock().expect("pods")[i] = b;
-                    });
-                })
+                // the new image comes up at the same address, like a pod restarted in place
+                let modern = (BackendKind::ModernTs, format!("modern-{i}"));
+                kill_and_replace(&pods, i, &programs, Some(modern), Duration::ZERO)
             }),
         });
     }
@@ -203,7 +170,7 @@ pub async fn main(args: RolloutArgs) -> i32 {
         tokio::time::sleep(modern_delay).await;
         run::run(modern_cfg, modern_events).await
     });
-    let eras_at_end = admin_get(admin, "/admin/backends")
+    let eras_at_end = admin_get(gateway.admin, "/admin/backends")
         .await
         .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok())
         .map(|v| {

@@ -10,6 +10,7 @@
 //! keeps. It reports the RSS slope after warm-up (the first kill cycle) so growth can be told
 //! from warm-up. 30 minutes: `mcp-load soak --duration 1800`; CI runs two minutes.
 
+use crate::fleet::{kill_and_replace, rss_and_fds, sessions_held, GatewayProc};
 use crate::mcp::Dialect;
 use crate::run::{self, Event, LoadConfig, RunResult};
 use crate::suite::procs::{free_port, Backend, BackendKind, Programs};
@@ -19,7 +20,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::process::{Child, Command};
 
 /// `mcp-load soak` options.
 #[derive(Args, Debug, Clone)]
@@ -89,35 +89,6 @@ struct Report {
     /// Sessions held after the load ended them all (DELETE): 0 when none leaked.
     sessions_after_end: f64,
     passed: bool,
-}
-
-fn read_rss_and_fds(pid: u32) -> Option<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
-    Some((rss, fds))
-}
-
-/// The sum of `mcpgw_sessions_active` on the admin listener.
-async fn sessions_held(admin: SocketAddr) -> Option<f64> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(admin).await.ok()?;
-    let req = format!("GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).await.ok()?;
-    Some(
-        text.lines()
-            .filter(|l| l.starts_with("mcpgw_sessions_active{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum(),
-    )
 }
 
 fn config(
@@ -204,24 +175,12 @@ pub async fn main(args: SoakArgs) -> i32 {
     let path = dir.join("gateway.yaml");
     let write = move |n| config(port, admin_port, &legacy_addrs, &modern_addrs, n);
     std::fs::write(&path, write(0)).expect("write config");
-    let gateway: Child = Command::new(&programs.gateway)
-        .arg("--config")
-        .arg(&path)
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start mcp-gateway");
-    let pid = gateway.id().expect("gateway pid");
     let (target, admin) = (
         SocketAddr::from(([127, 0, 0, 1], port)),
         SocketAddr::from(([127, 0, 0, 1], admin_port)),
     );
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(target).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let gateway = GatewayProc::start(&programs.gateway, &path, "warn", target, admin, None).await;
+    let pid = gateway.pid().expect("gateway pid");
 
     // kills: the pools in turn, each backend restarted 3 s after its kill
     let duration = Duration::from_secs_f64(args.duration);
@@ -239,18 +198,7 @@ pub async fn main(args: SoakArgs) -> i32 {
                 if kills % 2 == 0 { "legacy" } else { "modern" }
             ),
             action: Box::new(move || {
-                let (kill, spec) = {
-                    let mut backends = pool.lock().expect("backends");
-                    (backends[which].kill(), backends[which].restart_spec())
-                };
-                Box::pin(async move {
-                    kill.await;
-                    tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_secs(3)).await;
-                        let b = Backend::start(&programs, spec.0, &spec.1, spec.2).await;
-                        pool.lock().expect("backends")[which] = b;
-                    });
-                })
+                kill_and_replace(&pool, which, &programs, None, Duration::from_secs(3))
             }),
         };
         if kills % 2 == 0 {
@@ -279,7 +227,7 @@ pub async fn main(args: SoakArgs) -> i32 {
                     next_reload += reload_every;
                 }
                 if let (Some((rss, fds)), Some(sessions)) =
-                    (read_rss_and_fds(pid), sessions_held(admin).await)
+                    (rss_and_fds(pid), sessions_held(admin).await)
                 {
                     samples.lock().expect("samples").push(Sample {
                         t_s: started.elapsed().as_secs_f64(),

@@ -95,6 +95,10 @@ pub struct RunResult {
     pub timeline: Vec<Second>,
     /// Events and the failures around them.
     pub events: Vec<EventResult>,
+    /// Every failure: when it was scheduled and done (µs from the start) and its class (for
+    /// the chaos run's own windows; not in the JSON).
+    #[serde(skip)]
+    pub failure_spans: Vec<(u64, u64, String)>,
 }
 
 /// Latency percentiles in milliseconds.
@@ -132,7 +136,7 @@ pub struct EventResult {
     pub at_s: f64,
     /// When it had taken effect (the killed process had exited).
     pub effective_s: f64,
-    /// Requests in flight when it was done.
+    /// Requests in flight when it was done, and those started before it took effect.
     pub inflight: usize,
     /// Failed requests that were in flight meanwhile (started before it took effect,
     /// finished after it was done).
@@ -148,6 +152,8 @@ struct Stats {
     timeline: Vec<Second>,
     /// (sent, done) offsets in µs of every failure.
     failures: Vec<(u64, u64)>,
+    /// The same with the failure's class.
+    spans: Vec<(u64, u64, String)>,
 }
 
 /// A virtual client's session (legacy dialect).
@@ -164,6 +170,8 @@ struct Ctx {
     start: Instant,
     ids: AtomicU64,
     inflight: AtomicUsize,
+    /// Requests started so far.
+    started: AtomicUsize,
     initializes: AtomicU64,
     session_losses: AtomicU64,
     stats: Mutex<Stats>,
@@ -189,6 +197,7 @@ pub async fn run(cfg: LoadConfig, events: Vec<Event>) -> RunResult {
         start: Instant::now(),
         ids: AtomicU64::new(1),
         inflight: AtomicUsize::new(0),
+        started: AtomicUsize::new(0),
         initializes: AtomicU64::new(0),
         session_losses: AtomicU64::new(0),
         stats: Mutex::new(Stats::default()),
@@ -228,8 +237,11 @@ async fn fire(ctx: Arc<Ctx>, events: Vec<Event>, marks: Arc<Mutex<Vec<Mark>>>) {
         tokio::time::sleep_until(ctx.start + ev.at).await;
         let done = ctx.start.elapsed();
         let inflight = ctx.inflight.load(Ordering::SeqCst);
+        let started = ctx.started.load(Ordering::SeqCst);
         (ev.action)().await;
         let effective = ctx.start.elapsed();
+        // and those started while it took effect (a call sent as the process died)
+        let inflight = inflight + ctx.started.load(Ordering::SeqCst) - started;
         marks
             .lock()
             .expect("marks")
@@ -293,6 +305,7 @@ fn histogram() -> Histogram<u64> {
 
 async fn one(ctx: &Ctx, scheduled: Instant) {
     let started = Instant::now();
+    ctx.started.fetch_add(1, Ordering::SeqCst);
     ctx.inflight.fetch_add(1, Ordering::SeqCst);
     let outcome = call(ctx).await;
     ctx.inflight.fetch_sub(1, Ordering::SeqCst);
@@ -326,6 +339,7 @@ async fn one(ctx: &Ctx, scheduled: Instant) {
             let sent = scheduled.duration_since(ctx.start).as_micros() as u64;
             let finished = done.duration_since(ctx.start).as_micros() as u64;
             stats.failures.push((sent, finished));
+            stats.spans.push((sent, finished, class.clone()));
             *stats.errors.entry(class).or_default() += 1;
         }
     }
@@ -346,6 +360,17 @@ fn verdict_class(v: &Verdict) -> String {
         Verdict::SessionLost => "session-lost".to_owned(),
         Verdict::RpcError(code) => format!("rpc-{code}"),
         Verdict::Http(status) => format!("http-{status}"),
+    }
+}
+
+/// The class of a failed answer; an HTTP error with a JSON-RPC error in its body names its
+/// code too (`http-503 -32006`).
+fn http_error_class(v: &Verdict, resp: &crate::http::Response) -> String {
+    let code = crate::mcp::response_message(resp)
+        .and_then(|m| m.pointer("/error/code").and_then(serde_json::Value::as_i64));
+    match (v, code) {
+        (Verdict::Http(_), Some(code)) => format!("{} {code}", verdict_class(v)),
+        _ => verdict_class(v),
     }
 }
 
@@ -377,9 +402,9 @@ async fn call(ctx: &Ctx) -> Result<Instant, String> {
         }
         (Verdict::Http(500..), Some(sid)) => {
             forget(slot, &sid).await;
-            Err(verdict_class(&v))
+            Err(http_error_class(&v, &resp))
         }
-        _ => Err(verdict_class(&v)),
+        _ => Err(http_error_class(&v, &resp)),
     }
 }
 
@@ -429,10 +454,10 @@ async fn session(ctx: &Ctx, slot: &Slot) -> Result<String, String> {
         .await
         .map_err(|e| http_class(&e))?;
     let v = verdict(&resp);
-    let new = match (v, resp.session_id) {
+    let new = match (&v, resp.session_id.clone()) {
         (Verdict::Ok, Some(s)) => s,
         (Verdict::Ok, None) => return Err("no-session-id".into()),
-        (v, _) => return Err(verdict_class(&v)),
+        (v, _) => return Err(http_error_class(v, &resp)),
     };
     // Like the Python SDK, the client does not look at the answer to its notification (a
     // round-robin proxy may have sent it to another backend, which answers 404).
@@ -516,5 +541,6 @@ fn summarize(ctx: &Ctx, offered: u64, elapsed: f64, marks: Vec<Mark>) -> RunResu
         service_ms: service,
         timeline: stats.timeline.clone(),
         events,
+        failure_spans: stats.spans.clone(),
     }
 }

@@ -405,6 +405,7 @@ mod tests {
             },
             timeline: Vec::new(),
             events: Vec::new(),
+            failure_spans: Vec::new(),
         }
     }
 
