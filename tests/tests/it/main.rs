@@ -19,6 +19,7 @@ mod admission;
 mod answer_outcomes;
 mod auth;
 mod auth_principals;
+mod background_moves;
 mod capture;
 mod configmap_reload;
 mod conformance;
