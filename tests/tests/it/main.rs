@@ -50,6 +50,7 @@ mod pools;
 mod quiet_logs;
 mod real_peers_admission;
 mod real_peers_auth;
+mod real_peers_background_moves;
 mod real_peers_mrtr;
 mod real_peers_pooled;
 mod real_peers_rollout;
