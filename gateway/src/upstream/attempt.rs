@@ -475,21 +475,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_refused_connection_announces_a_serving_backend_dead_once() {
-        let (engine, pool) = (engine(), dead_pool());
-        let mut deaths = engine.deaths().subscribe();
-        let backend = pool.backends()[0].clone();
-        engine.connect_failed(&pool, &backend);
-        engine.connect_failed(&pool, &backend); // still marked: no second death
-        let death = deaths.try_recv().expect("announced");
-        assert_eq!(
-            (death.backend, death.cause),
-            (backend.addr, "connect-refused")
-        );
-        assert!(deaths.try_recv().is_err(), "once per death");
-    }
-
-    #[tokio::test]
     async fn a_message_that_cannot_be_built_is_not_a_refused_connection() {
         let (engine, pool) = (engine(), dead_pool());
         let backend = pool.backends()[0].clone();
