@@ -12,7 +12,7 @@ const CLIENTS: usize = 4;
 
 #[tokio::test]
 async fn real_clients_sessions_move_off_a_sigkilled_fastmcp_pod_before_their_next_call() {
-    let mut pods = vec![
+    let mut pods = [
         ("pod-0", PythonPeer::legacy_v1("pod-0", 0).await),
         ("pod-1", PythonPeer::legacy_v1("pod-1", 0).await),
     ];
