@@ -40,6 +40,13 @@ pub struct Metrics {
     /// replaying initialize; reason is backend-down, connect-refused, session-unknown or
     /// connection-lost.
     pub session_reinits: IntCounterVec,
+    /// `mcpgw_session_moves_started_total{pool,trigger}`: moves this replica began
+    /// (re-initializing on a survivor), by trigger: `on-demand` (a request found the binding
+    /// unusable) or `background` (the backend was known dead: `session/evacuate.rs`).
+    pub session_moves_started: IntCounterVec,
+    /// `mcpgw_session_moves_finished_total{pool,trigger,outcome}`: those moves finished:
+    /// `moved`, `lost-race` (another replica moved it first), `failed`.
+    pub session_moves_finished: IntCounterVec,
     /// `mcpgw_sessions_ended_total{pool,reason}`: sessions ended: expired, deleted, or lost
     /// (version-mismatch: no backend could take them over).
     pub sessions_ended: IntCounterVec,
@@ -226,6 +233,16 @@ impl Metrics {
                 "mcpgw_session_reinits_total",
                 "Sessions re-initialized on another backend, by reason",
                 &["pool", "reason"],
+            ),
+            session_moves_started: counter(
+                "mcpgw_session_moves_started_total",
+                "Session moves begun by this replica, by trigger (on-demand, background)",
+                &["pool", "trigger"],
+            ),
+            session_moves_finished: counter(
+                "mcpgw_session_moves_finished_total",
+                "Session moves finished, by trigger and outcome (moved, lost-race, failed)",
+                &["pool", "trigger", "outcome"],
             ),
             sessions_ended: counter(
                 "mcpgw_sessions_ended_total",

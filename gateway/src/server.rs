@@ -8,7 +8,9 @@ use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
 use crate::session::store::{Cached, Instrumented, RedisStore, Ttl};
-use crate::session::{ExpiryService, MemoryStore, SessionManager, SessionObserver, SessionStore};
+use crate::session::{
+    EvacuationService, ExpiryService, MemoryStore, SessionManager, SessionObserver, SessionStore,
+};
 use crate::state::State;
 use crate::stream::redis::RedisEvents;
 use crate::stream::Streams;
@@ -97,6 +99,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         "session expiry",
         ExpiryService::new(sessions.clone(), state.clone()),
     ));
+    server.add_service(background_service(
+        "session evacuation",
+        EvacuationService::new(sessions.clone(), state.clone()),
+    ));
+    let deaths = engine.deaths().clone();
     if let Some(path) = config_path {
         let reload = ReloadService::new(path, state.clone(), metrics.clone());
         server.add_service(background_service("config reload", reload));
@@ -114,7 +121,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     if config.pools.iter().any(|p| p.health.is_some()) {
         server.add_service(background_service(
             "health checks",
-            HealthService::new(state.clone()),
+            HealthService::new(state.clone()).announcing(deaths),
         ));
     }
 

@@ -85,6 +85,9 @@ pub struct FileSessions {
     /// Resumable streams (gateway-owned SSE event ids, `Last-Event-ID` replay).
     #[serde(default)]
     pub resume: FileResume,
+    /// Sessions of a backend known dead moved to survivors in the background, per second per
+    /// replica, before their next call; 0: only when their next call comes. Default 100.
+    pub background_moves_per_second: Option<u32>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

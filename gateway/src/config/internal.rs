@@ -72,6 +72,10 @@ pub struct SessionConfig {
     pub store: StoreConfig,
     /// Resumable streams (`sessions.resume`).
     pub resume: super::sessions::ResumeConfig,
+    /// Sessions of a backend known dead (a health probe marked it down, or it refused a
+    /// connection) moved in the background per second by this replica, before their next
+    /// call (`session/evacuate.rs`); 0 moves them only when their next call comes. Default 100.
+    pub background_moves_per_second: u32,
 }
 
 /// Where sessions live.
@@ -92,6 +96,7 @@ impl Default for SessionConfig {
             hold_streams: true,
             store: StoreConfig::Memory,
             resume: super::sessions::ResumeConfig::default(),
+            background_moves_per_second: 100,
         }
     }
 }

@@ -41,7 +41,7 @@ impl Config {
         p.unknown(
             "sessions",
             &file.sessions.unknown,
-            "idle-timeout-s, max, hold-streams, store, redis, resume",
+            "idle-timeout-s, max, hold-streams, store, redis, resume, background-moves-per-second",
         );
         let resume = resume_config(&mut p, &file.sessions.resume);
         let store = store_config(&mut p, &file.sessions);
@@ -57,6 +57,10 @@ impl Config {
             hold_streams: file.sessions.hold_streams.unwrap_or(defaults.hold_streams),
             store,
             resume,
+            background_moves_per_second: file
+                .sessions
+                .background_moves_per_second
+                .unwrap_or(defaults.background_moves_per_second),
         };
         if sessions.idle_timeout.is_zero() {
             p.add("sessions.idle-timeout-s", "must be at least 1");

@@ -6,9 +6,12 @@
 //! - [`SessionStore`] is where records live (memory now, shared later): fallible async
 //!   methods, expiry by time-to-live inside the store, counts kept in the store.
 //! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
+//! - `evacuate` moves the sessions of a backend known dead in the background, before their
+//!   next call.
 
 mod binding;
 mod bridged;
+mod evacuate;
 mod expiry;
 mod manager;
 #[cfg(test)]
@@ -20,6 +23,7 @@ mod reinit;
 pub mod store;
 
 pub use bridged::BridgedOpening;
+pub use evacuate::EvacuationService;
 pub use expiry::{ExpiryService, SweepSource};
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
 pub use observer::SessionObserver;

@@ -1,6 +1,7 @@
 //! Moving a session off a failed backend: one move per session at a time (later requests
 //! adopt its result), the backend chosen by the attempt engine, the client's `initialize`
-//! replayed (`reinit.rs`), and the binding swapped under generation fencing.
+//! replayed (`reinit.rs`), and the binding swapped under generation fencing. A move starts on
+//! demand (a request) or in the background (`evacuate.rs`); both share the single flight.
 
 use super::binding::backend_session;
 use super::manager::SessionManager;
@@ -19,6 +20,25 @@ use std::time::Duration;
 /// `initialize` and its settings takes well under a second).
 const MOVE_CLAIM: Duration = Duration::from_secs(5);
 
+/// What started a move (a metric label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    /// A request of the session found its binding unusable.
+    OnDemand,
+    /// Its backend was known dead before the session's next request (`evacuate.rs`): a move
+    /// another replica has claimed is left to it instead of waited for.
+    Background,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::OnDemand => "on-demand",
+            Trigger::Background => "background",
+        }
+    }
+}
+
 impl SessionManager {
     /// Moves `seen` (the record as the caller saw it) to a surviving backend, or returns the
     /// binding someone else already moved it to. Concurrent requests of one session share
@@ -30,10 +50,22 @@ impl SessionManager {
         seen: &SessionRecord,
         reason: Reason,
     ) -> Result<SessionRecord, GatewayError> {
+        self.recover_as(pool, seen, reason, Trigger::OnDemand).await
+    }
+
+    /// [`SessionManager::recover`] for `trigger`: the same single flight, so a request that
+    /// arrives during its session's background move waits for that move and adopts it.
+    pub(super) async fn recover_as(
+        &self,
+        pool: &Arc<Pool>,
+        seen: &SessionRecord,
+        reason: Reason,
+        trigger: Trigger,
+    ) -> Result<SessionRecord, GatewayError> {
         let lock = self.locks.entry(seen.id.clone()).or_default().clone();
         let result = {
             let _single_flight = lock.lock().await;
-            self.recover_locked(pool, seen, reason).await
+            self.recover_locked(pool, seen, reason, trigger).await
         };
         drop(lock);
         self.locks
@@ -46,6 +78,7 @@ impl SessionManager {
         pool: &Arc<Pool>,
         seen: &SessionRecord,
         reason: Reason,
+        trigger: Trigger,
     ) -> Result<SessionRecord, GatewayError> {
         let current = self.store.get_fresh(&seen.id).await?.live()?;
         if current.binding.generation != seen.binding.generation {
@@ -57,6 +90,9 @@ impl SessionManager {
             .claim_move(&current.id, generation, MOVE_CLAIM)
             .await?
         {
+            if trigger == Trigger::Background {
+                return Ok(current); // another replica moves it; a request here would adopt it
+            }
             // another replica is moving it: adopt its binding once it is there
             if let Some(moved) = self.await_move(&current.id, generation).await? {
                 return Ok(moved);
@@ -84,6 +120,7 @@ impl SessionManager {
             _ => Vec::new(),
         };
         let current = &current;
+        self.count_move(pool, trigger, None);
         let binding = self
             .engine
             .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
@@ -106,8 +143,9 @@ impl SessionManager {
                     }
                 })
             })
-            .await?;
-        let rebound = self.rebind(pool, current, binding, reason).await;
+            .await
+            .inspect_err(|_| self.count_move(pool, trigger, Some("failed")))?;
+        let rebound = self.rebind(pool, current, binding, reason, trigger).await;
         if let Ok(moved) = &rebound {
             telemetry::event(
                 "mcp.session.reinitialized",
@@ -183,6 +221,7 @@ impl SessionManager {
         current: &SessionRecord,
         (binding, backend): (Binding, Arc<Backend>),
         reason: Reason,
+        trigger: Trigger,
     ) -> Result<SessionRecord, GatewayError> {
         let made = BackendSession {
             id: binding.backend_session.clone(),
@@ -200,16 +239,40 @@ impl SessionManager {
                     .session_reinits
                     .with_label_values(&[&pool.name, reason.as_str()])
                     .inc();
-                tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), "session re-initialized");
+                self.count_move(pool, trigger, Some("moved"));
+                tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), trigger = trigger.as_str(), "session re-initialized");
                 self.delete_left_behind(pool, current, reason);
                 return Ok(record);
             }
-            Ok(Rebound::Lost(lookup)) => Ok(lookup),
-            Err(e) => Err(e),
+            Ok(Rebound::Lost(lookup)) => {
+                self.count_move(pool, trigger, Some("lost-race"));
+                Ok(lookup)
+            }
+            Err(e) => {
+                self.count_move(pool, trigger, Some("failed"));
+                Err(e)
+            }
         };
         self.engine
             .spawn_delete_session(pool.clone(), backend, made);
         lost?.live()
+    }
+}
+
+impl SessionManager {
+    /// Counts a move begun (`outcome` `None`) or finished with `outcome`.
+    fn count_move(&self, pool: &Pool, trigger: Trigger, outcome: Option<&str>) {
+        let metrics = self.engine.metrics();
+        match outcome {
+            None => metrics
+                .session_moves_started
+                .with_label_values(&[&pool.name, trigger.as_str()])
+                .inc(),
+            Some(outcome) => metrics
+                .session_moves_finished
+                .with_label_values(&[&pool.name, trigger.as_str(), outcome])
+                .inc(),
+        }
     }
 }
 

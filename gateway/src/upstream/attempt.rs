@@ -95,6 +95,8 @@ pub enum Step<T> {
 pub struct Engine {
     client: UpstreamClient,
     metrics: Metrics,
+    /// Told when a refused connection shows a serving backend dead.
+    deaths: super::deaths::Deaths,
 }
 
 impl Engine {
@@ -103,7 +105,14 @@ impl Engine {
         Engine {
             client: UpstreamClient::default(),
             metrics,
+            deaths: super::deaths::Deaths::default(),
         }
+    }
+
+    /// Where backends known dead are announced (a refused connection here, the health checks'
+    /// verdicts through the same announcer).
+    pub fn deaths(&self) -> &super::deaths::Deaths {
+        &self.deaths
     }
 
     /// The metric families the engine records into.
@@ -162,7 +171,10 @@ impl Engine {
 
     /// Records a failed connection: the backend is skipped for the failure cooldown.
     pub fn connect_failed(&self, pool: &Pool, backend: &Backend) {
-        pool.mark_failed(backend);
+        if pool.mark_failed(backend) {
+            self.deaths
+                .announce(&pool.name, backend.addr, "connect-refused");
+        }
         self.metrics
             .upstream_connect_failures
             .with_label_values(&[&pool.name, &backend.label])
@@ -223,7 +235,9 @@ impl Engine {
             tried.push(backend.addr);
             match attempt(backend.clone()).await {
                 Step::Done(done) => return Ok(done),
-                Step::Lost => pool.mark_failed(&backend),
+                Step::Lost => {
+                    pool.mark_failed(&backend);
+                }
                 Step::Unreachable | Step::Refused => {}
                 Step::Stop(err) => return Err(err),
             }

@@ -3,8 +3,10 @@
 //! the process is up); a refused connection, a timeout or a 5xx counts as a failure.
 //! `fall` failures in a row mark a backend down, `rise` successes bring it back; one success
 //! clears a passive mark (a refused connection), which otherwise stays until a request succeeds.
+//! A backend marked down is announced as a death (`deaths.rs`).
 
 use super::client::UpstreamClient;
+use super::deaths::Deaths;
 use super::{Backend, LivePools, Pool};
 use crate::config::HealthCheck;
 use async_trait::async_trait;
@@ -58,6 +60,7 @@ pub async fn probe(
 pub struct HealthService {
     pools: Arc<dyn LivePools>,
     client: Arc<UpstreamClient>,
+    deaths: Option<Deaths>,
 }
 
 impl HealthService {
@@ -66,7 +69,14 @@ impl HealthService {
         HealthService {
             pools,
             client: Arc::new(UpstreamClient::default()),
+            deaths: None,
         }
+    }
+
+    /// Announces each backend the checks mark down on `deaths`.
+    pub fn announcing(mut self, deaths: Deaths) -> HealthService {
+        self.deaths = Some(deaths);
+        self
     }
 
     /// One round of probes over every member of every checked pool, concurrently.
@@ -79,11 +89,15 @@ impl HealthService {
             for backend in pool.backends().iter().cloned() {
                 let (check, pool, client) = (check.clone(), pool.clone(), self.client.clone());
                 let detect = pool.era == crate::config::EraSetting::Detect;
+                let deaths = self.deaths.clone();
                 probes.push(tokio::spawn(async move {
                     let ok = probe(&client, &pool, &backend, &check).await;
                     if let Some(down) = backend.record_probe(ok, check.fall, check.rise) {
                         let state = if down { "down" } else { "up" };
                         tracing::info!(pool = %pool.name, backend = %backend.addr, state, "health changed");
+                        if let Some(deaths) = deaths.as_ref().filter(|_| down) {
+                            deaths.announce(&pool.name, backend.addr, "probe");
+                        }
                         // down: what comes back may be another image (another era); back up:
                         // probe it again
                         if down && detect {

@@ -6,6 +6,7 @@
 pub mod attempt;
 mod balance;
 pub mod client;
+pub mod deaths;
 pub mod discovery;
 pub mod encoding;
 pub mod era;
@@ -445,7 +446,9 @@ impl Pool {
 
     /// Marks a backend to be skipped for the failure cooldown (passive health). Where health
     /// checks run, it also stays down after the cooldown until a probe or a request succeeds.
-    pub fn mark_failed(&self, backend: &Backend) {
+    /// Returns whether it was serving until now (a death to announce).
+    pub fn mark_failed(&self, backend: &Backend) -> bool {
+        let was_serving = !backend.is_failed();
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
         backend.failed_until_ms.store(until, Ordering::Relaxed);
         if self.era == EraSetting::Detect {
@@ -454,6 +457,7 @@ impl Pool {
         if self.checked {
             backend.suspect.store(true, Ordering::Relaxed);
         }
+        was_serving
     }
 
     /// Clears a failure mark after a successful connection.

@@ -352,6 +352,18 @@ impl SessionStore for Cached {
         counted
     }
 
+    async fn sessions_on(
+        &self,
+        pool: &str,
+        backend: SocketAddr,
+    ) -> Result<Vec<Arc<str>>, StoreError> {
+        let listed = self.shared.inner.sessions_on(pool, backend).await;
+        if let Err(e) = &listed {
+            self.shared.failed("sessions_on", e);
+        }
+        listed
+    }
+
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
         let counted = self.shared.inner.client_count(client).await;
         if let Err(e) = &counted {

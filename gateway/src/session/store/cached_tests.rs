@@ -89,6 +89,9 @@ impl SessionStore for Flaky {
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
         self.store()?.client_count(client).await
     }
+    async fn sessions_on(&self, pool: &str, at: SocketAddr) -> Result<Vec<Arc<str>>, StoreError> {
+        self.store()?.sessions_on(pool, at).await
+    }
     async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
         self.store()?.hold_lease(id, owner, ttl).await
     }

@@ -117,6 +117,16 @@ impl SessionStore for Instrumented {
         self.measured("backend_counts", t, self.inner.backend_counts(pool).await)
     }
 
+    async fn sessions_on(
+        &self,
+        pool: &str,
+        backend: SocketAddr,
+    ) -> Result<Vec<Arc<str>>, StoreError> {
+        let t = Instant::now();
+        let r = self.inner.sessions_on(pool, backend).await;
+        self.measured("sessions_on", t, r)
+    }
+
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
         let t = Instant::now();
         self.measured("client_count", t, self.inner.client_count(client).await)

@@ -10,7 +10,7 @@ use crate::session::{now_ms, Binding, GoneReason, Lookup, SessionRecord, Setting
 use async_trait::async_trait;
 use dashmap::DashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,9 @@ pub struct MemoryStore {
     /// When each live session may expire, earliest first (lazily corrected on `touch`).
     due: Mutex<DueQueue>,
     count: AtomicUsize,
-    per_backend: DashMap<(Arc<str>, SocketAddr), usize>,
+    /// The ids of the live sessions on each backend of each pool: its counts and the index
+    /// a dead backend's sessions are found by.
+    per_backend: DashMap<(Arc<str>, SocketAddr), HashSet<Arc<str>>>,
     per_client: DashMap<Arc<str>, usize>,
     idle_ms: AtomicU64,
     tombstone_ms: AtomicU64,
@@ -65,14 +67,14 @@ impl MemoryStore {
         self.idle_ms.load(Ordering::Relaxed)
     }
 
-    fn count_backend(&self, pool: &Arc<str>, addr: SocketAddr, opened: bool) {
+    fn count_backend(&self, pool: &Arc<str>, addr: SocketAddr, id: &Arc<str>, opened: bool) {
         let key = (pool.clone(), addr);
         if opened {
-            *self.per_backend.entry(key).or_insert(0) += 1;
+            self.per_backend.entry(key).or_default().insert(id.clone());
         } else {
-            self.per_backend.remove_if_mut(&key, |_, n| {
-                *n = n.saturating_sub(1);
-                *n == 0
+            self.per_backend.remove_if_mut(&key, |_, ids| {
+                ids.remove(id);
+                ids.is_empty()
             });
         }
     }
@@ -91,7 +93,7 @@ impl MemoryStore {
         let (key, record) = self.live.remove(id)?;
         self.leases.forget(id);
         self.count.fetch_sub(1, Ordering::AcqRel);
-        self.count_backend(&record.pool, record.binding.backend, false);
+        self.count_backend(&record.pool, record.binding.backend, &record.id, false);
         self.uncount_client(&record.client);
         self.gone.insert(key.clone(), reason);
         let mut order = lock(&self.gone_order);
@@ -126,7 +128,7 @@ impl SessionStore for MemoryStore {
         } else if !record.client.is_empty() {
             *self.per_client.entry(record.client.clone()).or_insert(0) += 1;
         }
-        self.count_backend(&record.pool, record.binding.backend, true);
+        self.count_backend(&record.pool, record.binding.backend, &record.id, true);
         let due = record.last_use_ms + self.idle_ms();
         lock(&self.due).push(Reverse((due, record.id.clone())));
         self.live.insert(record.id.clone(), record);
@@ -165,8 +167,8 @@ impl SessionStore for MemoryStore {
             Some(r) => return Ok(Rebound::Lost(Lookup::Live(r.clone()))),
             None => return Ok(Rebound::Lost(self.get(id).await?)),
         };
-        self.count_backend(&record.pool, old, false);
-        self.count_backend(&record.pool, record.binding.backend, true);
+        self.count_backend(&record.pool, old, &record.id, false);
+        self.count_backend(&record.pool, record.binding.backend, &record.id, true);
         Ok(Rebound::Won(record))
     }
 
@@ -259,8 +261,20 @@ impl SessionStore for MemoryStore {
             .per_backend
             .iter()
             .filter(|e| &*e.key().0 == pool)
-            .map(|e| (e.key().1, *e.value()))
+            .map(|e| (e.key().1, e.value().len()))
             .collect())
+    }
+
+    async fn sessions_on(
+        &self,
+        pool: &str,
+        backend: SocketAddr,
+    ) -> Result<Vec<Arc<str>>, StoreError> {
+        let key = (Arc::<str>::from(pool), backend);
+        Ok(self
+            .per_backend
+            .get(&key)
+            .map_or_else(Vec::new, |ids| ids.iter().cloned().collect()))
     }
 
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {

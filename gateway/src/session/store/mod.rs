@@ -2,7 +2,8 @@
 //! may fail (a networked store can be down), records are serializable, expiry is a
 //! time-to-live kept by the store itself, and the counts that balancing and per-client caps
 //! read (sessions per backend, per client, in all) live in the store, so every replica reads
-//! the same numbers. `generation` is the fencing token of re-binding.
+//! the same numbers, and so does the index of the sessions on each backend (what a dead
+//! backend's sessions are moved by). `generation` is the fencing token of re-binding.
 //!
 //! Every implementation runs the one behavioural suite in `suite.rs`.
 
@@ -26,6 +27,7 @@ pub use memory::MemoryStore;
 use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The store could not be reached or answered nonsense. Requests that need it are answered
@@ -133,6 +135,15 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn count(&self) -> Result<usize, StoreError>;
     /// Live sessions bound to each backend of `pool` that holds any.
     async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError>;
+    /// The ids of the live sessions bound to `backend` in `pool`: the per-backend index the
+    /// sessions of a dead backend are found by (`session/evacuate.rs`). A shared store may
+    /// still list an id whose session ended a moment ago, or moved: callers read each record
+    /// before acting on it.
+    async fn sessions_on(
+        &self,
+        pool: &str,
+        backend: SocketAddr,
+    ) -> Result<Vec<Arc<str>>, StoreError>;
     /// Live sessions of one client identity.
     async fn client_count(&self, client: &str) -> Result<usize, StoreError>;
     /// Claims the move of session `id` off its binding of `generation` for `ttl`: `true` for

@@ -81,6 +81,7 @@ where
     settings_changes_are_kept(&*make(TTL)).await;
     ended_sessions_leave_a_tombstone_and_free_their_counts(&*make(TTL)).await;
     use_slides_the_time_to_live(&*make(TTL)).await;
+    the_index_lists_the_live_sessions_on_each_backend(&*make(TTL)).await;
     tombstones_are_forgotten_after_their_time(&*make(SHORT_TOMBSTONES)).await;
     a_shorter_time_to_live_applies_to_live_sessions(&*make(TTL)).await;
     one_owner_holds_a_stream_lease_until_it_expires(&*make(TTL)).await;
@@ -196,6 +197,49 @@ async fn ended_sessions_leave_a_tombstone_and_free_their_counts(store: &dyn Sess
     assert_eq!(store.count().await.unwrap(), 0);
     assert_eq!(count_on(store, 4).await, 0);
     assert_eq!(store.client_count("ip:z").await.unwrap(), 0);
+}
+
+async fn on(store: &dyn SessionStore, pool: &str, port: u16) -> Vec<Arc<str>> {
+    let mut ids = store
+        .sessions_on(pool, addr(port))
+        .await
+        .expect("store answers");
+    ids.sort();
+    ids
+}
+
+fn sorted(ids: &[&Arc<str>]) -> Vec<Arc<str>> {
+    let mut ids: Vec<Arc<str>> = ids.iter().map(|id| (*id).clone()).collect();
+    ids.sort();
+    ids
+}
+
+async fn the_index_lists_the_live_sessions_on_each_backend(store: &dyn SessionStore) {
+    let t0 = now_ms();
+    let (a, b, c) = (record("", 11, t0), record("", 11, t0), record("", 12, t0));
+    for r in [&a, &b, &c] {
+        store.create(r.clone(), OPEN).await.unwrap();
+    }
+    assert_eq!(on(store, "suite-pool", 11).await, sorted(&[&a.id, &b.id]));
+    assert_eq!(on(store, "suite-pool", 12).await, sorted(&[&c.id]));
+    assert!(on(store, "other-pool", 11).await.is_empty(), "per pool");
+    // a move takes the session from one backend's list to the other's
+    assert!(matches!(
+        store.rebind(&a.id, 1, binding(12, 2)).await.unwrap(),
+        Rebound::Won(_)
+    ));
+    assert_eq!(on(store, "suite-pool", 11).await, sorted(&[&b.id]));
+    assert_eq!(on(store, "suite-pool", 12).await, sorted(&[&a.id, &c.id]));
+    // a lost compare-and-set changes nothing
+    store.rebind(&a.id, 1, binding(13, 2)).await.unwrap();
+    assert!(on(store, "suite-pool", 13).await.is_empty());
+    // ended and expired sessions leave it
+    store.end(&b.id, GoneReason::Deleted).await.unwrap();
+    assert!(on(store, "suite-pool", 11).await.is_empty());
+    store.touch(&a.id, t0 + 5_000).await.unwrap();
+    let expired = store.take_expired(t0 + 1_500, 10).await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(on(store, "suite-pool", 12).await, sorted(&[&a.id]));
 }
 
 async fn use_slides_the_time_to_live(store: &dyn SessionStore) {

@@ -136,3 +136,38 @@ async fn a_plain_pool_answering_below_500_is_alive() {
     let p = pool(addr, "");
     assert!(probe(&UpstreamClient::default(), &p, &p.backends()[0], &check()).await);
 }
+
+/// The running state's pools, for a round of the service.
+struct Pools(crate::config::PoolConfig, Arc<Pool>);
+
+impl crate::upstream::LivePools for Pools {
+    fn pools(&self) -> Vec<(crate::config::PoolConfig, Arc<Pool>)> {
+        vec![(self.0.clone(), self.1.clone())]
+    }
+    fn mcp_path(&self, _: usize) -> String {
+        "/mcp".into()
+    }
+}
+
+#[tokio::test]
+async fn a_backend_the_checks_mark_down_is_announced_dead_once() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = format!(
+        "pools: {{ p: {{ backends: [127.0.0.1:{port}], health: {{ fall: 1, timeout-ms: 500 }} }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
+    );
+    let cfg = parse(&yaml).unwrap().pools[0].clone();
+    let pool = Arc::new(Pool::new(&cfg));
+    let deaths = crate::upstream::deaths::Deaths::default();
+    let mut heard = deaths.subscribe();
+    let service = super::HealthService::new(Arc::new(Pools(cfg, pool.clone()))).announcing(deaths);
+    service.round().await;
+    service.round().await; // still down: no second death
+    let death = heard.try_recv().expect("announced");
+    assert_eq!((death.backend.port(), death.cause), (port, "probe"));
+    assert!(heard.try_recv().is_err());
+    assert!(pool.backends()[0].is_failed());
+}

@@ -6,7 +6,9 @@
 //!   key lives twice the idle timeout plus a minute, so the expiry sweep claims it first;
 //! - `PREFIX{ID}:gone`: the tombstone (the reason) for the tombstone window;
 //! - `PREFIX:due`: a sorted set of due times (lazily corrected, as in the memory store);
-//! - `PREFIX:total`, `PREFIX:backends:POOL`, `PREFIX:clients`: the counts every replica reads.
+//! - `PREFIX:total`, `PREFIX:backends:POOL`, `PREFIX:clients`: the counts every replica reads;
+//! - `PREFIX:on:POOL:ADDR`: a set of the ids of the sessions on one backend, the index a dead
+//!   backend's sessions are found by (kept beside its count, the same way).
 //!
 //! Re-binding, stale marks, settings, ending and expiry are scripts on the session's slot:
 //! compare-and-set on the generation, never read-then-write. Counts live in other slots, so
@@ -34,6 +36,7 @@ use redis::{Cmd, Pipeline, Script};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use std::time::Duration;
 
@@ -161,7 +164,7 @@ impl RedisStore {
         let _: i64 = self
             .query(redis::cmd("INCRBY").arg(self.key("total")).arg(by))
             .await?;
-        self.count_backend(&rec.pool, rec.binding.backend, by)
+        self.count_backend(&rec.pool, rec.binding.backend, &rec.id, by)
             .await?;
         if !rec.client.is_empty() {
             let _: i64 = self
@@ -176,7 +179,20 @@ impl RedisStore {
         Ok(())
     }
 
-    async fn count_backend(&self, pool: &str, addr: SocketAddr, by: i64) -> Result<(), StoreError> {
+    /// The key of the set of session ids on one backend.
+    fn on_key(&self, pool: &str, addr: SocketAddr) -> String {
+        format!("{}on:{pool}:{addr}", self.config.key_prefix)
+    }
+
+    /// Moves the count of a backend by `by` and adds (`by` > 0) or removes session `id` from
+    /// its index.
+    async fn count_backend(
+        &self,
+        pool: &str,
+        addr: SocketAddr,
+        id: &str,
+        by: i64,
+    ) -> Result<(), StoreError> {
         let _: i64 = self
             .query(
                 redis::cmd("HINCRBY")
@@ -184,6 +200,13 @@ impl RedisStore {
                     .arg(addr.to_string())
                     .arg(by),
             )
+            .await?;
+        let index = match by > 0 {
+            true => "SADD",
+            false => "SREM",
+        };
+        let _: i64 = self
+            .query(redis::cmd(index).arg(self.on_key(pool, addr)).arg(id))
             .await?;
         Ok(())
     }
@@ -293,8 +316,9 @@ impl SessionStore for RedisStore {
                 let old: Binding = serde_json::from_str(&rest[0]).map_err(failed)?;
                 let record = decode(&rest[1..])?;
                 let pool = &record.pool;
-                self.count_backend(pool, old.backend, -1).await?;
-                self.count_backend(pool, record.binding.backend, 1).await?;
+                self.count_backend(pool, old.backend, id, -1).await?;
+                self.count_backend(pool, record.binding.backend, id, 1)
+                    .await?;
                 Ok(Rebound::Won(record))
             }
             Some((status, fields)) if status == "lost" => {
@@ -406,6 +430,17 @@ impl SessionStore for RedisStore {
             .filter_map(|(addr, n)| Some((addr.parse().ok()?, n.max(0) as usize)))
             .filter(|(_, n)| *n > 0)
             .collect())
+    }
+
+    async fn sessions_on(
+        &self,
+        pool: &str,
+        backend: SocketAddr,
+    ) -> Result<Vec<Arc<str>>, StoreError> {
+        let ids: Vec<String> = self
+            .query(redis::cmd("SMEMBERS").arg(self.on_key(pool, backend)))
+            .await?;
+        Ok(ids.into_iter().map(Arc::from).collect())
     }
 
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
