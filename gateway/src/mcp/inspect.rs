@@ -128,12 +128,19 @@ fn well_formed(body: &[u8]) -> Result<(), InspectError> {
     // a high surrogate escape just ended; the next thing must be its low half
     let mut want_low = false;
     while i < body.len() {
-        let b = body[i];
         if in_string {
             if want_low && !body[i..].starts_with(b"\\u") {
                 return Err(lone_surrogate());
             }
-            match b {
+            if !want_low {
+                // a string's bytes up to its next quote or escape need no look (most of a
+                // message is strings)
+                match memchr::memchr2(b'"', b'\\', &body[i..]) {
+                    Some(skip) => i += skip,
+                    None => break,
+                }
+            }
+            match body[i] {
                 b'"' => in_string = false,
                 b'\\' if body.get(i + 1) == Some(&b'u') => {
                     let unit = body
@@ -156,7 +163,7 @@ fn well_formed(body: &[u8]) -> Result<(), InspectError> {
             i += 1;
             continue;
         }
-        match b {
+        match body[i] {
             b'"' => in_string = true,
             b'{' | b'[' => {
                 depth += 1;
