@@ -3,6 +3,8 @@
 //! descriptors read from /proc, GETs on its admin listener, and a backend of a pool SIGKILLed
 //! and replaced at its address a little later (a pod restarted in place).
 
+use crate::mcp::Dialect;
+use crate::run::LoadConfig;
 use crate::suite::procs::{Backend, BackendKind, Programs};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -166,4 +168,30 @@ pub fn kill_and_replace(
             pool.lock().expect("backends")[i] = b;
         });
     })
+}
+
+/// The open-loop `whoami` load every fault run offers: `rate` requests per second for
+/// `duration` on kept-alive connections (up to 256 in flight, 10 s timeout).
+pub fn fault_load(
+    target: SocketAddr,
+    path: &str,
+    dialect: Dialect,
+    rate: f64,
+    sessions: usize,
+    duration: Duration,
+) -> LoadConfig {
+    LoadConfig {
+        target,
+        path: path.into(),
+        dialect,
+        rate,
+        duration,
+        concurrency: 256,
+        sessions,
+        reuse: true,
+        tool: "whoami".into(),
+        timeout: Duration::from_secs(10),
+        progress: false,
+        bearer: None,
+    }
 }

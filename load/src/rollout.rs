@@ -14,7 +14,7 @@
 
 use crate::fleet::{admin_get, kill_and_replace, GatewayProc};
 use crate::mcp::Dialect;
-use crate::run::{self, Event, LoadConfig, RunResult};
+use crate::run::{self, Event, RunResult};
 use crate::suite::procs::{free_port, Backend, BackendKind, Programs};
 use clap::Args;
 use serde::Serialize;
@@ -145,19 +145,8 @@ pub async fn main(args: RolloutArgs) -> i32 {
             action: Box::new(|| Box::pin(async {})),
         })
         .collect();
-    let load = |dialect, rate, sessions, duration| LoadConfig {
-        target,
-        path: "/mcp".into(),
-        dialect,
-        rate,
-        duration,
-        concurrency: 256,
-        sessions,
-        reuse: true,
-        tool: "whoami".into(),
-        timeout: Duration::from_secs(10),
-        progress: false,
-        bearer: None,
+    let load = |dialect, rate, sessions, duration| {
+        crate::fleet::fault_load(target, "/mcp", dialect, rate, sessions, duration)
     };
     let legacy_cfg = load(Dialect::Legacy, args.legacy_rate, args.sessions, total);
     let modern_cfg = load(

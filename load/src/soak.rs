@@ -12,7 +12,7 @@
 
 use crate::fleet::{kill_and_replace, rss_and_fds, sessions_held, GatewayProc};
 use crate::mcp::Dialect;
-use crate::run::{self, Event, LoadConfig, RunResult};
+use crate::run::{self, Event, RunResult};
 use crate::suite::procs::{free_port, Backend, BackendKind, Programs};
 use clap::Args;
 use serde::Serialize;
@@ -240,19 +240,8 @@ pub async fn main(args: SoakArgs) -> i32 {
             reloads
         })
     };
-    let load = |path: &str, dialect, rate, sessions| LoadConfig {
-        target,
-        path: path.into(),
-        dialect,
-        rate,
-        duration,
-        concurrency: 256,
-        sessions,
-        reuse: true,
-        tool: "whoami".into(),
-        timeout: Duration::from_secs(10),
-        progress: false,
-        bearer: None,
+    let load = |path: &str, dialect, rate, sessions| {
+        crate::fleet::fault_load(target, path, dialect, rate, sessions, duration)
     };
     let (legacy_result, stateless_result) = tokio::join!(
         run::run(

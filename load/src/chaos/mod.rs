@@ -16,7 +16,7 @@ mod sdk;
 
 use crate::fleet::{kill_and_replace, rss_and_fds, GatewayProc, Pool};
 use crate::mcp::Dialect;
-use crate::run::{self, Event, LoadConfig};
+use crate::run::{self, Event};
 use crate::suite::procs::{free_port, Backend, BackendKind, Programs, Proxy};
 use clap::Args;
 use rand::{Rng, SeedableRng};
@@ -312,19 +312,8 @@ pub async fn main(args: ChaosArgs) -> i32 {
     );
 
     let duration = Duration::from_secs_f64(args.duration);
-    let load = |path: &str, dialect, rate, sessions| LoadConfig {
-        target: front.addr,
-        path: path.into(),
-        dialect,
-        rate,
-        duration,
-        concurrency: 256,
-        sessions,
-        reuse: true,
-        tool: "whoami".into(),
-        timeout: Duration::from_secs(10),
-        progress: false,
-        bearer: None,
+    let load = |path: &str, dialect, rate, sessions| {
+        crate::fleet::fault_load(front.addr, path, dialect, rate, sessions, duration)
     };
     let sdk_modern = match args.backends.as_str() {
         // mock-mcp's tools/list lacks what the 2.3.0 client validates (cacheScope, ttlMs)
