@@ -2,9 +2,15 @@
 //! (never global statics). Labels are bounded: route and pool names come from config, methods
 //! from [`crate::mcp::KNOWN_METHODS`], backends from the pool lists.
 
+mod resolved;
+
+use resolved::{EraMetrics, BACKEND_ERAS};
+pub use resolved::{Resolved, RouteMetrics};
+
 use pingora_prometheus::prometheus::{
     exponential_buckets, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
+use std::sync::Arc;
 
 /// All metric families.
 #[derive(Clone)]
@@ -131,6 +137,8 @@ pub struct Metrics {
     pub mrtr_events: IntCounterVec,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
+    /// The era families' children, resolved once.
+    eras: Arc<EraMetrics>,
 }
 
 impl Metrics {
@@ -182,6 +190,10 @@ impl Metrics {
             .expect("unique metric");
         let mut metrics = Metrics {
             names: Vec::new(),
+            eras: Arc::new(EraMetrics {
+                by_era: Resolved::new(2),
+                by_eras: Resolved::new(2 * BACKEND_ERAS.len()),
+            }),
             upstream_duration,
             tool_calls: counter(
                 "mcpgw_tool_calls_total",

@@ -111,10 +111,7 @@ pub fn count_eras(metrics: &Metrics, client: Era, backend: Option<&Backend>) {
         None => "none",
         Some(b) => b.era().map_or("unknown", BackendEra::as_str),
     };
-    metrics
-        .requests_by_eras
-        .with_label_values(&[client.as_str(), backend_era])
-        .inc();
+    metrics.count_eras(client, backend_era);
 }
 
 /// Counts a bridge error answered to a legacy client (`mcpgw_bridge_errors_total`).

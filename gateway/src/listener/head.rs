@@ -106,6 +106,31 @@ impl Watch {
         self.refusal = Some((bytes, 0));
     }
 
+    /// Ready once `deadline` has passed. The timer is lazy: one per connection, moved only
+    /// when it would fire too late. Every request moves the deadline later; re-registering
+    /// the timer each time would cost a timer-wheel update a request, and a wake of tokio's
+    /// driver (an eventfd write) whenever the new timer is its earliest. Instead a timer that
+    /// fires before the deadline (set for an earlier request) is moved on to it then.
+    fn wait(&mut self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() > deadline {
+            timer.as_mut().reset(deadline);
+        }
+        loop {
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Poll::Ready(());
+            }
+            // fired for an earlier request's deadline: on to this one
+            timer.as_mut().reset(deadline);
+        }
+    }
+
     /// Writes the refusal; ready once it is out (or the client is gone).
     fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         while let Some((bytes, done)) = self.refusal.as_mut() {
@@ -213,7 +238,8 @@ impl AsyncRead for Watch {
             Err(_) => None,
         };
         let Some(deadline) = deadline else {
-            this.timer = None;
+            // the timer stays registered (see `wait`): dropping it here and making a new one
+            // for the next request would cost a timer registration a request
             return Pin::new(&mut this.inner).poll_read(cx, buf);
         };
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
@@ -235,13 +261,7 @@ impl AsyncRead for Watch {
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
-                let timer = this
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
-                if timer.deadline() != deadline.into() {
-                    timer.as_mut().reset(deadline.into());
-                }
-                if timer.as_mut().poll(cx).is_pending() {
+                if this.wait(cx, deadline).is_pending() {
                     return Poll::Pending;
                 }
                 let (idle, header) = match this.phase.lock() {

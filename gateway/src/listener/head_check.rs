@@ -12,9 +12,11 @@ pub const MAX_HEAD_LINES: usize = 100;
 
 /// Checks the head `head` (request line, headers, blank line).
 pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEAD_LINES + 1];
-    let mut req = httparse::Request::new(&mut headers);
-    match req.parse(head) {
+    // uninitialised: filling 101 empty headers first would cost more than the parse
+    let mut headers =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEAD_LINES + 1];
+    let mut req = httparse::Request::new(&mut []);
+    match req.parse_with_uninit_headers(head, &mut headers) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err(GatewayError::bad_framing("incomplete head")),
         Err(httparse::Error::TooManyHeaders) => {

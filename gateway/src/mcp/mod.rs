@@ -40,6 +40,25 @@ pub const KNOWN_METHODS: &[&str] = &[
     "notifications/roots/list_changed",
 ];
 
+/// How many method labels there are: the known methods, `none` and `other`.
+pub const METHOD_LABELS: usize = KNOWN_METHODS.len() + 2;
+
+/// The position of a label [`method_label`] gave: a known method's index, then `none`, then
+/// `other` (anything else too).
+pub fn method_index(label: &str) -> usize {
+    // the labels are the list's own strings: their addresses find them without comparing text
+    let same = |k: &&str| k.as_ptr() == label.as_ptr() && k.len() == label.len();
+    KNOWN_METHODS
+        .iter()
+        .position(same)
+        .or_else(|| KNOWN_METHODS.iter().position(|k| *k == label))
+        .unwrap_or(if label == "none" {
+            KNOWN_METHODS.len()
+        } else {
+            KNOWN_METHODS.len() + 1
+        })
+}
+
 /// A bounded label for a method: the method itself when known, else `other` (`none` if absent).
 pub fn method_label(method: Option<&str>) -> &'static str {
     match method {

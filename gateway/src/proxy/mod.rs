@@ -445,10 +445,16 @@ impl ProxyHttp for Gateway {
         let (outcome, rpc_code) = verdict::outcome(session, ctx, status);
         crate::bridge::count_eras(&self.metrics, ctx.era, ctx.backend.as_deref());
         let route = ctx.route_label();
-        self.metrics
-            .requests
-            .with_label_values(&[route, ctx.method_label, outcome])
-            .inc();
+        match ctx.route.as_deref() {
+            Some(r) => r
+                .metrics
+                .count(&self.metrics, route, ctx.method_label, outcome),
+            None => self
+                .metrics
+                .requests
+                .with_label_values(&[route, ctx.method_label, outcome])
+                .inc(),
+        }
         if let Some(code) = rpc_code {
             self.metrics
                 .rpc_errors
@@ -469,10 +475,17 @@ impl ProxyHttp for Gateway {
             duration_ms = ctx.start.elapsed().as_secs_f64() * 1000.0,
             "request"
         );
-        self.metrics
-            .request_duration
-            .with_label_values(&[route, ctx.method_label])
-            .observe(ctx.start.elapsed().as_secs_f64());
+        let took = ctx.start.elapsed().as_secs_f64();
+        match ctx.route.as_deref() {
+            Some(r) => r
+                .metrics
+                .observe(&self.metrics, route, ctx.method_label, took),
+            None => self
+                .metrics
+                .request_duration
+                .with_label_values(&[route, ctx.method_label])
+                .observe(took),
+        }
         capture::record(&self.captures, session, ctx, outcome);
         if let Some(i) = ctx.tool {
             let tool = ctx

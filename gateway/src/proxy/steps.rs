@@ -67,10 +67,7 @@ pub(super) async fn prepare(
     ctx.era = Era::of_version(headers.protocol_version);
     ctx.method_label = method_label(headers.method.as_deref());
     ctx.note_tool(headers.method.as_deref(), headers.name.as_deref());
-    gw.metrics
-        .requests_by_era
-        .with_label_values(&[ctx.era.as_str()])
-        .inc();
+    gw.metrics.count_era(ctx.era);
     admit(gw, session, ctx, &route)?;
     let plan = plan(session, ctx, route, &headers)?;
     // A tool named only in a header is trusted for the per-tool rate just where the body is

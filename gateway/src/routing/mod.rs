@@ -28,6 +28,8 @@ pub struct Route {
     pub guard: crate::auth::RouteGuard,
     /// Legacy clients on dual-era backends: native sessions or the bridge.
     pub dual_backends: crate::config::DualBackends,
+    /// Its children of the per-request metric families, resolved on first use.
+    pub metrics: crate::metrics::RouteMetrics,
 }
 
 #[derive(Debug)]
@@ -67,6 +69,7 @@ impl Route {
             upstream_path: rc.upstream_path.clone(),
             check_headers: rc.check_headers,
             dual_backends: rc.dual_backends,
+            metrics: Default::default(),
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc.limits.tool_timeouts.clone(),

@@ -301,6 +301,9 @@ pub struct EraService {
     pools: Arc<dyn super::LivePools>,
     engine: Arc<Engine>,
     metrics: Metrics,
+    /// The pools the gauge showed last tick: it is cleared only when they change, so a scrape
+    /// never sees it empty between a clear and the new values.
+    shown: std::sync::Mutex<Vec<String>>,
 }
 
 impl EraService {
@@ -311,13 +314,22 @@ impl EraService {
             pools,
             engine,
             metrics,
+            shown: Default::default(),
         }
     }
 
     /// Starts the probes that are due (each in a task of its own) and updates the gauges.
     pub fn tick(&self) {
-        self.metrics.backends_by_era.reset();
-        for (index, (_, pool)) in self.pools.pools().into_iter().enumerate() {
+        let pools = self.pools.pools();
+        let names: Vec<String> = pools.iter().map(|(_, p)| p.name.clone()).collect();
+        if let Ok(mut shown) = self.shown.lock() {
+            if *shown != names {
+                // a pool left: its series go
+                self.metrics.backends_by_era.reset();
+                *shown = names;
+            }
+        }
+        for (index, (_, pool)) in pools.into_iter().enumerate() {
             let members = pool.backends();
             for era in ["legacy", "modern", "dual", "unknown"] {
                 let n = members

@@ -51,8 +51,32 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-/// Removes the hop-by-hop headers, and those the client's `Connection` header names.
-fn drop_hop_by_hop(req: &mut RequestHeader) {
+/// What [`forwarded`] sets itself, so the client's values need no removal first (setting
+/// replaces them).
+#[derive(Clone, Copy)]
+struct Replaced {
+    length: bool,
+    session: bool,
+}
+
+/// Whether a header is dropped on the way to a backend: hop-by-hop, named by the client's
+/// `Connection`, `Expect`, `Transfer-Encoding`, and the length and the session id unless they
+/// are replaced.
+fn dropped(name: &http::HeaderName, named: &[String], replaced: Replaced) -> bool {
+    use http::header::{CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
+    let n = name.as_str();
+    HOP_BY_HOP.contains(&n)
+        || *name == EXPECT
+        || *name == TRANSFER_ENCODING
+        || (*name == CONTENT_LENGTH && !replaced.length)
+        || (n == MCP_SESSION_ID && !replaced.session)
+        || named.iter().any(|h| h == n)
+}
+
+/// Removes the headers [`dropped`] names. Most requests carry none of them but the length and
+/// the session id, so the head is looked over once and only what is there is removed: each
+/// removal parses and hashes its name in both of pingora's maps (values and spellings).
+fn drop_headers(req: &mut RequestHeader, replaced: Replaced) {
     let named: Vec<String> = req
         .headers
         .get_all(http::header::CONNECTION)
@@ -62,12 +86,14 @@ fn drop_hop_by_hop(req: &mut RequestHeader) {
         .map(|h| h.trim().to_ascii_lowercase())
         .filter(|h| !h.is_empty())
         .collect();
-    for name in HOP_BY_HOP
-        .iter()
-        .copied()
-        .chain(named.iter().map(String::as_str))
-    {
-        req.remove_header(name);
+    let present: Vec<http::HeaderName> = req
+        .headers
+        .keys()
+        .filter(|k| dropped(k, &named, replaced))
+        .cloned()
+        .collect();
+    for name in present {
+        req.remove_header(&name);
     }
 }
 
@@ -82,22 +108,19 @@ pub fn forwarded(
 ) -> Result<RequestHeader, GatewayError> {
     let mut req = client.clone();
     readdress(&mut req, target, client.uri.query())?;
-    drop_hop_by_hop(&mut req);
     super::encoding::narrow_accept_encoding(&mut req);
     // The gateway holds the whole body and sends it with the head: a backend asked to say
     // `100 Continue` first would answer twice (uvicorn does), and pingora's client would read
-    // that 100 as the answer (then panic reading its body).
-    req.remove_header(&http::header::EXPECT);
-    req.remove_header(&http::header::TRANSFER_ENCODING);
-    match body_len {
-        Some(len) => req
-            .insert_header(http::header::CONTENT_LENGTH, len.to_string())
-            .map_err(|_| invalid("content-length"))?,
-        None => {
-            req.remove_header(&http::header::CONTENT_LENGTH);
-        }
+    // that 100 as the answer (then panic reading its body). `Transfer-Encoding` goes too.
+    let replaced = Replaced {
+        length: body_len.is_some(),
+        session: backend_session.is_some(),
+    };
+    drop_headers(&mut req, replaced);
+    if let Some(len) = body_len {
+        req.insert_header(http::header::CONTENT_LENGTH, http::HeaderValue::from(len))
+            .map_err(|_| invalid("content-length"))?;
     }
-    req.remove_header(MCP_SESSION_ID);
     if let Some(id) = backend_session {
         req.insert_header(MCP_SESSION_ID, id)
             .map_err(|_| invalid("session id"))?;
