@@ -54,6 +54,10 @@ pub struct SuiteArgs {
     /// Seconds per overhead run (closed loop and 1000 rps alike).
     #[arg(long, default_value_t = 5.0)]
     overhead_duration: f64,
+    /// Overhead part: the measured proxy on the last CPU with one worker thread, the load
+    /// generator and the backend on the others (else every process shares every core).
+    #[arg(long)]
+    pin: bool,
     /// Runs per cell (median and range are reported).
     #[arg(long, default_value_t = 5)]
     runs: usize,

@@ -64,6 +64,7 @@ impl Suite {
 
     pub(super) async fn overhead(&self) -> String {
         let setups = self.overhead_setups();
+        super::procs::pin(self.args.pin);
         let runs = self.args.runs.max(3);
         let duration = self.args.overhead_duration;
         let mut rows: Vec<report::OverheadRow> = setups
@@ -125,7 +126,9 @@ impl Suite {
             self.programs.gateway.as_path(),
             self.programs.baseline_gateway.as_deref(),
         );
-        report::overhead(&rows, duration, bare_missing, binaries)
+        let pinned = super::procs::is_pinned();
+        super::procs::pin(false);
+        report::overhead(&rows, duration, bare_missing, binaries, pinned)
     }
 
     pub(super) async fn memory(&self) -> String {

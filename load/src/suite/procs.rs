@@ -6,9 +6,88 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+/// `--pin`: the measured proxy on the last CPU with one worker thread, everything else (the
+/// load generator, backends) on the others. The proxy is then the one bottleneck and its req/s
+/// reads as its cost per request, as in the harness of issue #25 (wrk on one core, the proxy
+/// on the other); unpinned, every process shares every core.
+static PINNED: AtomicBool = AtomicBool::new(false);
+
+/// Turns pinning on or off for processes started from now on, and pins this process (the load
+/// generator) to the CPUs that are not the proxy's, or unpins it.
+pub fn pin(on: bool) {
+    PINNED.store(on && cpus() >= 2, Ordering::Relaxed);
+    let list = if pinned() {
+        cpu_list(Role::Other)
+    } else {
+        format!("0-{}", cpus() - 1)
+    };
+    let pid = std::process::id().to_string();
+    let status = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", &list, &pid])
+        .stdout(Stdio::null())
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("  taskset failed: the load generator is not pinned");
+    }
+}
+
+fn pinned() -> bool {
+    PINNED.load(Ordering::Relaxed)
+}
+
+/// The machine's CPUs, counted once: once this process is pinned, `available_parallelism`
+/// counts only the CPUs it may use.
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Which CPUs a process may run on when pinned.
+#[derive(Clone, Copy)]
+enum Role {
+    /// The proxy measured.
+    Proxy,
+    /// Backends and the load generator.
+    Other,
+}
+
+fn cpu_list(role: Role) -> String {
+    let last = cpus() - 1;
+    match role {
+        Role::Proxy => last.to_string(),
+        Role::Other if last == 1 => "0".into(),
+        Role::Other => format!("0-{}", last - 1),
+    }
+}
+
+/// A command running `program`, under `taskset` when pinning is on.
+fn launch(program: &Path, role: Role) -> Command {
+    if !pinned() {
+        return Command::new(program);
+    }
+    let mut c = Command::new("taskset");
+    c.arg("-c").arg(cpu_list(role)).arg(program);
+    c
+}
+
+/// Worker threads of bare pingora and mcp-gateway: 2, or 1 when pinned to one CPU.
+pub fn proxy_threads() -> usize {
+    if pinned() {
+        1
+    } else {
+        2
+    }
+}
+
+/// Whether pinning is on (for the report).
+pub fn is_pinned() -> bool {
+    pinned()
+}
 
 /// Where the programs are.
 #[derive(Debug, Clone)]
@@ -155,7 +234,7 @@ async fn spawn_backend(p: &Programs, kind: BackendKind, name: &str, port: u16) -
     let port_s = port.to_string();
     let mut cmd = match kind {
         BackendKind::MockLegacy | BackendKind::MockStateless => {
-            let mut c = Command::new(&p.mock);
+            let mut c = launch(&p.mock, Role::Other);
             c.args(["--port", &port_s, "--name", name, "--no-capture"]);
             if kind == BackendKind::MockLegacy {
                 c.args(["--legacy", "2025-11-25"]);
@@ -293,7 +372,7 @@ impl Proxy {
     async fn start_nginx(p: &Programs, dir: &Path, port: u16, conf: String) -> Proxy {
         let conf_path = dir.join("nginx.conf");
         std::fs::write(&conf_path, conf).expect("write nginx.conf");
-        let child = Command::new(&p.nginx)
+        let child = launch(&p.nginx, Role::Proxy)
             .arg("-p")
             .arg(dir)
             .arg("-c")
@@ -311,9 +390,10 @@ impl Proxy {
     /// The bare pingora passthrough to one backend, with the gateway's 2 worker threads.
     pub async fn bare_pingora(bin: &Path, backend: SocketAddr) -> Proxy {
         let port = free_port();
-        let child = Command::new(bin)
+        let child = launch(bin, Role::Proxy)
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--upstream", &backend.to_string(), "--threads", "2"])
+            .args(["--upstream", &backend.to_string()])
+            .args(["--threads", &proxy_threads().to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -348,13 +428,14 @@ impl Proxy {
         std::fs::create_dir_all(dir).expect("gateway dir");
         let list: Vec<String> = backends.iter().map(ToString::to_string).collect();
         let yaml = format!(
-            "listen: 127.0.0.1:{port}\nthreads: 2\n{extra}pools:\n  pods: {{ backends: [{}], failure-cooldown-ms: 1000 }}\n\
+            "listen: 127.0.0.1:{port}\nthreads: {threads}\n{extra}pools:\n  pods: {{ backends: [{}], failure-cooldown-ms: 1000 }}\n\
              routes:\n  - {{ path: /mcp, mode: {mode}, pool: pods{route} }}\n",
-            list.join(", ")
+            list.join(", "),
+            threads = proxy_threads(),
         );
         let path = dir.join("gateway.yaml");
         std::fs::write(&path, yaml).expect("write gateway.yaml");
-        let child = Command::new(bin)
+        let child = launch(bin, Role::Proxy)
             .arg("--config")
             .arg(&path)
             .env("RUST_LOG", "error")

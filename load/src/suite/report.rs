@@ -195,14 +195,21 @@ pub fn overhead(
     duration: f64,
     bare_missing: Option<&str>,
     binaries: (&Path, Option<&Path>),
+    pinned: bool,
 ) -> String {
+    let placement = if pinned {
+        "Pinned (`--pin`): each proxy (nginx 1 worker; bare pingora and mcp-gateway 1 thread) alone on \
+         the last core, load generator and backend on the others, so a proxy's req/s is its cost per request"
+    } else {
+        "Load generator, proxies (nginx 1 worker; bare pingora and mcp-gateway 2 threads) and backend share \
+         the 2 cores, unpinned, so compare ratios, not absolute numbers"
+    };
     let mut md = format!(
         "## Overhead\n\nOne backend. Throughput: closed loop, 32 concurrent requests on reused connections, \
          {duration} s per run, runs interleaved across targets. CPU µs/req: CPU time of the proxy process \
          (direct: of the backend) per successful request of the closed-loop runs, the steadiest number when \
          other work shares the machine. Latency: open loop at 1000 rps, from send to answer (service time). \
-         Load generator, proxies (nginx 1 worker; bare pingora and mcp-gateway 2 threads) and backend share \
-         the 2 cores, unpinned, so compare ratios, not absolute numbers.\n\n\
+         {placement}.\n\n\
          | path | req/s (closed loop) | vs direct | vs nginx | vs bare pingora | CPU µs/req | p50 ms @1000 rps | p99 ms @1000 rps | added p50 ms | added p99 ms |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
@@ -440,7 +447,9 @@ mod tests {
                 Path::new("new/mcp-gateway"),
                 Some(Path::new("old/mcp-gateway")),
             ),
+            true,
         );
+        assert!(md.contains("Pinned (`--pin`)"), "{md}");
         assert!(
             md.contains(
                 "| stateless via mcp-gateway stateless | 11000 | 0.55x | 0.69x | 1.10x | 44.0 |"
@@ -452,8 +461,9 @@ mod tests {
             md.contains("| stateless (2026-07-28 dialect) | 10000 | 11000 | **1.10x** | 48.0 | 44.0 | 0.92x |"),
             "{md}"
         );
-        let alone = overhead(&rows[..4], 5.0, None, (Path::new("gw"), None));
+        let alone = overhead(&rows[..4], 5.0, None, (Path::new("gw"), None), false);
         assert!(!alone.contains("baseline"), "{alone}");
+        assert!(alone.contains("unpinned"), "{alone}");
     }
 
     #[test]
