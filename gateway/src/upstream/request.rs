@@ -107,16 +107,18 @@ pub fn forwarded(
     body_len: Option<usize>,
 ) -> Result<RequestHeader, GatewayError> {
     let mut req = client.clone();
-    readdress(&mut req, target, client.uri.query())?;
-    super::encoding::narrow_accept_encoding(&mut req);
     // The gateway holds the whole body and sends it with the head: a backend asked to say
     // `100 Continue` first would answer twice (uvicorn does), and pingora's client would read
     // that 100 as the answer (then panic reading its body). `Transfer-Encoding` goes too.
+    // Dropped first, so that a `Connection` naming a header the gateway sets (`Host`) cannot
+    // remove it.
     let replaced = Replaced {
         length: body_len.is_some(),
         session: backend_session.is_some(),
     };
     drop_headers(&mut req, replaced);
+    readdress(&mut req, target, client.uri.query())?;
+    super::encoding::narrow_accept_encoding(&mut req);
     if let Some(len) = body_len {
         req.insert_header(http::header::CONTENT_LENGTH, http::HeaderValue::from(len))
             .map_err(|_| invalid("content-length"))?;
@@ -244,6 +246,21 @@ mod tests {
         let get = forwarded(&client, TARGET, None, None).unwrap();
         assert!(get.headers.get(MCP_SESSION_ID).is_none());
         assert!(get.headers.get("content-length").is_none());
+    }
+
+    #[test]
+    fn a_connection_header_cannot_drop_what_the_gateway_sets() {
+        let mut client = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        client.insert_header("host", "gateway:8080").unwrap();
+        client.insert_header(MCP_SESSION_ID, "gateway-id").unwrap();
+        client
+            .insert_header("connection", "host, content-length, mcp-session-id")
+            .unwrap();
+        let req = forwarded(&client, TARGET, Some("backend-id"), Some(3)).unwrap();
+        assert_eq!(req.headers["host"], "backend:80");
+        assert_eq!(req.headers["content-length"], "3");
+        assert_eq!(req.headers[MCP_SESSION_ID], "backend-id");
+        assert!(req.headers.get("connection").is_none());
     }
 
     #[test]
