@@ -60,31 +60,35 @@ impl Default for RouteMetrics {
     }
 }
 
-impl RouteMetrics {
-    /// Counts a finished request of `route` (this route's label).
-    pub fn count(&self, m: &Metrics, route: &str, method: &'static str, outcome: &str) {
-        let labels = [route, method, outcome];
-        let slot = ANSWERED
-            .iter()
-            .position(|o| *o == outcome)
-            .map(|o| crate::mcp::method_index(method) * ANSWERED.len() + o);
-        let make = || m.requests.with_label_values(&labels);
-        match slot.and_then(|i| self.requests.get(i, make)) {
-            Some(counter) => counter.inc(),
-            // a rejection: rarer, and its kinds are many
-            None => m.requests.with_label_values(&labels).inc(),
+impl Metrics {
+    /// Records a finished request in `mcpgw_requests_total` and
+    /// `mcpgw_request_duration_seconds`: through its route's resolved children when it has a
+    /// route (`route`), by lookup otherwise and for rejections (many kinds, rarer).
+    pub fn finished(
+        &self,
+        route: Option<&RouteMetrics>,
+        label: &str,
+        method: &'static str,
+        outcome: &str,
+        seconds: f64,
+    ) {
+        let m = crate::mcp::method_index(method);
+        let answered = ANSWERED.iter().position(|o| *o == outcome);
+        let labels = [label, method, outcome];
+        let counter = route.zip(answered).and_then(|(r, o)| {
+            let make = || self.requests.with_label_values(&labels);
+            r.requests.get(m * ANSWERED.len() + o, make)
+        });
+        match counter {
+            Some(c) => c.inc(),
+            None => self.requests.with_label_values(&labels).inc(),
         }
-    }
-
-    /// Records how long a request of `route` took.
-    pub fn observe(&self, m: &Metrics, route: &str, method: &'static str, seconds: f64) {
-        let i = crate::mcp::method_index(method);
-        let make = || m.request_duration.with_label_values(&[route, method]);
-        match self.duration.get(i, make) {
+        let make = || self.request_duration.with_label_values(&[label, method]);
+        match route.and_then(|r| r.duration.get(m, make)) {
             Some(h) => h.observe(seconds),
-            None => m
+            None => self
                 .request_duration
-                .with_label_values(&[route, method])
+                .with_label_values(&[label, method])
                 .observe(seconds),
         }
     }
@@ -137,21 +141,29 @@ mod tests {
     fn resolved_counts_land_in_the_same_series_as_a_lookup() {
         let m = Metrics::new(&Registry::new());
         let route = RouteMetrics::default();
+        let r = Some(&route);
         for _ in 0..3 {
-            route.count(&m, "/mcp", "tools/call", "ok");
+            m.finished(r, "/mcp", "tools/call", "ok", 0.1);
         }
-        route.count(&m, "/mcp", "tools/call", "tool-error");
+        m.finished(r, "/mcp", "tools/call", "tool-error", 0.1);
         // a rejection has no slot: counted by a lookup, in the same family
-        route.count(&m, "/mcp", "tools/call", "rate-limited");
-        route.count(&m, "/mcp", "other", "ok");
+        m.finished(r, "/mcp", "tools/call", "rate-limited", 0.1);
+        m.finished(r, "/mcp", "other", "ok", 0.1);
+        // no route (none matched): looked up
+        m.finished(None, "none", "none", "no-route", 0.1);
         let get = |o: &str, method: &str| m.requests.with_label_values(&["/mcp", method, o]).get();
         assert_eq!(get("ok", "tools/call"), 3);
         assert_eq!(get("tool-error", "tools/call"), 1);
         assert_eq!(get("rate-limited", "tools/call"), 1);
         assert_eq!(get("ok", "other"), 1);
         assert_eq!(get("ok", "tools/list"), 0);
-        route.observe(&m, "/mcp", "ping", 0.25);
-        let h = m.request_duration.with_label_values(&["/mcp", "ping"]);
+        let none = m.requests.with_label_values(&["none", "none", "no-route"]);
+        assert_eq!(none.get(), 1);
+        let h = m
+            .request_duration
+            .with_label_values(&["/mcp", "tools/call"]);
+        assert_eq!(h.get_sample_count(), 5);
+        let h = m.request_duration.with_label_values(&["/mcp", "other"]);
         assert_eq!(h.get_sample_count(), 1);
     }
 

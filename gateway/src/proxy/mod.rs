@@ -445,16 +445,6 @@ impl ProxyHttp for Gateway {
         let (outcome, rpc_code) = verdict::outcome(session, ctx, status);
         crate::bridge::count_eras(&self.metrics, ctx.era, ctx.backend.as_deref());
         let route = ctx.route_label();
-        match ctx.route.as_deref() {
-            Some(r) => r
-                .metrics
-                .count(&self.metrics, route, ctx.method_label, outcome),
-            None => self
-                .metrics
-                .requests
-                .with_label_values(&[route, ctx.method_label, outcome])
-                .inc(),
-        }
         if let Some(code) = rpc_code {
             self.metrics
                 .rpc_errors
@@ -464,6 +454,7 @@ impl ProxyHttp for Gateway {
         if ctx.admitted.stream_counted {
             self.metrics.open_streams.with_label_values(&[route]).dec();
         }
+        let took = ctx.start.elapsed().as_secs_f64();
         tracing::debug!(
             target: "mcp_gateway::access",
             request_id = ctx.trace_id.as_str(),
@@ -472,20 +463,12 @@ impl ProxyHttp for Gateway {
             outcome,
             status = status.unwrap_or(0),
             backend = ctx.backend.as_ref().map_or("-", |b| b.label.as_str()),
-            duration_ms = ctx.start.elapsed().as_secs_f64() * 1000.0,
+            duration_ms = took * 1000.0,
             "request"
         );
-        let took = ctx.start.elapsed().as_secs_f64();
-        match ctx.route.as_deref() {
-            Some(r) => r
-                .metrics
-                .observe(&self.metrics, route, ctx.method_label, took),
-            None => self
-                .metrics
-                .request_duration
-                .with_label_values(&[route, ctx.method_label])
-                .observe(took),
-        }
+        let route_metrics = ctx.route.as_deref().map(|r| &r.metrics);
+        self.metrics
+            .finished(route_metrics, route, ctx.method_label, outcome, took);
         capture::record(&self.captures, session, ctx, outcome);
         if let Some(i) = ctx.tool {
             let tool = ctx

@@ -64,7 +64,7 @@ impl Suite {
 
     pub(super) async fn overhead(&self) -> String {
         let setups = self.overhead_setups();
-        super::procs::pin(self.args.pin);
+        super::pin::pin(self.args.pin);
         let runs = self.args.runs.max(3);
         let duration = self.args.overhead_duration;
         let mut rows: Vec<report::OverheadRow> = setups
@@ -126,8 +126,8 @@ impl Suite {
             self.programs.gateway.as_path(),
             self.programs.baseline_gateway.as_deref(),
         );
-        let pinned = super::procs::is_pinned();
-        super::procs::pin(false);
+        let pinned = super::pin::is_pinned();
+        super::pin::pin(false);
         report::overhead(&rows, duration, bare_missing, binaries, pinned)
     }
 
