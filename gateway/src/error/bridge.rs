@@ -4,6 +4,17 @@ use super::{ErrorKind, GatewayError};
 use serde_json::Value;
 
 impl GatewayError {
+    /// A bridged session's request whose id is that of another of its requests still in
+    /// flight: ids are unique per session while in flight (MCP), and a cancellation for it
+    /// could not say which call it ends. The id itself is not repeated (it is the answer's).
+    pub fn duplicate_request_id() -> Self {
+        Self::new(
+            ErrorKind::InvalidRequest,
+            "Invalid request: a request of this session with the same id is still in flight",
+        )
+        .with("reason", "duplicate-id")
+    }
+
     /// Every pooled backend session allowed (`scope`: `backend` or `gateway`, at `limit`) is
     /// busy with requests in flight: none can be closed to make room for another client's.
     pub fn pooled_sessions_full(scope: &str, limit: usize) -> Self {
