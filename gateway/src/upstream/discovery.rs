@@ -91,6 +91,24 @@ fn interval(source: &Discovery) -> Duration {
     }
 }
 
+/// Drops the metric series of backends in none of `pools`' members (removed by discovery, or
+/// by a reload), so the series stay bounded by the pool lists (docs/metrics.md). Run after
+/// each discovery round and before each `/metrics` answer.
+pub fn drop_departed<'a>(metrics: &Metrics, pools: impl Iterator<Item = &'a Arc<Pool>>) {
+    let members: Vec<_> = pools.map(|p| (p, p.backends())).collect();
+    let live: HashSet<(&str, &str)> = members
+        .iter()
+        .flat_map(|(p, bs)| bs.iter().map(move |b| (&*p.name, &*b.label)))
+        .collect();
+    let removed = metrics.retain_backends(&live);
+    if removed > 0 {
+        tracing::debug!(
+            series = removed,
+            "metric series of departed backends removed"
+        );
+    }
+}
+
 /// Runs every pool's discovery.
 pub struct DiscoveryService {
     pools: Arc<dyn LivePools>,
@@ -117,25 +135,7 @@ impl DiscoveryService {
             let change = pool.sync(&found, cfg.drain_timeout);
             self.record(pool, &change);
         }
-        self.sweep(&pools);
-    }
-
-    /// Drops the metric series of backends no longer in any pool's members (removed by
-    /// discovery, or by a reload: every round sees the pools in force), so the series stay
-    /// bounded by the pool lists (docs/metrics.md).
-    fn sweep(&self, pools: &[(crate::config::PoolConfig, Arc<Pool>)]) {
-        let members: Vec<_> = pools.iter().map(|(_, p)| (p, p.backends())).collect();
-        let live: HashSet<(&str, &str)> = members
-            .iter()
-            .flat_map(|(p, bs)| bs.iter().map(move |b| (&*p.name, &*b.label)))
-            .collect();
-        let removed = self.metrics.retain_backends(&live);
-        if removed > 0 {
-            tracing::debug!(
-                series = removed,
-                "metric series of departed backends removed"
-            );
-        }
+        drop_departed(&self.metrics, pools.iter().map(|(_, p)| p));
     }
 
     fn record(&self, pool: &Pool, change: &MembershipChange) {
