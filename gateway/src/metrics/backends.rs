@@ -15,8 +15,8 @@ fn labelled(families: Vec<MetricFamily>) -> Vec<(String, String)> {
             let value = |name: &str| {
                 m.get_label()
                     .iter()
-                    .find(|l| l.get_name() == name)
-                    .map(|l| l.get_value().to_owned())
+                    .find(|l| l.name() == name)
+                    .map(|l| l.value().to_owned())
             };
             if let (Some(pool), Some(backend)) = (value("pool"), value("backend")) {
                 out.push((pool, backend));

@@ -196,7 +196,7 @@ mod tests {
         let by = |m: &&pingora_prometheus::prometheus::proto::Metric| {
             m.get_label()
                 .iter()
-                .any(|l| l.get_name() == "backend" && l.get_value() == backend)
+                .any(|l| l.name() == "backend" && l.value() == backend)
         };
         registry
             .gather()
