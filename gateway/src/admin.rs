@@ -162,6 +162,7 @@ impl AdminApp {
             .with_label_values::<&str>(&[])
             .set(streams as i64);
         let state = self.state.load_full();
+        crate::upstream::discovery::drop_departed(&self.metrics, state.pools.iter());
         for pool in &state.pools {
             let counts = self.session_counts(&pool.name).await;
             for b in pool.backends().iter() {

@@ -11,12 +11,6 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// mimalloc's `void mi_collect(bool force)`, in the library the `mimalloc` crate links (the
-// `libmimalloc-sys` declarations of it need a crate this tree does not have).
-extern "C" {
-    fn mi_collect(force: bool);
-}
-
 /// How often the allocator is asked to give back memory freed since (see [`give_back_freed`]).
 const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -30,9 +24,10 @@ fn give_back_freed() {
         .name("mimalloc-collect".into())
         .spawn(|| loop {
             std::thread::sleep(COLLECT_EVERY);
-            // SAFETY: mi_collect takes no arguments but a flag and only walks mimalloc's own
-            // state, which it locks itself; it is safe to call from any thread at any time.
-            unsafe { mi_collect(false) };
+            // SAFETY: mi_collect (declared by `libmimalloc-sys`, the library the allocator is)
+            // takes no arguments but a flag and only walks mimalloc's own state, which it
+            // locks itself; it is safe to call from any thread at any time.
+            unsafe { libmimalloc_sys::mi_collect(false) };
         });
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "the allocator's collect thread did not start");

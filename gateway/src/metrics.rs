@@ -2,6 +2,7 @@
 //! (never global statics). Labels are bounded: route and pool names come from config, methods
 //! from [`crate::mcp::KNOWN_METHODS`], backends from the pool lists.
 
+mod backends;
 mod resolved;
 
 use resolved::{EraMetrics, BACKEND_ERAS};

@@ -57,7 +57,7 @@ pub(super) struct Progress {
 impl Call<'_> {
     /// Runs the call to its end.
     pub(super) async fn run(&self, out: &mut Progress) -> Result<Final, GatewayError> {
-        let in_flight = self.live.call(self.session, self.id_json);
+        let in_flight = self.live.call(self.session, self.id_json)?;
         let run = self.rounds(out);
         tokio::select! {
             done = run => done,

@@ -6,8 +6,10 @@
 //! A client's response must reach the replica that asked (a load balancer in front of several
 //! replicas keeps a session on one, as it must for the session's streams anyway).
 
+use crate::error::GatewayError;
 use crate::mcp::bridge::rounds::ClientAnswer;
 use bytes::Bytes;
+use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,16 +95,25 @@ impl Live {
         waiter.answer.send(answer).is_ok()
     }
 
-    /// Records a call of `session` with request id `id` (its JSON text) as in flight.
-    pub(super) fn call(&self, session: &Arc<str>, id: &str) -> InFlight<'_> {
+    /// Records a call of `session` with request id `id` (its JSON text) as in flight. A
+    /// second call with the id of one still in flight is refused (-32600 `duplicate-id`):
+    /// MCP ids are unique per session while in flight, and a `notifications/cancelled` for
+    /// that id could not say which call it means (nor could one call's end unregister the
+    /// other's).
+    pub(super) fn call(&self, session: &Arc<str>, id: &str) -> Result<InFlight<'_>, GatewayError> {
         let key = (session.clone(), id.to_owned());
         let cancelled = Arc::new(Notify::new());
-        self.calls.insert(key.clone(), cancelled.clone());
-        InFlight {
+        match self.calls.entry(key.clone()) {
+            Entry::Occupied(_) => return Err(GatewayError::duplicate_request_id()),
+            Entry::Vacant(v) => {
+                v.insert(cancelled.clone());
+            }
+        }
+        Ok(InFlight {
             live: self,
             key,
             cancelled,
-        }
+        })
     }
 
     /// The client cancelled its call `id` (JSON text): the call ends.
@@ -140,5 +151,44 @@ impl Live {
         for entry in self.calls.iter().filter(|e| e.key().0 == *session) {
             entry.value().notify_one();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Live;
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::Poll;
+
+    /// Whether `n` has been notified (a stored permit), without waiting.
+    async fn notified(n: &tokio::sync::Notify) -> bool {
+        let mut wait = Box::pin(n.notified());
+        std::future::poll_fn(|cx| Poll::Ready(wait.as_mut().poll(cx).is_ready())).await
+    }
+
+    #[tokio::test]
+    async fn a_second_call_with_an_id_in_flight_is_refused_and_the_first_stays_cancellable() {
+        let live = Live::default();
+        let session: Arc<str> = "s".into();
+        let first = live.call(&session, "7").unwrap();
+        let e = live
+            .call(&session, "7")
+            .err()
+            .expect("a duplicate id in flight");
+        assert_eq!(e.kind.code(), -32600);
+        assert_eq!(e.data["reason"], "duplicate-id");
+        // the refusal changed nothing: the client's cancellation still reaches the first call
+        live.cancel(&session, "7");
+        assert!(notified(&first.cancelled).await);
+        // the same id in another session, and again once the first call is done, is fine
+        let other: Arc<str> = "t".into();
+        drop(live.call(&other, "7").unwrap());
+        drop(first);
+        let again = live.call(&session, "7").unwrap();
+        live.cancel(&session, "7");
+        assert!(notified(&again.cancelled).await);
+        drop(again);
+        assert!(live.calls.is_empty());
     }
 }

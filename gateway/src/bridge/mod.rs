@@ -48,6 +48,9 @@ pub const INPUT_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long a backend's `server/discover` result is reused when it says `ttlMs: 0` or
 /// nothing (the TypeScript SDK's default): the capabilities of a running pod do not change.
 pub const DISCOVER_REUSE: Duration = Duration::from_secs(30);
+/// The longest a backend's `server/discover` result is reused, whatever its `ttlMs` says (a
+/// pod's capabilities may change with its next rollout; the cache must not hold it for days).
+pub const DISCOVER_TTL_MAX: Duration = Duration::from_secs(300);
 
 /// The bridge's state in this process: the `server/discover` cache and what calls wait for.
 pub struct Bridge {

@@ -104,9 +104,15 @@ impl Upstream<'_> {
     }
 }
 
-/// `server/discover` results by backend, with when they stop being reused.
+/// `server/discover` results by backend, with when they stop being reused. Bounded: a put
+/// drops every expired entry (a backend replaced by discovery or a reload leaves with its
+/// result's [`super::DISCOVER_TTL_MAX`] at the latest), and past [`DISCOVERED_MAX`] entries
+/// the one closest to expiry makes room.
 #[derive(Default)]
 pub(super) struct Discovered(DashMap<SocketAddr, (Instant, Value)>);
+
+/// Most backends whose `server/discover` result is kept at once (far more than any pool list).
+pub(super) const DISCOVERED_MAX: usize = 1024;
 
 impl Discovered {
     /// A result of `backend` still fresh, if any; else a backend of the pool's that has one.
@@ -118,12 +124,75 @@ impl Discovered {
         })
     }
 
-    /// Keeps `backend`'s result for its `ttlMs`, or [`super::DISCOVER_REUSE`] when that is 0
-    /// or absent.
+    /// Keeps `backend`'s result for its `ttlMs` capped at [`super::DISCOVER_TTL_MAX`], or
+    /// [`super::DISCOVER_REUSE`] when that is 0 or absent. Puts happen on misses only (once
+    /// per backend per TTL), so the sweep costs nothing on the hot path.
     pub(super) fn put(&self, backend: SocketAddr, result: Value) {
-        let ttl = crate::mcp::bridge::result::ttl_ms(&result)
-            .filter(|ms| *ms > 0)
-            .map_or(super::DISCOVER_REUSE, Duration::from_millis);
-        self.0.insert(backend, (Instant::now() + ttl, result));
+        let ttl = reuse_for(crate::mcp::bridge::result::ttl_ms(&result));
+        let now = Instant::now();
+        self.0
+            .retain(|addr, (until, _)| *until > now && *addr != backend);
+        while self.0.len() >= DISCOVERED_MAX {
+            let soonest = self.0.iter().min_by_key(|e| e.value().0).map(|e| *e.key());
+            match soonest {
+                Some(addr) => self.0.remove(&addr),
+                None => break,
+            };
+        }
+        self.0.insert(backend, (now + ttl, result));
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// How long a result with `ttl_ms` is reused: 0 or none is [`super::DISCOVER_REUSE`], past
+/// [`super::DISCOVER_TTL_MAX`] is that (a server's `ttlMs` is a hint, not a lease on memory).
+fn reuse_for(ttl_ms: Option<u64>) -> Duration {
+    ttl_ms
+        .filter(|ms| *ms > 0)
+        .map_or(super::DISCOVER_REUSE, Duration::from_millis)
+        .min(super::DISCOVER_TTL_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_servers_ttl_is_capped_and_zero_means_the_default() {
+        assert_eq!(reuse_for(None), crate::bridge::DISCOVER_REUSE);
+        assert_eq!(reuse_for(Some(0)), crate::bridge::DISCOVER_REUSE);
+        assert_eq!(reuse_for(Some(1_500)), Duration::from_millis(1_500));
+        assert_eq!(reuse_for(Some(u64::MAX)), crate::bridge::DISCOVER_TTL_MAX);
+        let d = Discovered::default();
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        d.put(addr, json!({"ttlMs": u64::MAX, "capabilities": {}}));
+        let until = d.0.get(&addr).unwrap().0;
+        assert!(until <= Instant::now() + crate::bridge::DISCOVER_TTL_MAX);
+    }
+
+    #[test]
+    fn backends_replaced_one_after_another_do_not_grow_the_cache() {
+        let d = Discovered::default();
+        // a result that is already stale when the next backend's comes (ttlMs 1, then expired)
+        for port in 1..=50u16 {
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            d.0.insert(addr, (Instant::now(), json!({})));
+        }
+        d.put("127.0.0.1:9999".parse().unwrap(), json!({"ttlMs": 1000}));
+        assert_eq!(
+            d.len(),
+            1,
+            "expired results of departed backends are dropped"
+        );
+        // fresh results of ever new backends: bounded by DISCOVERED_MAX
+        for port in 1..=(DISCOVERED_MAX as u16 + 100) {
+            d.put(([127, 0, 0, 2], port).into(), json!({"ttlMs": 60_000}));
+        }
+        assert_eq!(d.len(), DISCOVERED_MAX);
     }
 }

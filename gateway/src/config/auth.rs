@@ -288,6 +288,23 @@ fn url_ok(p: &mut Problems, at: &str, url: &str) {
     }
 }
 
+/// The key set URL as the fetch will read it (WHATWG, `url`): a host, and no userinfo (a
+/// credential in it would be written in every log line naming the URL; the error repeats
+/// none of it).
+fn jwks_url_ok(p: &mut Problems, url: &str) {
+    match url::Url::parse(url) {
+        Err(e) => p.add("auth.jwt.jwks.url", format!("not an URL: {e}")),
+        Ok(u) if !u.username().is_empty() || u.password().is_some() => p.add(
+            "auth.jwt.jwks.url",
+            "must not carry userinfo (user:password@): serve the key set without a credential in its URL",
+        ),
+        Ok(u) if u.host_str().is_none_or(str::is_empty) => {
+            p.add("auth.jwt.jwks.url", "names no host")
+        }
+        Ok(_) => {}
+    }
+}
+
 /// Validates `auth`.
 pub(super) fn auth_config(p: &mut Problems, a: &FileAuth) -> Option<AuthConfig> {
     p.unknown(
@@ -365,6 +382,7 @@ fn jwt_config(p: &mut Problems, j: &FileJwt) -> Option<JwtConfig> {
         (Some(f), None) => JwksSource::File(f.into()),
         (None, Some(u)) => {
             url_ok(p, "auth.jwt.jwks.url", u);
+            jwks_url_ok(p, u);
             JwksSource::Url(u.clone())
         }
         _ => {

@@ -252,3 +252,21 @@ fn max_buffered_bytes_defaults_to_64_mib_and_below_max_bytes_is_refused() {
     assert_eq!(errors.len(), 1, "{errors:#?}");
     assert_eq!(errors[0].path, "sessions.resume.max-buffered-bytes");
 }
+
+#[test]
+fn a_key_set_url_with_userinfo_is_refused_and_one_with_a_query_and_a_port_is_not() {
+    let yaml = |url: &str| {
+        format!(
+            "auth:\n  resource: https://gw.example/mcp\n  jwt:\n    issuer: https://idp.example\n    audiences: [https://gw.example/mcp]\n    jwks: {{ url: \"{url}\" }}\npools: {{ p: {{ backends: [127.0.0.1:9000] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
+        )
+    };
+    let errors = parse(&yaml("https://bob:pw@idp.example/keys")).unwrap_err();
+    let at: Vec<_> = errors
+        .iter()
+        .filter(|e| e.path == "auth.jwt.jwks.url")
+        .collect();
+    assert_eq!(at.len(), 1, "{errors:#?}");
+    assert!(at[0].message.contains("userinfo"), "{errors:#?}");
+    assert!(!at[0].message.contains("pw@"), "{errors:#?}");
+    parse(&yaml("https://idp.example:8443/keys?tenant=a")).unwrap();
+}

@@ -4,6 +4,34 @@ use super::{ErrorKind, GatewayError};
 use serde_json::Value;
 
 impl GatewayError {
+    /// A bridged call (`bridge`: `forward`, a legacy client on 2026-07-28 backends, or
+    /// `reverse`, a 2026-07-28 client on legacy backends) past its route's `timeout-ms` or
+    /// `tool-timeouts` deadline: the native path's -32012, cancelled upstream by closing the
+    /// exchange. Which backend was answering is not known at that point, so none is named.
+    pub fn bridged_deadline(pool: &str, bridge: &str, after: std::time::Duration) -> Self {
+        Self::new(
+            ErrorKind::UpstreamTimeout,
+            format!(
+                "The bridged call did not finish within {} ms; the request was cancelled",
+                after.as_millis()
+            ),
+        )
+        .with("pool", pool)
+        .with("bridge", bridge)
+        .with("timeoutMs", after.as_millis() as u64)
+    }
+
+    /// A bridged session's request whose id is that of another of its requests still in
+    /// flight: ids are unique per session while in flight (MCP), and a cancellation for it
+    /// could not say which call it ends. The id itself is not repeated (it is the answer's).
+    pub fn duplicate_request_id() -> Self {
+        Self::new(
+            ErrorKind::InvalidRequest,
+            "Invalid request: a request of this session with the same id is still in flight",
+        )
+        .with("reason", "duplicate-id")
+    }
+
     /// Every pooled backend session allowed (`scope`: `backend` or `gateway`, at `limit`) is
     /// busy with requests in flight: none can be closed to make room for another client's.
     pub fn pooled_sessions_full(scope: &str, limit: usize) -> Self {

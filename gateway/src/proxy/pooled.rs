@@ -3,8 +3,10 @@
 //! inside a backend session the gateway keeps. Only the request context is handled here.
 
 use super::ctx::RequestCtx;
+use super::relay::{end_with_error, within};
 use super::{Gateway, Handled};
 use crate::bridge::pooled::{self, Pooling};
+use crate::error::GatewayError;
 use crate::mcp::{Era, RequestId};
 use crate::routing::Route;
 use crate::upstream::Pool;
@@ -57,9 +59,42 @@ pub(super) async fn forward(
         filter: list.is_some().then_some(&filter as _),
     };
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
-    let served = pooled::serve(&gw.bridge, session, to, &body, &id).await?;
+    // The route's deadline bounds each request as one exchange, as on the native path: a
+    // call parked for input is bounded per round (the client's time before its retry is
+    // `bridge.input-ttl-s`'s), and a `subscriptions/listen` stream not at all (a GET stream's
+    // counterpart). Only a route with deadlines reads the body's method and name again.
+    let deadline = route
+        .has_deadlines()
+        .then(|| crate::mcp::inspect_body(&body).ok())
+        .flatten()
+        .filter(|info| info.method.as_deref() != Some("subscriptions/listen"))
+        .and_then(|info| route.deadline(info.method.as_deref(), info.name.as_deref()));
+    let until = deadline.map(|d| tokio::time::Instant::now() + d);
+    let serve = pooled::serve(&gw.bridge, session, to, &body, &id);
+    let Some(served) = within(until, serve).await else {
+        let e = GatewayError::bridged_deadline(&pool.name, "reverse", deadline.unwrap_or_default());
+        return past_deadline(session, e, &id).await;
+    };
+    let served = served?;
     if served.backend.is_some() {
         ctx.backend = served.backend;
     }
+    Ok(())
+}
+
+/// A bridged exchange past its route's deadline (dropped, which closed its upstream exchange:
+/// the backend sees the cancel): the native path's answer, -32012 as the whole answer when the
+/// client has heard nothing yet, else as the last event of its SSE answer (a JSON answer cut
+/// midway closes the connection).
+pub(super) async fn past_deadline(
+    session: &mut Session,
+    err: GatewayError,
+    id: &RequestId,
+) -> Handled {
+    let Some(head) = session.response_written() else {
+        return Err(err.into());
+    };
+    let sse = crate::stream::is_stream(head);
+    end_with_error(session, sse, &err, id).await?;
     Ok(())
 }

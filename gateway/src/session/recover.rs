@@ -39,6 +39,41 @@ impl Trigger {
     }
 }
 
+/// A session's place in the single-flight map, held while a request waits for or runs its
+/// move. Dropping it (the move done, or the request cancelled while it waited) removes the
+/// entry when no other request holds it, so a cancelled waiter leaves nothing behind.
+struct FlightSlot<'a> {
+    locks: &'a dashmap::DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
+    id: &'a Arc<str>,
+    lock: Option<Arc<tokio::sync::Mutex<()>>>,
+}
+
+impl<'a> FlightSlot<'a> {
+    fn take(
+        locks: &'a dashmap::DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
+        id: &'a Arc<str>,
+    ) -> FlightSlot<'a> {
+        let lock = locks.entry(id.clone()).or_default().clone();
+        FlightSlot {
+            locks,
+            id,
+            lock: Some(lock),
+        }
+    }
+
+    fn lock(&self) -> &tokio::sync::Mutex<()> {
+        self.lock.as_deref().expect("held until drop")
+    }
+}
+
+impl Drop for FlightSlot<'_> {
+    fn drop(&mut self) {
+        drop(self.lock.take());
+        self.locks
+            .remove_if(self.id, |_, l| Arc::strong_count(l) == 1);
+    }
+}
+
 impl SessionManager {
     /// Moves `seen` (the record as the caller saw it) to a surviving backend, or returns the
     /// binding someone else already moved it to. Concurrent requests of one session share
@@ -62,15 +97,9 @@ impl SessionManager {
         reason: Reason,
         trigger: Trigger,
     ) -> Result<SessionRecord, GatewayError> {
-        let lock = self.locks.entry(seen.id.clone()).or_default().clone();
-        let result = {
-            let _single_flight = lock.lock().await;
-            self.recover_locked(pool, seen, reason, trigger).await
-        };
-        drop(lock);
-        self.locks
-            .remove_if(&seen.id, |_, l| Arc::strong_count(l) == 1);
-        result
+        let slot = FlightSlot::take(&self.locks, &seen.id);
+        let _single_flight = slot.lock().lock().await;
+        self.recover_locked(pool, seen, reason, trigger).await
     }
 
     async fn recover_locked(
@@ -283,4 +312,66 @@ fn reinit_attributes(rec: &SessionRecord, to: &Backend, reason: Reason) -> Vec<K
         KeyValue::new("server.address", to.label.clone()),
         KeyValue::new("mcp_gateway.reason", reason.as_str()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Trigger;
+    use crate::config::parse;
+    use crate::session::reinit::Reason;
+    use crate::session::store::Ttl;
+    use crate::session::{now_ms, Binding, MemoryStore, SessionManager, SessionRecord, Settings};
+    use crate::upstream::attempt::Engine;
+    use crate::upstream::Pool;
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::Poll;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_request_cancelled_while_it_waits_for_its_sessions_move_leaves_no_lock_behind() {
+        let yaml = "pools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p, mode: stateful } ]\n";
+        let pool = Arc::new(Pool::new(&parse(yaml).unwrap().pools[0]));
+        let metrics =
+            crate::metrics::Metrics::new(&pingora_prometheus::prometheus::Registry::new());
+        let store = Arc::new(MemoryStore::new(Ttl {
+            idle: Duration::from_secs(60),
+            tombstone: Duration::from_secs(60),
+        }));
+        let sessions = SessionManager::new(store, Arc::new(Engine::new(metrics)));
+        let seen = SessionRecord {
+            id: crate::session::new_session_id(),
+            pool: "p".into(),
+            client: "".into(),
+            principal: None,
+            path: "/mcp".into(),
+            init_params: "{}".into(),
+            protocol_version: "2025-11-25".into(),
+            binding: Binding {
+                backend: "127.0.0.1:1".parse().unwrap(),
+                backend_session: "b".into(),
+                generation: 1,
+                stale: false,
+            },
+            settings: Settings::default(),
+            last_use_ms: now_ms(),
+        };
+        // another request's move holds the session's lock...
+        let held = sessions.locks.entry(seen.id.clone()).or_default().clone();
+        let guard = held.lock().await;
+        // ...this one waits for it...
+        let mut waiting =
+            Box::pin(sessions.recover_as(&pool, &seen, Reason::BackendDown, Trigger::OnDemand));
+        let first = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx).is_pending()));
+        assert!(first.await, "the request waits for the move in progress");
+        // ...the move ends (its holder gone), and the waiting request is cancelled before it runs
+        drop(guard);
+        drop(held);
+        drop(waiting);
+        assert!(
+            sessions.locks.is_empty(),
+            "{} lock entries left behind",
+            sessions.locks.len()
+        );
+    }
 }

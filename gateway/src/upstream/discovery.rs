@@ -9,6 +9,7 @@ use crate::metrics::Metrics;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,6 +91,24 @@ fn interval(source: &Discovery) -> Duration {
     }
 }
 
+/// Drops the metric series of backends in none of `pools`' members (removed by discovery, or
+/// by a reload), so the series stay bounded by the pool lists (docs/metrics.md). Run after
+/// each discovery round and before each `/metrics` answer.
+pub fn drop_departed<'a>(metrics: &Metrics, pools: impl Iterator<Item = &'a Arc<Pool>>) {
+    let members: Vec<_> = pools.map(|p| (p, p.backends())).collect();
+    let live: HashSet<(&str, &str)> = members
+        .iter()
+        .flat_map(|(p, bs)| bs.iter().map(move |b| (&*p.name, &*b.label)))
+        .collect();
+    let removed = metrics.retain_backends(&live);
+    if removed > 0 {
+        tracing::debug!(
+            series = removed,
+            "metric series of departed backends removed"
+        );
+    }
+}
+
 /// Runs every pool's discovery.
 pub struct DiscoveryService {
     pools: Arc<dyn LivePools>,
@@ -104,7 +123,8 @@ impl DiscoveryService {
 
     /// One round over all pools with a discovery source.
     pub async fn refresh(&self) {
-        for (cfg, pool) in self.pools.pools() {
+        let pools = self.pools.pools();
+        for (cfg, pool) in &pools {
             let Some(source) = &cfg.discovery else {
                 continue;
             };
@@ -113,8 +133,9 @@ impl DiscoveryService {
                 continue;
             };
             let change = pool.sync(&found, cfg.drain_timeout);
-            self.record(&pool, &change);
+            self.record(pool, &change);
         }
+        drop_departed(&self.metrics, pools.iter().map(|(_, p)| p));
     }
 
     fn record(&self, pool: &Pool, change: &MembershipChange) {
@@ -158,6 +179,75 @@ impl BackgroundService for DiscoveryService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{parse, PoolConfig};
+
+    struct Fixed(Vec<(PoolConfig, Arc<Pool>)>);
+
+    impl LivePools for Fixed {
+        fn pools(&self) -> Vec<(PoolConfig, Arc<Pool>)> {
+            self.0.clone()
+        }
+        fn mcp_path(&self, _: usize) -> String {
+            "/mcp".into()
+        }
+    }
+
+    fn series_of(registry: &pingora_prometheus::prometheus::Registry, backend: &str) -> usize {
+        let by = |m: &&pingora_prometheus::prometheus::proto::Metric| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "backend" && l.value() == backend)
+        };
+        registry
+            .gather()
+            .iter()
+            .flat_map(|f| f.get_metric().iter().filter(by).collect::<Vec<_>>())
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_backend_discovery_replaced_loses_its_metric_series() {
+        let dir = std::env::temp_dir().join(format!("mcpgw-disc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("endpoints");
+        std::fs::write(&file, "127.0.0.1:7101\n").unwrap();
+        let yaml = format!(
+            "pools: {{ p: {{ discovery: {{ file: {}, interval-ms: 100 }}, drain-timeout-s: 0 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
+            file.display()
+        );
+        let cfg = parse(&yaml).unwrap().pools[0].clone();
+        let pool = Arc::new(Pool::new(&cfg));
+        let registry = pingora_prometheus::prometheus::Registry::new();
+        let metrics = Metrics::new(&registry);
+        let service =
+            DiscoveryService::new(Arc::new(Fixed(vec![(cfg, pool.clone())])), metrics.clone());
+        service.refresh().await;
+        let old = pool.backends()[0].label.clone();
+        let labels = ["p", &*old];
+        metrics
+            .upstream_connect_failures
+            .with_label_values(&labels)
+            .inc();
+        metrics.backend_up.with_label_values(&labels).set(1);
+        metrics.sessions_active.with_label_values(&labels).set(3);
+        service.refresh().await;
+        assert_eq!(series_of(&registry, &old), 3, "a member keeps its series");
+        // the pod is replaced
+        std::fs::write(&file, "127.0.0.1:7102\n").unwrap();
+        for _ in 0..50 {
+            service.refresh().await;
+            if pool.backends().iter().all(|b| b.label != old) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            pool.backends().iter().all(|b| b.label != old),
+            "the old pod left"
+        );
+        assert_eq!(series_of(&registry, &old), 0, "its series went with it");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn endpoint_files_allow_comments_and_skip_bad_lines() {

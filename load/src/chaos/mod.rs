@@ -10,6 +10,7 @@
 //! the window; at the end: calls, failures, sessions lost, RSS and descriptors per replica,
 //! latency. A Markdown table on stdout and in `--out`, the JSON next to it.
 
+mod peers;
 mod redis;
 mod report;
 mod sdk;
@@ -168,6 +169,17 @@ impl Fleet {
 
 /// Runs the chaos; the process exit code.
 pub async fn main(args: ChaosArgs) -> i32 {
+    let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let sdk_modern = match args.backends.as_str() {
+        // mock-mcp's tools/list lacks what the 2.3.0 client validates (cacheScope, ttlMs)
+        "mock" => 0,
+        _ => args.sdk_modern,
+    };
+    let missing = peers::missing(&root, args.sdk_legacy, sdk_modern, args.backends == "real");
+    if !missing.is_empty() {
+        eprintln!("{}", peers::refusal(&missing));
+        return 2;
+    }
     let programs = match Programs::find(std::path::Path::new("."), args.bin_dir.clone(), None, None)
     {
         Ok(p) => p,
@@ -315,13 +327,7 @@ pub async fn main(args: ChaosArgs) -> i32 {
     let load = |path: &str, dialect, rate, sessions| {
         crate::fleet::fault_load(front.addr, path, dialect, rate, sessions, duration)
     };
-    let sdk_modern = match args.backends.as_str() {
-        // mock-mcp's tools/list lacks what the 2.3.0 client validates (cacheScope, ttlMs)
-        "mock" => 0,
-        _ => args.sdk_modern,
-    };
     let mut loops = Vec::new();
-    let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let script = root.join("tests/peers/repl_client.py");
     for i in 0..args.sdk_legacy + sdk_modern {
         let legacy = i < args.sdk_legacy;

@@ -115,7 +115,26 @@ pub struct Report {
     pub replicas: Vec<ReplicaMem>,
     pub redis_nodes_alive_at_end: usize,
     pub samples: Vec<Sample>,
+    /// Loads that never ran (no call made, or their client process could not start): each
+    /// fails the run.
+    pub never_ran: Vec<String>,
     pub passed: bool,
+}
+
+/// The loads of `loads` that never ran, with why: no call at all, or a client process that
+/// could not be started (a missing venv: `start: spawn: ...`).
+fn never_ran(loads: &[Load]) -> Vec<String> {
+    loads
+        .iter()
+        .filter_map(|l| {
+            let spawn = l.errors.iter().find(|(k, _)| k.starts_with("start: spawn"));
+            match (l.calls, spawn) {
+                (_, Some((k, n))) => Some(format!("{}: {k} ×{n}", l.name)),
+                (0, None) => Some(format!("{}: no call made", l.name)),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// (sent, done, class) of every failure on one clock, µs.
@@ -274,8 +293,11 @@ pub fn build(i: Input) -> Report {
         .collect();
     let failed_after_windows = kills.iter().map(|k| k.failed_after).sum();
     let sessions_lost = loads.iter().map(|l| l.sessions_lost).sum();
-    let passed =
-        kills.iter().all(|k| k.within_bound) && failed_before_first_kill == 0 && sessions_lost == 0;
+    let never_ran = never_ran(&loads);
+    let passed = kills.iter().all(|k| k.within_bound)
+        && failed_before_first_kill == 0
+        && sessions_lost == 0
+        && never_ran.is_empty();
     Report {
         seed: i.seed,
         duration_s: i.args.duration,
@@ -293,6 +315,7 @@ pub fn build(i: Input) -> Report {
         replicas,
         redis_nodes_alive_at_end: i.redis_pids.len(),
         samples: i.samples,
+        never_ran,
         passed,
     }
 }
@@ -315,6 +338,12 @@ pub fn markdown(r: &Report) -> String {
         r.seed,
         if r.passed { "PASSED" } else { "FAILED" }
     );
+    if !r.never_ran.is_empty() {
+        s += &format!(
+            "Loads that never ran (the run fails; install the peers with `scripts/setup-peers`): {}\n\n",
+            r.never_ran.join("; ")
+        );
+    }
     for k in &r.kills {
         let victim = match k.detail.is_empty() {
             true => k.victim.clone(),
@@ -374,8 +403,42 @@ pub fn markdown(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::partition;
+    use super::{never_ran, partition, Load};
     use std::time::Duration;
+
+    #[test]
+    fn a_load_that_never_ran_fails_the_run() {
+        let load = |name: &str, calls: u64, errors: &[(&str, u64)]| Load {
+            name: name.into(),
+            calls,
+            failed: 0,
+            sessions_lost: 0,
+            errors: errors.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            messages: Default::default(),
+            latency_ms: Default::default(),
+        };
+        let loads = [
+            load("mock legacy", 3600, &[]),
+            load(
+                "mcp 1.30.0 legacy #0",
+                0,
+                &[("start: spawn: No such file or directory (os error 2)", 180)],
+            ),
+            load("mcp 1.30.0 legacy #1", 0, &[]),
+            load(
+                "mcp 2.3.0 2026-07-28 #0",
+                170,
+                &[("start: not ready: x", 2)],
+            ),
+        ];
+        let n = never_ran(&loads);
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert!(
+            n[0].starts_with("mcp 1.30.0 legacy #0: start: spawn"),
+            "{n:?}"
+        );
+        assert_eq!(n[1], "mcp 1.30.0 legacy #1: no call made");
+    }
 
     #[test]
     fn each_failure_counts_once_in_the_window_or_after_the_kill_before_it() {

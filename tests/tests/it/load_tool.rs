@@ -83,3 +83,31 @@ async fn a_legacy_client_on_a_stateless_route_is_counted_as_failed_initializes()
     assert_eq!(r["failed"], 100);
     assert_eq!(r["errors"]["init-rpc--32007"], 100, "{r}");
 }
+
+#[tokio::test]
+async fn chaos_in_a_fresh_clone_without_peers_refuses_up_front_and_says_how_to_install_them() {
+    // a checkout where scripts/setup-peers never ran: no venvs
+    let dir = std::env::temp_dir().join(format!("mcp-load-chaos-nopeers-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("tests/peers")).expect("dir");
+    std::fs::write(dir.join("tests/peers/repl_client.py"), "").expect("script");
+    let out = tokio::process::Command::new(workspace_bin("mcp-load"))
+        .args([
+            "chaos",
+            "--duration",
+            "90",
+            "--kill-every",
+            "15",
+            "--backends",
+            "mock",
+        ])
+        .current_dir(&dir)
+        .output()
+        .await
+        .expect("run mcp-load");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(".venv-mcp1/bin/python"), "{stderr}");
+    assert!(stderr.contains("scripts/setup-peers"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("PASSED"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

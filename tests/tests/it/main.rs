@@ -20,6 +20,7 @@ mod answer_outcomes;
 mod auth;
 mod auth_principals;
 mod background_moves;
+mod bridge_deadlines;
 mod capture;
 mod configmap_reload;
 mod conformance;

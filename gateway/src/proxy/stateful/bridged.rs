@@ -4,7 +4,10 @@
 
 use super::call::Call;
 use crate::bridge::{self, Failed, Served, Target};
+use crate::error::GatewayError;
+use crate::mcp::RequestId;
 use crate::proxy::ctx::RequestCtx;
+use crate::proxy::relay::within;
 use crate::proxy::{Fail, Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{Caller, SessionRecord};
@@ -50,6 +53,8 @@ pub(super) async fn initialize(
     let quota = super::quota(ctx);
     let path: String = route.upstream_path(session.req_header().uri.path()).into();
     let to = target(pool, route, &path);
+    let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
+    let until = deadline.map(|d| tokio::time::Instant::now() + d);
     let done = bridge::initialize(
         &gw.bridge,
         &gw.sessions,
@@ -59,9 +64,26 @@ pub(super) async fn initialize(
         call.params,
         &call.id,
         quota,
-    )
-    .await;
+    );
+    let Some(done) = within(until, done).await else {
+        return past_deadline(session, pool, deadline, &call.id).await;
+    };
     served(ctx, done)
+}
+
+/// The route's deadline bounds a bridged exchange as the native path's (`relay::within`):
+/// the whole exchange, its rounds and the client's answers to the server's requests within it
+/// included (on a native session they are part of the one POST answer too). Past it the
+/// exchange is dropped (its upstream connection closed, its waits ended) and the client gets
+/// -32012 ([`crate::proxy::pooled::past_deadline`]).
+async fn past_deadline(
+    session: &mut Session,
+    pool: &Pool,
+    deadline: Option<std::time::Duration>,
+    id: &RequestId,
+) -> Handled {
+    let e = GatewayError::bridged_deadline(&pool.name, "forward", deadline.unwrap_or_default());
+    crate::proxy::pooled::past_deadline(session, e, id).await
 }
 
 /// A POST in a bridged session.
@@ -86,6 +108,8 @@ pub(super) async fn call(
     if list.is_some() {
         to.filter = Some(&filter);
     }
+    let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
+    let until = deadline.map(|d| tokio::time::Instant::now() + d);
     let done = bridge::post(
         &gw.bridge,
         &gw.sessions,
@@ -95,8 +119,10 @@ pub(super) async fn call(
         &call.body,
         &call.id,
         call.repeatable,
-    )
-    .await;
+    );
+    let Some(done) = within(until, done).await else {
+        return past_deadline(session, pool, deadline, &call.id).await;
+    };
     served(ctx, done)
 }
 
