@@ -15,8 +15,12 @@ async fn setup(auth: bool, parked: &str) -> (PythonPeer, Gateway) {
     let peer =
         PythonPeer::start("mcp1", "pooled_server.py", &["--port", "0", "--name", "b1"]).await;
     let auth = if auth { keys_yaml() } else { String::new() };
+    let parked = match parked {
+        "" => String::new(),
+        p => format!(", parked: {p}"),
+    };
     let yaml = format!(
-        "{auth}bridge: {{ input-ttl-s: 60, parked: {parked} }}\npools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        "{auth}bridge: {{ input-ttl-s: 60{parked} }}\npools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
         peer.addr()
     );
     (peer, Gateway::start(&yaml).await)
@@ -119,17 +123,20 @@ async fn parked_calls_are_bounded_per_principal_and_in_all() {
 
 #[tokio::test]
 async fn anonymous_callers_parked_calls_count_by_peer_address() {
-    let (_peer, gw) = setup(false, "{ max-per-principal: 1 }").await;
-    park(&gw, 1, None, "127.0.0.2").await;
-    let resp = send(call(2, "ask", json!({}), None), &gw, "127.0.0.2").await;
-    assert_over(&resp, "principal", 1);
+    // the defaults: 8 parked calls per principal or anonymous address
+    let (_peer, gw) = setup(false, "").await;
+    for i in 0..8 {
+        park(&gw, i, None, "127.0.0.2").await;
+    }
+    let resp = send(call(8, "ask", json!({}), None), &gw, "127.0.0.2").await;
+    assert_over(&resp, "principal", 8);
     // another client address is another share
-    park(&gw, 3, None, "127.0.0.3").await;
+    park(&gw, 9, None, "127.0.0.3").await;
 }
 
 #[tokio::test]
 async fn a_non_object_input_response_is_refused_and_the_call_stays_parked() {
-    let (_peer, gw) = setup(false, "{}").await;
+    let (_peer, gw) = setup(false, "").await;
     let state = park(&gw, 1, None, "127.0.0.1").await;
     for (i, bad) in [json!("ada"), json!(["ada"]), json!(7)]
         .into_iter()
