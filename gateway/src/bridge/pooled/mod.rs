@@ -396,3 +396,29 @@ impl Sessions {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{prefix, Owner};
+    use std::net::IpAddr;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn anonymous_shares_count_ipv4_per_address_and_ipv6_per_64() {
+        assert_eq!(prefix(ip("192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(prefix(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(prefix(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(
+            Owner::of(None, Some(ip("2001:db8:1:2::5"))),
+            Owner::of(None, Some(ip("2001:db8:1:2:ffff::9"))),
+            "one host's /64 is one share"
+        );
+        assert_ne!(
+            Owner::of(None, Some(ip("2001:db8:1:2::5"))),
+            Owner::of(None, Some(ip("2001:db8:1:3::5")))
+        );
+    }
+}
