@@ -13,7 +13,7 @@ Extra over legacy_server.py:
   tool sample()                   -> ctx.session.create_message("hi") then "sampled: TEXT"
   tool roots()                    -> ctx.session.list_roots() then "roots: URI,URI"
   tool two_rounds()               -> an elicitation, then a sampling request, in one call: "NAME/TEXT"
-  tool outcomes_seen()               -> what the last elicitations ended with, in order ("accept,cancel,...")
+  tool outcomes_seen()               -> what the last elicitations ended with, in order ("accept,cancel,error,...")
 Prints "READY <port>" once serving (peer_serve).
 """
 
@@ -72,7 +72,11 @@ def build(name: str):
     outcomes: list[str] = []
 
     async def elicit(ctx: Context) -> str:
-        r = await ctx.elicit("What is your name?", schema=Name)
+        try:
+            r = await ctx.elicit("What is your name?", schema=Name)
+        except Exception:
+            outcomes.append("error")  # the client's side answered the elicitation with an error
+            raise
         outcomes.append(r.action)
         return r.data.name if r.action == "accept" else f"declined: {r.action}"
 

@@ -140,6 +140,13 @@ impl Request {
         conn.send(self).await
     }
 
+    /// Sends on a new connection from the loopback address `from` (another client's peer
+    /// address, e.g. 127.0.0.2) and reads the whole response.
+    pub async fn send_from(&self, addr: SocketAddr, from: std::net::IpAddr) -> Response {
+        let mut conn = Connection::open_from(addr, from).await;
+        conn.send(self).await
+    }
+
     /// Sends on a new connection and reads the response head; the body is left to read (a
     /// stream read as it comes).
     pub async fn send_for_head(&self, addr: SocketAddr) -> (Head, BufReader<TcpStream>) {
@@ -211,6 +218,19 @@ impl Connection {
     /// Connects to `addr`.
     pub async fn open(addr: SocketAddr) -> Connection {
         let stream = TcpStream::connect(addr).await.expect("connect to gateway");
+        Connection {
+            addr,
+            reader: BufReader::new(stream),
+        }
+    }
+
+    /// Connects to `addr` from the loopback address `from`.
+    pub async fn open_from(addr: SocketAddr, from: std::net::IpAddr) -> Connection {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(SocketAddr::new(from, 0))
+            .expect("bind the client's address");
+        let stream = socket.connect(addr).await.expect("connect to gateway");
         Connection {
             addr,
             reader: BufReader::new(stream),

@@ -24,6 +24,23 @@ pub struct FileBridge {
     /// Cache hints on the cacheable bridged answers (lists, `resources/read`) whose server gave none.
     #[serde(default)]
     pub cache_hints: FileCacheHints,
+    /// Bounds on the calls parked for a 2026-07-28 client's input (`input_required`).
+    #[serde(default)]
+    pub parked: FileParked,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `bridge.parked` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileParked {
+    /// Most calls parked for a 2026-07-28 client's input at once, in all. Default 512.
+    pub max: Option<usize>,
+    /// Most parked calls of one principal (anonymous callers: of one peer address, IPv6 by /64). Default 8.
+    pub max_per_principal: Option<usize>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -65,6 +82,8 @@ pub struct FilePooledSessions {
     pub max_per_backend: Option<usize>,
     /// Most pooled backend sessions in all. Default 1024.
     pub max: Option<usize>,
+    /// Most pooled backend sessions one principal holds in all (anonymous callers: one peer address, IPv6 by /64); on one backend also at most half of `max-per-backend`. Default 16.
+    pub max_per_principal: Option<usize>,
     /// Seconds a pooled backend session may stay unused before it is closed (DELETE upstream). Default 60.
     pub idle_s: Option<u64>,
     #[serde(flatten)]
@@ -90,6 +109,26 @@ pub struct BridgeConfig {
     pub cache_ttl_ms: u64,
     /// `cache-hints.scope: public`.
     pub cache_public: bool,
+    /// `parked`: bounds on parked calls.
+    pub parked: ParkedBounds,
+}
+
+/// Bounds on the calls parked for a 2026-07-28 client's input (`bridge.parked`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParkedBounds {
+    /// Most in all. Default 512.
+    pub max: usize,
+    /// Most of one principal (or anonymous peer address). Default 8.
+    pub max_per_principal: usize,
+}
+
+impl Default for ParkedBounds {
+    fn default() -> Self {
+        ParkedBounds {
+            max: 512,
+            max_per_principal: 8,
+        }
+    }
 }
 
 impl Default for BridgeConfig {
@@ -101,6 +140,7 @@ impl Default for BridgeConfig {
             advertise: None,
             cache_ttl_ms: 0,
             cache_public: false,
+            parked: ParkedBounds::default(),
         }
     }
 }
@@ -128,6 +168,8 @@ pub struct PooledSessions {
     pub max_per_backend: usize,
     /// Most in all. Default 1024.
     pub max: usize,
+    /// Most of one principal (or anonymous peer address) in all. Default 16.
+    pub max_per_principal: usize,
     /// Unused this long: closed with a DELETE upstream. Default 60 s.
     pub idle: Duration,
 }
@@ -138,8 +180,19 @@ impl Default for PooledSessions {
             enabled: true,
             max_per_backend: 64,
             max: 1024,
+            max_per_principal: 16,
             idle: Duration::from_secs(60),
         }
+    }
+}
+
+impl PooledSessions {
+    /// The share of one principal (or anonymous peer address) on one backend: at most
+    /// `max-per-principal` and at most half of `max-per-backend` (at least 1), so no one
+    /// principal holds a whole backend.
+    pub fn share_per_backend(&self) -> usize {
+        self.max_per_principal
+            .min((self.max_per_backend / 2).max(1))
     }
 }
 
@@ -148,7 +201,7 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     p.unknown(
         "bridge",
         &file.unknown,
-        "pooled-sessions, input-ttl-s, request-state-key-file, advertise-url, cache-hints",
+        "pooled-sessions, input-ttl-s, request-state-key-file, advertise-url, cache-hints, parked",
     );
     let input_ttl = match file.input_ttl_s {
         Some(0) => {
@@ -187,22 +240,37 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     p.unknown(
         "bridge.pooled-sessions",
         &f.unknown,
-        "enabled, max-per-backend, max, idle-s",
+        "enabled, max-per-backend, max, max-per-principal, idle-s",
+    );
+    p.unknown(
+        "bridge.parked",
+        &file.parked.unknown,
+        "max, max-per-principal",
     );
     let d = PooledSessions::default();
+    let dp = ParkedBounds::default();
     let mut at_least_one = |key: &str, v: Option<u64>, default: u64| match v {
         Some(0) => {
-            p.add(
-                format!("bridge.pooled-sessions.{key}"),
-                "must be at least 1",
-            );
+            p.add(format!("bridge.{key}"), "must be at least 1");
             default
         }
         Some(n) => n,
         None => default,
     };
     let as_u64 = |v: Option<usize>| v.map(|n| n as u64);
+    let parked = ParkedBounds {
+        max: at_least_one("parked.max", as_u64(file.parked.max), dp.max as u64) as usize,
+        max_per_principal: at_least_one(
+            "parked.max-per-principal",
+            as_u64(file.parked.max_per_principal),
+            dp.max_per_principal as u64,
+        ) as usize,
+    };
+    let mut at_least_one = |key: &str, v: Option<u64>, default: u64| {
+        at_least_one(&format!("pooled-sessions.{key}"), v, default)
+    };
     BridgeConfig {
+        parked,
         input_ttl,
         request_state_key,
         advertise,
@@ -216,6 +284,11 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
                 d.max_per_backend as u64,
             ) as usize,
             max: at_least_one("max", as_u64(f.max), d.max as u64) as usize,
+            max_per_principal: at_least_one(
+                "max-per-principal",
+                as_u64(f.max_per_principal),
+                d.max_per_principal as u64,
+            ) as usize,
             idle: Duration::from_secs(at_least_one("idle-s", f.idle_s, d.idle.as_secs())),
         },
     }
@@ -228,6 +301,33 @@ mod tests {
             "listen: 127.0.0.1:1\nadmin: 127.0.0.1:2\n{yaml}pools:\n  p: {{ backends: [127.0.0.1:9] }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
         );
         crate::config::parse(&text).map(|c| c.bridge)
+    }
+
+    #[test]
+    fn shares_have_safe_defaults_and_stay_below_a_whole_backend() {
+        let d = bridge("").unwrap();
+        assert_eq!(d.pooled.max_per_principal, 16);
+        assert_eq!(d.pooled.share_per_backend(), 16);
+        assert_eq!((d.parked.max, d.parked.max_per_principal), (512, 8));
+        let c = bridge("bridge: { pooled-sessions: { max-per-backend: 4 }, parked: { max: 3, max-per-principal: 2 } }\n").unwrap();
+        assert_eq!(c.pooled.share_per_backend(), 2, "half a backend at most");
+        assert_eq!((c.parked.max, c.parked.max_per_principal), (3, 2));
+        let one = bridge("bridge: { pooled-sessions: { max-per-backend: 1 } }\n").unwrap();
+        assert_eq!(one.pooled.share_per_backend(), 1);
+        let errors = bridge("bridge: { parked: { max-per-principal: 0, size: 1 } }\n").unwrap_err();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert!(
+            paths.contains(&"bridge.parked.max-per-principal"),
+            "{errors:?}"
+        );
+        assert!(paths.contains(&"bridge.parked.size"), "{errors:?}");
+        let errors = bridge("bridge: { pooled-sessions: { max-per-principal: 0 } }\n").unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.path == "bridge.pooled-sessions.max-per-principal"),
+            "{errors:?}"
+        );
     }
 
     #[test]

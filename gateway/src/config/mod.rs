@@ -22,7 +22,7 @@ pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
-pub use bridge::{BridgeConfig, PooledSessions};
+pub use bridge::{BridgeConfig, ParkedBounds, PooledSessions};
 pub use bridge_advertise::Advertise;
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;

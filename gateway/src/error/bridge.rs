@@ -44,6 +44,31 @@ impl GatewayError {
         .with("limit", limit)
     }
 
+    /// A call the backend asked for input cannot be parked: the gateway (`scope: gateway`) or
+    /// this principal (`scope: principal`; anonymous callers by peer address) holds its limit
+    /// of parked calls (`bridge.parked`). The backend's call was cancelled.
+    pub fn parked_calls_full(scope: &str, limit: usize) -> Self {
+        Self::new(
+            ErrorKind::Overloaded,
+            format!("The server asked for input, but {limit} calls ({scope}) already wait for theirs; the call was cancelled: answer those first or retry shortly"),
+        )
+        .with("scope", scope)
+        .with("reason", "parked-calls")
+        .with("limit", limit)
+    }
+
+    /// A session-era method (`initialize`, `logging/setLevel`, `resources/subscribe`,
+    /// `resources/unsubscribe`) in a 2026-07-28 request on legacy backends: it would change the
+    /// pooled backend session others use, and 2026-07-28 has no such method.
+    pub fn session_method(method: &str) -> Self {
+        Self::new(
+            ErrorKind::NotBridged,
+            format!("`{method}` is not a 2026-07-28 method: the gateway keeps the backend session itself (send the settings in each request's `_meta`; listen with `subscriptions/listen`)"),
+        )
+        .with("method", method)
+        .with("reason", "session-method")
+    }
+
     /// A retry of an `input_required` call that the gateway cannot take (`reason`: `forged`,
     /// `expired`, `other-principal`, `other-request`, `unknown-call`, `missing-response`).
     pub fn bad_request_state(reason: &str, detail: &str) -> Self {

@@ -50,6 +50,7 @@ pub(super) async fn forward(
         principal: principal.as_ref(),
         bounds: ctx.state.config.bridge.pooled,
         input_ttl: ctx.state.config.bridge.input_ttl,
+        parked: ctx.state.config.bridge.parked,
         state_key: ctx.state.config.bridge.request_state_key,
         advertise: ctx.state.config.bridge.advertise.as_ref(),
         cache: crate::mcp::bridge::legacy::CacheHints {

@@ -2,16 +2,33 @@
 //! Rust legacy mock (`MockServer::legacy`, sessions in memory, 404 for an unknown one): one
 //! pooled backend session per (backend, principal, initialize), reused; `_meta` required;
 //! answers made modern; `server/discover` from the backend's initialize; log level set once;
-//! a forgotten session reopened; idle sessions closed upstream; a lost call is -32013.
+//! a forgotten session reopened; idle sessions closed upstream; a lost call is -32013. (As one
+//! principal, `k-one`: an anonymous caller's call has a session of its own, `pooled_shares.rs`.)
 
 use mcp_gateway_tests::auth::sha256_hex;
 use mcp_gateway_tests::{assert_eventually, Gateway, MockServer, Request};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const V: &str = "2025-11-25";
+pub(crate) const V: &str = "2025-11-25";
 
-fn config(backends: &[&MockServer], extra: &str) -> String {
+/// `auth` with the API keys of two principals, `k-one` and `k-two`: pooled sessions are a
+/// principal's (an anonymous caller's call gets a backend session of its own,
+/// `pooled_shares.rs`).
+pub(crate) fn keys_yaml() -> String {
+    let dir = mcp_gateway_tests::harness::unique_temp_path("mcpgw-pool-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("api-keys.txt");
+    let line = |key: &str, name: &str| format!("{} {name} tools\n", sha256_hex(key.as_bytes()));
+    std::fs::write(&keys, line("k-one", "one") + &line("k-two", "two")).unwrap();
+    mcp_gateway_tests::auth::auth_yaml("http://127.0.0.1/mcp").replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    )
+}
+
+/// A stateless route on `backends`, anonymous.
+pub(crate) fn anonymous(backends: &[&MockServer], extra: &str) -> String {
     let list: Vec<String> = backends.iter().map(|m| m.addr.to_string()).collect();
     format!(
         "{extra}pools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
@@ -19,7 +36,12 @@ fn config(backends: &[&MockServer], extra: &str) -> String {
     )
 }
 
-fn meta(client: &str, level: Option<&str>) -> Value {
+/// The same with the two principals' API keys.
+pub(crate) fn config(backends: &[&MockServer], extra: &str) -> String {
+    anonymous(backends, &format!("{}{extra}", keys_yaml()))
+}
+
+pub(crate) fn meta(client: &str, level: Option<&str>) -> Value {
     let mut m = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -32,8 +54,13 @@ fn meta(client: &str, level: Option<&str>) -> Value {
     m
 }
 
-/// A 2026-07-28 request with matching headers.
-fn modern(id: u64, method: &str, mut params: Value, meta: Value) -> Request {
+/// A 2026-07-28 request with matching headers, as principal `k-one`.
+fn modern(id: u64, method: &str, params: Value, meta: Value) -> Request {
+    modern_anonymous(id, method, params, meta).header("X-Api-Key", "k-one")
+}
+
+/// A 2026-07-28 request with matching headers and no credential.
+pub(crate) fn modern_anonymous(id: u64, method: &str, mut params: Value, meta: Value) -> Request {
     params["_meta"] = meta;
     let name = params
         .get("name")
@@ -59,7 +86,17 @@ fn call(id: u64, tool: &str, client: &str) -> Request {
     )
 }
 
-fn text(v: &Value) -> String {
+/// A `tools/call` of `tool` with `arguments`, without a credential.
+pub(crate) fn call_anonymous(id: u64, tool: &str, arguments: Value, client: &str) -> Request {
+    modern_anonymous(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+        meta(client, None),
+    )
+}
+
+pub(crate) fn text(v: &Value) -> String {
     v["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -141,6 +178,7 @@ async fn the_envelope_is_required_and_reserved_meta_keys_stay_at_the_gateway() {
     let resp = Request::post("/mcp", body)
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", "tools/list")
+        .header("X-Api-Key", "k-one")
         .send(gw.addr)
         .await;
     assert_eq!(resp.status(), 400, "{}", resp.text());
@@ -281,7 +319,8 @@ async fn an_idle_pooled_session_is_closed_with_a_delete_upstream() {
 #[tokio::test]
 async fn the_bound_per_backend_closes_the_least_recently_used_idle_session() {
     let a = MockServer::legacy("a", 0, V).await;
-    let extra = "bridge:\n  pooled-sessions: { max-per-backend: 2 }\n";
+    // one principal's share on the backend: half of 4
+    let extra = "bridge:\n  pooled-sessions: { max-per-backend: 4 }\n";
     let gw = Gateway::start(&config(&[&a], extra)).await;
     for (i, client) in ["c1", "c2", "c3"].iter().enumerate() {
         let resp = call(i as u64, "count", client).send(gw.addr).await;
@@ -312,19 +351,10 @@ async fn a_call_whose_backend_connection_breaks_is_not_repeated() {
 #[tokio::test]
 async fn two_principals_with_the_same_meta_never_share_a_pooled_session() {
     let a = MockServer::legacy("a", 0, V).await;
-    let dir = mcp_gateway_tests::harness::unique_temp_path("mcpgw-pool-keys");
-    std::fs::create_dir_all(&dir).unwrap();
-    let keys = dir.join("api-keys.txt");
-    let line = |key: &str, name: &str| format!("{} {name} tools\n", sha256_hex(key.as_bytes()));
-    std::fs::write(&keys, line("k-one", "one") + &line("k-two", "two")).unwrap();
-    let auth = mcp_gateway_tests::auth::auth_yaml("http://127.0.0.1/mcp").replace(
-        "  jwt:",
-        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
-    );
-    let gw = Gateway::start(&config(&[&a], &auth)).await;
+    let gw = Gateway::start(&config(&[&a], "")).await;
     let mut seen = Vec::new();
     for (i, key) in ["k-one", "k-two", "k-one", "k-two"].iter().enumerate() {
-        let resp = call(i as u64, "session_id", "same")
+        let resp = call_anonymous(i as u64, "session_id", json!({}), "same")
             .header("X-Api-Key", key)
             .send(gw.addr)
             .await;
@@ -335,5 +365,4 @@ async fn two_principals_with_the_same_meta_never_share_a_pooled_session() {
     assert_eq!(seen[1], seen[3]);
     assert_ne!(seen[0], seen[1], "two principals never share one");
     assert_eq!(a.sessions().initializes(), 2);
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,13 +2,18 @@
 //! modern client goes inside a backend session the gateway opened itself (`initialize` built
 //! from the request's `_meta`, `notifications/initialized`) and keeps for the next requests:
 //! pooled by (backend, principal, digest of the initialize), so two principals, or two clients
-//! whose `initialize` would differ, never share one (toolhive #5323). Several requests may be
-//! in flight on one backend session. Bounded per backend and in all (the least recently used
-//! idle one is closed to make room), and closed with a DELETE upstream after
+//! whose `initialize` would differ, never share one (toolhive #5323). An anonymous caller (a
+//! route without `auth`) is no principal: its call gets a backend session of its own, opened
+//! for it and closed (DELETE upstream) when the call ends, so two unrelated clients never share
+//! one. Several requests may be in flight on one backend session. Bounded per backend, in all
+//! and per owner (`Owner`: the principal, or an anonymous caller's peer address): an owner at
+//! its share makes room only from its own idle sessions, a full backend only from an owner
+//! holding more there than the newcomer would (`room.rs`); closed with a DELETE upstream after
 //! `bridge.pooled-sessions.idle-s` unused.
 //!
-//! This file is the table; `open` opens a backend session, `serve` serves one request (the
-//! client side and the answer), `rounds` and `park` the `input_required` rounds (a call parked
+//! This file is the table; `room` makes room within the bounds and shares, `open` opens a
+//! backend session, `serve` serves one request (the client side and the answer; `side` what the
+//! backend sends beside it), `rounds` and `park` the `input_required` rounds (a call parked
 //! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to the replica holding its call, `listen` a
 //! `subscriptions/listen` stream on a backend session held for it, `mcp::bridge::legacy` and
 //! `mcp::bridge::mrtr` the pure translation.
@@ -17,8 +22,10 @@ mod forward;
 mod listen;
 mod open;
 mod park;
+mod room;
 mod rounds;
 mod serve;
+mod side;
 mod stray;
 
 pub use park::Parking;
@@ -32,7 +39,7 @@ use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::{Backend, Pool};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -52,6 +59,44 @@ pub(crate) struct Key {
     pub(crate) principal: Option<Arc<str>>,
     /// SHA-256 of the `initialize` params.
     pub(crate) digest: [u8; 32],
+}
+
+/// Whose share a pooled session or a parked call counts in: the authenticated principal, or
+/// for an anonymous caller its peer address (the socket's, never a header; IPv4, or the /64 of
+/// IPv6, which one host gets: what a client cannot change cheaply).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Owner {
+    /// A principal (`auth`).
+    Principal(Arc<str>),
+    /// An anonymous caller's peer address.
+    Peer(IpAddr),
+}
+
+impl Owner {
+    /// The owner of a request by `principal` from `peer`.
+    pub(crate) fn of(
+        principal: Option<&Arc<crate::auth::Principal>>,
+        peer: Option<IpAddr>,
+    ) -> Owner {
+        match principal {
+            Some(p) => Owner::Principal(p.id.clone()),
+            None => Owner::Peer(peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), prefix)),
+        }
+    }
+}
+
+/// An address as shares count it: IPv4 (an IPv4-mapped IPv6 one as IPv4), IPv6 by its /64.
+fn prefix(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
 }
 
 /// One backend session the gateway keeps.
@@ -82,17 +127,27 @@ impl Entry {
     }
 }
 
-/// A pooled session in use by one request; counted in flight until dropped.
-pub(crate) struct InUse(pub(crate) Arc<Entry>);
+/// A pooled session in use by one request; counted in flight until dropped (then closed when
+/// it is an anonymous caller's).
+pub(crate) struct InUse(pub(crate) Arc<Entry>, Option<Sessions>);
 
 impl Drop for InUse {
     fn drop(&mut self) {
         *lock(&self.0.last_use) = Instant::now();
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if let Some(sessions) = &self.1 {
+            sessions.retire(&self.0);
+        }
     }
 }
 
 type Slot = Arc<OnceCell<Arc<Entry>>>;
+
+/// A place in the table: its owner (counted in its share while it opens, too) and its slot.
+struct Held {
+    owner: Owner,
+    slot: Slot,
+}
 
 /// The pooled backend sessions of this process.
 pub struct Sessions {
@@ -101,11 +156,13 @@ pub struct Sessions {
 
 struct Inner {
     engine: Arc<Engine>,
-    table: Mutex<HashMap<Key, Slot>>,
+    table: Mutex<HashMap<Key, Held>>,
     /// `idle-s` of the running config, in seconds (read by the sweep).
     idle_s: AtomicU64,
     sweeping: OnceLock<()>,
     next_id: AtomicU64,
+    /// Makes an anonymous caller's key unique to its call.
+    next_single: AtomicU64,
 }
 
 /// How a pooled session was found.
@@ -142,6 +199,7 @@ impl Sessions {
                 idle_s: AtomicU64::new(60),
                 sweeping: OnceLock::new(),
                 next_id: AtomicU64::new(1),
+                next_single: AtomicU64::new(1),
             }),
         }
     }
@@ -157,21 +215,30 @@ impl Sessions {
     }
 
     /// The pooled session for `key` (opened with `init_params` when there is none yet: one
-    /// opening per key at a time, later requests wait for it), counted in flight.
+    /// opening per key at a time, later requests wait for it), counted in flight. Without a
+    /// principal the key is made unique to this call: a session of its own, closed after it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn acquire(
         &self,
         pool: &Arc<Pool>,
         backend: &Arc<Backend>,
-        key: Key,
+        mut key: Key,
         init_params: &str,
         principal: Option<&Arc<crate::auth::Principal>>,
+        owner: &Owner,
         bounds: PooledSessions,
     ) -> Result<Acquired, AcquireError> {
         self.inner
             .idle_s
             .store(bounds.idle.as_secs().max(1), Ordering::Relaxed);
         self.start_sweep();
-        let slot = self.slot(pool, &key, bounds)?;
+        let single_use = key.principal.is_none();
+        if single_use {
+            // anonymous keys are never looked up by another call: no two share a session
+            let n = self.inner.next_single.fetch_add(1, Ordering::Relaxed);
+            key.digest[24..].copy_from_slice(&n.to_be_bytes());
+        }
+        let slot = self.slot(&pool.name, &key, owner, bounds)?;
         let mut opened = false;
         let entry = slot
             .get_or_try_init(|| async {
@@ -195,12 +262,15 @@ impl Sessions {
             }
         };
         entry.in_flight.fetch_add(1, Ordering::AcqRel);
-        let used = InUse(entry);
+        let retire = single_use.then(|| Sessions {
+            inner: self.inner.clone(),
+        });
+        let used = InUse(entry, retire);
         if used.0.is_gone() {
             // dropped while this request waited for it: open another
             drop(used);
-            return Box::pin(self.acquire(pool, backend, key, init_params, principal, bounds))
-                .await;
+            let again = self.acquire(pool, backend, key, init_params, principal, owner, bounds);
+            return Box::pin(again).await;
         }
         let event = if opened { "opened" } else { "reused" };
         self.metrics()
@@ -215,47 +285,25 @@ impl Sessions {
         }
     }
 
-    /// The slot of `key`, made when there is none (room made first within the bounds).
-    fn slot(&self, pool: &Pool, key: &Key, bounds: PooledSessions) -> Result<Slot, AcquireError> {
-        let mut table = lock(&self.inner.table);
-        if let Some(slot) = table.get(key) {
-            return Ok(slot.clone());
-        }
-        let on_backend = table.keys().filter(|k| k.backend == key.backend).count();
-        let full = if on_backend >= bounds.max_per_backend {
-            Some(("backend", bounds.max_per_backend, Some(key.backend)))
-        } else if table.len() >= bounds.max {
-            Some(("gateway", bounds.max, None))
-        } else {
-            None
-        };
-        if let Some((scope, limit, backend)) = full {
-            // the least recently used idle one makes room
-            let victim = table
-                .iter()
-                .filter(|(k, _)| backend.is_none_or(|b| k.backend == b))
-                .filter_map(|(k, s)| s.get().map(|e| (k, e)))
-                .filter(|(_, e)| e.in_flight.load(Ordering::Acquire) == 0)
-                .max_by_key(|(_, e)| e.idle_for())
-                .map(|(k, e)| (k.clone(), e.clone()));
-            let Some((victim_key, victim)) = victim else {
-                return Err(AcquireError::Answer(GatewayError::pooled_sessions_full(
-                    scope, limit,
-                )));
-            };
-            table.remove(&victim_key);
-            drop(table);
-            self.close(&victim, "evicted");
-            table = lock(&self.inner.table);
-        }
-        let _ = pool;
-        Ok(table.entry(key.clone()).or_default().clone())
-    }
-
     fn forget(&self, key: &Key, slot: &Slot) {
         let mut table = lock(&self.inner.table);
-        if table.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+        if table.get(key).is_some_and(|h| Arc::ptr_eq(&h.slot, slot)) {
             table.remove(key);
+        }
+    }
+
+    /// Closes an anonymous caller's session once its call is done (DELETE upstream), unless
+    /// it was dropped already.
+    fn retire(&self, entry: &Arc<Entry>) {
+        if self.unlink(entry) {
+            self.count(&entry.pool.name, "closed");
+            self.gauge(&entry.pool.name, -1);
+            let engine = &self.inner.engine;
+            engine.spawn_delete_session(
+                entry.pool.clone(),
+                entry.backend.clone(),
+                entry.session.clone(),
+            );
         }
     }
 
@@ -277,7 +325,7 @@ impl Sessions {
         let mut table = lock(&self.inner.table);
         let ours = table
             .get(&entry.key)
-            .and_then(|s| s.get())
+            .and_then(|h| h.slot.get())
             .is_some_and(|e| Arc::ptr_eq(e, entry));
         if ours {
             table.remove(&entry.key);
@@ -319,13 +367,13 @@ impl Sessions {
             let mut table = lock(&self.inner.table);
             let keys: Vec<Key> = table
                 .iter()
-                .filter_map(|(k, s)| s.get().map(|e| (k, e)))
+                .filter_map(|(k, h)| h.slot.get().map(|e| (k, e)))
                 .filter(|(_, e)| e.in_flight.load(Ordering::Acquire) == 0 && e.idle_for() >= idle)
                 .map(|(k, _)| k.clone())
                 .collect();
             keys.iter()
                 .filter_map(|k| table.remove(k))
-                .filter_map(|s| s.get().cloned())
+                .filter_map(|h| h.slot.get().cloned())
                 .collect()
         };
         for entry in expired {
@@ -346,5 +394,31 @@ impl Sessions {
                 }
             });
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{prefix, Owner};
+    use std::net::IpAddr;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn anonymous_shares_count_ipv4_per_address_and_ipv6_per_64() {
+        assert_eq!(prefix(ip("192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(prefix(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
+        assert_eq!(prefix(ip("2001:db8:1:2:aaaa::1")), ip("2001:db8:1:2::"));
+        assert_eq!(
+            Owner::of(None, Some(ip("2001:db8:1:2::5"))),
+            Owner::of(None, Some(ip("2001:db8:1:2:ffff::9"))),
+            "one host's /64 is one share"
+        );
+        assert_ne!(
+            Owner::of(None, Some(ip("2001:db8:1:2::5"))),
+            Owner::of(None, Some(ip("2001:db8:1:3::5")))
+        );
     }
 }

@@ -3,10 +3,15 @@
 //! SSE answer unread) under a random id until the client's retry takes it, or its expiry
 //! passes, when the backend's request is answered for the client (an elicitation cancelled,
 //! others refused, `mcp::bridge::mrtr::declined`), the call cancelled upstream and the
-//! expiry counted.
+//! expiry counted. Bounded in all and per owner (`bridge.parked`: the principal, or an
+//! anonymous caller's peer address): past a bound the call is not parked but ended upstream
+//! the same way (the backend's request refused, the call cancelled) and the client gets
+//! -32018 `parked-calls`. Parked calls do not count toward `limits.max-inflight` (no request
+//! of the client's is in flight while its call waits; their own bound holds them).
 
 use super::super::answer::Messages;
-use super::InUse;
+use super::{InUse, Owner};
+use crate::config::ParkedBounds;
 use crate::mcp::bridge::mrtr::{self, Sealer};
 use crate::metrics::Metrics;
 use crate::sync::lock;
@@ -37,6 +42,35 @@ pub(super) struct Parked {
     pub(super) expires: Instant,
     /// Its registration for the session's GET stream requests.
     pub(super) strays: Option<super::stray::Strays>,
+    /// Whose share it counts in.
+    pub(super) owner: Owner,
+}
+
+/// The parked calls by id, and how many each owner has.
+#[derive(Default)]
+struct Calls {
+    by_id: HashMap<String, Parked>,
+    per_owner: HashMap<Owner, usize>,
+}
+
+impl Calls {
+    fn remove(&mut self, id: &str) -> Option<Parked> {
+        let call = self.by_id.remove(id)?;
+        if let Some(n) = self.per_owner.get_mut(&call.owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_owner.remove(&call.owner);
+            }
+        }
+        Some(call)
+    }
+}
+
+/// Why a call was not parked: the bound reached (`scope`, `limit`); the call is given back.
+pub(super) struct Full {
+    pub(super) call: Parked,
+    pub(super) scope: &'static str,
+    pub(super) limit: usize,
 }
 
 /// The parked calls of this process and the key sealing their states.
@@ -48,7 +82,7 @@ pub struct Parking {
 
 struct Inner {
     engine: Arc<Engine>,
-    calls: Mutex<HashMap<String, Parked>>,
+    calls: Mutex<Calls>,
     sealer: OnceLock<Sealer>,
     sweeping: OnceLock<()>,
 }
@@ -59,7 +93,7 @@ impl Parking {
         Parking {
             inner: Arc::new(Inner {
                 engine,
-                calls: Mutex::new(HashMap::new()),
+                calls: Mutex::new(Calls::default()),
                 sealer: OnceLock::new(),
                 sweeping: OnceLock::new(),
             }),
@@ -96,15 +130,32 @@ impl Parking {
         self.count(pool, "bad-state");
     }
 
-    /// Parks `call`; its id.
-    pub(super) fn park(&self, call: Parked) -> String {
+    /// Parks `call` within `bounds`; its id.
+    pub(super) fn park(&self, call: Parked, bounds: ParkedBounds) -> Result<String, Box<Full>> {
         self.start_sweep();
         let id = uuid::Uuid::new_v4().simple().to_string();
         let pool = call.used.0.pool.name.clone();
-        lock(&self.inner.calls).insert(id.clone(), call);
+        {
+            let mut calls = lock(&self.inner.calls);
+            let mine = calls.per_owner.get(&call.owner).copied().unwrap_or(0);
+            let full = if mine >= bounds.max_per_principal {
+                Some(("principal", bounds.max_per_principal))
+            } else if calls.by_id.len() >= bounds.max {
+                Some(("gateway", bounds.max))
+            } else {
+                None
+            };
+            if let Some((scope, limit)) = full {
+                drop(calls);
+                self.count(&pool, "over-limit");
+                return Err(Box::new(Full { call, scope, limit }));
+            }
+            *calls.per_owner.entry(call.owner.clone()).or_default() += 1;
+            calls.by_id.insert(id.clone(), call);
+        }
         self.count(&pool, "parked");
         self.metrics().mrtr_parked.with_label_values(&[&pool]).inc();
-        id
+        Ok(id)
     }
 
     /// Takes the parked call `id` for its retry, when it is still parked.
@@ -116,12 +167,37 @@ impl Parking {
         Some(call)
     }
 
+    /// Ends a call upstream that will not be resumed: `answer` to the backend's request, then
+    /// `notifications/cancelled` (`reason`), in order, and only then the call dropped (its
+    /// answer stream closed, its pooled session freed: an anonymous caller's closed, after
+    /// these reached it).
+    pub(super) fn end_upstream(&self, call: Parked, answer: String, reason: &str) {
+        let engine = self.inner.engine.clone();
+        let entry = call.used.0.clone();
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": call.up_id, "reason": reason}});
+        tokio::spawn(async move {
+            for message in [answer, cancel.to_string()] {
+                let sent =
+                    engine.post_in_session(&entry.pool, &entry.backend, &entry.session, message);
+                if tokio::time::timeout(Duration::from_secs(2), sent)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            drop(call);
+        });
+    }
+
     /// Answers the expired parked calls upstream for their clients.
     pub(crate) fn sweep(&self) {
         let now = Instant::now();
         let expired: Vec<Parked> = {
             let mut calls = lock(&self.inner.calls);
             let ids: Vec<String> = calls
+                .by_id
                 .iter()
                 .filter(|(_, c)| c.expires <= now)
                 .map(|(id, _)| id.clone())
@@ -136,29 +212,9 @@ impl Parking {
                 .with_label_values(&[&entry.pool.name])
                 .dec();
             tracing::debug!(method = %call.method, backend = %entry.backend.label, "a parked call expired; answered upstream");
-            let engine = self.inner.engine.clone();
+            // the answer first (the tool goes on with it), then the cancellation
             let declined = mrtr::declined(&call.server_id, &call.method);
-            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": call.up_id, "reason": "the client did not retry in time"}});
-            // in order: the answer first (the tool goes on with it), then the cancellation
-            tokio::spawn(async move {
-                for message in [declined, cancel.to_string()] {
-                    let sent = engine.post_in_session(
-                        &entry.pool,
-                        &entry.backend,
-                        &entry.session,
-                        message,
-                    );
-                    if tokio::time::timeout(Duration::from_secs(2), sent)
-                        .await
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            });
-            // dropping the call closes its answer stream and frees its pooled session
-            drop(call);
+            self.end_upstream(call, declined, "the client did not retry in time");
         }
     }
 

@@ -44,14 +44,7 @@ impl One<'_> {
                 "message": "the 2026-07-28 client did not declare this capability (mcp-gateway)",
             }})
             .to_string();
-            self.bridge.engine.spawn_notify(
-                entry.pool.clone(),
-                entry.backend.clone(),
-                entry.session.clone(),
-                refusal,
-            );
-            self.cancel_upstream(&entry, &parked.up_id);
-            drop(parked);
+            parking.end_upstream(parked, refusal, "the client lacks the capability");
             let mut e = GatewayError::missing_client_capability(&request.method, required.1);
             e.status = Some(400);
             if *streaming {
@@ -61,7 +54,25 @@ impl One<'_> {
             return Err(e.into());
         }
         let ttl_ms = self.to.input_ttl.as_millis() as u64;
-        let id = parking.park(parked);
+        let id = match parking.park(parked, self.to.parked) {
+            Ok(id) => id,
+            Err(full) => {
+                let full = *full;
+                // never left hanging: the backend's request refused, the call cancelled
+                let refusal = json!({"jsonrpc": "2.0", "id": full.call.server_id, "error": {
+                    "code": -32603,
+                    "message": "the gateway holds its limit of calls waiting for input (mcp-gateway)",
+                }})
+                .to_string();
+                parking.end_upstream(full.call, refusal, "too many calls wait for input");
+                let e = GatewayError::parked_calls_full(full.scope, full.limit);
+                if *streaming {
+                    end_stream(session, e.body(self.id)).await?;
+                    return Ok(Attempt::Done(served(&entry.backend)));
+                }
+                return Err(e.into());
+            }
+        };
         let state = mrtr::State {
             principal: self.principal().to_owned(),
             expires_ms: unix_ms() + ttl_ms,
@@ -121,6 +132,15 @@ impl One<'_> {
             let detail = format!("inputResponses has no `{}`", state.key);
             return Err(refused("missing-response", &detail));
         };
+        if !answer.is_object() {
+            // the backend waits for a result object: refused before the call is taken, so it
+            // stays parked for a valid retry with the same requestState
+            let detail = format!(
+                "inputResponses.{} must be an object (the result of the server's request)",
+                state.key
+            );
+            return Err(refused("invalid-response", &detail));
+        }
         let Some(parked) = parking.take(&state.parked) else {
             // parked on another replica: forwarded there, once
             let own = self.to.advertise.map(|a| a.url.as_str());

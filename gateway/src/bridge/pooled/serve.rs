@@ -25,7 +25,7 @@ use super::super::http::{
 };
 use super::super::Bridge;
 use super::park::Parked;
-use super::{AcquireError, Entry, InUse, Key};
+use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
 use crate::config::PooledSessions;
 use crate::error::GatewayError;
@@ -44,6 +44,16 @@ use pingora::prelude::*;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+/// Methods of the session era that would change the pooled backend session for everyone in
+/// it (its client, its log level, its subscriptions); 2026-07-28 has none of them, so they
+/// never reach a pooled session (-32033 `session-method`).
+const SESSION_METHODS: [&str; 4] = [
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 /// How often a request is sent again because its backend forgot the pooled session.
 const MAX_FORGOTTEN: usize = 2;
 
@@ -59,6 +69,8 @@ pub struct Pooling<'a> {
     pub bounds: PooledSessions,
     /// `bridge.input-ttl-s`.
     pub input_ttl: std::time::Duration,
+    /// `bridge.parked`.
+    pub parked: crate::config::ParkedBounds,
     /// `bridge.request-state-key-file`'s key.
     pub state_key: Option<[u8; 32]>,
     /// `bridge.advertise-url`: sealed into the states as the holder of their calls.
@@ -89,9 +101,18 @@ pub async fn serve(
         accepted(session).await?;
         return Ok(Served::default());
     }
+    if SESSION_METHODS.contains(&method) {
+        // it would re-initialize (or re-set) the backend session others use
+        return Err(GatewayError::session_method(method).into());
+    }
     let env =
         ModernEnvelope::read(&msg).map_err(|e| GatewayError::invalid_params(&e.to_string()))?;
     let init = legacy::initialize(&env);
+    // the socket's address, never a header: an anonymous caller's share is its peer's
+    let peer = session
+        .client_addr()
+        .and_then(|a| a.as_inet())
+        .map(|a| a.ip());
     let one = One {
         bridge,
         to: &to,
@@ -102,6 +123,7 @@ pub async fn serve(
         init: &init,
         id,
         repeatable: safe_to_repeat(Some(method), true),
+        owner: Owner::of(to.principal, peer),
     };
     one.run(session).await
 }
@@ -118,6 +140,8 @@ pub(super) struct One<'a> {
     pub(super) init: &'a legacy::BackendInit,
     pub(super) id: &'a RequestId,
     repeatable: bool,
+    /// Whose shares it counts in (pooled sessions, parked calls).
+    pub(super) owner: Owner,
 }
 
 /// How one attempt in one pooled session ended.
@@ -165,6 +189,7 @@ impl One<'_> {
                     key,
                     &self.init.params,
                     self.to.principal,
+                    &self.owner,
                     self.to.bounds,
                 )
                 .await;
@@ -345,6 +370,7 @@ impl One<'_> {
                         status,
                         expires: std::time::Instant::now() + self.to.input_ttl,
                         strays,
+                        owner: self.owner.clone(),
                     };
                     let params = m.get("params").cloned().unwrap_or_else(|| json!({}));
                     return self.park(session, parked, params, streaming).await;
@@ -416,56 +442,6 @@ impl One<'_> {
             ])
             .inc();
         Err(GatewayError::backend_lost(&self.to.pool.name, &backend.label).into())
-    }
-
-    /// A notification of the backend's as the 2026-07-28 client gets it: progress as it is,
-    /// log messages at the request's level only, nothing else (list changes and the like are
-    /// the session's, which the client does not have).
-    fn for_client(&self, m: Value) -> Option<Value> {
-        match m.get("method").and_then(Value::as_str) {
-            Some("notifications/progress") => Some(m),
-            Some("notifications/message") => {
-                let level = m
-                    .get("params")
-                    .and_then(|p| p.get("level"))
-                    .and_then(Value::as_str);
-                legacy::wants_log(self.env.log_level.as_deref(), level).then_some(m)
-            }
-            _ => None,
-        }
-    }
-
-    /// A server→client request during the call: not bridged (yet); the backend is told so,
-    /// so its call goes on rather than waiting.
-    fn refuse_server_request(&self, entry: &Entry, m: &Value) {
-        let Some(id) = m.get("id") else { return };
-        let method = m.get("method").and_then(Value::as_str).unwrap_or("?");
-        tracing::debug!(
-            method,
-            "a legacy backend's request to a 2026-07-28 client, refused"
-        );
-        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32601,
-            "message": format!("the gateway does not bridge `{method}` to this 2026-07-28 client"),
-        }});
-        self.bridge.engine.spawn_notify(
-            entry.pool.clone(),
-            entry.backend.clone(),
-            entry.session.clone(),
-            answer.to_string(),
-        );
-    }
-
-    /// The client went away: the legacy way to cancel its call upstream.
-    pub(super) fn cancel_upstream(&self, entry: &Entry, up_id: &str) {
-        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": up_id, "reason": "the client went away"}});
-        self.bridge.engine.spawn_notify(
-            entry.pool.clone(),
-            entry.backend.clone(),
-            entry.session.clone(),
-            cancel.to_string(),
-        );
     }
 }
 
