@@ -8,7 +8,8 @@
 //!
 //! The body is read (bounded by `max-body-bytes`), checked against the MCP headers when the
 //! route checks them, and forwarded as the same bytes through the attempt engine; the answer
-//! streams back as it arrives. Also here: a stateless route refuses backend sessions.
+//! streams back as it arrives. Also here: a stateless route refuses backend sessions, and
+//! never passes on a client's session id.
 
 use super::relay::{client_response, end_with_error, read_body, relay, within, Relayed};
 use super::{check, ctx::RequestCtx, Gateway, Handled};
@@ -21,7 +22,7 @@ use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
-use pingora::http::ResponseHeader;
+use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -160,6 +161,23 @@ pub(super) async fn forward_any(
         }
     }
     Ok(())
+}
+
+/// `Mcp-Session-Id`, as a name parsed once.
+static SESSION_ID: http::HeaderName = http::HeaderName::from_static(MCP_SESSION_ID);
+
+/// A stateless route carries no sessions (the gateway opens none there, and refuses a
+/// backend's: [`refuse_backend_session`]), so the `Mcp-Session-Id` a client sends on one is
+/// never the gateway's to pass on: it is removed from the fast path's upstream head (POST, GET
+/// and DELETE alike), as every gateway-driven path removes it (`request::forwarded`). Passed on,
+/// a backend session id a client learned (one the reverse bridge opened for another principal,
+/// revealed by a tool) would run its requests, or its DELETE, inside that principal's session.
+/// Removed rather than refused: the request means the same to a stateless backend without it,
+/// and a session backend answers a request without one as it always did ("missing session").
+pub(super) fn drop_client_session(upstream: &mut RequestHeader) {
+    if upstream.headers.contains_key(&SESSION_ID) {
+        upstream.remove_header(&SESSION_ID);
+    }
 }
 
 /// A stateless route cannot carry sessions: when its backend answers with a session of its own

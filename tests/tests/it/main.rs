@@ -55,6 +55,7 @@ mod quiet_logs;
 mod real_peers_admission;
 mod real_peers_auth;
 mod real_peers_background_moves;
+mod real_peers_leaked_session;
 mod real_peers_listen;
 mod real_peers_mrtr;
 mod real_peers_mrtr_replicas;
