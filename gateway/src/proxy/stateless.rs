@@ -50,11 +50,16 @@ pub(super) async fn forward_buffered(
     ctx.request_id = Some(info.request_id());
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     super::steps::classify(ctx, &route, method, name)?;
+    let listen = method == Some("subscriptions/listen");
     let pool = route.pool_for(method, name);
     let deadline = route.deadline(method, name);
     drop(info);
     let pool = state.pool(pool)?;
-    if super::pooled::takes(ctx, &pool) {
+    let bridged = super::pooled::takes(ctx, &pool);
+    if listen {
+        check_listen(ctx, &route, &body, bridged)?;
+    }
+    if bridged {
         return super::pooled::forward(gw, session, ctx, &route, &pool, body).await;
     }
     let out = Outbound {
@@ -66,6 +71,53 @@ pub(super) async fn forward_buffered(
         stateless: true,
     };
     forward_any(gw, session, ctx, &pool, out).await
+}
+
+/// A `subscriptions/listen` request, before it leaves the gateway (passed through to a
+/// 2026-07-28 backend, or `held` by the reverse bridge in a backend session of its own):
+/// - each resource URI of its filter is decided by the route's `authz` rules as a
+///   `resources/subscribe` of it (`RouteGuard::decide_listen`); one denied refuses the whole
+///   listen (403 -32024, -32031 for a URI that cannot be decided), as a subscribe of it is
+///   refused: a client that names a URI learns it may not, instead of a filter narrowed
+///   without a reason (and a passthrough body is never rewritten);
+/// - a filter the gateway holds itself is bounded as a session's subscriptions are
+///   (`sessions.max-subscriptions` URIs, each at most `sessions.max-subscription-uri-bytes`):
+///   -32036 over them, since each URI costs a `resources/subscribe` upstream.
+pub(super) fn check_listen(
+    ctx: &RequestCtx,
+    route: &Route,
+    body: &[u8],
+    held: bool,
+) -> Result<(), GatewayError> {
+    if !held && !route.guard.has_rules() {
+        return Ok(());
+    }
+    let msg: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let principal = ctx.principal.as_deref();
+    (route.guard.decide_listen(principal, &msg))
+        .map_err(|(_, denied)| super::authn::refusal(ctx, denied))?;
+    if !held {
+        return Ok(());
+    }
+    let bounds = &ctx.state.config.sessions;
+    let uris = msg
+        .pointer("/params/notifications/resourceSubscriptions")
+        .and_then(serde_json::Value::as_array);
+    let uris = uris.map_or(&[][..], Vec::as_slice);
+    if uris.len() > bounds.max_subscriptions {
+        let limit = bounds.max_subscriptions as u64;
+        return Err(GatewayError::subscription_limit("too-many", limit));
+    }
+    let longest = uris
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .map(str::len);
+    if longest.max().unwrap_or(0) > bounds.max_subscription_uri_bytes {
+        let limit = bounds.max_subscription_uri_bytes as u64;
+        return Err(GatewayError::subscription_limit("uri-too-long", limit));
+    }
+    Ok(())
 }
 
 /// A buffered request on its way upstream.

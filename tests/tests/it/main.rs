@@ -75,4 +75,5 @@ mod stateful;
 mod stateless;
 mod store_failover;
 mod store_failover_real;
+mod subscription_bounds;
 mod traces;
