@@ -159,6 +159,36 @@ impl RouteGuard {
         self.has_rules() && list_kind(method).is_some()
     }
 
+    /// Whether a request of `method` is read whole before it goes out: a list this route
+    /// filters, or a `subscriptions/listen` whose filter [`RouteGuard::decide_listen`] decides.
+    pub fn reads_body(&self, method: Option<&str>) -> bool {
+        self.filters(method) || (self.has_rules() && method == Some("subscriptions/listen"))
+    }
+
+    /// Whether `principal` may listen to every resource URI of a `subscriptions/listen` filter
+    /// (`params.notifications.resourceSubscriptions`): each is decided as a
+    /// `resources/subscribe` of it (every form of it, as [`RouteGuard::decide`] does), the
+    /// act a listen URI is in the 2026-07-28 era; the first one denied is the answer. Entries
+    /// that are not strings name no URI. `Err` carries the denied URI's position.
+    pub fn decide_listen(
+        &self,
+        principal: Option<&Principal>,
+        listen: &Value,
+    ) -> Result<(), (usize, Denied)> {
+        if !self.has_rules() {
+            return Ok(());
+        }
+        let uris = listen
+            .pointer("/params/notifications/resourceSubscriptions")
+            .and_then(Value::as_array);
+        for (i, uri) in uris.into_iter().flatten().enumerate() {
+            let Some(uri) = uri.as_str() else { continue };
+            self.decide(principal, Some("resources/subscribe"), Some(uri))
+                .map_err(|denied| (i, denied))?;
+        }
+        Ok(())
+    }
+
     /// The answer body with the entries `principal` may not use removed (JSON, or SSE whose
     /// events are re-framed); `None` when nothing needed removing.
     pub fn filter_answer(
@@ -312,6 +342,36 @@ mod tests {
                 body
             )
             .is_none());
+    }
+
+    #[test]
+    fn a_listen_filters_uris_are_decided_as_subscriptions_in_every_form() {
+        let g = RouteGuard::from_rules(
+            true,
+            &[AuthzRule {
+                method: Pattern::new("resources/*").ok(),
+                name: Pattern::new("admin://*").ok(),
+                require: Require::Scope("admin".into()),
+            }],
+        );
+        let (user, admin) = (principal(&["tools"], &[]), principal(&["admin"], &[]));
+        let listen = |uris: Value| {
+            serde_json::json!({"method": "subscriptions/listen",
+                "params": {"notifications": {"resourceSubscriptions": uris, "toolsListChanged": true}}})
+        };
+        let denied = g.decide_listen(
+            Some(&user),
+            &listen(serde_json::json!(["public://a", "ADMIN://x"])),
+        );
+        assert_eq!(denied.unwrap_err().0, 1);
+        assert!(g
+            .decide_listen(Some(&user), &listen(serde_json::json!(["public://a", 7])))
+            .is_ok());
+        assert!(g
+            .decide_listen(Some(&admin), &listen(serde_json::json!(["admin://x"])))
+            .is_ok());
+        assert!(g.reads_body(Some("subscriptions/listen")));
+        assert!(!RouteGuard::from_rules(true, &[]).reads_body(Some("subscriptions/listen")));
     }
 
     #[test]

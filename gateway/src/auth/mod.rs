@@ -22,7 +22,7 @@ use crate::error::GatewayError;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-pub use authz::RouteGuard;
+pub use authz::{Denied, RouteGuard};
 
 /// Longest credential looked at; longer ones are refused unread (an 8 KiB+ header is no token
 /// this gateway issued keys for).

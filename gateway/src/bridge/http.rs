@@ -66,6 +66,8 @@ pub struct Target<'a> {
     /// The route's `authz` filter of a list answer (the entries the caller may not use
     /// removed), when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
+    /// `sessions.max-subscriptions`: the bound a kept subscription stays within.
+    pub max_subscriptions: usize,
 }
 
 /// Rewrites a list answer body, or `None` when nothing changes.
@@ -204,7 +206,8 @@ pub async fn post(
                     Served::default()
                 }
                 Disposition::Subscribe(subscribed) => {
-                    subscribe(bridge, sessions, &rec, (method, &msg), subscribed).await?;
+                    let max = subscribed.then_some(to.max_subscriptions);
+                    subscribe(bridge, sessions, &rec, (method, &msg), max).await?;
                     empty_result(session, id).await?
                 }
                 Disposition::Reinitialize => {
@@ -227,20 +230,24 @@ pub async fn post(
     Ok(served)
 }
 
-/// A subscribe or unsubscribe: kept with the session, followed by its listen stream.
+/// A subscribe (within `max` URIs) or unsubscribe (`None`): kept with the session, followed by
+/// its listen stream. Its bounds were checked before (`proxy/stateful/subscriptions.rs`).
 async fn subscribe(
     bridge: &Bridge,
     sessions: &SessionManager,
     rec: &SessionRecord,
     (method, msg): (&str, &Value),
-    subscribed: bool,
+    max: Option<usize>,
 ) -> Result<(), GatewayError> {
     let uri = msg
         .get("params")
         .and_then(|p| p.get("uri"))
         .and_then(Value::as_str)
         .ok_or_else(|| GatewayError::invalid_request(&format!("{method} needs params.uri")))?;
-    let change = SettingChange::Subscription(uri.into(), subscribed);
+    let change = match max {
+        Some(max) => SettingChange::Subscribe(uri.into(), max),
+        None => SettingChange::Unsubscribe(uri.into()),
+    };
     let mut settings = rec.settings.clone();
     settings.apply(change.clone());
     sessions.remember(rec, change).await?;

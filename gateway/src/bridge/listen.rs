@@ -43,6 +43,24 @@ pub const BACKOFF_MIN: Duration = Duration::from_millis(250);
 /// Longest wait between attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
+/// The longest id a listen request of this process carries.
+const LONGEST_ID: &str = "mcpgw-listen-18446744073709551615";
+
+/// The size of the upstream listen request of a bridged session (its stored `initialize`
+/// params) subscribed to `uris`, with the longest id it could carry: a subscribe that would
+/// make it pass `max-body-bytes` is refused before it is kept, so the gateway never sends a
+/// backend a body larger than it would take from a client. `None`: the stored `initialize`
+/// cannot be read (then no listen is ever opened for the session).
+pub fn listen_body_len(init_params: &str, uris: &[&str]) -> Option<usize> {
+    let init = ClientInit::parse(init_params).ok()?;
+    let env = Envelope {
+        init: &init,
+        log_level: None,
+    };
+    let req = listen_request(LONGEST_ID, uris, env).ok()?;
+    Some(req.body.len())
+}
+
 /// The subscribed URIs, with a generation that grows with each change.
 type Filter = (u64, Vec<String>);
 

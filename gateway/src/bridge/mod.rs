@@ -28,6 +28,7 @@ mod upstream;
 
 pub use get::get;
 pub use http::{delete, initialize, post, Failed, Served, Target};
+pub use listen::listen_body_len;
 
 use crate::config::DualBackends;
 use crate::error::GatewayError;

@@ -88,6 +88,14 @@ pub struct FileSessions {
     /// Sessions of a backend known dead moved to survivors in the background, per second per
     /// replica, before their next call; 0: only when their next call comes. Default 100.
     pub background_moves_per_second: Option<u32>,
+    /// Sessions one authenticated principal may hold at once (with `auth`); then its
+    /// `initialize` gets -32016 (scope `client`). Default 256.
+    pub max_per_principal: Option<usize>,
+    /// `resources/subscribe` URIs one session may hold (and URIs in one `subscriptions/listen`
+    /// filter the gateway holds itself); then -32036. Default 64.
+    pub max_subscriptions: Option<usize>,
+    /// Longest URI one subscription may name, in bytes; longer gets -32036. Default 2048.
+    pub max_subscription_uri_bytes: Option<usize>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

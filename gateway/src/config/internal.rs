@@ -76,6 +76,15 @@ pub struct SessionConfig {
     /// connection) moved in the background per second by this replica, before their next
     /// call (`session/evacuate.rs`); 0 moves them only when their next call comes. Default 100.
     pub background_moves_per_second: u32,
+    /// Sessions one authenticated principal may hold at once (`sessions.max-per-principal`;
+    /// anonymous callers are not one principal). Default 256.
+    pub max_per_principal: usize,
+    /// `resources/subscribe` URIs one session may hold, and URIs of one listen filter the
+    /// gateway holds for a 2026-07-28 client (`sessions.max-subscriptions`). Default 64.
+    pub max_subscriptions: usize,
+    /// Longest URI one subscription may name (`sessions.max-subscription-uri-bytes`).
+    /// Default 2048.
+    pub max_subscription_uri_bytes: usize,
 }
 
 /// Where sessions live.
@@ -97,6 +106,9 @@ impl Default for SessionConfig {
             store: StoreConfig::Memory,
             resume: super::sessions::ResumeConfig::default(),
             background_moves_per_second: 100,
+            max_per_principal: 256,
+            max_subscriptions: 64,
+            max_subscription_uri_bytes: 2048,
         }
     }
 }

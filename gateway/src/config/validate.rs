@@ -41,7 +41,8 @@ impl Config {
         p.unknown(
             "sessions",
             &file.sessions.unknown,
-            "idle-timeout-s, max, hold-streams, store, redis, resume, background-moves-per-second",
+            "idle-timeout-s, max, hold-streams, store, redis, resume, background-moves-per-second, \
+             max-per-principal, max-subscriptions, max-subscription-uri-bytes",
         );
         let resume = resume_config(&mut p, &file.sessions.resume);
         let store = store_config(&mut p, &file.sessions);
@@ -61,9 +62,27 @@ impl Config {
                 .sessions
                 .background_moves_per_second
                 .unwrap_or(defaults.background_moves_per_second),
+            max_per_principal: (file.sessions.max_per_principal)
+                .unwrap_or(defaults.max_per_principal),
+            max_subscriptions: (file.sessions.max_subscriptions)
+                .unwrap_or(defaults.max_subscriptions),
+            max_subscription_uri_bytes: (file.sessions.max_subscription_uri_bytes)
+                .unwrap_or(defaults.max_subscription_uri_bytes),
         };
         if sessions.idle_timeout.is_zero() {
             p.add("sessions.idle-timeout-s", "must be at least 1");
+        }
+        for (key, value) in [
+            ("max-per-principal", sessions.max_per_principal),
+            ("max-subscriptions", sessions.max_subscriptions),
+            (
+                "max-subscription-uri-bytes",
+                sessions.max_subscription_uri_bytes,
+            ),
+        ] {
+            if value == 0 {
+                p.add(format!("sessions.{key}"), "must be at least 1");
+            }
         }
         let limits = limits_config(&mut p, &file.limits);
 

@@ -362,6 +362,25 @@ impl GatewayError {
         .with("reason", reason)
     }
 
+    /// A subscription over the session's bounds (`reason`: `too-many`, `uri-too-long`,
+    /// `listen-too-large`; `limit` the bound it would pass).
+    pub fn subscription_limit(reason: &str, limit: u64) -> Self {
+        let message = match reason {
+            "too-many" => format!(
+                "This session holds its maximum of {limit} resource subscriptions; unsubscribe one first"
+            ),
+            "uri-too-long" => {
+                format!("This resource URI is longer than the {limit} bytes a subscription may name")
+            }
+            _ => format!(
+                "With this subscription the session's listen request would pass {limit} bytes; unsubscribe one first"
+            ),
+        };
+        Self::new(ErrorKind::SubscriptionLimit, message)
+            .with("reason", reason)
+            .with("limit", limit)
+    }
+
     /// The signing keys could not be fetched.
     pub fn auth_unavailable(detail: &str) -> Self {
         Self::new(

@@ -112,6 +112,12 @@ pub enum ErrorKind {
     /// replica holds (`bridge.advertise-url`), and that replica could not be reached; the call
     /// stays parked there until its expiry. -32004, HTTP 503 + `Retry-After`.
     HolderUnreachable,
+    /// A session's `resources/subscribe` (or a listen filter the gateway holds for a
+    /// 2026-07-28 client) over the session's bounds: too many URIs, one URI too long, or a
+    /// bridged session's upstream listen that would pass `max-body-bytes` (`data.reason`,
+    /// `data.limit`). Nothing is stored or sent. -32036, HTTP 200 (one call's refusal: every
+    /// client shows it, and the session goes on).
+    SubscriptionLimit,
 }
 
 impl ErrorKind {
@@ -152,6 +158,7 @@ impl ErrorKind {
             ErrorKind::InputNotGiven => -32034,
             ErrorKind::Untranslatable => -32035,
             ErrorKind::HolderUnreachable => -32004,
+            ErrorKind::SubscriptionLimit => -32036,
         }
     }
 
@@ -196,6 +203,7 @@ impl ErrorKind {
             | ErrorKind::NotBridged
             | ErrorKind::InputNotGiven
             | ErrorKind::Untranslatable => 200,
+            ErrorKind::SubscriptionLimit => 200,
         }
     }
 
@@ -250,6 +258,7 @@ impl ErrorKind {
             ErrorKind::InputNotGiven => "input-not-given",
             ErrorKind::Untranslatable => "untranslatable",
             ErrorKind::HolderUnreachable => "holder-unreachable",
+            ErrorKind::SubscriptionLimit => "subscription-limit",
         }
     }
 

@@ -61,6 +61,7 @@ fn every_kind_has_a_distinct_code() {
         HolderUnreachable,
         InputNotGiven,
         Untranslatable,
+        SubscriptionLimit,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

@@ -101,17 +101,21 @@ pub(super) fn authorize(
     route
         .guard
         .decide(principal, method, name)
-        .map_err(|denied| {
-            if let Some(why) = denied.undecidable {
-                return GatewayError::undecidable_name(why.as_str());
-            }
-            let metadata = ctx
-                .state
-                .auth
-                .as_ref()
-                .map(|a| a.forbidden(denied.scope.as_deref()));
-            metadata.unwrap_or_else(|| GatewayError::forbidden(denied.scope.as_deref(), ""))
-        })
+        .map_err(|denied| refusal(ctx, denied))
+}
+
+/// The answer to a denial: 403 -32024 (naming the metadata document), or -32031 for a URI
+/// that cannot be decided.
+pub(super) fn refusal(ctx: &RequestCtx, denied: crate::auth::Denied) -> GatewayError {
+    if let Some(why) = denied.undecidable {
+        return GatewayError::undecidable_name(why.as_str());
+    }
+    let metadata = ctx
+        .state
+        .auth
+        .as_ref()
+        .map(|a| a.forbidden(denied.scope.as_deref()));
+    metadata.unwrap_or_else(|| GatewayError::forbidden(denied.scope.as_deref(), ""))
 }
 
 /// Relays a list answer with what the caller may not use removed (the whole answer is read

@@ -258,6 +258,7 @@ impl ProxyHttp for Gateway {
         if let Some(cx) = ctx.otel.as_ref() {
             crate::telemetry::inject(cx, upstream);
         }
+        stateless::drop_client_session(upstream);
         let (native, backend) = attempt(&mut ctx.native, &ctx.backend)?;
         native.sent = Some(std::time::Instant::now());
         let client = session.req_header();

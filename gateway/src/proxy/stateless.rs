@@ -8,7 +8,8 @@
 //!
 //! The body is read (bounded by `max-body-bytes`), checked against the MCP headers when the
 //! route checks them, and forwarded as the same bytes through the attempt engine; the answer
-//! streams back as it arrives. Also here: a stateless route refuses backend sessions.
+//! streams back as it arrives. Also here: a stateless route refuses backend sessions, and
+//! never passes on a client's session id.
 
 use super::relay::{client_response, end_with_error, read_body, relay, within, Relayed};
 use super::{check, ctx::RequestCtx, Gateway, Handled};
@@ -21,7 +22,7 @@ use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
-use pingora::http::ResponseHeader;
+use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -49,11 +50,16 @@ pub(super) async fn forward_buffered(
     ctx.request_id = Some(info.request_id());
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     super::steps::classify(ctx, &route, method, name)?;
+    let listen = method == Some("subscriptions/listen");
     let pool = route.pool_for(method, name);
     let deadline = route.deadline(method, name);
     drop(info);
     let pool = state.pool(pool)?;
-    if super::pooled::takes(ctx, &pool) {
+    let bridged = super::pooled::takes(ctx, &pool);
+    if listen {
+        check_listen(ctx, &route, &body, bridged)?;
+    }
+    if bridged {
         return super::pooled::forward(gw, session, ctx, &route, &pool, body).await;
     }
     let out = Outbound {
@@ -65,6 +71,53 @@ pub(super) async fn forward_buffered(
         stateless: true,
     };
     forward_any(gw, session, ctx, &pool, out).await
+}
+
+/// A `subscriptions/listen` request, before it leaves the gateway (passed through to a
+/// 2026-07-28 backend, or `held` by the reverse bridge in a backend session of its own):
+/// - each resource URI of its filter is decided by the route's `authz` rules as a
+///   `resources/subscribe` of it (`RouteGuard::decide_listen`); one denied refuses the whole
+///   listen (403 -32024, -32031 for a URI that cannot be decided), as a subscribe of it is
+///   refused: a client that names a URI learns it may not, instead of a filter narrowed
+///   without a reason (and a passthrough body is never rewritten);
+/// - a filter the gateway holds itself is bounded as a session's subscriptions are
+///   (`sessions.max-subscriptions` URIs, each at most `sessions.max-subscription-uri-bytes`):
+///   -32036 over them, since each URI costs a `resources/subscribe` upstream.
+pub(super) fn check_listen(
+    ctx: &RequestCtx,
+    route: &Route,
+    body: &[u8],
+    held: bool,
+) -> Result<(), GatewayError> {
+    if !held && !route.guard.has_rules() {
+        return Ok(());
+    }
+    let msg: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let principal = ctx.principal.as_deref();
+    (route.guard.decide_listen(principal, &msg))
+        .map_err(|(_, denied)| super::authn::refusal(ctx, denied))?;
+    if !held {
+        return Ok(());
+    }
+    let bounds = &ctx.state.config.sessions;
+    let uris = msg
+        .pointer("/params/notifications/resourceSubscriptions")
+        .and_then(serde_json::Value::as_array);
+    let uris = uris.map_or(&[][..], Vec::as_slice);
+    if uris.len() > bounds.max_subscriptions {
+        let limit = bounds.max_subscriptions as u64;
+        return Err(GatewayError::subscription_limit("too-many", limit));
+    }
+    let longest = uris
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .map(str::len);
+    if longest.max().unwrap_or(0) > bounds.max_subscription_uri_bytes {
+        let limit = bounds.max_subscription_uri_bytes as u64;
+        return Err(GatewayError::subscription_limit("uri-too-long", limit));
+    }
+    Ok(())
 }
 
 /// A buffered request on its way upstream.
@@ -160,6 +213,23 @@ pub(super) async fn forward_any(
         }
     }
     Ok(())
+}
+
+/// `Mcp-Session-Id`, as a name parsed once.
+static SESSION_ID: http::HeaderName = http::HeaderName::from_static(MCP_SESSION_ID);
+
+/// A stateless route carries no sessions (the gateway opens none there, and refuses a
+/// backend's: [`refuse_backend_session`]), so the `Mcp-Session-Id` a client sends on one is
+/// never the gateway's to pass on: it is removed from the fast path's upstream head (POST, GET
+/// and DELETE alike), as every gateway-driven path removes it (`request::forwarded`). Passed on,
+/// a backend session id a client learned (one the reverse bridge opened for another principal,
+/// revealed by a tool) would run its requests, or its DELETE, inside that principal's session.
+/// Removed rather than refused: the request means the same to a stateless backend without it,
+/// and a session backend answers a request without one as it always did ("missing session").
+pub(super) fn drop_client_session(upstream: &mut RequestHeader) {
+    if upstream.headers.contains_key(&SESSION_ID) {
+        upstream.remove_header(&SESSION_ID);
+    }
 }
 
 /// A stateless route cannot carry sessions: when its backend answers with a session of its own

@@ -160,7 +160,7 @@ fn plan(
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
-    if has_body && (by_body || bounded || route.guard.filters(method)) {
+    if has_body && (by_body || bounded || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;

@@ -49,7 +49,11 @@ pub struct Binding {
     pub stale: bool,
 }
 
-/// Session-scoped settings the client set, replayed after re-initialization.
+/// Session-scoped settings the client set, replayed after re-initialization. Bounded: a
+/// subscription is refused before it goes out when the session holds
+/// `sessions.max-subscriptions` URIs already or its URI is over
+/// `sessions.max-subscription-uri-bytes` (`proxy/stateful/subscriptions.rs`), and
+/// [`Settings::apply`] keeps the count bound when concurrent subscribes pass that check together.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
     /// The `params` of the last successful `logging/setLevel`, as JSON text.
@@ -63,8 +67,11 @@ pub struct Settings {
 pub enum SettingChange {
     /// A successful `logging/setLevel` with these params (JSON text).
     LogLevel(Arc<str>),
-    /// A successful `resources/subscribe` (`true`) or `resources/unsubscribe` of a URI.
-    Subscription(Arc<str>, bool),
+    /// A successful `resources/subscribe` of a URI, kept unless the session holds this many
+    /// other URIs already.
+    Subscribe(Arc<str>, usize),
+    /// A successful `resources/unsubscribe` of a URI.
+    Unsubscribe(Arc<str>),
 }
 
 impl Settings {
@@ -72,13 +79,18 @@ impl Settings {
     pub fn apply(&mut self, change: SettingChange) {
         match change {
             SettingChange::LogLevel(params) => self.log_level = Some(params),
-            SettingChange::Subscription(uri, subscribed) => {
-                self.subscriptions.retain(|u| *u != uri);
-                if subscribed {
+            SettingChange::Subscribe(uri, max) => {
+                if !self.subscriptions.contains(&uri) && self.subscriptions.len() < max {
                     self.subscriptions.push(uri);
                 }
             }
+            SettingChange::Unsubscribe(uri) => self.subscriptions.retain(|u| *u != uri),
         }
+    }
+
+    /// Whether a subscription to `uri` would be a new one past `max` URIs.
+    pub fn subscription_full(&self, uri: &str, max: usize) -> bool {
+        self.subscriptions.len() >= max && !self.subscriptions.iter().any(|u| &**u == uri)
     }
 }
 

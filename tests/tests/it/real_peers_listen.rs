@@ -56,3 +56,73 @@ async fn a_pinned_client_listens_on_a_legacy_backend_and_hears_a_tools_resource_
     assert!(events.contains(&"tools changed"), "{v}");
     assert_eq!(v["counter"], "1", "{v}");
 }
+
+/// Runs the listen client with an API key; `expect_error`: the listen is to be refused.
+async fn listen_as(url: &str, key: &str, expect_error: bool) -> (bool, Value, String) {
+    let mut cmd = Command::new(python("mcp2"));
+    cmd.arg(workspace().join("tests/peers/listen_client_v2.py"))
+        .args(["--url", url, "--api-key", key])
+        .kill_on_drop(true);
+    if expect_error {
+        cmd.arg("--expect-error");
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the client finished")
+        .expect("ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.success(), v, stderr)
+}
+
+/// Issue 31, item 10: a principal an `authz` rule refuses `resources/read` and
+/// `resources/subscribe` of a URI cannot hear its updates by naming it in a listen filter: the
+/// whole listen is refused (403 -32024) before the gateway opens a backend session for it (the
+/// passthrough case, with a spy backend: `pooled_listen.rs`), while a principal
+/// the rule lets through listens and hears the update as before.
+#[tokio::test]
+async fn a_listen_filter_naming_a_uri_the_principal_may_not_subscribe_to_is_refused() {
+    use mcp_gateway_tests::auth::sha256_hex;
+    let peer = PythonPeer::start(
+        "mcp1",
+        "subscribe_server.py",
+        &["--port", "0", "--name", "b1"],
+    )
+    .await;
+    let dir = mcp_gateway_tests::harness::unique_temp_path("mcpgw-listen-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("api-keys.txt");
+    let line = |key: &str, name: &str, scopes: &str| {
+        format!("{} {name} {scopes}\n", sha256_hex(key.as_bytes()))
+    };
+    let lines = line("k-user", "user", "tools") + &line("k-admin", "admin", "tools admin");
+    std::fs::write(&keys, lines).unwrap();
+    let auth = mcp_gateway_tests::auth::auth_yaml("http://127.0.0.1/mcp").replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    );
+    let yaml = format!(
+        "{auth}pools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes:\n  \
+         - path: /mcp\n    pool: p\n    mode: stateless\n    authz:\n      \
+         - {{ match: {{ method: \"resources/*\", name: \"note://*\" }}, require: {{ scope: admin }} }}\n",
+        peer.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let url = gw.url("/mcp");
+    // the rule lets the admin key through: it listens and hears the tool's update
+    let (ok, v, stderr) = listen_as(&url, "k-admin", false).await;
+    assert!(ok, "{v} {stderr}");
+    assert_eq!(
+        v["honored"]["resourceSubscriptions"],
+        json!(["note://counter"]),
+        "{v}"
+    );
+    // the user key is refused the whole listen, as it is refused a subscribe of the URI
+    let (ok, v, stderr) = listen_as(&url, "k-user", true).await;
+    assert!(ok, "{v} {stderr}");
+    assert_eq!(v["code"], -32024, "{v}");
+    assert_eq!(v["data"]["kind"], "forbidden", "{v}");
+    assert_eq!(v["data"]["scope"], "admin", "{v}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -24,12 +24,13 @@ impl From<Failed> for Fail {
     }
 }
 
-fn target<'a>(pool: &'a Arc<Pool>, route: &Route, path: &'a str) -> Target<'a> {
+fn target<'a>(ctx: &RequestCtx, pool: &'a Arc<Pool>, route: &Route, path: &'a str) -> Target<'a> {
     Target {
         pool,
         dual: route.dual_backends,
         path,
         filter: None,
+        max_subscriptions: ctx.state.config.sessions.max_subscriptions,
     }
 }
 
@@ -52,7 +53,7 @@ pub(super) async fn initialize(
 ) -> Handled {
     let quota = super::quota(ctx);
     let path: String = route.upstream_path(session.req_header().uri.path()).into();
-    let to = target(pool, route, &path);
+    let to = target(ctx, pool, route, &path);
     let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
     let done = bridge::initialize(
@@ -104,7 +105,7 @@ pub(super) async fn call(
             .guard
             .filter_answer(principal.as_deref(), list, json, body)
     };
-    let mut to = target(pool, route, &path);
+    let mut to = target(ctx, pool, route, &path);
     if list.is_some() {
         to.filter = Some(&filter);
     }

@@ -57,8 +57,9 @@ impl Call {
         self.method.as_deref() == Some(m)
     }
 
-    /// The session setting this call changes once the backend accepted it.
-    pub(super) fn setting(&self) -> Option<SettingChange> {
+    /// The session setting this call changes once the backend accepted it (a subscription
+    /// kept within `max_subscriptions` URIs).
+    pub(super) fn setting(&self, max_subscriptions: usize) -> Option<SettingChange> {
         let params = self.params.as_ref()?;
         if self.is("logging/setLevel") {
             return Some(SettingChange::LogLevel(params.clone()));
@@ -73,7 +74,10 @@ impl Call {
             .get("uri")?
             .as_str()
             .map(Arc::<str>::from)?;
-        Some(SettingChange::Subscription(uri, subscribed))
+        Some(match subscribed {
+            true => SettingChange::Subscribe(uri, max_subscriptions),
+            false => SettingChange::Unsubscribe(uri),
+        })
     }
 }
 
@@ -91,18 +95,25 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}"#,
         );
         assert_eq!(
-            level.setting(),
+            level.setting(64),
             Some(SettingChange::LogLevel(r#"{"level":"debug"}"#.into()))
         );
         let unsub = call(
             r#"{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":{"uri":"file:///x"}}"#,
         );
         assert_eq!(
-            unsub.setting(),
-            Some(SettingChange::Subscription("file:///x".into(), false))
+            unsub.setting(64),
+            Some(SettingChange::Unsubscribe("file:///x".into()))
+        );
+        let sub = call(
+            r#"{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"file:///x"}}"#,
+        );
+        assert_eq!(
+            sub.setting(64),
+            Some(SettingChange::Subscribe("file:///x".into(), 64))
         );
         let tool = call(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t"}}"#);
-        assert_eq!(tool.setting(), None);
+        assert_eq!(tool.setting(64), None);
         assert!(!tool.repeatable);
         assert_eq!(tool.name.as_deref(), Some("t"));
     }

@@ -75,7 +75,11 @@ pub(super) async fn call(
         // held, so nothing the server asks can be lost.
         Box::pin(gw.streams.hold_stream(pool, &rec)).await;
     }
-    if let (true, Some(change)) = (ex.header().status.is_success(), call.setting()) {
+    let max_subscriptions = ctx.state.config.sessions.max_subscriptions;
+    if let (true, Some(change)) = (
+        ex.header().status.is_success(),
+        call.setting(max_subscriptions),
+    ) {
         if let Err(e) = Box::pin(gw.sessions.remember(&rec, change)).await {
             crate::quiet::STORE.failed("a session setting was not kept", &e);
         }

@@ -7,6 +7,7 @@ mod bridged;
 mod call;
 mod events;
 mod in_session;
+mod subscriptions;
 
 use super::relay::{client_response, read_body, relay, write_whole, Relayed};
 use super::stateless::{forward_any, Outbound};
@@ -32,9 +33,13 @@ pub(super) async fn handle(
 ) -> Handled {
     let state = ctx.state.clone();
     let pool = state.pool(route.default_pool)?;
+    let principal = super::authn::principal_id(ctx);
+    // With `auth` a session counts against its principal (`sessions.max-per-principal`),
+    // whether or not another limit made admission name the caller.
+    let identity = ctx.admitted.identity.clone().or_else(|| principal.clone());
     let caller = Caller {
-        identity: ctx.admitted.identity.clone().unwrap_or_default(),
-        principal: super::authn::principal_id(ctx),
+        identity: identity.unwrap_or_default(),
+        principal,
     };
     let sid = session
         .req_header()
@@ -69,6 +74,9 @@ pub(super) async fn handle(
     super::steps::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     if route.mode == Mode::Auto && call.stateless {
         // A 2026-07-28 body without the version header: no session, rules apply.
+        if call.is("subscriptions/listen") {
+            super::stateless::check_listen(ctx, &route, &call.body, false)?;
+        }
         let pool = state.pool(route.pool_for(call.method.as_deref(), call.name.as_deref()))?;
         let out = Outbound {
             route: &route,
@@ -98,6 +106,7 @@ pub(super) async fn handle(
         Some(sid) => {
             let rec = gw.sessions.lookup(&sid, &caller).await?;
             let rec = bridge_over_if_needed(gw, &pool, &route, rec).await?;
+            subscriptions::admit(&call, &rec, &state.config)?;
             if rec.binding.is_bridged() {
                 return Box::pin(bridged::call(gw, session, ctx, routed, rec, call)).await;
             }
@@ -167,12 +176,22 @@ async fn sessionless(
     forward_any(gw, session, ctx, pool, out).await
 }
 
-/// The session caps in force for a new session (native or bridged).
+/// The session caps in force for a new session (native or bridged): with `auth` the caller
+/// is one principal, held to `sessions.max-per-principal` too (anonymous callers are not one
+/// principal: only `limits.max-sessions-per-client` counts them, by header or address).
 fn quota(ctx: &RequestCtx) -> Quota {
     let config = &ctx.state.config;
+    let per_principal = ctx
+        .principal
+        .as_ref()
+        .map(|_| config.sessions.max_per_principal);
+    let max_per_client = match (config.limits.max_sessions_per_client, per_principal) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     Quota {
         max_sessions: config.sessions.max,
-        max_per_client: config.limits.max_sessions_per_client,
+        max_per_client,
     }
 }
 

@@ -202,7 +202,7 @@ async fn writes_made_during_an_outage_land_in_order_when_the_store_returns() {
     let uri: Arc<str> = "file:///a".into();
     for change in [
         level("debug"),
-        SettingChange::Subscription(uri.clone(), true),
+        SettingChange::Subscribe(uri.clone(), 64),
         level("error"),
     ] {
         cached.update_settings(&rec.id, change).await.unwrap();

@@ -79,6 +79,7 @@ where
     rebind_is_a_compare_and_set_on_the_generation(&*make(TTL)).await;
     stale_marks_only_the_generation_it_names(&*make(TTL)).await;
     settings_changes_are_kept(&*make(TTL)).await;
+    subscriptions_stay_within_their_bound(&*make(TTL)).await;
     ended_sessions_leave_a_tombstone_and_free_their_counts(&*make(TTL)).await;
     use_slides_the_time_to_live(&*make(TTL)).await;
     the_index_lists_the_live_sessions_on_each_backend(&*make(TTL)).await;
@@ -173,15 +174,38 @@ async fn settings_changes_are_kept(store: &dyn SessionStore) {
     let level: Arc<str> = r#"{"level":"debug"}"#.into();
     for change in [
         SettingChange::LogLevel(level.clone()),
-        SettingChange::Subscription("file:///x".into(), true),
-        SettingChange::Subscription("file:///y".into(), true),
-        SettingChange::Subscription("file:///x".into(), false),
+        SettingChange::Subscribe("file:///x".into(), 64),
+        SettingChange::Subscribe("file:///y".into(), 64),
+        SettingChange::Unsubscribe("file:///x".into()),
     ] {
         store.update_settings(&rec.id, change).await.unwrap();
     }
     let settings = live(store, &rec.id).await.settings;
     assert_eq!(settings.log_level, Some(level));
     assert_eq!(settings.subscriptions, vec![Arc::<str>::from("file:///y")]);
+}
+
+/// A subscribe past the bound it carries is not kept (concurrent subscribes that passed the
+/// check before they went out together), one already held is, and an unsubscribe makes room.
+async fn subscriptions_stay_within_their_bound(store: &dyn SessionStore) {
+    let rec = record("", 1, now_ms());
+    store.create(rec.clone(), OPEN).await.unwrap();
+    for uri in ["a://1", "a://2", "a://3", "a://1"] {
+        let change = SettingChange::Subscribe(uri.into(), 2);
+        store.update_settings(&rec.id, change).await.unwrap();
+    }
+    let kept = |v: &[&str]| v.iter().map(|u| Arc::<str>::from(*u)).collect::<Vec<_>>();
+    let settings = live(store, &rec.id).await.settings;
+    assert_eq!(settings.subscriptions, kept(&["a://1", "a://2"]));
+    let changes = [
+        SettingChange::Unsubscribe("a://1".into()),
+        SettingChange::Subscribe("a://3".into(), 2),
+    ];
+    for change in changes {
+        store.update_settings(&rec.id, change).await.unwrap();
+    }
+    let settings = live(store, &rec.id).await.settings;
+    assert_eq!(settings.subscriptions, kept(&["a://2", "a://3"]));
 }
 
 async fn ended_sessions_leave_a_tombstone_and_free_their_counts(store: &dyn SessionStore) {
