@@ -75,3 +75,4 @@ mod stateless;
 mod store_failover;
 mod store_failover_real;
 mod traces;
+mod undecodable_answers;
