@@ -74,5 +74,6 @@ mod stateful;
 mod stateless;
 mod store_failover;
 mod store_failover_real;
+mod store_paused_delete;
 mod traces;
 mod undecodable_answers;
