@@ -54,11 +54,19 @@ impl crate::listener::CurrentTimeouts for arc_swap::ArcSwap<State> {
         self.load().config.limits.max_connections
     }
 
-    fn connection_refused(&self) {
+    fn max_connections_per_client(&self) -> Option<usize> {
+        self.load().config.limits.max_connections_per_client
+    }
+
+    fn connection_refused(&self, per_client: bool) {
+        let reason = match per_client {
+            true => "client-connections",
+            false => "connections",
+        };
         self.load()
             .metrics
             .rejections
-            .with_label_values(&["connections"])
+            .with_label_values(&[reason])
             .inc();
     }
 }

@@ -89,6 +89,30 @@ impl RedisServer {
         }
     }
 
+    /// Stops it without killing it (SIGSTOP): its socket stays open and takes commands, which
+    /// it runs once [`RedisServer::resume`]d, as a Redis stalled by a long fork or a full disk.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server run again (SIGCONT): it runs the commands it was sent meanwhile.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(|c| c.id())
+            .expect("a running redis-server");
+        let sent = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
     /// Starts it again on the same port, with the data it had appended.
     pub async fn restart(&mut self) {
         self.kill().await;

@@ -224,4 +224,6 @@ fn bearer_token(value: &[u8]) -> Option<&[u8]> {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

@@ -77,6 +77,12 @@ pub fn redact(value: &mut Value, path: &[String]) {
     }
 }
 
+/// What is redacted whatever `redact` says: the sealed state of a multi round-trip call
+/// (`requestState`, sent back in a retry's `params` and given in an `input_required`
+/// `result`). It is a bearer credential (anyone holding it can resume the call, on a route
+/// without auth anyone at all) and opaque, so a record never needs its bytes.
+const ALWAYS_REDACTED: [[&str; 2]; 2] = [["params", "requestState"], ["result", "requestState"]];
+
 /// Every message of `value` redacted: the value itself, or each message of a batch (`[...]`:
 /// the paths are paths in one JSON-RPC message).
 fn redacted(mut value: Value, config: &CaptureConfig) -> Value {
@@ -87,6 +93,11 @@ fn redacted(mut value: Value, config: &CaptureConfig) -> Value {
     for message in messages {
         for path in &config.redact {
             redact(message, path);
+        }
+        for [outer, key] in ALWAYS_REDACTED {
+            if let Some(v) = message.get_mut(outer).and_then(|o| o.get_mut(key)) {
+                *v = Value::String(REDACTED.into());
+            }
         }
     }
     value

@@ -169,3 +169,48 @@ fn capture_config_is_validated_with_its_key_paths() {
         .contains(&vec!["params".into(), "argument".into(), "value".into()]));
     assert_eq!((c.max_files, c.bodies), (3, true));
 }
+
+#[test]
+fn request_state_is_redacted_whatever_the_paths_say() {
+    // a retry carries the sealed state; anyone holding it can resume the call (issue 31)
+    let retry: &[u8] = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"book","requestState":"SEALED-RETRY","inputResponses":{}}}"#;
+    let parked: &[u8] = br#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{}}},"requestState":"SEALED-ANSWER"}}"#;
+    let streamed: &[u8] = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{\"resultType\":\"input_required\",\"requestState\":\"SEALED-EVENT\"}}\n\n";
+    let batch: &[u8] = br#"[{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"b","requestState":"SEALED-BATCH"}}]"#;
+    let odd: &[u8] = br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"b","requestState":{"nested":"SEALED-OBJECT"}}}"#;
+    for redact in [vec![], config(PathBuf::from("x")).redact] {
+        let config = CaptureConfig {
+            redact,
+            ..config(PathBuf::from("x"))
+        };
+        for (request, response) in [
+            (retry, parked),
+            (retry, streamed),
+            (batch, parked),
+            (odd, parked),
+        ] {
+            let seen = Seen {
+                route: "/mcp",
+                http_method: "POST",
+                request_body: Some(request),
+                response_body: Some(response),
+                ..Seen::default()
+            };
+            let r = record(&seen, &config).to_string();
+            assert!(!r.contains("SEALED"), "{r}");
+            assert!(r.contains(REDACTED), "{r}");
+        }
+    }
+    let seen = Seen {
+        route: "/mcp",
+        http_method: "POST",
+        request_body: Some(retry),
+        response_body: Some(parked),
+        ..Seen::default()
+    };
+    let r = record(&seen, &config(PathBuf::from("x")));
+    assert_eq!(r["request"]["params"]["requestState"], REDACTED);
+    assert_eq!(r["request"]["params"]["name"], "book");
+    assert_eq!(r["response"]["result"]["requestState"], REDACTED);
+    assert_eq!(r["response"]["result"]["resultType"], "input_required");
+}

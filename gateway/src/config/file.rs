@@ -177,6 +177,10 @@ pub struct FileLimits {
     /// Most client connections open at once (each one costs memory whether or not it sends
     /// anything); a connection over it is answered 503 -32018 and closed. Unlimited unless set.
     pub max_connections: Option<usize>,
+    /// Most client connections open at once from one client address (an IPv6 one by its /64;
+    /// clients behind one NAT or proxy share it); one over it is answered 503 -32018 and
+    /// closed. Default 1024, and at most half of `max-connections` when that is set.
+    pub max_connections_per_client: Option<usize>,
     /// Most sessions per client. Unlimited unless set.
     pub max_sessions_per_client: Option<usize>,
     /// Requests per client: a token bucket.

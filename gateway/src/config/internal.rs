@@ -124,6 +124,9 @@ pub struct Limits {
     pub max_streams: Option<usize>,
     /// Client connections open at once (the listener refuses the ones over it).
     pub max_connections: Option<usize>,
+    /// Client connections open at once from one client address (`None`: the default share,
+    /// `listener::cap`).
+    pub max_connections_per_client: Option<usize>,
     /// Sessions held by one client identity.
     pub max_sessions_per_client: Option<usize>,
     /// Token bucket per client identity.

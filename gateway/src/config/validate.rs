@@ -200,7 +200,7 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
     p.unknown(
         "limits",
         &l.unknown,
-        "client-id-header, max-inflight, max-streams, max-connections, max-sessions-per-client, rate, tool-rate",
+        "client-id-header, max-inflight, max-streams, max-connections, max-connections-per-client, max-sessions-per-client, rate, tool-rate",
     );
     let rate_of = |p: &mut Problems, at: &str, r: &FileRate| {
         p.unknown(at, &r.unknown, "per-second, burst");
@@ -228,6 +228,12 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
             "0 would refuse every connection; leave it out for no limit",
         );
     }
+    if l.max_connections_per_client == Some(0) {
+        p.add(
+            "limits.max-connections-per-client",
+            "0 would refuse every connection; leave it out for the default share",
+        );
+    }
     if let Some(h) = &l.client_id_header {
         if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
             p.add(
@@ -241,6 +247,7 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
         max_inflight: l.max_inflight,
         max_streams: l.max_streams,
         max_connections: l.max_connections,
+        max_connections_per_client: l.max_connections_per_client,
         max_sessions_per_client: l.max_sessions_per_client,
         rate: l.rate.as_ref().and_then(|r| rate_of(p, "limits.rate", r)),
         tool_rate,

@@ -193,6 +193,19 @@ impl GatewayError {
         .with("limit", limit)
     }
 
+    /// The client address holds its share of connections (`limits.max-connections-per-client`).
+    pub fn client_connections(limit: usize) -> Self {
+        Self::new(
+            ErrorKind::Overloaded,
+            format!(
+                "This client address already holds its share of {limit} connections; close one or retry shortly"
+            ),
+        )
+        .with("scope", "client")
+        .with("reason", "connections")
+        .with("limit", limit)
+    }
+
     /// The client's share of sessions is used up.
     pub fn client_session_limit(max: usize) -> Self {
         Self::new(

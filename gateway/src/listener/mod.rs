@@ -9,8 +9,9 @@
 //!   not guess at (differing `Content-Length`s, a `Transfer-Encoding` other than `chunked`) gets
 //!   400 / -32026, each a JSON-RPC error, and the connection closes;
 //! - HTTP/1.1 pipelining is on: requests sent back to back are answered in order;
-//! - past `limits.max-connections` open connections, a new one is answered 503 -32018 and
-//!   closed (`cap.rs`);
+//! - past `limits.max-connections` open connections, or past its client's share
+//!   (`limits.max-connections-per-client`, by peer address), a new one is answered 503 -32018
+//!   and closed (`cap.rs`);
 //! - a connection gets no 64 KiB read buffer in front of pingora's own (`endpoint.rs`).
 //!
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
@@ -44,8 +45,14 @@ pub trait CurrentTimeouts: Send + Sync {
         None
     }
 
-    /// A connection was refused for `max-connections` (counted by the implementor).
-    fn connection_refused(&self) {}
+    /// `limits.max-connections-per-client` as of now (`None`: the default share).
+    fn max_connections_per_client(&self) -> Option<usize> {
+        None
+    }
+
+    /// A connection was refused for `max-connections` (`per_client`: for its client's share;
+    /// counted by the implementor).
+    fn connection_refused(&self, _per_client: bool) {}
 }
 
 /// pingora's proxy app wrapped in the per-connection guard.
@@ -77,10 +84,18 @@ where
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
         let limit = self.timeouts.max_connections();
-        let Some(_counted) = self.open.admit(limit) else {
-            self.timeouts.connection_refused();
-            cap::refuse(stream, limit.unwrap_or_default()).await;
-            return None;
+        let share = cap::per_client_share(limit, self.timeouts.max_connections_per_client());
+        let peer = stream
+            .get_socket_digest()
+            .and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+        let _counted = match self.open.admit(limit, share, peer) {
+            Ok(held) => held,
+            Err(refused) => {
+                let per_client = matches!(refused, cap::Refused::Client(_));
+                self.timeouts.connection_refused(per_client);
+                cap::refuse(stream, refused).await;
+                return None;
+            }
         };
         let timeouts: ClientTimeouts = self.timeouts.client_timeouts();
         let phase = Arc::new(Mutex::new(Phase::new(timeouts)));

@@ -187,23 +187,28 @@ impl<F: std::future::Future> std::future::Future for Within<F> {
     }
 }
 
-/// Ends a relayed answer that cannot complete: as a final SSE event carrying `err` when the
-/// client reads a stream; otherwise by failing the request so the connection closes (a JSON
-/// body cut midway cannot be mended).
+/// Ends a relayed answer that cannot complete. Before the client got the head (an answer the
+/// gateway read whole and could not use: cut short, or in a coding it cannot decode), `err` is
+/// the whole answer (`Fail::Answer`: written with the request's id like any gateway error,
+/// no ERROR line); after it, as a final SSE event carrying `err` when the client reads a
+/// stream, otherwise by failing the request so the connection closes (a JSON body cut midway
+/// cannot be mended).
 pub async fn end_with_error(
     session: &mut Session,
     sse: bool,
     err: &GatewayError,
     id: &crate::mcp::RequestId,
-) -> Result<()> {
+) -> super::Handled {
+    if session.response_written().is_none() {
+        return Err(super::Fail::Answer(err.clone()));
+    }
     if !sse {
         // Not a client disconnect: the connection must close, so a type of its own keeps this
         // an error all the way up.
-        return Err(Error::explain(
-            ErrorType::Custom("answer-cut-midway"),
-            err.message.clone(),
-        ));
+        return Err(
+            Error::explain(ErrorType::Custom("answer-cut-midway"), err.message.clone()).into(),
+        );
     }
     let event = crate::mcp::sse::event(&err.body(id));
-    session.write_response_body(Some(event), true).await
+    Ok(session.write_response_body(Some(event), true).await?)
 }

@@ -12,3 +12,4 @@ mod cli;
 mod deploy;
 mod helm;
 mod properties;
+mod properties_sse;

@@ -24,7 +24,7 @@ async fn read_all(stream: &mut TcpStream) -> String {
 async fn half_open_connections_hold_their_slots_and_one_more_is_answered_503_and_closed() {
     let mock = MockServer::start("m").await;
     let gw = Gateway::start(&format!(
-        "limits:\n  max-connections: {HALF_OPEN}\nclient-timeouts: {{ header-s: 120 }}\npools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, mode: stateless, pool: p }}\n",
+        "limits:\n  max-connections: {HALF_OPEN}\n  max-connections-per-client: {HALF_OPEN}\nclient-timeouts: {{ header-s: 120 }}\npools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, mode: stateless, pool: p }}\n",
         mock.addr
     ))
     .await;

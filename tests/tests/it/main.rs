@@ -79,4 +79,6 @@ mod stateless;
 mod store_failover;
 mod store_failover_real;
 mod subscription_bounds;
+mod store_paused_delete;
 mod traces;
+mod undecodable_answers;

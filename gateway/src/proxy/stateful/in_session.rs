@@ -86,7 +86,10 @@ pub(super) async fn call(
     }
     let head = client_response(ex.header(), None);
     let filter = ctx.filter.take();
-    if filter.is_none() && gw.streams.resumes() && crate::stream::is_stream(ex.header()) {
+    // an event stream in a content coding is relayed as it came: its events cannot be read
+    let readable = !crate::upstream::encoding::is_encoded(ex.header());
+    if filter.is_none() && readable && gw.streams.resumes() && crate::stream::is_stream(ex.header())
+    {
         let of = AnswerOf {
             id: Some(call.id.clone()),
             deadline,
@@ -167,7 +170,7 @@ async fn answer_lost(
     method_label: Option<&'static str>,
     sse: bool,
     (err, id): (&GatewayError, &crate::mcp::RequestId),
-) -> Result<()> {
+) -> Handled {
     if let Err(e) = gw.sessions.connection_lost(pool, rec, method_label).await {
         crate::quiet::STORE.failed("a lost binding was not marked", &e);
     }

@@ -14,9 +14,10 @@
 //! record this replica holds (used within the idle timeout) is served from that copy: its
 //! backend confirms the binding by answering, as always. Writes that cannot wait are kept by
 //! the rule of `pending.rs` and retried by one task until the store takes them; while the
-//! outage lasts (`outage.rs`) copies are served without asking the store first. What needs the
-//! store itself (a new session, a move, an end, the counts) still fails, and the request gets
-//! 503 -32006.
+//! outage lasts (`outage.rs`) copies are served without asking the store first. A client's
+//! end (DELETE) of a session this replica holds is queued too (`pending.rs`), and the session is
+//! gone here at once. What needs the store itself (a new session, a move, the counts) still
+//! fails, and the request gets 503 -32006.
 
 use super::outage::Outage;
 use super::pending::{Pending, Retried};
@@ -160,6 +161,9 @@ impl SessionStore for Cached {
 
     async fn get(&self, id: &str) -> Result<Lookup, StoreError> {
         let s = &self.shared;
+        if let Some(reason) = s.pending.ended(id) {
+            return Ok(Lookup::Gone(reason));
+        }
         if let Some(entry) = s.records.get(id) {
             if entry.1.elapsed() < FRESH {
                 return Ok(Lookup::Live(entry.0.clone()));
@@ -196,6 +200,12 @@ impl SessionStore for Cached {
             }
         };
         match &found {
+            // its end is queued: the store does not have it yet
+            Lookup::Live(_) if s.pending.ended(id).is_some() => {
+                return Ok(Lookup::Gone(
+                    s.pending.ended(id).unwrap_or(GoneReason::Deleted),
+                ));
+            }
             Lookup::Live(record) => {
                 s.keep(record);
                 if s.pending.writes_for(id) {
@@ -212,6 +222,9 @@ impl SessionStore for Cached {
 
     async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
         let s = &self.shared;
+        if s.pending.ended(id).is_some() {
+            return Ok(());
+        }
         let written = match s.outage.down() {
             true => Err(None),
             false => s.inner.touch(id, now_ms).await.map_err(Some),
@@ -303,14 +316,40 @@ impl SessionStore for Cached {
         Ok(())
     }
 
+    /// Ends a session. When the store fails (or is known down), the end of a session this
+    /// replica holds a copy of is queued and answered as done: a command that timed out may
+    /// still run once the store resumes, so "failed" could not be promised; queued, the end
+    /// happens either way. One with no copy here fails (503 -32006).
     async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError> {
         let s = &self.shared;
-        let ended = s.inner.end(id, reason).await;
-        match &ended {
-            Ok(_) => s.forget(id),
-            Err(e) => s.failed("end", e),
+        if s.pending.ended(id).is_some() {
+            return Ok(None);
         }
-        ended
+        let failed = match s.outage.down() {
+            true => StoreError {
+                detail: "the session store is unavailable".into(),
+            },
+            false => match s.inner.end(id, reason).await {
+                Ok(ended) => {
+                    s.forget(id);
+                    return Ok(ended);
+                }
+                Err(e) => {
+                    s.failed("end", &e);
+                    e
+                }
+            },
+        };
+        let Some(copy) = s.copy(id) else {
+            return Err(failed);
+        };
+        if !s.pending.end(id, reason) {
+            s.outage.fell_back("dropped");
+            return Err(failed);
+        }
+        s.records.remove(id);
+        s.outage.fell_back("end");
+        Ok(Some(copy))
     }
 
     async fn take_expired(

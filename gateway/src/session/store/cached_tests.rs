@@ -153,7 +153,7 @@ async fn a_session_is_served_from_its_copy_while_the_store_is_down() {
         flaky.refused.load(Ordering::Relaxed) <= refused + 2,
         "requests waited on a store that is down"
     );
-    // what needs the store still fails: a new session, a move, an end
+    // what needs the store still fails: a new session, a move
     let other = record("", 1, now_ms());
     assert!(matches!(
         cached.create(other, OPEN).await,
@@ -243,4 +243,44 @@ async fn a_session_ended_elsewhere_during_the_outage_is_dropped_from_the_copies(
         cached.get(&rec.id).await.unwrap(),
         Lookup::Gone(GoneReason::Deleted)
     );
+}
+
+#[tokio::test]
+async fn an_end_during_an_outage_is_queued_answered_as_done_and_lands_when_the_store_returns() {
+    let flaky = Flaky::new();
+    let (cached, metrics) = cached(&flaky);
+    let rec = record("", 1, now_ms());
+    cached.create(rec.clone(), OPEN).await.unwrap();
+    flaky.down.store(true, Ordering::Relaxed);
+    // the store fails the end: queued, answered with the record (the backend session is
+    // deleted by the caller), and the session is gone for this replica at once
+    let ended = cached.end(&rec.id, GoneReason::Deleted).await.unwrap();
+    assert_eq!(ended.map(|r| r.id), Some(rec.id.clone()));
+    assert!(matches!(
+        cached.get(&rec.id).await.unwrap(),
+        Lookup::Gone(GoneReason::Deleted)
+    ));
+    cached.touch(&rec.id, now_ms()).await.unwrap();
+    assert!(
+        cached
+            .end(&rec.id, GoneReason::Deleted)
+            .await
+            .unwrap()
+            .is_none(),
+        "ended once"
+    );
+    assert_eq!(metrics.store_fallbacks.with_label_values(&["end"]).get(), 1);
+    // a session with no copy here cannot be ended without the store
+    assert!(cached.end("never-seen", GoneReason::Deleted).await.is_err());
+    flaky.down.store(false, Ordering::Relaxed);
+    back_within(&cached, Duration::from_secs(5)).await;
+    let stored = flaky.inner.as_ref().expect("store").get(&rec.id).await;
+    assert!(
+        matches!(stored, Ok(Lookup::Gone(GoneReason::Deleted))),
+        "ended in the store: {stored:?}"
+    );
+    assert!(matches!(
+        cached.get(&rec.id).await.unwrap(),
+        Lookup::Gone(GoneReason::Deleted)
+    ));
 }

@@ -9,10 +9,15 @@
 //!   past [`MAX_SETTINGS`] queued changes for one session, or [`MAX_SESSIONS`] sessions with
 //!   queued writes, a new change is dropped and counted (`op="dropped"`);
 //! - a session served from its copy is read again from the store when it answers, so the copy
-//!   follows what other replicas changed meanwhile.
+//!   follows what other replicas changed meanwhile;
+//! - an end (a client's DELETE of a session this replica holds a copy of) is queued, and the
+//!   session is gone for this replica at once: its other queued writes are dropped, and it is
+//!   ended in the store before anything else is retried for it. The DELETE is answered as done
+//!   (a command that timed out may still run when the store resumes: queued, the end happens
+//!   either way, which is what the client was told).
 
 use super::{SessionStore, StoreError};
-use crate::session::{Lookup, SessionRecord, SettingChange};
+use crate::session::{GoneReason, Lookup, SessionRecord, SettingChange};
 use dashmap::DashMap;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -31,6 +36,7 @@ pub(super) struct Pending {
     touches: DashMap<Arc<str>, u64>,
     settings: DashMap<Arc<str>, Vec<SettingChange>>,
     reads: DashMap<Arc<str>, ()>,
+    ends: DashMap<Arc<str>, GoneReason>,
 }
 
 /// The outcome of one session's retried operations.
@@ -68,6 +74,24 @@ impl Pending {
         true
     }
 
+    /// Queues the end of a session (its other owed writes are dropped); `false` when it is
+    /// not queued (over the bounds).
+    pub(super) fn end(&self, id: &str, reason: GoneReason) -> bool {
+        if !self.ends.contains_key(id) && self.ends.len() >= MAX_SESSIONS {
+            return false;
+        }
+        self.touches.remove(id);
+        self.settings.remove(id);
+        self.reads.remove(id);
+        self.ends.insert(id.into(), reason);
+        true
+    }
+
+    /// Why `id` ended, if its end is queued (it is gone for this replica).
+    pub(super) fn ended(&self, id: &str) -> Option<GoneReason> {
+        self.ends.get(id).map(|r| *r)
+    }
+
     /// Asks for a read of `id` once the store answers.
     pub(super) fn read(&self, id: &str) {
         if self.reads.len() < MAX_SESSIONS {
@@ -80,11 +104,14 @@ impl Pending {
         self.touches.remove(id);
         self.settings.remove(id);
         self.reads.remove(id);
+        self.ends.remove(id);
     }
 
     /// Whether `id` has writes queued (its copy is newer than the store).
     pub(super) fn writes_for(&self, id: &str) -> bool {
-        self.settings.contains_key(id) || self.touches.contains_key(id)
+        self.settings.contains_key(id)
+            || self.touches.contains_key(id)
+            || self.ends.contains_key(id)
     }
 
     /// Queued settings of `id`, applied to a record read from the store (which does not have
@@ -102,7 +129,10 @@ impl Pending {
 
     /// Whether nothing is owed.
     pub(super) fn is_empty(&self) -> bool {
-        self.touches.is_empty() && self.settings.is_empty() && self.reads.is_empty()
+        self.touches.is_empty()
+            && self.settings.is_empty()
+            && self.reads.is_empty()
+            && self.ends.is_empty()
     }
 
     /// One retry round: every session's owed operations (settings in order, then the touch,
@@ -115,6 +145,7 @@ impl Pending {
         let mut ids: Vec<Arc<str>> = self.settings.iter().map(|e| e.key().clone()).collect();
         ids.extend(self.touches.iter().map(|e| e.key().clone()));
         ids.extend(self.reads.iter().map(|e| e.key().clone()));
+        ids.extend(self.ends.iter().map(|e| e.key().clone()));
         ids.sort();
         ids.dedup();
         let gate = Arc::new(Semaphore::new(CONCURRENCY));
@@ -137,6 +168,14 @@ impl Pending {
     }
 
     async fn retry_one(&self, store: &Arc<dyn SessionStore>, id: &Arc<str>) -> Retried {
+        if let Some(reason) = self.ended(id) {
+            // the session is over: nothing else is written for it (ending one already ended is
+            // a no-op, so a timed-out end that ran meanwhile does no harm)
+            return match store.end(id, reason).await {
+                Ok(_) => Retried::Done(Some(Lookup::Gone(reason))),
+                Err(e) => Retried::Failed(e),
+            };
+        }
         let queued = self.settings.remove(id).map(|(_, q)| q).unwrap_or_default();
         for (i, change) in queued.iter().enumerate() {
             if let Err(e) = store.update_settings(id, change.clone()).await {
