@@ -72,6 +72,7 @@ mod safe_defaults;
 mod soak;
 mod stateful;
 mod stateless;
+mod stateless_plain;
 mod store_failover;
 mod store_failover_real;
 mod traces;
