@@ -40,6 +40,7 @@ mod hostile_round3;
 mod hostile_round3_expect;
 mod hostile_round3_framing;
 mod hostile_round3_wire;
+mod hostile_round4_framing;
 mod interop_matrix;
 mod listener;
 mod load_tool;
