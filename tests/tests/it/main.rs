@@ -46,6 +46,7 @@ mod listener;
 mod load_tool;
 mod lying_headers;
 mod mrtr_forward;
+mod name_match;
 mod ordering;
 mod orphaned_streams;
 mod pooled_bridge;
