@@ -63,7 +63,14 @@ fn holds(principal: Option<&Principal>, require: &Require) -> bool {
 impl RouteGuard {
     /// A route's `auth` and `authz` (their globs compiled by validation).
     pub fn new(rc: &RouteConfig) -> RouteGuard {
-        RouteGuard::from_rules(rc.auth == RouteAuth::Required, &rc.authz)
+        let mut guard = RouteGuard::from_rules(rc.auth == RouteAuth::Required, &rc.authz);
+        if rc.name_match == crate::config::NameMatch::Folded {
+            // compiled folded once here; an exact route never folds a name
+            for rule in &mut guard.rules {
+                rule.name = rule.name.as_ref().map(Pattern::folded);
+            }
+        }
+        guard
     }
 
     /// From rules.

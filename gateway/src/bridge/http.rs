@@ -34,6 +34,15 @@ pub enum Failed {
     Answer(GatewayError),
     /// Writing to the client failed.
     Io(Box<pingora::Error>),
+    /// The reverse bridge's `initialize` on `backend` opened no session (nothing was
+    /// written yet): it is no legacy session server, and the request may go to it as it is.
+    /// Answered with `refusal` by a caller that does not act on it.
+    NotLegacy {
+        /// The backend that answered `initialize` without a session.
+        backend: Arc<crate::upstream::Backend>,
+        /// The answer for a caller that cannot pass the request through.
+        refusal: GatewayError,
+    },
 }
 
 impl From<GatewayError> for Failed {

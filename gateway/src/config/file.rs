@@ -377,6 +377,10 @@ pub struct FileRoute {
     /// backend) or `bridge` (2026-07-28 requests balanced per request, as on modern backends).
     #[schemars(extend("enum" = ["native", "bridge", null]))]
     pub dual_backends: Option<String>,
+    /// How routing rules on `Mcp-Name` and `authz` rules compare names and URIs: `exact`
+    /// (default: code points) or `folded` (NFKC, then lowercase, on both sides).
+    #[schemars(extend("enum" = ["exact", "folded", null]))]
+    pub name_match: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

@@ -308,6 +308,17 @@ pub enum DualBackends {
     Bridge,
 }
 
+/// How a route's routing rules on `Mcp-Name` and its `authz` rules compare names and URIs
+/// (`name-match`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NameMatch {
+    /// Exact code points (the default): `Admin_Delete` and `admin_delete` are two names.
+    #[default]
+    Exact,
+    /// Both sides NFKC-normalized, then lowercased, for backends that normalize names.
+    Folded,
+}
+
 /// How a route matches the request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathMatch {
@@ -342,6 +353,8 @@ pub struct RouteConfig {
     pub capture: Option<super::CaptureConfig>,
     /// Legacy clients on dual-era backends (`dual-backends`). Default: native.
     pub dual_backends: DualBackends,
+    /// How rules compare names and URIs (`name-match`). Default: exact.
+    pub name_match: NameMatch,
 }
 
 /// A routing rule: globs on method and name, and the pool they send to.

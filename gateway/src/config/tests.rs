@@ -83,6 +83,7 @@ fn reference_config_parses_to_expected_struct() {
             authz: vec![],
             capture: None,
             dual_backends: DualBackends::Native,
+            name_match: NameMatch::Exact,
         }],
         auth: None,
         listen_tls: None,

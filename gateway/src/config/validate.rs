@@ -337,6 +337,17 @@ fn route_config(
             DualBackends::Native
         }
     };
+    let name_match = match route.name_match.as_deref() {
+        None | Some("exact") => NameMatch::Exact,
+        Some("folded") => NameMatch::Folded,
+        Some(other) => {
+            p.add(
+                format!("{at}.name-match"),
+                format!("unknown `{other}` (exact, folded)"),
+            );
+            NameMatch::Exact
+        }
+    };
     let pool = pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools);
     let rules = route
         .rules
@@ -379,6 +390,7 @@ fn route_config(
             .as_ref()
             .and_then(|c| super::capture::capture_config(p, &at, c)),
         dual_backends,
+        name_match,
     }
 }
 

@@ -90,20 +90,8 @@ impl Watch {
     }
 
     fn refuse(&mut self, error: &GatewayError) {
-        let (status, headers, body) = error.to_http(&RequestId::null());
-        let reason = http::StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("Error");
-        let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
-        for (k, v) in headers {
-            out.push_str(&format!("{k}: {v}\r\n"));
-        }
-        out.push_str("connection: close\r\n\r\n");
-        let mut bytes = out.into_bytes();
-        bytes.extend_from_slice(&body);
-        tracing::debug!(status, kind = error.kind.as_str(), "request head refused");
-        self.refusal = Some((bytes, 0));
+        tracing::debug!(kind = error.kind.as_str(), "request head refused");
+        self.refusal = Some((refusal(error), 0));
     }
 
     /// Ready once `deadline` has passed. The timer is lazy: one per connection, moved only
@@ -150,8 +138,25 @@ impl Watch {
     }
 }
 
+/// The answer written for a refused head: the JSON-RPC error, then the connection closes.
+pub(super) fn refusal(error: &GatewayError) -> Vec<u8> {
+    let (status, headers, body) = error.to_http(&RequestId::null());
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Error");
+    let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
+    for (k, v) in headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("connection: close\r\n\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
 /// What the bytes just read mean for the head in progress.
-enum Verdict {
+pub(super) enum Verdict {
     /// Still arriving, or handed on whole.
     Pass,
     /// Refuse with this error.
@@ -159,7 +164,7 @@ enum Verdict {
 }
 
 /// Appends `new` to the head in progress and judges it.
-fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
+pub(super) fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
     if matches!(phase.stage, Stage::Idle { first: false })
         && !new.first().is_some_and(|b| b.is_ascii_uppercase())
     {

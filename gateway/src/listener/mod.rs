@@ -22,6 +22,8 @@ mod endpoint;
 pub mod guard;
 mod head;
 mod head_check;
+#[cfg(test)]
+mod head_properties;
 
 pub use endpoint::client_endpoint;
 

@@ -1,19 +1,27 @@
 //! The era probe's protocol knowledge, as pure functions (no I/O): the two probe messages
 //! (a 2026-07-28 `server/discover`, then a legacy `initialize`) and the reading of their
-//! answers into a backend era. `upstream/era.rs` sends them and records the verdict.
+//! answers into a backend era. `upstream/era.rs` sends them and records the finding.
+//!
+//! A backend is legacy only when it positively is a legacy session server: it refused the
+//! sessionless `server/discover` for want of a session, the way the legacy SDKs do, or it
+//! opened a session at `initialize`. An answer that proves nothing (a static JSON responder, a
+//! plain JSON-RPC service, a server that keeps no session) leaves the era unknown: such a
+//! backend takes requests of both eras, 2026-07-28 ones passed through natively.
 //!
 //! | answer to `server/discover` (2026-07-28) | verdict |
 //! |---|---|
 //! | `supportedVersions` contains 2026-07-28 | modern, then the `initialize` probe decides dual |
 //! | -32022 whose `data.supported` names 2026-07-28 | modern, then the `initialize` probe |
 //! | HTTP 401, 403, 408, 429 or 5xx | inconclusive (not cached, retried later) |
-//! | anything else (400 "Missing session ID", -32601, 404, 405, a result without the version) | legacy |
+//! | a 4xx JSON-RPC error asking for a session ("Missing session ID", "No valid session ID", "Server not initialized") | legacy, no `initialize` needed |
+//! | anything else (-32601, 404, 405, a result without the version, not JSON) | proves nothing: the `initialize` probe decides |
 //!
-//! | answer to the legacy `initialize` (sent only to a modern answer) | verdict |
-//! |---|---|
-//! | a result with a `protocolVersion` (an `InitializeResult`) | dual |
-//! | HTTP 401, 403, 408, 429 or 5xx | inconclusive |
-//! | anything else (400 -32022, 404 -32601, ...) | modern |
+//! | answer to the legacy `initialize` | after a modern `server/discover` | after one that proved nothing |
+//! |---|---|---|
+//! | a result with a `protocolVersion` (an `InitializeResult`) and an `Mcp-Session-Id` | dual | legacy |
+//! | the same result without a session id | dual | unknown (no session server) |
+//! | HTTP 401, 403, 408, 429 or 5xx | inconclusive | inconclusive |
+//! | anything else (400 -32022, 404 -32601, ...) | modern | unknown |
 //!
 //! Why a second probe: `supportedVersions` does not tell whether legacy clients are served
 //! (PyPI mcp 2.3.0 lists only `2026-07-28` and serves `initialize` sessions; the TypeScript
@@ -69,8 +77,11 @@ pub enum Verdict {
     /// The backend serves what the probe asked (2026-07-28 for `server/discover`, a legacy
     /// session for `initialize`).
     Serves,
-    /// The backend answered and does not serve it.
+    /// The backend answered and does not serve it (which proves no era by itself).
     Refuses,
+    /// `server/discover` refused for want of a session, the way legacy session servers
+    /// refuse every sessionless request: a legacy backend.
+    WantsSession,
     /// The answer says nothing about the era (auth, overload, server error): ask again later.
     Inconclusive,
 }
@@ -98,7 +109,22 @@ pub fn read_discover(status: u16, content_type: Option<&str>, body: &[u8]) -> Ve
     let error = answer.get("error");
     let code = error.and_then(|e| e.get("code")).and_then(Value::as_i64);
     let supported = error.and_then(|e| e.pointer("/data/supported"));
-    verdict(code == Some(-32022) && names_modern(supported))
+    if code == Some(-32022) && names_modern(supported) {
+        return Verdict::Serves;
+    }
+    let message = error.and_then(|e| e.get("message")).and_then(Value::as_str);
+    if (400..500).contains(&status) && message.is_some_and(asks_for_session) {
+        return Verdict::WantsSession;
+    }
+    Verdict::Refuses
+}
+
+/// Whether an error message refuses a request for want of a session, as the legacy SDKs word
+/// it: "Bad Request: Missing session ID" (Python), "Bad Request: No valid session ID provided"
+/// and "Bad Request: Server not initialized" (TypeScript).
+fn asks_for_session(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("session") || m.contains("not initialized")
 }
 
 /// Reads the answer to the legacy `initialize` probe.
@@ -120,14 +146,40 @@ fn verdict(serves: bool) -> Verdict {
     }
 }
 
-/// The era from the two verdicts (`initialize`: `None` when it was not sent); `None` when
-/// inconclusive. A legacy answer to `server/discover` is final: no `initialize` is needed.
-pub fn era_of(discover: Verdict, initialize: Option<Verdict>) -> Option<BackendEra> {
+/// What a whole probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finding {
+    /// The backend's era.
+    Era(BackendEra),
+    /// It answered, but nothing it said proves an era: unknown (it takes requests of both
+    /// eras), and not asked again until an answer or a restart gives cause.
+    Unknown,
+    /// Nothing was learned (auth, overload, server error, timeout): asked again later.
+    Inconclusive,
+}
+
+/// The finding from the two verdicts (`initialize`: `None` when it was not sent; `session`:
+/// its answer carried an `Mcp-Session-Id`). A discover answer asking for a session is final.
+pub fn era_of(discover: Verdict, initialize: Option<Verdict>, session: bool) -> Finding {
+    use Verdict::*;
     match (discover, initialize) {
-        (Verdict::Inconclusive, _) | (Verdict::Serves, Some(Verdict::Inconclusive)) => None,
-        (Verdict::Refuses, _) => Some(BackendEra::Legacy),
-        (Verdict::Serves, Some(Verdict::Serves)) => Some(BackendEra::Dual),
-        (Verdict::Serves, Some(Verdict::Refuses) | None) => Some(BackendEra::Modern),
+        (Inconclusive, _) | (_, Some(Inconclusive)) => Finding::Inconclusive,
+        (WantsSession, _) => Finding::Era(BackendEra::Legacy),
+        (Serves, Some(Serves)) => Finding::Era(BackendEra::Dual),
+        (Serves, Some(Refuses | WantsSession) | None) => Finding::Era(BackendEra::Modern),
+        (Refuses, Some(Serves)) if session => Finding::Era(BackendEra::Legacy),
+        (Refuses, _) => Finding::Unknown,
+    }
+}
+
+impl Finding {
+    /// The `result` label of `mcpgw_era_probes_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finding::Era(era) => era.as_str(),
+            Finding::Unknown => "unknown",
+            Finding::Inconclusive => "inconclusive",
+        }
     }
 }
 
@@ -153,15 +205,32 @@ mod tests {
     fn legacy_servers_refuse_discover_with_their_session_errors() {
         // FastMCP 1.30.0 (stateful): 400 -32600, with a throwaway session id the reader ignores
         let fastmcp = br#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Bad Request: Missing session ID"}}"#;
-        assert_eq!(read_discover(400, JSON, fastmcp), Verdict::Refuses);
-        // TypeScript SDK 1.32.2: 400 -32000
+        assert_eq!(read_discover(400, JSON, fastmcp), Verdict::WantsSession);
+        // TypeScript SDK 1.32.2 and server-everything: 400 -32000
         let ts = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#;
-        assert_eq!(read_discover(400, JSON, ts), Verdict::Refuses);
+        assert_eq!(read_discover(400, JSON, ts), Verdict::WantsSession);
+        let uninit = br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}"#;
+        assert_eq!(read_discover(400, JSON, uninit), Verdict::WantsSession);
+    }
+
+    #[test]
+    fn answers_that_prove_nothing_are_not_legacy() {
+        // a plain JSON-RPC service, a server that routes by method, a static JSON responder
         let unknown =
             br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}"#;
         assert_eq!(read_discover(404, JSON, unknown), Verdict::Refuses);
+        assert_eq!(read_discover(200, JSON, unknown), Verdict::Refuses);
         assert_eq!(read_discover(405, None, b""), Verdict::Refuses);
         assert_eq!(read_discover(200, JSON, b"not json"), Verdict::Refuses);
+        let fixed =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"static"}]}}"#;
+        assert_eq!(read_discover(200, JSON, fixed), Verdict::Refuses);
+        // a 400 that is not about a session; a session named in a success is no refusal
+        let other = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Unsupported protocol version"}}"#;
+        assert_eq!(read_discover(400, JSON, other), Verdict::Refuses);
+        let named =
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"session pool busy"}}"#;
+        assert_eq!(read_discover(200, JSON, named), Verdict::Refuses);
     }
 
     #[test]
@@ -198,11 +267,27 @@ mod tests {
     #[test]
     fn the_era_follows_from_both_verdicts() {
         use Verdict::*;
-        assert_eq!(era_of(Refuses, None), Some(BackendEra::Legacy));
-        assert_eq!(era_of(Serves, Some(Serves)), Some(BackendEra::Dual));
-        assert_eq!(era_of(Serves, Some(Refuses)), Some(BackendEra::Modern));
-        assert_eq!(era_of(Serves, Some(Inconclusive)), None);
-        assert_eq!(era_of(Inconclusive, None), None);
+        let era = |e| Finding::Era(e);
+        assert_eq!(era_of(WantsSession, None, false), era(BackendEra::Legacy));
+        assert_eq!(era_of(Serves, Some(Serves), true), era(BackendEra::Dual));
+        assert_eq!(era_of(Serves, Some(Serves), false), era(BackendEra::Dual));
+        assert_eq!(
+            era_of(Serves, Some(Refuses), false),
+            era(BackendEra::Modern)
+        );
+        assert_eq!(
+            era_of(Serves, Some(Inconclusive), false),
+            Finding::Inconclusive
+        );
+        assert_eq!(era_of(Inconclusive, None, false), Finding::Inconclusive);
+        // after a discover answer that proved nothing, only an opened session is legacy
+        assert_eq!(era_of(Refuses, Some(Serves), true), era(BackendEra::Legacy));
+        assert_eq!(era_of(Refuses, Some(Serves), false), Finding::Unknown);
+        assert_eq!(era_of(Refuses, Some(Refuses), false), Finding::Unknown);
+        assert_eq!(
+            era_of(Refuses, Some(Inconclusive), false),
+            Finding::Inconclusive
+        );
     }
 
     proptest::proptest! {

@@ -1,11 +1,15 @@
 //! The hook from stateless and auto routes into the reverse era bridge
 //! (`crate::bridge::pooled`): a 2026-07-28 request whose pool has only legacy backends goes
-//! inside a backend session the gateway keeps. Only the request context is handled here.
+//! inside a backend session the gateway keeps. Only the request context is handled here, and
+//! the one way out of the bridge: a backend whose `initialize` opened no session is no legacy
+//! session server, so the request goes to it as received (its era unknown until probed again).
 
 use super::ctx::RequestCtx;
 use super::relay::{end_with_error, within};
+use super::stateless::{forward_any, Outbound};
 use super::{Gateway, Handled};
 use crate::bridge::pooled::{self, Pooling};
+use crate::bridge::Failed;
 use crate::error::GatewayError;
 use crate::mcp::{Era, RequestId};
 use crate::routing::Route;
@@ -15,8 +19,10 @@ use pingora::prelude::*;
 use std::sync::Arc;
 
 /// Whether a request of `era` on `pool` goes to the reverse bridge: a 2026-07-28 request and
-/// only legacy backends (every backend's era known, none serving 2026-07-28), and the bridge
-/// is on (`bridge.pooled-sessions.enabled`).
+/// only legacy backends (every backend's era known, none serving 2026-07-28: each positively a
+/// legacy session server, by the probe or by the pool's `era`), and the bridge is on
+/// (`bridge.pooled-sessions.enabled`). A backend whose answers proved nothing is of unknown
+/// era and serves 2026-07-28 requests natively.
 pub(super) fn takes(ctx: &RequestCtx, pool: &Pool) -> bool {
     ctx.era == Era::Stateless
         && ctx.state.config.bridge.pooled.enabled
@@ -76,7 +82,14 @@ pub(super) async fn forward(
         let e = GatewayError::bridged_deadline(&pool.name, "reverse", deadline.unwrap_or_default());
         return past_deadline(session, e, &id).await;
     };
-    let served = served?;
+    let served = match served {
+        Ok(served) => served,
+        Err(Failed::NotLegacy { backend, .. }) => {
+            pool.opened_no_session(&backend);
+            return pass_through(gw, session, ctx, route, pool, body).await;
+        }
+        Err(e) => return Err(e.into()),
+    };
     if served.backend.is_some() {
         ctx.backend = served.backend;
     }
@@ -98,4 +111,29 @@ pub(super) async fn past_deadline(
     let sse = crate::stream::is_stream(head);
     end_with_error(session, sse, &err, id).await?;
     Ok(())
+}
+
+/// Sends the request, its body as received, to a backend of `pool` that serves it natively
+/// (the one whose era just became unknown), as any stateless request.
+async fn pass_through(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: &Route,
+    pool: &Arc<Pool>,
+    body: Bytes,
+) -> Handled {
+    // already inspected once: read again only for the deadline, on this rare path
+    let deadline = match crate::mcp::inspect_body(&body) {
+        Ok(info) => route.deadline(info.method.as_deref(), info.name.as_deref()),
+        Err(_) => None,
+    };
+    let out = Outbound {
+        route,
+        body,
+        repeatable: false,
+        deadline,
+        stateless: true,
+    };
+    forward_any(gw, session, ctx, pool, out).await
 }

@@ -57,6 +57,12 @@ impl Rule {
 
 impl Route {
     fn compile(index: usize, rc: &RouteConfig) -> Route {
+        // `name-match: folded`: name globs compiled folded once; exact ones never fold
+        let folded = rc.name_match == crate::config::NameMatch::Folded;
+        let name = |p: &Option<Pattern>| match p {
+            Some(p) if folded => Some(p.folded()),
+            other => other.clone(),
+        };
         Route {
             index,
             label: match &rc.path {
@@ -78,7 +84,7 @@ impl Route {
                 .iter()
                 .map(|r| Rule {
                     method: r.method.clone(),
-                    name: r.name.clone(),
+                    name: name(&r.name),
                     pool: r.pool,
                 })
                 .collect(),

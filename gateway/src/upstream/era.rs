@@ -1,7 +1,9 @@
 //! The era probe: which protocol era each backend of a pool with `era: detect` serves.
 //! A background service (like health checks and discovery, never on a request's path) sends
-//! a backend a 2026-07-28 `server/discover` and, when that answers as modern, a legacy
-//! `initialize` (its session is deleted again at once); `mcp/discover.rs` reads the answers.
+//! a backend a 2026-07-28 `server/discover` and, unless that asked for a session the way
+//! legacy servers do, a legacy `initialize` (its session is deleted again at once);
+//! `mcp/discover.rs` reads the answers. A backend is legacy only when it positively is a
+//! legacy session server; answers that prove nothing leave its era unknown.
 //!
 //! A backend is probed when it joins its pool (startup, discovery, reload), when it answers
 //! again after being down (health checks, or a refused connection: a restart may bring another
@@ -15,7 +17,7 @@ use super::attempt::Engine;
 use super::request::{self, Target};
 use super::{now_ms, Backend, Pool};
 use crate::config::{Config, EraSetting, PathMatch};
-use crate::mcp::discover::{self, Verdict};
+use crate::mcp::discover::{self, Finding, Verdict};
 use crate::mcp::headers::{MCP_METHOD, MCP_SESSION_ID};
 use crate::mcp::{BackendEra, Era};
 use crate::metrics::Metrics;
@@ -206,13 +208,8 @@ pub fn probe_path(config: &Config, pool: usize) -> String {
         .unwrap_or_else(|| "/mcp".to_owned())
 }
 
-/// Probes one backend: its era, or `None` when the answers were inconclusive.
-pub async fn probe(
-    engine: &Engine,
-    pool: &Pool,
-    backend: &Backend,
-    path: &str,
-) -> Option<BackendEra> {
+/// Probes one backend: what its answers prove about its era.
+pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) -> Finding {
     let target = Target {
         path,
         host: &backend.host,
@@ -259,8 +256,8 @@ pub async fn probe(
         }
         None => Verdict::Inconclusive,
     };
-    if discovered != Verdict::Serves {
-        return discover::era_of(discovered, None);
+    if matches!(discovered, Verdict::Inconclusive | Verdict::WantsSession) {
+        return discover::era_of(discovered, None, false);
     }
     let legacy = send(
         http::Method::POST,
@@ -276,24 +273,25 @@ pub async fn probe(
         }
         None => Verdict::Inconclusive,
     };
-    if initialized == Verdict::Serves {
-        // the probe's own session: ended at once
-        let sid = legacy
-            .as_ref()
-            .and_then(|(head, _)| head.headers.get(MCP_SESSION_ID));
-        if let Some(sid) = sid.and_then(|v| v.to_str().ok()) {
-            let version = Some(discover::PROBE_LEGACY_VERSION);
-            let _ = send(
-                http::Method::DELETE,
-                String::new(),
-                version,
-                Some(sid),
-                None,
-            )
-            .await;
-        }
+    // the probe's own session (an answer that served it; a refusal's throwaway id is no
+    // session): ended at once
+    let sid = legacy
+        .as_ref()
+        .filter(|_| initialized == Verdict::Serves)
+        .and_then(|(head, _)| head.headers.get(MCP_SESSION_ID))
+        .and_then(|v| v.to_str().ok());
+    if let Some(sid) = sid {
+        let version = Some(discover::PROBE_LEGACY_VERSION);
+        let _ = send(
+            http::Method::DELETE,
+            String::new(),
+            version,
+            Some(sid),
+            None,
+        )
+        .await;
     }
-    discover::era_of(discovered, Some(initialized))
+    discover::era_of(discovered, Some(initialized), sid.is_some())
 }
 
 /// Runs the era probes of every pool with `era: detect`, and counts backends by era.
@@ -351,41 +349,63 @@ impl EraService {
                 let metrics = self.metrics.clone();
                 tokio::spawn(async move {
                     let probed = probe(&engine, &pool, &backend, &path);
-                    let era = tokio::time::timeout(PROBE_TIMEOUT, probed)
+                    let found = tokio::time::timeout(PROBE_TIMEOUT, probed)
                         .await
-                        .ok()
-                        .flatten();
-                    record(&metrics, &pool, &backend, era);
+                        .unwrap_or(Finding::Inconclusive);
+                    record(&metrics, &pool, &backend, found);
                 });
             }
         }
     }
 }
 
-/// Records one probe's result: the era (logged when it changed) or another try later.
-fn record(metrics: &Metrics, pool: &Pool, backend: &Backend, era: Option<BackendEra>) {
-    let result = era.map_or("inconclusive", BackendEra::as_str);
+/// Records one probe's finding: the era (logged when it changed), unknown, or another try
+/// later.
+fn record(metrics: &Metrics, pool: &Pool, backend: &Backend, found: Finding) {
     metrics
         .era_probes
-        .with_label_values(&[&pool.name, result])
+        .with_label_values(&[&pool.name, found.as_str()])
         .inc();
-    backend.era_probe.finish(era.is_some(), now_ms());
-    match era {
-        Some(era) => {
-            let previous = backend.set_era(Some(era));
-            if previous != Some(era) {
-                tracing::info!(
-                    pool = %pool.name,
-                    backend = %backend.label,
-                    era = era.as_str(),
-                    previous = previous.map_or("unknown", BackendEra::as_str),
-                    "backend era changed"
-                );
-            }
+    let era = match found {
+        Finding::Era(era) => Some(era),
+        Finding::Unknown => None,
+        Finding::Inconclusive => {
+            backend.era_probe.finish(false, now_ms());
+            tracing::debug!(pool = %pool.name, backend = %backend.label, "era probe inconclusive; retried later");
+            return;
         }
-        None => {
-            tracing::debug!(pool = %pool.name, backend = %backend.label, "era probe inconclusive; retried later")
-        }
+    };
+    backend.era_probe.finish(true, now_ms());
+    changed(pool, backend, era, "probed");
+}
+
+/// Sets a backend's era, logged at INFO when it changed.
+fn changed(pool: &Pool, backend: &Backend, era: Option<BackendEra>, why: &str) {
+    let previous = backend.set_era(era);
+    if previous != era {
+        tracing::info!(
+            pool = %pool.name,
+            backend = %backend.label,
+            era = era.map_or("unknown", BackendEra::as_str),
+            previous = previous.map_or("unknown", BackendEra::as_str),
+            why,
+            "backend era changed"
+        );
+    }
+}
+
+impl Pool {
+    /// The reverse bridge's `initialize` on `backend` opened no session: whatever was probed
+    /// or declared, it is no legacy session server. Its era is unknown from now on (2026-07-28
+    /// requests go to it natively) and, in a pool with `era: detect`, probed again at once.
+    pub fn opened_no_session(&self, backend: &Backend) {
+        changed(
+            self,
+            backend,
+            None,
+            "the bridge's initialize opened no session",
+        );
+        backend.recheck_era();
     }
 }
 

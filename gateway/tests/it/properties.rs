@@ -150,7 +150,8 @@ fn has_duplicate_keys(body: &[u8]) -> bool {
 }
 
 /// serde_json's verdict: `Some(true)` one JSON-RPC message, `Some(false)` not one, `None` when
-/// serde_json cannot say (a number out of `f64` range, which the scanner leaves untouched).
+/// serde_json cannot say (a number out of `f64` range: never, now that the workspace's
+/// serde_json keeps numbers as their text, `arbitrary_precision`).
 fn oracle(body: &[u8]) -> Option<bool> {
     let v: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -363,6 +364,118 @@ proptest! {
         let mut bytes = std::fs::read(which.get(&files)).unwrap();
         mutate(&mut bytes, &edits);
         let _ = mcp_gateway::config::parse(&String::from_utf8_lossy(&bytes));
+    }
+}
+
+/// Any number RFC 8259 allows: `-? (0 | [1-9] digits) (. digits)? ([eE] [+-]? digits)?`, with
+/// mantissas and exponents far beyond what `f64` holds.
+fn rfc8259_number() -> impl Strategy<Value = String> {
+    let int = prop_oneof![Just("0".to_owned()), "[1-9][0-9]{0,400}"];
+    let frac = prop::option::of("\\.[0-9]{1,400}");
+    let exp = prop::option::of("[eE][+-]?[0-9]{1,6}");
+    (any::<bool>(), int, frac, exp).prop_map(|(neg, i, f, e)| {
+        format!(
+            "{}{i}{}{}",
+            if neg { "-" } else { "" },
+            f.unwrap_or_default(),
+            e.unwrap_or_default()
+        )
+    })
+}
+
+/// Numbers RFC 8259 does not allow, made from valid ones.
+fn invalid_number() -> impl Strategy<Value = String> {
+    ("[1-9][0-9]{0,20}", "[0-9]{1,20}", 0u8..9).prop_map(|(int, digits, how)| match how {
+        0 => format!("0{int}"),          // leading zero: `01`
+        1 => format!("{int}."),          // no fraction digits: `1.`
+        2 => format!(".{digits}"),       // no integer part: `.5`
+        3 => format!("+{int}"),          // a plus sign: `+1`
+        4 => format!("{int}e"),          // no exponent digits: `1e`
+        5 => format!("{int}e+"),         // `1e+`
+        6 => format!("-0{int}"),         // `-01`
+        7 => format!("{int}.e{digits}"), // `1.e5`
+        _ => "-".to_owned(),
+    })
+}
+
+/// `number` as serde_json writes it back: `E` as `e`, an exponent's sign always given.
+fn exponent_spelled_out(number: &str) -> String {
+    match number.find(['e', 'E']) {
+        Some(at) => {
+            let exp = &number[at + 1..];
+            let signed = if exp.starts_with(['+', '-']) {
+                exp.to_owned()
+            } else {
+                format!("+{exp}")
+            };
+            format!("{}e{signed}", &number[..at])
+        }
+        None => number.to_owned(),
+    }
+}
+
+fn with_number(number: &str, in_id: bool) -> String {
+    let id = if in_id { number } else { "1" };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x","arguments":{{"n":{number},"l":[{number}]}}}}}}"#
+    )
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Every RFC 8259 number is accepted wherever it stands (an argument, the id) and the body
+    /// passes as it is (the scanner only borrows it; errors echo the id verbatim). A bridge that
+    /// reads the message into a tree and writes it again keeps the number's exact value: its
+    /// digits as sent, only the exponent spelled `e+N` (serde_json's `arbitrary_precision`).
+    #[test]
+    fn every_rfc_8259_number_is_accepted_and_kept(number in rfc8259_number(), in_id in any::<bool>()) {
+        let body = with_number(&number, in_id);
+        let info = inspect_body(body.as_bytes());
+        prop_assert!(info.is_ok(), "{:?} refused: {}", info.err(), body);
+        let id = info.unwrap().request_id();
+        if in_id {
+            prop_assert_eq!(id.as_json(), number.as_str(), "the id verbatim");
+        }
+        let tree: Value = serde_json::from_str(&body).unwrap();
+        let kept = exponent_spelled_out(&number);
+        prop_assert_eq!(tree["params"]["arguments"]["n"].to_string(), kept.clone());
+        let written = serde_json::to_string(&tree).unwrap();
+        let (alone, listed) = (format!("\"n\":{kept}}}"), format!("[{kept}]"));
+        prop_assert!(written.contains(&alone) && written.contains(&listed), "{}", written);
+    }
+
+    #[test]
+    fn numbers_rfc_8259_does_not_allow_are_refused(number in invalid_number(), in_id in any::<bool>()) {
+        let body = with_number(&number, in_id);
+        prop_assert!(
+            matches!(inspect_body(body.as_bytes()), Err(InspectError::Parse(_))),
+            "accepted: {}", body
+        );
+    }
+}
+
+#[test]
+fn the_numbers_of_issue_31_are_accepted_and_the_invalid_ones_refused() {
+    let huge = "9".repeat(400);
+    for ok in [
+        "1e400",
+        "-1e400",
+        huge.as_str(),
+        "0",
+        "-0",
+        "0.5e-999",
+        "1E+2",
+    ] {
+        assert!(
+            inspect_body(with_number(ok, true).as_bytes()).is_ok(),
+            "{ok}"
+        );
+    }
+    for bad in ["01", "1.", ".5", "+1", "1e", "Infinity", "NaN", "0x1"] {
+        let body = with_number(bad, false);
+        let refused = inspect_body(body.as_bytes());
+        assert!(matches!(refused, Err(InspectError::Parse(_))), "{bad}");
     }
 }
 

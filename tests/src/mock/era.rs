@@ -1,5 +1,6 @@
 //! A probe target for the era tests: a server whose answer to the gateway's era probes can be
-//! switched while it runs (an HTTP status with a JSON-RPC error, or a modern-only server), and
+//! switched while it runs (an HTTP status with a JSON-RPC error: at 400 the legacy SDKs'
+//! "Missing session ID", or a modern-only server), and
 //! that counts the probes it got. Inconclusive answers (503, 401) must leave the era unknown
 //! and be asked again; a switch to modern must then be found.
 
@@ -65,6 +66,12 @@ impl EraMock {
                                 200,
                                 json!({"jsonrpc": "2.0", "id": 1, "result": {
                                 "content": [{"type": "text", "text": "era-mock"}], "resultType": "complete"}}),
+                            ),
+                            // 400 as the legacy SDKs answer a sessionless request
+                            400 => (
+                                400,
+                                json!({"jsonrpc": "2.0", "id": "server-error", "error": {
+                                "code": -32600, "message": "Bad Request: Missing session ID"}}),
                             ),
                             status => (
                                 status,

@@ -20,6 +20,7 @@ mod claim;
 pub mod era;
 pub mod legacy;
 pub mod modern;
+pub mod plain;
 
 use claim::Bound;
 pub use claim::PortClaim;

@@ -91,6 +91,9 @@ impl One<'_> {
                 Ok(entry) => return Ok(entry),
                 Err(AcquireError::Unreachable) => tried.push(backend.addr),
                 Err(AcquireError::Answer(e)) => return Err(e.into()),
+                Err(AcquireError::NoSession(refusal)) => {
+                    return Err(Failed::NotLegacy { backend, refusal })
+                }
             }
         }
     }

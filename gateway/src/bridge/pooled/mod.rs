@@ -187,6 +187,9 @@ pub(crate) enum AcquireError {
     Unreachable,
     /// Answer the client with this.
     Answer(GatewayError),
+    /// The backend answered `initialize` without a session: no legacy session server (the
+    /// caller passes the request through; this is the answer when it cannot).
+    NoSession(GatewayError),
 }
 
 impl Sessions {

@@ -81,9 +81,15 @@ pub(super) async fn open(
         .get(MCP_SESSION_ID)
         .and_then(|v| v.to_str().ok())
     else {
-        // a server that keeps no session needs no pool: its answers are per request anyway,
-        // but this bridge only speaks sessions
-        return Err(refused("no Mcp-Session-Id".into()));
+        // a server that keeps no session is no legacy session server: the caller sends the
+        // request to it as it is (this bridge only speaks sessions)
+        return Err(AcquireError::NoSession(GatewayError::untranslatable(
+            &pool.name,
+            &format!(
+                "the backend {} opened no session at the bridge's initialize (no Mcp-Session-Id)",
+                backend.label
+            ),
+        )));
     };
     let version = legacy::negotiated(&result).unwrap_or(BACKEND_VERSION);
     let session = BackendSession {

@@ -200,6 +200,9 @@ impl One<'_> {
                     continue;
                 }
                 Err(AcquireError::Answer(e)) => return Err(e.into()),
+                Err(AcquireError::NoSession(refusal)) => {
+                    return Err(Failed::NotLegacy { backend, refusal })
+                }
             };
             let used = used.into_inner();
             let entry = used.0.clone();

@@ -20,6 +20,7 @@ impl From<Failed> for Fail {
         match f {
             Failed::Answer(e) => Fail::Answer(e),
             Failed::Io(e) => Fail::Io(e),
+            Failed::NotLegacy { refusal, .. } => Fail::Answer(refusal),
         }
     }
 }

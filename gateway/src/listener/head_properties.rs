@@ -1,0 +1,192 @@
+//! Property tests (proptest) for the listener's head checks (`head.rs` `judge`, `head_check.rs`
+//! `framing`), which read a client's untrusted bytes before pingora does: fed arbitrary and
+//! generated heads, whole or cut into arbitrary reads, none panics and the verdict does not
+//! depend on how the head was cut; a head the checks accept is one httparse parses whole with
+//! one unambiguous framing; and every head refused for its framing is answered with a
+//! well-formed HTTP 400 whose body is the JSON-RPC error -32026, then the connection closes.
+//!
+//! `cargo test` runs 64 cases a property (or `PROPTEST_CASES`).
+
+use super::head::{judge, refusal, Phase, Verdict};
+use super::head_check::framing;
+use crate::config::ClientTimeouts;
+use crate::error::{ErrorKind, GatewayError};
+use proptest::prelude::*;
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(64);
+    ProptestConfig::with_cases(cases)
+}
+
+/// Feeds `bytes` to a new connection's watch in the reads `cuts` make: the first refusal, or
+/// `None` when every read passed.
+fn judged(bytes: &[u8], cuts: &[usize]) -> Option<GatewayError> {
+    let mut phase = Phase::new(ClientTimeouts::default());
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    points.push(bytes.len());
+    points.sort();
+    let mut at = 0;
+    for p in points {
+        if p > at {
+            if let Verdict::Refuse(e) = judge(&mut phase, &bytes[at..p]) {
+                return Some(e);
+            }
+            at = p;
+        }
+    }
+    None
+}
+
+/// A header line a client might send: framing headers in right and wrong spellings, and others.
+fn header_line() -> impl Strategy<Value = String> {
+    let length = prop_oneof![
+        "[0-9]{1,6}",
+        "0[0-9]{1,3}",
+        "[0-9]{1,3}, ?[0-9]{1,3}",
+        "[+-]?[0-9a-f]{0,4}",
+        Just(String::new()),
+    ];
+    let coding = prop::sample::select(vec![
+        "chunked",
+        "Chunked",
+        " chunked",
+        "chunked\t",
+        "gzip, chunked",
+        "xchunked",
+        "identity",
+    ]);
+    prop_oneof![
+        length.prop_map(|v| format!("Content-Length: {v}")),
+        coding.prop_map(|v| format!("Transfer-Encoding: {v}")),
+        "[A-Za-z-]{1,12}: [ -~]{0,20}",
+        "[ -~]{0,24}",
+    ]
+}
+
+fn head(lines: &[String], http10: bool) -> Vec<u8> {
+    let version = if http10 { "1.0" } else { "1.1" };
+    let mut s = format!("POST /mcp HTTP/{version}\r\nHost: x\r\n");
+    for l in lines {
+        s.push_str(l);
+        s.push_str("\r\n");
+    }
+    s.push_str("\r\n");
+    s.into_bytes()
+}
+
+/// How httparse's parse of an accepted head frames the body: `Some(n)` bytes, `None` chunked
+/// or no body, checked to be the only reading the head allows.
+fn framing_by_httparse(bytes: &[u8]) -> Result<Option<u64>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 128];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(bytes) {
+        Ok(httparse::Status::Complete(_)) => {}
+        other => return Err(format!("httparse: {other:?}")),
+    }
+    let lengths: Vec<&[u8]> = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map(|h| h.value)
+        .collect();
+    let codings = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("transfer-encoding"))
+        .count();
+    match (lengths.as_slice(), codings) {
+        ([], _) => Ok(None),
+        ([one], 0) => {
+            let v = std::str::from_utf8(one).map_err(|e| e.to_string())?;
+            let ok = !v.is_empty()
+                && v.bytes().all(|b| b.is_ascii_digit())
+                && (v.len() == 1 || !v.starts_with('0'));
+            ok.then(|| v.parse().ok())
+                .flatten()
+                .map(Some)
+                .ok_or(format!("an accepted length {v:?}"))
+        }
+        _ => Err("several lengths, or a length and a coding".into()),
+    }
+}
+
+/// The refusal written for `error` is a whole HTTP answer with the JSON-RPC error in its body.
+fn check_refusal(error: &GatewayError) -> Result<(), TestCaseError> {
+    let bytes = refusal(error);
+    let mut headers = [httparse::EMPTY_HEADER; 16];
+    let mut resp = httparse::Response::new(&mut headers);
+    let Ok(httparse::Status::Complete(n)) = resp.parse(&bytes) else {
+        return Err(TestCaseError::fail("the refusal is no HTTP answer"));
+    };
+    let status = resp.code.unwrap_or(0);
+    let close = resp.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("connection") && h.value.eq_ignore_ascii_case(b"close")
+    });
+    prop_assert!(close, "the connection closes after a refusal");
+    let body: serde_json::Value = serde_json::from_slice(&bytes[n..])
+        .map_err(|e| TestCaseError::fail(format!("not JSON: {e}")))?;
+    prop_assert_eq!(&body["jsonrpc"], "2.0");
+    prop_assert!(body["id"].is_null());
+    prop_assert_eq!(
+        body["error"]["code"].as_i64(),
+        Some(error.kind.code() as i64)
+    );
+    prop_assert!(body["error"]["data"]["kind"].is_string());
+    if error.kind == ErrorKind::BadFraming {
+        prop_assert_eq!(status, 400);
+        prop_assert_eq!(error.kind.code(), -32026);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_the_verdict_does_not_depend_on_the_reads(
+        bytes in prop::collection::vec(any::<u8>(), 0..512),
+        cuts in prop::collection::vec(any::<usize>(), 0..8),
+    ) {
+        let whole = judged(&bytes, &[]).map(|e| e.kind);
+        let cut = judged(&bytes, &cuts).map(|e| e.kind);
+        prop_assert_eq!(whole, cut);
+        let _ = framing(&bytes);
+    }
+
+    #[test]
+    fn generated_heads_are_judged_alike_however_they_arrive_and_accepted_ones_parse_alike(
+        lines in prop::collection::vec(header_line(), 0..6),
+        http10 in any::<bool>(),
+        cuts in prop::collection::vec(any::<usize>(), 0..8),
+        body in prop::collection::vec(any::<u8>(), 0..32),
+    ) {
+        let h = head(&lines, http10);
+        let checked = framing(&h);
+        let mut sent = h.clone();
+        sent.extend_from_slice(&body);
+        let whole = judged(&sent, &[]);
+        let cut = judged(&sent, &cuts);
+        prop_assert_eq!(whole.as_ref().map(|e| e.kind), checked.as_ref().err().map(|e| e.kind));
+        prop_assert_eq!(cut.map(|e| e.kind), checked.as_ref().err().map(|e| e.kind));
+        match checked {
+            Ok(()) => {
+                let framed = framing_by_httparse(&h);
+                prop_assert!(framed.is_ok(), "accepted {:?}: {:?}", String::from_utf8_lossy(&h), framed);
+            }
+            Err(e) => check_refusal(&e)?,
+        }
+    }
+
+    #[test]
+    fn every_refusal_is_a_json_rpc_answer(which in 0usize..3, detail in "[ -~]{0,40}") {
+        let error = match which {
+            0 => GatewayError::bad_framing(&detail),
+            1 => GatewayError::head_too_large(&detail),
+            _ => GatewayError::client_timeout(std::time::Duration::from_secs(1)),
+        };
+        check_refusal(&error)?;
+    }
+}
