@@ -2,7 +2,8 @@
 //! exchange as it bounds a native one. A backend that stalls (the mock's `slow` tool, far
 //! longer than the deadline) costs the client the deadline and a -32012, on the forward
 //! bridge (a legacy client's session on a 2026-07-28 backend) and on the reverse bridge (a
-//! 2026-07-28 client on a legacy backend), not rounds of the pool's read timeout.
+//! 2026-07-28 client on a legacy backend), not rounds of the pool's read timeout; the stalled
+//! legacy call is cancelled upstream (`notifications/cancelled`).
 
 use mcp_gateway_tests::{Gateway, MockServer, Request};
 use serde_json::{json, Value};
@@ -95,6 +96,16 @@ async fn a_modern_call_on_a_legacy_backend_ends_at_the_routes_deadline() {
     let took = started.elapsed();
     assert_eq!(resp.status(), 200, "{}", resp.text());
     assert_past_deadline(&resp.json(), 2, "reverse", took);
+    // closing its answer stream does not stop a legacy server's tool: the call is cancelled
+    // the legacy way, in its backend session
+    let until = Instant::now() + Duration::from_secs(10);
+    while legacy.count_method("notifications/cancelled") == 0 {
+        assert!(
+            Instant::now() < until,
+            "no notifications/cancelled reached the backend"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let resp = modern(3, 1).send(gw.addr).await;
     assert_eq!(resp.tool_text(), "l", "{}", resp.text());
 }

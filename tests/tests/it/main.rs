@@ -81,7 +81,7 @@ mod stateless;
 mod stateless_plain;
 mod store_failover;
 mod store_failover_real;
-mod subscription_bounds;
 mod store_paused_delete;
+mod subscription_bounds;
 mod traces;
 mod undecodable_answers;

@@ -156,11 +156,13 @@ impl One<'_> {
         };
         let entry = parked.used.0.clone();
         let message = mrtr::answer_backend(&parked.server_id, answer);
+        let mut cancel = self.cancel_on_drop(&entry, &parked.up_id);
         let sent = self
             .engine()
             .post_in_session(&entry.pool, &entry.backend, &entry.session, message)
             .await;
         if sent.is_err() {
+            cancel.disarm();
             self.bridge.pooled.drop_entry(&entry);
             return Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into());
         }
@@ -170,7 +172,7 @@ impl One<'_> {
                 session,
                 parked.used,
                 parked.messages,
-                parked.up_id,
+                (parked.up_id, cancel),
                 parked.status,
                 &mut streaming,
                 parked.strays,

@@ -25,6 +25,7 @@ use super::super::http::{
 };
 use super::super::Bridge;
 use super::park::Parked;
+use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
 use crate::config::PooledSessions;
@@ -286,6 +287,9 @@ impl One<'_> {
         let head = self.head(entry, body.len())?;
         // registered before the request goes: the tool may ask on the GET stream at once
         let strays = super::stray::may_ask(self.method).then(|| super::stray::register(entry));
+        // from here the call may run upstream: dropped (the client gone, the route's deadline
+        // past) before its answer is read, it is cancelled there
+        let mut cancel = self.cancel_on_drop(entry, &up_id);
         let sent = self
             .engine()
             .send(pool, backend, &head, Bytes::from(body), self.repeatable)
@@ -293,10 +297,12 @@ impl One<'_> {
         let exchange = match sent {
             Ok(ex) => ex,
             Err(CallError::Connect(_)) => {
+                cancel.disarm();
                 sessions.drop_entry(entry);
                 return Ok(Attempt::Again);
             }
             Err(CallError::Lost(_)) => {
+                cancel.disarm();
                 sessions.drop_entry(entry);
                 pool.mark_failed(backend);
                 return self.lost(backend);
@@ -305,24 +311,27 @@ impl One<'_> {
         let status = exchange.header().status.as_u16();
         if status == 404 {
             // the backend forgot the session (restarted, expired it): the request never ran
+            cancel.disarm();
             sessions.drop_entry(entry);
             *forgotten += 1;
             return Ok(Attempt::Again);
         }
         let messages = super::super::answer::Messages::new(exchange);
-        self.read(session, used, messages, up_id, status, streaming, strays)
+        let call = (up_id, cancel);
+        self.read(session, used, messages, call, status, streaming, strays)
             .await
     }
 
     /// Reads the call's answer on: notifications to the client, the result at the end, or a
-    /// server→client request that parks the call.
+    /// server→client request that parks the call. `cancel` cancels the call upstream if this is
+    /// dropped before the call ends or parks.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn read(
         &self,
         session: &mut Session,
         used: InUse,
         mut messages: super::super::answer::Messages,
-        up_id: String,
+        (up_id, mut cancel): (String, CancelOnDrop),
         status: u16,
         streaming: &mut bool,
         strays: Option<super::stray::Strays>,
@@ -340,6 +349,7 @@ impl One<'_> {
             let next = match next {
                 Ok(n) => n,
                 Err(_) => {
+                    cancel.disarm();
                     sessions.drop_entry(entry);
                     pool.mark_failed(backend);
                     if *streaming {
@@ -364,6 +374,7 @@ impl One<'_> {
             if p.request {
                 let method = m.get("method").and_then(Value::as_str).unwrap_or("");
                 if mrtr::is_input_request(method) {
+                    cancel.disarm();
                     let parked = Parked {
                         used,
                         messages,
@@ -386,12 +397,11 @@ impl One<'_> {
                     start_stream(session).await?;
                     *streaming = true;
                 }
-                if let Err(e) = write_event(session, &note).await {
-                    self.cancel_upstream(entry, &up_id);
-                    return Err(e.into());
-                }
+                // the client gone, `cancel` drops armed: the call is cancelled upstream
+                write_event(session, &note).await?;
             }
         };
+        cancel.disarm();
         messages.finish(self.engine()).await;
         // the session is free before the client hears the answer (its next request may need
         // to be the only one in flight there, for its GET-stream requests)

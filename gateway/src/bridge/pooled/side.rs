@@ -1,11 +1,13 @@
 //! What a legacy backend sends beside a call's answer, as the reverse bridge handles it: its
 //! notifications as the 2026-07-28 client gets them, a server→client request it does not
-//! bridge refused upstream, and the legacy cancellation of a call whose client went away.
+//! bridge refused upstream, and the legacy cancellation of a call whose exchange was dropped.
 
 use super::serve::One;
 use super::Entry;
 use crate::mcp::bridge::legacy;
+use crate::upstream::attempt::Engine;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 impl One<'_> {
     /// A notification of the backend's as the 2026-07-28 client gets it: progress as it is,
@@ -46,14 +48,45 @@ impl One<'_> {
         );
     }
 
-    /// The client went away: the legacy way to cancel its call upstream.
-    pub(super) fn cancel_upstream(&self, entry: &Entry, up_id: &str) {
+    /// Arms the legacy cancellation of the call `up_id` in flight on `entry`: sent upstream
+    /// unless the guard is disarmed first (its answer read, its stream lost, the call parked).
+    pub(super) fn cancel_on_drop(&self, entry: &Arc<Entry>, up_id: &str) -> CancelOnDrop {
+        CancelOnDrop {
+            engine: self.bridge.engine.clone(),
+            entry: entry.clone(),
+            up_id: Some(up_id.to_owned()),
+        }
+    }
+}
+
+/// A call in flight on a pooled session whose exchange may be dropped before its answer is
+/// read: the client went away, or the route's deadline passed (`proxy/pooled.rs`). Closing the
+/// answer stream does not stop a legacy server's tool, so the call is cancelled the legacy way
+/// (`notifications/cancelled` in the backend session) when the guard drops armed.
+pub(super) struct CancelOnDrop {
+    engine: Arc<Engine>,
+    entry: Arc<Entry>,
+    up_id: Option<String>,
+}
+
+impl CancelOnDrop {
+    /// The call ended (answered, lost with its connection) or is parked: nothing to cancel.
+    pub(super) fn disarm(&mut self) {
+        self.up_id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(up_id) = self.up_id.take() else {
+            return;
+        };
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": up_id, "reason": "the client went away"}});
-        self.bridge.engine.spawn_notify(
-            entry.pool.clone(),
-            entry.backend.clone(),
-            entry.session.clone(),
+            "params": {"requestId": up_id, "reason": "the client went away or its deadline passed"}});
+        self.engine.spawn_notify(
+            self.entry.pool.clone(),
+            self.entry.backend.clone(),
+            self.entry.session.clone(),
             cancel.to_string(),
         );
     }
