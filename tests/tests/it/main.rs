@@ -41,7 +41,7 @@ mod hostile_round3;
 mod hostile_round3_expect;
 mod hostile_round3_framing;
 mod hostile_round3_wire;
-mod hostile_round4_framing;
+mod content_length_lists;
 mod interop_matrix;
 mod listener;
 mod load_tool;
