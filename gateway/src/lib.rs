@@ -15,7 +15,6 @@ pub(crate) mod error;
 pub(crate) mod fetch;
 pub(crate) mod listener;
 pub mod logging;
-pub mod mcp;
 pub mod metrics;
 pub(crate) mod proxy;
 pub mod quiet;

@@ -1,6 +1,6 @@
 //! Prometheus metric families of the gateway, registered into a registry that is passed in
 //! (never global statics). Labels are bounded: route and pool names come from config, methods
-//! from [`crate::mcp::KNOWN_METHODS`], backends from the pool lists.
+//! from [`mcp_wire::KNOWN_METHODS`], backends from the pool lists.
 
 mod backends;
 mod resolved;

@@ -1,14 +1,22 @@
-//! MCP and JSON-RPC knowledge with no pingora types: header names, the two protocol eras,
-//! cheap inspection of request bodies (never re-serialized), the messages the gateway writes
-//! itself and which methods are safe to repeat (`messages.rs`).
+//! MCP and JSON-RPC on the wire, both eras, and nothing else: header names (`headers`), the
+//! two protocol eras (`era`), cheap inspection of request bodies, never re-serialized
+//! (`inspect`), the incremental scan of an answer (`verdict`), SSE framing (`sse`), the era
+//! probe's messages and the reading of their answers (`discover`), the pure translation between
+//! the eras (`translate`), and the messages a gateway writes itself with which methods are safe
+//! to repeat (`messages`).
+//!
+//! Pure by construction: no pingora, no tokio, no clock (its `Cargo.toml` lists what it may
+//! use). Nothing here knows about the gateway; the gateway crate uses it.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
-pub mod bridge;
 pub mod discover;
 pub mod era;
 pub mod headers;
 pub mod inspect;
 pub mod messages;
 pub mod sse;
+pub mod translate;
 pub mod verdict;
 
 pub use era::{BackendEra, Era};

@@ -206,10 +206,10 @@ impl RouteGuard {
         body: &[u8],
     ) -> Option<Bytes> {
         let (field, call, key) = list_kind(method)?;
-        let sse = crate::mcp::sse::is_event_stream(content_type);
+        let sse = mcp_wire::sse::is_event_stream(content_type);
         let mut changed = false;
         let mut out: Vec<u8> = Vec::with_capacity(body.len());
-        for message in crate::mcp::sse::messages(content_type, body) {
+        for message in mcp_wire::sse::messages(content_type, body) {
             let mut json = message;
             if let Ok(mut v) = serde_json::from_slice::<Value>(&json) {
                 if let Some(Value::Array(items)) =
@@ -230,7 +230,7 @@ impl RouteGuard {
                 }
             }
             if sse {
-                out.extend_from_slice(&crate::mcp::sse::event(&json));
+                out.extend_from_slice(&mcp_wire::sse::event(&json));
             } else {
                 out = json;
             }

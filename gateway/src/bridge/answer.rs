@@ -2,10 +2,10 @@
 //! body is one message; an SSE body is cut into events (the one splitter in `mcp::sse`), each
 //! event's data one message. Messages come as bytes, parsed only as far as the caller needs.
 
-use crate::mcp::sse::{self, EventSplitter};
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::Exchange;
 use bytes::Bytes;
+use mcp_wire::sse::{self, EventSplitter};
 use std::collections::VecDeque;
 
 /// Largest JSON answer (not SSE) read whole.

@@ -9,11 +9,13 @@ use super::live::Live;
 use super::upstream::Upstream;
 use super::{INPUT_TIMEOUT, MAX_ROUNDS};
 use crate::error::GatewayError;
-use crate::mcp::bridge::request::{modern_request, Envelope, Retry};
-use crate::mcp::bridge::result::{answer, peek, Answer, ProgressShift};
-use crate::mcp::bridge::rounds::{missing_capability, server_request, ClientAnswer, InputRequired};
-use crate::mcp::bridge::ClientInit;
 use crate::upstream::Backend;
+use mcp_wire::translate::request::{modern_request, Envelope, Retry};
+use mcp_wire::translate::result::{answer, peek, Answer, ProgressShift};
+use mcp_wire::translate::rounds::{
+    missing_capability, server_request, ClientAnswer, InputRequired,
+};
+use mcp_wire::translate::ClientInit;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tokio::sync::mpsc;

@@ -5,11 +5,11 @@
 use super::http::{start_stream, Failed, Served};
 use super::{listen, Bridge};
 use crate::config::DualBackends;
-use crate::mcp::bridge::ClientInit;
 use crate::session::{Lookup, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
 use crate::upstream::Pool;
 use bytes::Bytes;
+use mcp_wire::translate::ClientInit;
 use pingora::prelude::*;
 use std::sync::Arc;
 use tokio::sync::broadcast;

@@ -19,14 +19,14 @@
 use super::answer::{Broken, Messages};
 use super::upstream::Upstream;
 use crate::config::DualBackends;
-use crate::mcp::bridge::listen::{heard, listen_request, Heard};
-use crate::mcp::bridge::request::Envelope;
-use crate::mcp::bridge::ClientInit;
-use crate::mcp::sse;
 use crate::upstream::attempt::Engine;
 use crate::upstream::Pool;
 use bytes::Bytes;
 use dashmap::DashMap;
+use mcp_wire::sse;
+use mcp_wire::translate::listen::{heard, listen_request, Heard};
+use mcp_wire::translate::request::Envelope;
+use mcp_wire::translate::ClientInit;
 use pingora::http::RequestHeader;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -7,10 +7,10 @@
 //! replicas keeps a session on one, as it must for the session's streams anyway).
 
 use crate::error::GatewayError;
-use crate::mcp::bridge::rounds::ClientAnswer;
 use bytes::Bytes;
 use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
+use mcp_wire::translate::rounds::ClientAnswer;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 //! the call's SSE answer; the client's responses (its POSTs) are taken here and the call is
 //! retried with `inputResponses` and `requestState`, for at most [`MAX_ROUNDS`] rounds.
 //!
-//! The translation itself is pure and lives in `crate::mcp::bridge`; this module is the
+//! The translation itself is pure and lives in `mcp_wire::translate`; this module is the
 //! behaviour: `upstream` (which backend, the `server/discover` cache), `answer` (reading a
 //! modern answer's messages), `call` (the rounds of one call), `live` (what a call waits for:
 //! the client's responses, cancellations, the GET streams), `listen` (the `subscriptions/
@@ -32,10 +32,10 @@ pub use listen::listen_body_len;
 
 use crate::config::DualBackends;
 use crate::error::GatewayError;
-use crate::mcp::{BackendEra, Era};
 use crate::metrics::Metrics;
 use crate::upstream::attempt::Engine;
 use crate::upstream::{Backend, BackendState, Pool};
+use mcp_wire::{BackendEra, Era};
 use std::sync::Arc;
 use std::time::Duration;
 

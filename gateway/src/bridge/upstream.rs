@@ -6,14 +6,14 @@
 use super::serves_bridged;
 use crate::config::DualBackends;
 use crate::error::GatewayError;
-use crate::mcp::bridge::request::ModernRequest;
-use crate::mcp::headers::LAST_EVENT_ID;
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
 use dashmap::DashMap;
+use mcp_wire::headers::LAST_EVENT_ID;
+use mcp_wire::translate::request::ModernRequest;
 use pingora::http::RequestHeader;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -128,7 +128,7 @@ impl Discovered {
     /// [`super::DISCOVER_REUSE`] when that is 0 or absent. Puts happen on misses only (once
     /// per backend per TTL), so the sweep costs nothing on the hot path.
     pub(super) fn put(&self, backend: SocketAddr, result: Value) {
-        let ttl = reuse_for(crate::mcp::bridge::result::ttl_ms(&result));
+        let ttl = reuse_for(mcp_wire::translate::result::ttl_ms(&result));
         let now = Instant::now();
         self.0
             .retain(|addr, (until, _)| *until > now && *addr != backend);

@@ -2,7 +2,7 @@
 //! paths. Pure functions: the proxy hands in what it saw, this returns the JSON line.
 
 use crate::config::CaptureConfig;
-use crate::mcp::sse;
+use mcp_wire::sse;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, SystemTime};
 

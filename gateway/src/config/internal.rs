@@ -271,7 +271,7 @@ pub enum EraSetting {
     #[default]
     Detect,
     /// Every backend is declared to serve this era; nothing is probed.
-    Fixed(crate::mcp::BackendEra),
+    Fixed(mcp_wire::BackendEra),
 }
 
 /// Balancing algorithm of a pool.

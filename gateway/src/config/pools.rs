@@ -41,7 +41,7 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
     };
     let era = match pool.era.as_deref() {
         None | Some("detect") => EraSetting::Detect,
-        Some(other) => match crate::mcp::BackendEra::parse(other) {
+        Some(other) => match mcp_wire::BackendEra::parse(other) {
             Some(era) => EraSetting::Fixed(era),
             None => {
                 p.add(

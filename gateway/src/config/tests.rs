@@ -163,7 +163,7 @@ fn a_pool_era_is_detected_by_default_declared_by_name_and_checked() {
     assert_eq!(parse(&yaml("")).unwrap().pools[0].era, EraSetting::Detect);
     assert_eq!(
         parse(&yaml(", era: modern")).unwrap().pools[0].era,
-        EraSetting::Fixed(crate::mcp::BackendEra::Modern)
+        EraSetting::Fixed(mcp_wire::BackendEra::Modern)
     );
     let errors = parse(&yaml(", era: newest")).unwrap_err();
     assert_eq!(errors[0].path, "pools.p.era");

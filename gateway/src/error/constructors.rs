@@ -87,10 +87,10 @@ impl GatewayError {
 
     /// The pool has backends but none of them serves `era` (`legacy` or `modern`): the typed
     /// "no backend of this era" outcome that a bridge can take over.
-    pub fn no_backend_of_era(pool: &str, era: crate::mcp::Era, backends: usize) -> Self {
+    pub fn no_backend_of_era(pool: &str, era: mcp_wire::Era, backends: usize) -> Self {
         let (needed, other) = match era {
-            crate::mcp::Era::Legacy => ("legacy (sessions)", "modern-only"),
-            crate::mcp::Era::Stateless => ("2026-07-28", "legacy"),
+            mcp_wire::Era::Legacy => ("legacy (sessions)", "modern-only"),
+            mcp_wire::Era::Stateless => ("2026-07-28", "legacy"),
         };
         Self::new(
             ErrorKind::NoBackendOfEra,
@@ -101,8 +101,8 @@ impl GatewayError {
         .with(
             "era",
             match era {
-                crate::mcp::Era::Legacy => "legacy",
-                crate::mcp::Era::Stateless => "modern",
+                mcp_wire::Era::Legacy => "legacy",
+                mcp_wire::Era::Stateless => "modern",
             },
         )
         .with("pool", pool)

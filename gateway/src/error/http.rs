@@ -2,8 +2,8 @@
 //! with `kind` and `retryAfterMs`) and the HTTP status and headers around it.
 
 use super::GatewayError;
-use crate::mcp::RequestId;
 use bytes::Bytes;
+use mcp_wire::RequestId;
 use serde_json::{json, Value};
 
 impl GatewayError {

@@ -6,7 +6,7 @@ mod bridge;
 mod constructors;
 mod http;
 
-use crate::mcp::InspectError;
+use mcp_wire::InspectError;
 use serde_json::{Map, Value};
 
 /// What went wrong, with its JSON-RPC code and HTTP status. The table in docs/errors.md is this enum.

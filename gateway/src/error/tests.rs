@@ -1,7 +1,7 @@
 //! The error answers: ids echoed verbatim, codes, statuses and headers.
 
 use super::*;
-use crate::mcp::RequestId;
+use mcp_wire::RequestId;
 
 #[test]
 fn error_body_echoes_the_request_id_verbatim() {

@@ -12,7 +12,7 @@
 //!   `max-connections` when that is set (so at least half of it is left for the others).
 
 use crate::error::GatewayError;
-use crate::mcp::RequestId;
+use mcp_wire::RequestId;
 use pingora::protocols::Stream;
 use std::collections::HashMap;
 use std::net::IpAddr;

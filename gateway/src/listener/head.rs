@@ -6,7 +6,7 @@
 
 use crate::config::ClientTimeouts;
 use crate::error::GatewayError;
-use crate::mcp::RequestId;
+use mcp_wire::RequestId;
 use pingora::protocols::raw_connect::ProxyDigest;
 use pingora::protocols::{
     GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream,

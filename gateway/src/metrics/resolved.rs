@@ -52,7 +52,7 @@ pub struct RouteMetrics {
 
 impl Default for RouteMetrics {
     fn default() -> Self {
-        let methods = crate::mcp::METHOD_LABELS;
+        let methods = mcp_wire::METHOD_LABELS;
         RouteMetrics {
             requests: Resolved::new(methods * ANSWERED.len()),
             duration: Resolved::new(methods),
@@ -72,7 +72,7 @@ impl Metrics {
         outcome: &str,
         seconds: f64,
     ) {
-        let m = crate::mcp::method_index(method);
+        let m = mcp_wire::method_index(method);
         let answered = ANSWERED.iter().position(|o| *o == outcome);
         let labels = [label, method, outcome];
         let counter = route.zip(answered).and_then(|(r, o)| {
@@ -108,7 +108,7 @@ pub(super) const BACKEND_ERAS: [&str; 5] = ["none", "unknown", "legacy", "modern
 
 impl Metrics {
     /// Counts a request of `era` in `mcpgw_requests_by_era_total`.
-    pub fn count_era(&self, era: crate::mcp::Era) {
+    pub fn count_era(&self, era: mcp_wire::Era) {
         let label = era.as_str();
         let make = || self.requests_by_era.with_label_values(&[label]);
         match self.eras.by_era.get(era as usize, make) {
@@ -118,7 +118,7 @@ impl Metrics {
     }
 
     /// Counts a finished request in `mcpgw_requests_by_eras_total`.
-    pub fn count_eras(&self, client: crate::mcp::Era, backend: &'static str) {
+    pub fn count_eras(&self, client: mcp_wire::Era, backend: &'static str) {
         let labels = [client.as_str(), backend];
         let slot = BACKEND_ERAS
             .iter()
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn era_counts_keep_their_labels_apart() {
-        use crate::mcp::Era;
+        use mcp_wire::Era;
         let m = Metrics::new(&Registry::new());
         m.count_era(Era::Legacy);
         m.count_era(Era::Stateless);
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn method_labels_have_distinct_slots() {
-        use crate::mcp::{method_index, method_label, KNOWN_METHODS, METHOD_LABELS};
+        use mcp_wire::{method_index, method_label, KNOWN_METHODS, METHOD_LABELS};
         let mut seen = std::collections::HashSet::new();
         for m in KNOWN_METHODS {
             assert!(seen.insert(method_index(method_label(Some(m)))));

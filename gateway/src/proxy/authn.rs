@@ -131,7 +131,7 @@ pub(super) async fn relay_filtered(
     if !head.status.is_success() {
         return super::relay::relay(exchange, session, head, None).await;
     }
-    let sse = crate::mcp::sse::is_event_stream(
+    let sse = mcp_wire::sse::is_event_stream(
         head.headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),

@@ -4,7 +4,7 @@
 
 use super::ctx::RequestCtx;
 use crate::capture::{Captures, Seen};
-use crate::mcp::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
+use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
 use pingora::prelude::*;
 use std::time::SystemTime;
 

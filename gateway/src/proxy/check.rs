@@ -2,8 +2,8 @@
 //! `MCP-Protocol-Version` must say what the body says (the 2.3.0 server's -32020 rules).
 
 use crate::error::GatewayError;
-use crate::mcp::headers::{read_mcp_headers, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
-use crate::mcp::{inspect_body, BodyInfo, RequestId};
+use mcp_wire::headers::{read_mcp_headers, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use mcp_wire::{inspect_body, BodyInfo, RequestId};
 
 /// Methods whose `Mcp-Name` mirrors a body field.
 const NAMED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];

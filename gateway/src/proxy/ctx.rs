@@ -6,11 +6,11 @@
 
 use crate::admission::Permit;
 use crate::error::{ErrorKind, GatewayError};
-use crate::mcp::{Era, RequestId};
 use crate::routing::Route;
 use crate::state::State;
 use crate::upstream::{Backend, InflightGuard, Pool};
 use bytes::{Bytes, BytesMut};
+use mcp_wire::{Era, RequestId};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;

@@ -91,8 +91,8 @@ impl From<GatewayError> for Fail {
     }
 }
 
-impl From<crate::mcp::InspectError> for Fail {
-    fn from(e: crate::mcp::InspectError) -> Self {
+impl From<mcp_wire::InspectError> for Fail {
+    fn from(e: mcp_wire::InspectError) -> Self {
         Fail::Answer(e.into())
     }
 }
@@ -284,7 +284,7 @@ impl ProxyHttp for Gateway {
         }
         let opened = upstream
             .headers
-            .contains_key(crate::mcp::headers::MCP_SESSION_ID);
+            .contains_key(mcp_wire::headers::MCP_SESSION_ID);
         if let Some(b) = ctx.backend.as_ref().filter(|_| {
             crate::upstream::era::answer_suggests_other_era(
                 ctx.era,
@@ -298,12 +298,12 @@ impl ProxyHttp for Gateway {
         // (non-2xx) just loses the id: backend session ids never reach clients.
         if !upstream
             .headers
-            .contains_key(crate::mcp::headers::MCP_SESSION_ID)
+            .contains_key(mcp_wire::headers::MCP_SESSION_ID)
         {
             return Ok(());
         }
         if !upstream.status.is_success() {
-            upstream.remove_header(crate::mcp::headers::MCP_SESSION_ID);
+            upstream.remove_header(mcp_wire::headers::MCP_SESSION_ID);
             return Ok(());
         }
         // Boxed: a backend session on a stateless route is the rare case; inlined, its future

@@ -11,10 +11,10 @@ use super::{Gateway, Handled};
 use crate::bridge::pooled::{self, Pooling};
 use crate::bridge::Failed;
 use crate::error::GatewayError;
-use crate::mcp::{Era, RequestId};
 use crate::routing::Route;
 use crate::upstream::Pool;
 use bytes::Bytes;
+use mcp_wire::{Era, RequestId};
 use pingora::prelude::*;
 use std::sync::Arc;
 
@@ -59,7 +59,7 @@ pub(super) async fn forward(
         parked: ctx.state.config.bridge.parked,
         state_key: ctx.state.config.bridge.request_state_key,
         advertise: ctx.state.config.bridge.advertise.as_ref(),
-        cache: crate::mcp::bridge::legacy::CacheHints {
+        cache: mcp_wire::translate::legacy::CacheHints {
             ttl_ms: ctx.state.config.bridge.cache_ttl_ms,
             public: ctx.state.config.bridge.cache_public,
         },
@@ -72,7 +72,7 @@ pub(super) async fn forward(
     // counterpart). Only a route with deadlines reads the body's method and name again.
     let deadline = route
         .has_deadlines()
-        .then(|| crate::mcp::inspect_body(&body).ok())
+        .then(|| mcp_wire::inspect_body(&body).ok())
         .flatten()
         .filter(|info| info.method.as_deref() != Some("subscriptions/listen"))
         .and_then(|info| route.deadline(info.method.as_deref(), info.name.as_deref()));
@@ -124,7 +124,7 @@ async fn pass_through(
     body: Bytes,
 ) -> Handled {
     // already inspected once: read again only for the deadline, on this rare path
-    let deadline = match crate::mcp::inspect_body(&body) {
+    let deadline = match mcp_wire::inspect_body(&body) {
         Ok(info) => route.deadline(info.method.as_deref(), info.name.as_deref()),
         Err(_) => None,
     };

@@ -3,9 +3,9 @@
 //! answer as it streams, ending an answer that cannot complete.
 
 use crate::error::GatewayError;
-use crate::mcp::headers::MCP_SESSION_ID;
 use crate::upstream::client::Exchange;
 use bytes::{Bytes, BytesMut};
+use mcp_wire::headers::MCP_SESSION_ID;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use tokio::time::Instant;
@@ -116,7 +116,7 @@ pub async fn relay(
     head: ResponseHeader,
     until: Option<Instant>,
 ) -> Result<Relayed> {
-    let sse = crate::mcp::sse::is_event_stream(
+    let sse = mcp_wire::sse::is_event_stream(
         head.headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
@@ -197,7 +197,7 @@ pub async fn end_with_error(
     session: &mut Session,
     sse: bool,
     err: &GatewayError,
-    id: &crate::mcp::RequestId,
+    id: &mcp_wire::RequestId,
 ) -> super::Handled {
     if session.response_written().is_none() {
         return Err(super::Fail::Answer(err.clone()));
@@ -209,6 +209,6 @@ pub async fn end_with_error(
             Error::explain(ErrorType::Custom("answer-cut-midway"), err.message.clone()).into(),
         );
     }
-    let event = crate::mcp::sse::event(&err.body(id));
+    let event = mcp_wire::sse::event(&err.body(id));
     Ok(session.write_response_body(Some(event), true).await?)
 }

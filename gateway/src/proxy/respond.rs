@@ -2,8 +2,8 @@
 
 use super::ctx::{Outcome, RequestCtx};
 use crate::error::GatewayError;
-use crate::mcp::{inspect, RequestId};
 use bytes::{Bytes, BytesMut};
+use mcp_wire::{inspect, RequestId};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::{ErrorSource, ErrorType};

@@ -14,14 +14,14 @@
 use super::relay::{client_response, end_with_error, read_body, relay, within, Relayed};
 use super::{check, ctx::RequestCtx, Gateway, Handled};
 use crate::error::GatewayError;
-use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::{inspect_body, RequestId};
 use crate::routing::Route;
 use crate::upstream::attempt::{Pick, Step};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
+use mcp_wire::headers::MCP_SESSION_ID;
+use mcp_wire::{inspect_body, RequestId};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use std::sync::Arc;

@@ -7,10 +7,10 @@ use super::ctx::{Native, RequestCtx};
 use super::{trace, Gateway};
 use crate::config::Mode;
 use crate::error::GatewayError;
-use crate::mcp::headers::{read_mcp_headers, HeaderProblem, McpHeaders};
-use crate::mcp::{method_label, Era};
 use crate::routing::Route;
 use bytes::BytesMut;
+use mcp_wire::headers::{read_mcp_headers, HeaderProblem, McpHeaders};
+use mcp_wire::{method_label, Era};
 use pingora::prelude::*;
 use std::sync::Arc;
 

@@ -4,9 +4,9 @@
 
 use super::ctx::RequestCtx;
 use crate::config::Mode;
-use crate::mcp::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-use crate::mcp::Era;
 use crate::telemetry::Finished;
+use mcp_wire::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use mcp_wire::Era;
 use opentelemetry::context::FutureExt;
 use opentelemetry::Context;
 use pingora::prelude::*;

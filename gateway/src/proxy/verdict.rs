@@ -2,7 +2,7 @@
 //! head and body chunk written to the client (the fast path's relayed answer, and every
 //! `write_response_*` of the paths the gateway drives: stateful, buffered, bridged, SSE
 //! answers with or without resumption) and feeds a 200 answer's JSON or SSE body to
-//! [`crate::mcp::verdict::AnswerScan`]. `logging` then reads the verdict: a `tools/call` whose
+//! [`mcp_wire::verdict::AnswerScan`]. `logging` then reads the verdict: a `tools/call` whose
 //! result carries `isError: true` is outcome `tool-error`, a JSON-RPC error answered with HTTP
 //! 200 is outcome `rpc-error` and is counted by its code in `mcpgw_rpc_errors_total`.
 //!
@@ -10,9 +10,9 @@
 //! answers to requests without a method (a GET stream, a resume).
 
 use super::ctx::{Outcome, RequestCtx};
-use crate::mcp::verdict::{AnswerScan, Shape, Verdict};
 use async_trait::async_trait;
 use bytes::Bytes;
+use mcp_wire::verdict::{AnswerScan, Shape, Verdict};
 use pingora::http::ResponseHeader;
 use pingora::modules::http::{HttpModule, HttpModuleBuilder, HttpModules, Module};
 use pingora::prelude::*;
@@ -46,7 +46,7 @@ impl HttpModule for AnswerVerdict {
             .headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok());
-        let shape = if crate::mcp::sse::is_event_stream(content_type) {
+        let shape = if mcp_wire::sse::is_event_stream(content_type) {
             Shape::Sse
         } else if content_type.is_some_and(|c| c.trim_start().starts_with("application/json")) {
             Shape::Json

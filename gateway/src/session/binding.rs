@@ -16,7 +16,7 @@ pub(super) fn bound_backend(pool: &Pool, rec: &SessionRecord) -> Result<Arc<Back
         Some(b) if b.draining_for().is_some_and(|d| d >= pool.drain_timeout) => {
             Err(Reason::Drained)
         }
-        Some(b) if !b.serves(crate::mcp::Era::Legacy) => Err(Reason::EraChanged),
+        Some(b) if !b.serves(mcp_wire::Era::Legacy) => Err(Reason::EraChanged),
         Some(b) => Ok(b),
     }
 }

@@ -9,14 +9,14 @@ use super::store::{SessionStore, Ttl};
 use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
-use crate::mcp::Era;
-use crate::mcp::RequestId;
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
 use dashmap::DashMap;
+use mcp_wire::Era;
+use mcp_wire::RequestId;
 use pingora::http::RequestHeader;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -349,7 +349,7 @@ impl SessionManager {
         let Some(backend) = pool.find(rec.binding.backend) else {
             return;
         };
-        let message = crate::mcp::messages::deadline_cancelled(id.as_json());
+        let message = mcp_wire::messages::deadline_cancelled(id.as_json());
         self.engine
             .spawn_notify(pool.clone(), backend, backend_session(rec), message);
     }

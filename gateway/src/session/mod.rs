@@ -196,7 +196,7 @@ pub fn is_not_found(
     content_type: Option<&str>,
     body: &[u8],
 ) -> bool {
-    let error = crate::mcp::sse::response(content_type, body).and_then(|v| v.get("error").cloned());
+    let error = mcp_wire::sse::response(content_type, body).and_then(|v| v.get("error").cloned());
     let code = error.as_ref().and_then(|e| e.get("code")?.as_i64());
     let message = error
         .as_ref()

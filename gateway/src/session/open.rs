@@ -107,7 +107,7 @@ impl SessionManager {
                     if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {
                         let status = head.status.as_u16();
                         if crate::upstream::era::answer_suggests_other_era(
-                            crate::mcp::Era::Legacy,
+                            mcp_wire::Era::Legacy,
                             status,
                             false,
                         ) {

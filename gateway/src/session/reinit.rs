@@ -4,13 +4,13 @@
 //! to the session manager; sending belongs to the attempt engine.
 
 use super::{Binding, SessionRecord};
-use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::{messages, sse};
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
+use mcp_wire::headers::MCP_SESSION_ID;
+use mcp_wire::{messages, sse};
 use pingora::http::ResponseHeader;
 use std::sync::Arc;
 

@@ -12,11 +12,11 @@
 use super::ingest::{Ended, Ingest, Leg, Seen};
 use super::{event_id, message_event, primes, LogReader, Refusal, StreamLog, Streams};
 use crate::error::GatewayError;
-use crate::mcp::RequestId;
 use crate::session::{short, Outgoing, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
 use bytes::Bytes;
+use mcp_wire::RequestId;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;

@@ -5,8 +5,8 @@
 //! standalone stream (`standalone.rs`) and the answer pump (`answer.rs`).
 
 use super::{event_id, Frame, Resume, StreamLog};
-use crate::mcp::sse::EventSplitter;
 use crate::upstream::client::Exchange;
+use mcp_wire::sse::EventSplitter;
 use std::time::Duration;
 use tokio::time::Instant;
 

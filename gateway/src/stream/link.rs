@@ -2,12 +2,12 @@
 //! [`SessionLink`], implemented by the [`SessionManager`].
 
 use crate::error::GatewayError;
-use crate::mcp::RequestId;
 use crate::session::store::Hold;
 use crate::session::{Forwarded, Outgoing, SessionManager, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
 use async_trait::async_trait;
+use mcp_wire::RequestId;
 use std::sync::Arc;
 use std::time::Duration;
 

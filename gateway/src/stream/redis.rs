@@ -404,8 +404,8 @@ impl RemoteReader {
         let request = self
             .request
             .as_deref()
-            .and_then(crate::mcp::RequestId::from_json);
-        let body = err.body(&request.unwrap_or_else(crate::mcp::RequestId::null));
+            .and_then(mcp_wire::RequestId::from_json);
+        let body = err.body(&request.unwrap_or_else(mcp_wire::RequestId::null));
         self.queue.push_back(message_event(&id, &body));
         self.done = true;
     }

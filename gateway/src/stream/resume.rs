@@ -20,10 +20,10 @@ use super::redis;
 use super::{Bounds, Read, StreamLog};
 pub use crate::config::ResumeConfig;
 use crate::error::GatewayError;
-use crate::mcp::sse;
 use crate::metrics::Metrics;
 use bytes::Bytes;
 use dashmap::DashMap;
+use mcp_wire::sse;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -151,7 +151,7 @@ impl Frame {
 /// taken out (an answer the gateway does not make resumable, such as `initialize`'s: the
 /// backend's ids mean nothing to the client, which talks to the gateway).
 pub fn without_backend_ids(body: &[u8]) -> Bytes {
-    let mut splitter = crate::mcp::sse::EventSplitter::default();
+    let mut splitter = mcp_wire::sse::EventSplitter::default();
     let mut events = splitter.push(body);
     events.extend(splitter.push(b"\n\n")); // a last event without its blank line
     let mut out = Vec::with_capacity(body.len());
@@ -242,7 +242,7 @@ impl Resume {
     pub fn start(
         &self,
         session: &Arc<str>,
-        request: Option<&crate::mcp::RequestId>,
+        request: Option<&mcp_wire::RequestId>,
         primed: bool,
     ) -> Arc<StreamLog> {
         let config = self.config();

@@ -7,16 +7,16 @@
 //!
 //! Failover rules (pingora's `failover.md`): a request whose connection failed never reached
 //! the backend and may go to another one; a request whose connection broke afterwards may
-//! have had effects and is repeated only when [`crate::mcp::messages::safe_to_repeat`] says
+//! have had effects and is repeated only when [`mcp_wire::messages::safe_to_repeat`] says
 //! so.
 
 use super::client::{CallError, Exchange, UpstreamClient};
 use super::request::{self, Target};
 use super::{Backend, Pool};
 use crate::error::GatewayError;
-use crate::mcp::Era;
 use crate::metrics::Metrics;
 use bytes::Bytes;
+use mcp_wire::Era;
 use pingora::http::{RequestHeader, ResponseHeader};
 use std::net::SocketAddr;
 use std::sync::Arc;

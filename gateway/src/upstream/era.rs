@@ -2,7 +2,7 @@
 //! A background service (like health checks and discovery, never on a request's path) sends
 //! a backend a 2026-07-28 `server/discover` and, unless that asked for a session the way
 //! legacy servers do, a legacy `initialize` (its session is deleted again at once);
-//! `mcp/discover.rs` reads the answers. A backend is legacy only when it positively is a
+//! `mcp_wire::discover` reads the answers. A backend is legacy only when it positively is a
 //! legacy session server; answers that prove nothing leave its era unknown.
 //!
 //! A backend is probed when it joins its pool (startup, discovery, reload), when it answers
@@ -17,12 +17,12 @@ use super::attempt::Engine;
 use super::request::{self, Target};
 use super::{now_ms, Backend, Pool};
 use crate::config::{Config, EraSetting, PathMatch};
-use crate::mcp::discover::{self, Finding, Verdict};
-use crate::mcp::headers::{MCP_METHOD, MCP_SESSION_ID};
-use crate::mcp::{BackendEra, Era};
 use crate::metrics::Metrics;
 use async_trait::async_trait;
 use bytes::Bytes;
+use mcp_wire::discover::{self, Finding, Verdict};
+use mcp_wire::headers::{MCP_METHOD, MCP_SESSION_ID};
+use mcp_wire::{BackendEra, Era};
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -244,7 +244,7 @@ pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) 
     let answer = send(
         http::Method::POST,
         modern,
-        Some(crate::mcp::era::STATELESS_SINCE),
+        Some(mcp_wire::era::STATELESS_SINCE),
         None,
         Some("server/discover"),
     )

@@ -16,8 +16,8 @@ mod tls;
 
 use crate::config::EraSetting;
 use crate::config::{Balance, PoolConfig};
-use crate::mcp::{BackendEra, Era};
 use arc_swap::ArcSwap;
+use mcp_wire::{BackendEra, Era};
 use pingora::upstreams::peer::HttpPeer;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! backend-session DELETE). Backend session ids are set here and only here.
 
 use crate::error::GatewayError;
-use crate::mcp::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use mcp_wire::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use pingora::http::RequestHeader;
 
 /// Where an upstream request goes.

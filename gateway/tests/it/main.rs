@@ -7,9 +7,7 @@
 //! A new test file: `gateway/tests/it/NAME.rs` with its `//!` header, and `mod NAME;` below.
 #![forbid(unsafe_code)]
 
-mod bridge_properties;
 mod cli;
+mod config_properties;
 mod deploy;
 mod helm;
-mod properties;
-mod properties_sse;

@@ -109,7 +109,7 @@ pub fn heard(raw: &[u8]) -> Heard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::bridge::ClientInit;
+    use crate::translate::ClientInit;
 
     fn init() -> ClientInit {
         let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},

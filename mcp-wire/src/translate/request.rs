@@ -7,7 +7,7 @@
 use super::MODERN_VERSION;
 use super::{params_mut, ClientInit, TranslateError};
 use super::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION};
-use crate::mcp::headers::{encode_value, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
+use crate::headers::{encode_value, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
 use serde_json::{Map, Value};
 
 /// What the gateway does with a legacy message in a bridged session.

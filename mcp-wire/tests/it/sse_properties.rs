@@ -1,4 +1,4 @@
-//! Property tests (proptest) for the SSE frame reader and splitter (`mcp/sse.rs`), which read a
+//! Property tests (proptest) for the SSE frame reader and splitter (`src/sse.rs`), which read a
 //! backend's bytes as they come: arbitrary bytes never panic any reader; a stream split at any
 //! byte boundary (every one, and several at once) yields the same events as the stream read
 //! whole; and LF, CRLF and CR line ends (mixed within one stream too) give the same messages.
@@ -6,7 +6,7 @@
 //!
 //! `cargo test` runs 64 cases per property (or `PROPTEST_CASES`).
 
-use mcp_gateway::mcp::sse::{self, EventSplitter};
+use mcp_wire::sse::{self, EventSplitter};
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {

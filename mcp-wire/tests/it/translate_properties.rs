@@ -1,4 +1,4 @@
-//! Property tests (proptest) for the era bridge's pure translation (`mcp::bridge`): fed
+//! Property tests (proptest) for the era bridge's pure translation (`translate`): fed
 //! arbitrary messages, nothing panics; a translated request keeps everything the client sent
 //! and carries the envelope; header values round-trip through their wire form; a retry echoes
 //! `requestState` exactly; progress forwarded across rounds only increases.
@@ -6,11 +6,11 @@
 //! `cargo test -p mcp-gateway --test it bridge_properties::` (64 cases per property, or
 //! `PROPTEST_CASES`).
 
-use mcp_gateway::mcp::bridge::request::{modern_request, Envelope, Retry};
-use mcp_gateway::mcp::bridge::result::{answer, legacy_result, ProgressShift, MODERN_ONLY_KEYS};
-use mcp_gateway::mcp::bridge::rounds::{input_required, missing_capability};
-use mcp_gateway::mcp::bridge::{ClientInit, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
-use mcp_gateway::mcp::headers::{decode_value, encode_value};
+use mcp_wire::headers::{decode_value, encode_value};
+use mcp_wire::translate::request::{modern_request, Envelope, Retry};
+use mcp_wire::translate::result::{answer, legacy_result, ProgressShift, MODERN_ONLY_KEYS};
+use mcp_wire::translate::rounds::{input_required, missing_capability};
+use mcp_wire::translate::{ClientInit, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 

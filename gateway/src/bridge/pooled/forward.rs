@@ -18,8 +18,8 @@ use super::serve::{end_stream, One};
 use crate::auth::Credentials;
 use crate::config::Advertise;
 use crate::error::GatewayError;
-use crate::mcp::headers::MCPGW_FORWARDED;
 use crate::upstream::client::CallError;
+use mcp_wire::headers::MCPGW_FORWARDED;
 use pingora::prelude::*;
 use pingora::upstreams::peer::HttpPeer;
 use std::time::Duration;
@@ -102,7 +102,7 @@ impl One<'_> {
         for h in HOP_BY_HOP {
             answer.remove_header(h);
         }
-        let sse = crate::mcp::sse::is_event_stream(
+        let sse = mcp_wire::sse::is_event_stream(
             answer
                 .headers
                 .get(http::header::CONTENT_TYPE)

@@ -2,7 +2,7 @@
 //! for the stream (opened like a pooled one, with no client capabilities: it runs no calls,
 //! and kept out of the pool), `resources/subscribe` in it for each URI of the filter, its GET
 //! stream read, and the client's answer an SSE stream as a 2026-07-28 server gives it (the
-//! wire shapes of `mcp::bridge::listen`): `notifications/subscriptions/acknowledged` with the
+//! wire shapes of `translate::listen`): `notifications/subscriptions/acknowledged` with the
 //! filter honoured first, then the backend's `notifications/resources/updated` (for the URIs
 //! it accepted) and the list changes it declared (`listChanged`), each stamped with the
 //! subscription id (the listen request's id) in `_meta`, with keep-alive comments between.
@@ -17,10 +17,10 @@ use super::super::http::{response, start_stream, write_event, Failed, Served};
 use super::serve::{end_stream, served, One};
 use super::{open, AcquireError, Entry, Key};
 use crate::error::GatewayError;
-use crate::mcp::bridge::listen::{ACKNOWLEDGED, META_SUBSCRIPTION_ID};
-use crate::mcp::{sse, Era};
 use crate::upstream::request::{self, Target};
 use bytes::Bytes;
+use mcp_wire::translate::listen::{ACKNOWLEDGED, META_SUBSCRIPTION_ID};
+use mcp_wire::{sse, Era};
 use pingora::prelude::*;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;

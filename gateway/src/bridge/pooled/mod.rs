@@ -15,8 +15,8 @@
 //! backend session, `serve` serves one request (the client side and the answer; `side` what the
 //! backend sends beside it), `rounds` and `park` the `input_required` rounds (a call parked
 //! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to the replica holding its call, `listen` a
-//! `subscriptions/listen` stream on a backend session held for it, `mcp::bridge::legacy` and
-//! `mcp::bridge::mrtr` the pure translation.
+//! `subscriptions/listen` stream on a backend session held for it, `translate::legacy` and
+//! `translate::mrtr` the pure translation.
 
 mod forward;
 mod listen;

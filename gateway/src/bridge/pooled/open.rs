@@ -1,18 +1,18 @@
 //! Opening one pooled backend session: `initialize` (params built from a 2026-07-28 request's
-//! `_meta`, `mcp::bridge::legacy::initialize`) without a session id, the backend's session id
+//! `_meta`, `translate::legacy::initialize`) without a session id, the backend's session id
 //! and `InitializeResult` read from its answer (JSON or SSE), then
 //! `notifications/initialized` in the new session.
 
 use super::{AcquireError, Entry, Key};
 use crate::error::GatewayError;
-use crate::mcp::bridge::legacy::{self, BACKEND_VERSION};
-use crate::mcp::headers::MCP_SESSION_ID;
-use crate::mcp::{messages, sse};
 use crate::upstream::attempt::{BackendSession, Engine, PostError};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
+use mcp_wire::headers::MCP_SESSION_ID;
+use mcp_wire::translate::legacy::{self, BACKEND_VERSION};
+use mcp_wire::{messages, sse};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};

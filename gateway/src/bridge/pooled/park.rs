@@ -2,7 +2,7 @@
 //! multi round-trip requests): the backend's call stays open (its pooled session in use, its
 //! SSE answer unread) under a random id until the client's retry takes it, or its expiry
 //! passes, when the backend's request is answered for the client (an elicitation cancelled,
-//! others refused, `mcp::bridge::mrtr::declined`), the call cancelled upstream and the
+//! others refused, `translate::mrtr::declined`), the call cancelled upstream and the
 //! expiry counted. Bounded in all and per owner (`bridge.parked`: the principal, or an
 //! anonymous caller's peer address): past a bound the call is not parked but ended upstream
 //! the same way (the backend's request refused, the call cancelled) and the client gets
@@ -12,10 +12,10 @@
 use super::super::answer::Messages;
 use super::{InUse, Owner};
 use crate::config::ParkedBounds;
-use crate::mcp::bridge::mrtr::{self, Sealer};
 use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
+use mcp_wire::translate::mrtr::{self, Sealer};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

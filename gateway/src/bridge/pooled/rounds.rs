@@ -8,8 +8,8 @@ use super::super::http::{response, write_json, Failed, Served};
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
 use crate::error::GatewayError;
-use crate::mcp::bridge::mrtr;
-use crate::mcp::bridge::rounds::{required_capability, InputRequest};
+use mcp_wire::translate::mrtr;
+use mcp_wire::translate::rounds::{required_capability, InputRequest};
 use pingora::prelude::*;
 use serde_json::{json, Value};
 
@@ -88,7 +88,7 @@ impl One<'_> {
         {
             r.insert(
                 "_meta".into(),
-                json!({crate::mcp::bridge::META_SERVER_INFO: info}),
+                json!({mcp_wire::translate::META_SERVER_INFO: info}),
             );
         }
         let body = response(self.id, "result", &result);

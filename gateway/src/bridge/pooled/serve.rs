@@ -10,7 +10,7 @@
 //! A server→client request of the backend during the call (`elicitation/create`,
 //! `sampling/createMessage`, `roots/list` on the call's SSE answer, or on the session's GET
 //! stream: `stray.rs`) parks the call (`rounds.rs`, `park.rs`) and answers the client `input_required` with a sealed `requestState`
-//! (`mcp::bridge::mrtr`); the client's retry (`inputResponses`, `requestState`) is checked
+//! (`translate::mrtr`); the client's retry (`inputResponses`, `requestState`) is checked
 //! (-32602 with `data.reason` when forged, expired, another principal's or another request's),
 //! its answer goes to the backend as the response to its request, and the call's answer is read
 //! on. A client without the capability gets -32021 (HTTP 400), and the backend a refusal.
@@ -30,16 +30,16 @@ use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
 use crate::config::PooledSessions;
 use crate::error::GatewayError;
-use crate::mcp::bridge::legacy::{self, ModernEnvelope};
-use crate::mcp::bridge::mrtr;
-use crate::mcp::bridge::result::peek;
-use crate::mcp::messages::safe_to_repeat;
-use crate::mcp::{sse, Era, RequestId};
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
+use mcp_wire::messages::safe_to_repeat;
+use mcp_wire::translate::legacy::{self, ModernEnvelope};
+use mcp_wire::translate::mrtr;
+use mcp_wire::translate::result::peek;
+use mcp_wire::{sse, Era, RequestId};
 use pingora::http::RequestHeader;
 use pingora::prelude::*;
 use serde_json::{json, Value};
@@ -451,7 +451,7 @@ impl One<'_> {
             .inflight_lost
             .with_label_values(&[
                 &self.to.pool.name,
-                crate::mcp::method_label(Some(self.method)),
+                mcp_wire::method_label(Some(self.method)),
             ])
             .inc();
         Err(GatewayError::backend_lost(&self.to.pool.name, &backend.label).into())

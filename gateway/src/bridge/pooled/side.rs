@@ -4,8 +4,8 @@
 
 use super::serve::One;
 use super::Entry;
-use crate::mcp::bridge::legacy;
 use crate::upstream::attempt::Engine;
+use mcp_wire::translate::legacy;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

@@ -8,12 +8,12 @@
 
 use super::super::answer::Messages;
 use super::Entry;
-use crate::mcp::bridge::mrtr;
-use crate::mcp::bridge::result::peek;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
 use crate::upstream::request::{self, Target};
 use bytes::Bytes;
+use mcp_wire::translate::mrtr;
+use mcp_wire::translate::result::peek;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};

@@ -5,13 +5,13 @@
 use super::call::Call;
 use crate::bridge::{self, Failed, Served, Target};
 use crate::error::GatewayError;
-use crate::mcp::RequestId;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::within;
 use crate::proxy::{Fail, Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{Caller, SessionRecord};
 use crate::upstream::Pool;
+use mcp_wire::RequestId;
 use pingora::prelude::*;
 use std::sync::Arc;
 

@@ -1,10 +1,10 @@
 //! One request on a session route, as far as the gateway needs to know it.
 
 use crate::error::GatewayError;
-use crate::mcp::messages::safe_to_repeat;
-use crate::mcp::{inspect, Era, RequestId};
 use crate::session::SettingChange;
 use bytes::Bytes;
+use mcp_wire::messages::safe_to_repeat;
+use mcp_wire::{inspect, Era, RequestId};
 use std::sync::Arc;
 
 /// A classified request body.

@@ -169,7 +169,7 @@ async fn answer_lost(
     (pool, rec): (&Arc<Pool>, &SessionRecord),
     method_label: Option<&'static str>,
     sse: bool,
-    (err, id): (&GatewayError, &crate::mcp::RequestId),
+    (err, id): (&GatewayError, &mcp_wire::RequestId),
 ) -> Handled {
     if let Err(e) = gw.sessions.connection_lost(pool, rec, method_label).await {
         crate::quiet::STORE.failed("a lost binding was not marked", &e);

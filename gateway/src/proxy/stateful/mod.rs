@@ -14,13 +14,13 @@ use super::stateless::{forward_any, Outbound};
 use super::{ctx::RequestCtx, Gateway, Handled};
 use crate::bridge::Bridge;
 use crate::config::Mode;
-use crate::mcp::headers::MCP_SESSION_ID;
 use crate::routing::Route;
 use crate::session::store::Quota;
 use crate::session::{Caller, Opened, Opening};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use call::Call;
+use mcp_wire::headers::MCP_SESSION_ID;
 use pingora::prelude::*;
 use std::sync::Arc;
 

@@ -177,7 +177,7 @@ pub trait SessionStore: Send + Sync + 'static {
 mod error_tests {
     use super::StoreError;
     use crate::error::GatewayError;
-    use crate::mcp::RequestId;
+    use mcp_wire::RequestId;
     use serde_json::Value;
 
     #[test]
