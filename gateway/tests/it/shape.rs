@@ -100,9 +100,13 @@ fn gateway_references() -> Vec<(PathBuf, source::Reference)> {
         if module.is_empty() {
             continue;
         }
-        // the binary is a crate of its own: its `crate::` is itself, the library is `mcp_gateway`
-        let alias = (module == ["main"]).then_some("mcp_gateway");
-        for r in source::references(&read(&file), &module, alias) {
+        // the binary is a crate of its own: there the library is `mcp_gateway`
+        let root = if module == ["main"] {
+            "mcp_gateway"
+        } else {
+            "crate"
+        };
+        for r in source::references(&read(&file), &module, root) {
             out.push((file.clone(), r));
         }
     }

@@ -179,9 +179,10 @@ fn ident(tok: Option<&(Tok, usize)>) -> Option<&str> {
     }
 }
 
-/// Every path into the crate that `src` (the file of module `module`) writes. `root_alias`
-/// is another name for the crate root, if the file has one (`mcp_gateway` in `main.rs`).
-pub fn references(src: &str, module: &[String], root_alias: Option<&str>) -> Vec<Reference> {
+/// Every path into the crate that `src` (the file of module `module`) writes, where the crate
+/// is called `root` (`crate`; `mcp_gateway` in `main.rs`, the binary, whose own `crate::` is not
+/// the library).
+pub fn references(src: &str, module: &[String], root: &str) -> Vec<Reference> {
     let toks = tokens(&code_only(src));
     let mut out = Vec::new();
     // inline modules: (name, the brace depth inside it)
@@ -222,8 +223,7 @@ pub fn references(src: &str, module: &[String], root_alias: Option<&str>) -> Vec
             .chain(inline.iter().map(|(n, _)| n.clone()))
             .collect();
         let mut base = match word {
-            "crate" => Vec::new(),
-            w if Some(w) == root_alias => Vec::new(),
+            w if w == root => Vec::new(),
             "self" => here.clone(),
             "super" => here[..here.len().saturating_sub(1)].to_vec(),
             _ => continue,
@@ -299,7 +299,7 @@ mod tests {
 
     fn paths(src: &str, module: &[&str]) -> Vec<(usize, String)> {
         let module: Vec<String> = module.iter().map(|s| s.to_string()).collect();
-        references(src, &module, None)
+        references(src, &module, "crate")
             .into_iter()
             .map(|r| (r.line, r.to.join("::")))
             .collect()
