@@ -8,7 +8,7 @@ use super::ctx::RequestCtx;
 use super::relay::{end_with_error, within};
 use super::stateless::{forward_any, Outbound};
 use super::{Gateway, Handled};
-use crate::bridge::pooled::{self, Pooling};
+use crate::bridge::modern_clients::{self, Pooling};
 use crate::bridge::Failed;
 use crate::error::GatewayError;
 use crate::routing::Route;
@@ -77,7 +77,7 @@ pub(super) async fn forward(
         .filter(|info| info.method.as_deref() != Some("subscriptions/listen"))
         .and_then(|info| route.deadline(info.method.as_deref(), info.name.as_deref()));
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
-    let serve = pooled::serve(&gw.bridge, session, to, &body, &id);
+    let serve = modern_clients::serve(&gw.bridge, session, to, &body, &id);
     let Some(served) = within(until, serve).await else {
         let e = GatewayError::bridged_deadline(&pool.name, "reverse", deadline.unwrap_or_default());
         return past_deadline(session, e, &id).await;

@@ -1,4 +1,4 @@
-//! The reverse era bridge: 2026-07-28 clients on legacy (session) backends. A request of a
+//! 2026-07-28 clients on legacy (session) backends (the reverse era bridge). A request of a
 //! modern client goes inside a backend session the gateway opened itself (`initialize` built
 //! from the request's `_meta`, `notifications/initialized`) and keeps for the next requests:
 //! pooled by (backend, principal, digest of the initialize), so two principals, or two clients
@@ -14,9 +14,10 @@
 //! This file is the table; `room` makes room within the bounds and shares, `open` opens a
 //! backend session, `serve` serves one request (the client side and the answer; `side` what the
 //! backend sends beside it), `rounds` and `park` the `input_required` rounds (a call parked
-//! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to the replica holding its call, `listen` a
-//! `subscriptions/listen` stream on a backend session held for it, `translate::legacy` and
-//! `translate::mrtr` the pure translation.
+//! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to
+//! the replica holding its call, `listen` a `subscriptions/listen` stream on a backend session
+//! held for it; `mcp_wire::translate::legacy` and `mcp_wire::translate::mrtr` are the pure
+//! translation.
 
 mod forward;
 mod listen;
@@ -31,7 +32,7 @@ mod stray;
 pub use park::Parking;
 pub use serve::{serve, Pooling};
 
-use crate::config::PooledSessions;
+use crate::bridge::config::PooledSessions;
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::sync::lock;

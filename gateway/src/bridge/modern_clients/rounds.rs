@@ -4,9 +4,10 @@
 //! capability; and the client's retry, checked (-32602 with `data.reason`), matched to its
 //! parked call, its answer given to the backend, the call's answer read on.
 
-use super::super::http::{response, write_json, Failed, Served};
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
+use crate::bridge::client::{response, write_json};
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::rounds::{required_capability, InputRequest};

@@ -20,15 +20,14 @@
 //! drops the pooled session, and the request is repeated only when it is safe to repeat (an
 //! in-flight `tools/call` gets -32013).
 
-use super::super::http::{
-    accepted, response, start_stream, write_event, write_json, Failed, ListFilter, Served,
-};
-use super::super::Bridge;
 use super::park::Parked;
 use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
-use crate::config::PooledSessions;
+use crate::bridge::client::{accepted, response, start_stream, write_event, write_json};
+use crate::bridge::config::PooledSessions;
+use crate::bridge::Bridge;
+use crate::bridge::{Failed, ListFilter, Served};
 use crate::error::GatewayError;
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::CallError;
@@ -71,11 +70,11 @@ pub struct Pooling<'a> {
     /// `bridge.input-ttl-s`.
     pub input_ttl: std::time::Duration,
     /// `bridge.parked`.
-    pub parked: crate::config::ParkedBounds,
+    pub parked: crate::bridge::config::ParkedBounds,
     /// `bridge.request-state-key-file`'s key.
     pub state_key: Option<[u8; 32]>,
     /// `bridge.advertise-url`: sealed into the states as the holder of their calls.
-    pub advertise: Option<&'a crate::config::Advertise>,
+    pub advertise: Option<&'a crate::bridge::advertise::Advertise>,
     /// `bridge.cache-hints`, for cacheable answers whose server gave none.
     pub cache: legacy::CacheHints,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
@@ -316,7 +315,7 @@ impl One<'_> {
             *forgotten += 1;
             return Ok(Attempt::Again);
         }
-        let messages = super::super::answer::Messages::new(exchange);
+        let messages = crate::bridge::answer::Messages::new(exchange);
         let call = (up_id, cancel);
         self.read(session, used, messages, call, status, streaming, strays)
             .await
@@ -330,7 +329,7 @@ impl One<'_> {
         &self,
         session: &mut Session,
         used: InUse,
-        mut messages: super::super::answer::Messages,
+        mut messages: crate::bridge::answer::Messages,
         (up_id, mut cancel): (String, CancelOnDrop),
         status: u16,
         streaming: &mut bool,

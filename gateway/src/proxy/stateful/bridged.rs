@@ -3,7 +3,8 @@
 //! the behaviour.
 
 use super::call::Call;
-use crate::bridge::{self, Failed, Served, Target};
+use crate::bridge::legacy_clients::{self, Target};
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::within;
@@ -57,7 +58,7 @@ pub(super) async fn initialize(
     let to = target(ctx, pool, route, &path);
     let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
-    let done = bridge::initialize(
+    let done = legacy_clients::initialize(
         &gw.bridge,
         &gw.sessions,
         session,
@@ -77,7 +78,7 @@ pub(super) async fn initialize(
 /// the whole exchange, its rounds and the client's answers to the server's requests within it
 /// included (on a native session they are part of the one POST answer too). Past it the
 /// exchange is dropped (its upstream connection closed, its waits ended) and the client gets
-/// -32012 ([`crate::proxy::pooled::past_deadline`]).
+/// -32012 ([`crate::proxy::bridged::past_deadline`]).
 async fn past_deadline(
     session: &mut Session,
     pool: &Pool,
@@ -85,7 +86,7 @@ async fn past_deadline(
     id: &RequestId,
 ) -> Handled {
     let e = GatewayError::bridged_deadline(&pool.name, "forward", deadline.unwrap_or_default());
-    crate::proxy::pooled::past_deadline(session, e, id).await
+    crate::proxy::bridged::past_deadline(session, e, id).await
 }
 
 /// A POST in a bridged session.
@@ -112,7 +113,7 @@ pub(super) async fn call(
     }
     let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
-    let done = bridge::post(
+    let done = legacy_clients::post(
         &gw.bridge,
         &gw.sessions,
         session,
@@ -137,10 +138,10 @@ pub(super) async fn get_or_delete(
     rec: SessionRecord,
 ) -> Handled {
     let done = if session.req_header().method == http::Method::DELETE {
-        bridge::delete(&gw.bridge, &gw.sessions, session, pool, rec).await
+        legacy_clients::delete(&gw.bridge, &gw.sessions, session, pool, rec).await
     } else {
         let to = (pool, route.dual_backends);
-        bridge::get(&gw.bridge, &gw.sessions, session, to, rec).await
+        legacy_clients::get(&gw.bridge, &gw.sessions, session, to, rec).await
     };
     served(ctx, done)
 }

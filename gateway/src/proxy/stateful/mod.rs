@@ -12,7 +12,7 @@ mod subscriptions;
 use super::relay::{client_response, read_body, relay, write_whole, Relayed};
 use super::stateless::{forward_any, Outbound};
 use super::{ctx::RequestCtx, Gateway, Handled};
-use crate::bridge::Bridge;
+use crate::bridge::legacy_clients;
 use crate::config::Mode;
 use crate::routing::Route;
 use crate::session::store::Quota;
@@ -89,7 +89,7 @@ pub(super) async fn handle(
     }
     let routed = (&pool, &*route);
     match sid {
-        None if call.is("initialize") && Bridge::bridges(&pool, route.dual_backends) => {
+        None if call.is("initialize") && legacy_clients::bridges(&pool, route.dual_backends) => {
             Box::pin(bridged::initialize(gw, session, ctx, routed, caller, call)).await
         }
         None if call.is("initialize") => {
@@ -149,7 +149,7 @@ async fn bridge_over_if_needed(
     route: &Route,
     rec: crate::session::SessionRecord,
 ) -> Result<crate::session::SessionRecord, crate::error::GatewayError> {
-    if rec.binding.is_bridged() || !Bridge::bridges(pool, route.dual_backends) {
+    if rec.binding.is_bridged() || !legacy_clients::bridges(pool, route.dual_backends) {
         return Ok(rec);
     }
     Box::pin(gw.sessions.bridge_over(pool, &rec)).await
