@@ -17,7 +17,7 @@ use tokio::sync::broadcast;
 
 /// GET: the session's server→client stream, served by the gateway: keep-alives and whatever
 /// the bridge has for the client, until the session ends or the client goes.
-pub async fn get(
+pub(super) async fn get(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,

@@ -59,7 +59,7 @@ impl Bridge {
 /// A legacy client's `initialize` on a bridged route: a backend's `server/discover` (reused
 /// when fresh) becomes the answer; the gateway session is created with the client's params.
 #[allow(clippy::too_many_arguments)]
-pub async fn initialize(
+pub(super) async fn initialize(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,
@@ -116,7 +116,7 @@ pub async fn initialize(
 
 /// A POST in a bridged session (its body already read and checked as one JSON-RPC message).
 #[allow(clippy::too_many_arguments)]
-pub async fn post(
+pub(super) async fn post(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,
@@ -373,7 +373,7 @@ impl Bridged<'_> {
 }
 
 /// DELETE: the gateway session ends (nothing to delete upstream); its streams and calls end.
-pub async fn delete(
+pub(super) async fn delete(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,

@@ -24,18 +24,23 @@ mod listen;
 mod live;
 mod upstream;
 
-pub use get::get;
-pub use http::{delete, initialize, post, Target};
+pub use http::Target;
 pub use listen::listen_body_len;
 pub(super) use listen::Listens;
 pub(super) use live::Live;
 pub(super) use upstream::Discovered;
 
+use super::{Bridge, Failed, Served};
 use crate::config::DualBackends;
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
+use crate::session::store::Quota;
+use crate::session::{Caller, SessionManager, SessionRecord};
 use crate::upstream::{Backend, BackendState, Pool};
-use mcp_wire::BackendEra;
+use bytes::Bytes;
+use mcp_wire::{BackendEra, RequestId};
+use pingora::prelude::*;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most `input_required` rounds one call may take (the TypeScript SDK's legacy shim allows 8
@@ -51,6 +56,80 @@ pub const DISCOVER_REUSE: Duration = Duration::from_secs(30);
 /// The longest a backend's `server/discover` result is reused, whatever its `ttlMs` says (a
 /// pod's capabilities may change with its next rollout; the cache must not hold it for days).
 pub const DISCOVER_TTL_MAX: Duration = Duration::from_secs(300);
+
+/// One request of a legacy client to the bridge.
+pub enum Request<'a> {
+    /// `initialize` without a session: answered from a backend's `server/discover`, and the
+    /// bridged session opened with the client's `params`, within `quota`.
+    Initialize {
+        /// Who opens the session.
+        caller: &'a Caller,
+        /// The client's `initialize` params, verbatim.
+        params: Option<Arc<str>>,
+        /// The request's id.
+        id: &'a RequestId,
+        /// The caps the new session respects.
+        quota: Quota,
+    },
+    /// A POST in a bridged session, its body read and checked as one JSON-RPC message.
+    Post {
+        /// The session.
+        rec: SessionRecord,
+        /// The body as the client sent it.
+        body: &'a Bytes,
+        /// The request's id.
+        id: &'a RequestId,
+        /// Safe to send twice.
+        repeatable: bool,
+    },
+    /// GET: the session's stream, served by the gateway.
+    Get(SessionRecord),
+    /// DELETE: the session ends.
+    Delete(SessionRecord),
+}
+
+/// Serves one request of a legacy client's session on 2026-07-28 backends: the bridge's one
+/// entry point.
+pub async fn serve(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    to: Target<'_>,
+    request: Request<'_>,
+) -> Result<Served, Failed> {
+    match request {
+        Request::Initialize {
+            caller,
+            params,
+            id,
+            quota,
+        } => http::initialize(bridge, sessions, session, to, caller, params, id, quota).await,
+        Request::Post {
+            rec,
+            body,
+            id,
+            repeatable,
+        } => http::post(bridge, sessions, session, to, rec, body, id, repeatable).await,
+        Request::Get(rec) => get::get(bridge, sessions, session, (to.pool, to.dual), rec).await,
+        Request::Delete(rec) => http::delete(bridge, sessions, session, to.pool, rec).await,
+    }
+}
+
+/// A native session whose pool has no backend left that serves it natively, but 2026-07-28
+/// ones (a rolling upgrade's last legacy pod went), continues on the bridge instead of
+/// failing; any other session is returned as it is. Cheap when nothing changed: a look at the
+/// pool's backends.
+pub async fn bridge_over_if_needed(
+    sessions: &SessionManager,
+    pool: &Arc<Pool>,
+    dual: DualBackends,
+    rec: SessionRecord,
+) -> Result<SessionRecord, GatewayError> {
+    if rec.binding.is_bridged() || !bridges(pool, dual) {
+        return Ok(rec);
+    }
+    Box::pin(sessions.bridge_over(pool, &rec)).await
+}
 
 /// Whether a legacy client's new session on `pool` is bridged: no backend serves it natively
 /// and one serves it bridged (ready ones decide; when none is ready, any).

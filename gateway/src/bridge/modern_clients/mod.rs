@@ -30,14 +30,15 @@ mod side;
 mod stray;
 
 pub use park::Parking;
-pub use serve::{serve, Pooling};
+pub use serve::{serve, Target};
 
-use crate::bridge::config::PooledSessions;
+use crate::bridge::config::{BridgeConfig, PooledSessions};
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::{Backend, Pool};
+use mcp_wire::Era;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -45,6 +46,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::OnceCell;
+
+/// Whether a request of `era` on `pool` comes here: a 2026-07-28 request and only legacy
+/// backends (every backend's era known, none serving 2026-07-28: each positively a legacy
+/// session server, by the probe or by the pool's `era`), and the bridge is on
+/// (`bridge.pooled-sessions.enabled`). A backend whose answers proved nothing is of unknown
+/// era and serves 2026-07-28 requests natively.
+pub fn takes(era: Era, config: &BridgeConfig, pool: &Pool) -> bool {
+    era == Era::Stateless && config.pooled.enabled && pool.lacks_era(Era::Stateless)
+}
 
 /// How often idle pooled sessions are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);

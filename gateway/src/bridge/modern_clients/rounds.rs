@@ -54,8 +54,8 @@ impl One<'_> {
             }
             return Err(e.into());
         }
-        let ttl_ms = self.to.input_ttl.as_millis() as u64;
-        let id = match parking.park(parked, self.to.parked) {
+        let ttl_ms = self.to.config.input_ttl.as_millis() as u64;
+        let id = match parking.park(parked, self.to.config.parked) {
             Ok(id) => id,
             Err(full) => {
                 let full = *full;
@@ -80,9 +80,11 @@ impl One<'_> {
             digest: mrtr::request_digest(self.msg),
             parked: id,
             key: request.key.clone(),
-            holder: self.to.advertise.map(|a| a.url.clone()),
+            holder: self.to.config.advertise.as_ref().map(|a| a.url.clone()),
         };
-        let sealed = parking.sealer(self.to.state_key).seal(&state);
+        let sealed = parking
+            .sealer(self.to.config.request_state_key)
+            .seal(&state);
         let mut result =
             mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
         if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
@@ -116,7 +118,7 @@ impl One<'_> {
             Failed::from(GatewayError::bad_request_state(reason, detail))
         };
         let state = parking
-            .sealer(self.to.state_key)
+            .sealer(self.to.config.request_state_key)
             .open(sealed, self.principal(), unix_ms(), &digest)
             .map_err(|r| {
                 let detail = match r {
@@ -144,7 +146,7 @@ impl One<'_> {
         }
         let Some(parked) = parking.take(&state.parked) else {
             // parked on another replica: forwarded there, once
-            let own = self.to.advertise.map(|a| a.url.as_str());
+            let own = self.to.config.advertise.as_ref().map(|a| a.url.as_str());
             if let Some(holder) = state.holder.as_deref().filter(|h| Some(*h) != own) {
                 if !super::forward::was_forwarded(session) {
                     return self.forward(session, holder).await;
