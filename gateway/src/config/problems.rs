@@ -12,17 +12,17 @@ pub type Unknown = BTreeMap<String, IgnoredAny>;
 
 /// Every problem found, in order.
 #[derive(Default)]
-pub(super) struct Problems(pub(super) Vec<ConfigError>);
+pub(crate) struct Problems(pub(crate) Vec<ConfigError>);
 
 impl Problems {
-    pub(super) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError {
             path: path.into(),
             message: message.into(),
         });
     }
 
-    pub(super) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
+    pub(crate) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
         for key in unknown.keys() {
             let at = if path.is_empty() {
                 key.clone()

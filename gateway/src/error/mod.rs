@@ -2,7 +2,6 @@
 //! is a JSON-RPC error object carrying the request's id, a documented code, a message a person
 //! understands and a `data` object with machine-readable details.
 
-mod bridge;
 mod constructors;
 mod http;
 

@@ -9,9 +9,9 @@
 //! -32018 `parked-calls`. Parked calls do not count toward `limits.max-inflight` (no request
 //! of the client's is in flight while its call waits; their own bound holds them).
 
-use super::super::answer::Messages;
 use super::{InUse, Owner};
-use crate::config::ParkedBounds;
+use crate::bridge::answer::Messages;
+use crate::bridge::config::ParkedBounds;
 use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;

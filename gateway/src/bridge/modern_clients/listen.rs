@@ -13,9 +13,10 @@
 //! client going away ends the backend session (DELETE); the backend's GET stream ending ends
 //! the client's stream without a result (an abrupt end: the client re-listens and refetches).
 
-use super::super::http::{response, start_stream, write_event, Failed, Served};
 use super::serve::{end_stream, served, One};
 use super::{open, AcquireError, Entry, Key};
+use crate::bridge::client::{response, start_stream, write_event};
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
 use crate::upstream::request::{self, Target};
 use bytes::Bytes;
@@ -221,7 +222,7 @@ impl One<'_> {
     }
 
     /// The GET stream of `entry`'s session, as messages.
-    async fn get_stream(&self, entry: &Entry) -> Result<super::super::answer::Messages, Failed> {
+    async fn get_stream(&self, entry: &Entry) -> Result<crate::bridge::answer::Messages, Failed> {
         let target = Target {
             path: &entry.session.path,
             host: &entry.backend.host,
@@ -246,6 +247,6 @@ impl One<'_> {
         if !status.is_success() {
             return Err(refused(&format!("HTTP {status}")).into());
         }
-        Ok(super::super::answer::Messages::new(exchange))
+        Ok(crate::bridge::answer::Messages::new(exchange))
     }
 }

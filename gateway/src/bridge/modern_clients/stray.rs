@@ -6,8 +6,8 @@
 //! is the only one (it must be the one that asked); otherwise the backend gets a refusal, since
 //! nothing ties the request to a call.
 
-use super::super::answer::Messages;
 use super::Entry;
+use crate::bridge::answer::Messages;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
 use crate::upstream::request::{self, Target};

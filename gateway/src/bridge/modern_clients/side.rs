@@ -60,7 +60,7 @@ impl One<'_> {
 }
 
 /// A call in flight on a pooled session whose exchange may be dropped before its answer is
-/// read: the client went away, or the route's deadline passed (`proxy/pooled.rs`). Closing the
+/// read: the client went away, or the route's deadline passed (`proxy/bridged.rs`). Closing the
 /// answer stream does not stop a legacy server's tool, so the call is cancelled the legacy way
 /// (`notifications/cancelled` in the backend session) when the guard drops armed.
 pub(super) struct CancelOnDrop {

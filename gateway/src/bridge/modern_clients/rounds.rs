@@ -4,9 +4,10 @@
 //! capability; and the client's retry, checked (-32602 with `data.reason`), matched to its
 //! parked call, its answer given to the backend, the call's answer read on.
 
-use super::super::http::{response, write_json, Failed, Served};
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
+use crate::bridge::client::{response, write_json};
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::rounds::{required_capability, InputRequest};
@@ -53,8 +54,8 @@ impl One<'_> {
             }
             return Err(e.into());
         }
-        let ttl_ms = self.to.input_ttl.as_millis() as u64;
-        let id = match parking.park(parked, self.to.parked) {
+        let ttl_ms = self.to.config.input_ttl.as_millis() as u64;
+        let id = match parking.park(parked, self.to.config.parked) {
             Ok(id) => id,
             Err(full) => {
                 let full = *full;
@@ -79,9 +80,11 @@ impl One<'_> {
             digest: mrtr::request_digest(self.msg),
             parked: id,
             key: request.key.clone(),
-            holder: self.to.advertise.map(|a| a.url.clone()),
+            holder: self.to.config.advertise.as_ref().map(|a| a.url.clone()),
         };
-        let sealed = parking.sealer(self.to.state_key).seal(&state);
+        let sealed = parking
+            .sealer(self.to.config.request_state_key)
+            .seal(&state);
         let mut result =
             mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
         if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
@@ -115,7 +118,7 @@ impl One<'_> {
             Failed::from(GatewayError::bad_request_state(reason, detail))
         };
         let state = parking
-            .sealer(self.to.state_key)
+            .sealer(self.to.config.request_state_key)
             .open(sealed, self.principal(), unix_ms(), &digest)
             .map_err(|r| {
                 let detail = match r {
@@ -143,7 +146,7 @@ impl One<'_> {
         }
         let Some(parked) = parking.take(&state.parked) else {
             // parked on another replica: forwarded there, once
-            let own = self.to.advertise.map(|a| a.url.as_str());
+            let own = self.to.config.advertise.as_ref().map(|a| a.url.as_str());
             if let Some(holder) = state.holder.as_deref().filter(|h| Some(*h) != own) {
                 if !super::forward::was_forwarded(session) {
                     return self.forward(session, holder).await;

@@ -1,6 +1,7 @@
-//! The named constructors of the era bridge's errors (a legacy client on 2026-07-28 backends).
+//! The named constructors of the era bridges' errors (both bridges); their kinds, JSON-RPC codes
+//! and HTTP statuses are rows of the error table (`crate::error`).
 
-use super::{ErrorKind, GatewayError};
+use crate::error::{ErrorKind, GatewayError};
 use serde_json::Value;
 
 impl GatewayError {

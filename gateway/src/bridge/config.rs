@@ -1,8 +1,9 @@
-//! `bridge`: the era bridge's settings. `bridge.pooled-sessions` bounds the backend sessions
+//! `bridge`: the era bridges' settings. `bridge.pooled-sessions` bounds the backend sessions
 //! the gateway opens and keeps on legacy (session) backends for 2026-07-28 clients
-//! (`crate::bridge::pooled`): file struct, typed settings with their defaults, validation.
+//! (`super::modern_clients`): file struct, typed settings with their defaults, validation.
+//! A leaf of `crate::config` (which imports it): it imports only `config/problems.rs`.
 
-use super::problems::{Problems, Unknown};
+use crate::config::problems::{Problems, Unknown};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;
@@ -103,7 +104,7 @@ pub struct BridgeConfig {
     /// process (read at start; a reload does not change it).
     pub request_state_key: Option<[u8; 32]>,
     /// Where other replicas reach this one (`advertise-url`). Default none.
-    pub advertise: Option<super::bridge_advertise::Advertise>,
+    pub advertise: Option<super::advertise::Advertise>,
     /// `cache-hints`: `ttlMs` (default 0) and whether `cacheScope` is `public` (default
     /// private) on cacheable bridged answers without hints of their own.
     pub cache_ttl_ms: u64,
@@ -197,7 +198,7 @@ impl PooledSessions {
 }
 
 /// Validates `bridge`.
-pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
+pub(crate) fn validate(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     p.unknown(
         "bridge",
         &file.unknown,
@@ -224,7 +225,7 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     let advertise = file
         .advertise_url
         .as_deref()
-        .and_then(|url| super::bridge_advertise::advertise(p, url));
+        .and_then(|url| super::advertise::advertise(p, url));
     if advertise.is_some() && file.request_state_key_file.is_none() {
         p.add(
             "bridge.advertise-url",
