@@ -132,16 +132,4 @@ mod tests {
             assert_eq!(check(bad), (None, 1), "{bad}");
         }
     }
-
-    #[test]
-    fn an_advertise_url_needs_the_shared_state_key() {
-        let yaml = "listen: 127.0.0.1:1\nadmin: 127.0.0.1:2\nbridge: { advertise-url: \"http://10.0.0.7:8080\" }\n";
-        let errors = crate::config::parse(yaml).unwrap_err();
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.path == KEY && e.message.contains("request-state-key-file")),
-            "{errors:?}"
-        );
-    }
 }

@@ -6,7 +6,7 @@ use crate::error::GatewayError;
 use crate::upstream::Backend;
 use bytes::Bytes;
 use mcp_wire::headers::MCP_SESSION_ID;
-use mcp_wire::{sse, RequestId};
+use mcp_wire::sse;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
@@ -50,15 +50,6 @@ pub struct Served {
 
 /// Rewrites a list answer body, or `None` when nothing changes.
 pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
-
-/// A JSON-RPC response with the request's id verbatim and `key` (`result` or `error`).
-pub(super) fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
-    let value = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
-    Bytes::from(format!(
-        r#"{{"jsonrpc":"2.0","id":{},"{key}":{value}}}"#,
-        id.as_json()
-    ))
-}
 
 /// A whole JSON answer (`status`, the gateway session id when there is one).
 pub(super) async fn write_json(

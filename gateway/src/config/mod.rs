@@ -53,6 +53,8 @@ pub fn load(path: &std::path::Path) -> Result<Config, Vec<ConfigError>> {
 }
 
 #[cfg(test)]
+mod bridge_section_tests;
+#[cfg(test)]
 mod schema_tests;
 #[cfg(test)]
 mod tests;

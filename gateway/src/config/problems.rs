@@ -44,8 +44,8 @@ impl Problems {
     }
 
     /// Compiles a glob, or notes why it is none.
-    pub(super) fn pattern(&mut self, path: String, glob: &str) -> Option<super::Pattern> {
-        match super::Pattern::new(glob) {
+    pub(super) fn pattern(&mut self, path: String, glob: &str) -> Option<super::pattern::Pattern> {
+        match super::pattern::Pattern::new(glob) {
             Ok(pattern) => Some(pattern),
             Err(e) => {
                 self.add(path, format!("bad glob `{glob}`: {}", e.kind()));

@@ -8,7 +8,7 @@ use super::call::{Call, Final, Progress};
 use super::serves_bridged;
 use super::upstream::Upstream;
 use crate::bridge::answer::Messages;
-use crate::bridge::client::{accepted, response, start_stream, write_event, write_json};
+use crate::bridge::client::{accepted, start_stream, write_event, write_json};
 use crate::bridge::{Bridge, Failed, ListFilter, Served};
 use crate::config::DualBackends;
 use crate::error::GatewayError;
@@ -22,7 +22,7 @@ use mcp_wire::translate::request::{self, disposition, Disposition};
 use mcp_wire::translate::result::initialize_result;
 use mcp_wire::translate::rounds::client_answer;
 use mcp_wire::translate::ClientInit;
-use mcp_wire::{sse, RequestId};
+use mcp_wire::{messages, sse, RequestId};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
@@ -109,7 +109,7 @@ pub(super) async fn initialize(
         quota,
     };
     let rec = sessions.open_bridged(to.pool, opening).await?;
-    let body = response(id, "result", &result);
+    let body = messages::result(id, &result);
     write_json(session, 200, Some(&rec.id), body).await?;
     Ok(served)
 }
@@ -328,7 +328,7 @@ impl Bridged<'_> {
         }
         let body = match done {
             Ok(Final::Result(result)) => {
-                let body = response(self.id, "result", &result);
+                let body = messages::result(self.id, &result);
                 match self.to.filter {
                     Some(filter) => filter(&body).unwrap_or(body),
                     None => body,
@@ -338,7 +338,7 @@ impl Bridged<'_> {
                 Some(filter) => filter(&raw).unwrap_or(raw),
                 None => raw,
             },
-            Ok(Final::Error(error)) => response(self.id, "error", &error),
+            Ok(Final::Error(error)) => messages::relayed_error(self.id, &error),
             Ok(Final::Cancelled) if streaming => {
                 session.write_response_body(None, true).await?;
                 return Ok(Served {
@@ -392,7 +392,7 @@ pub(super) async fn delete(
 
 /// The `{}` result the gateway answers itself (`ping`, `logging/setLevel`, subscriptions).
 async fn empty_result(session: &mut Session, id: &RequestId) -> Result<Served> {
-    let body = response(id, "result", &serde_json::json!({}));
+    let body = messages::empty_result(id);
     write_json(session, 200, None, body).await?;
     Ok(Served::default())
 }

@@ -6,13 +6,14 @@
 
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
-use crate::bridge::client::{response, write_json};
+use crate::bridge::client::write_json;
 use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
+use mcp_wire::messages;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::rounds::{required_capability, InputRequest};
 use pingora::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 impl One<'_> {
     fn principal(&self) -> &str {
@@ -40,11 +41,8 @@ impl One<'_> {
             .map_err(|e| GatewayError::untranslatable(&entry.pool.name, &e.to_string()))?;
         if !self.env.declares(&required.0) {
             parking.refused(&entry.pool.name);
-            let refusal = json!({"jsonrpc": "2.0", "id": parked.server_id, "error": {
-                "code": -32603,
-                "message": "the 2026-07-28 client did not declare this capability (mcp-gateway)",
-            }})
-            .to_string();
+            let refusal =
+                GatewayError::capability_not_declared_upstream().to_backend(&parked.server_id);
             parking.end_upstream(parked, refusal, "the client lacks the capability");
             let mut e = GatewayError::missing_client_capability(&request.method, required.1);
             e.status = Some(400);
@@ -60,11 +58,8 @@ impl One<'_> {
             Err(full) => {
                 let full = *full;
                 // never left hanging: the backend's request refused, the call cancelled
-                let refusal = json!({"jsonrpc": "2.0", "id": full.call.server_id, "error": {
-                    "code": -32603,
-                    "message": "the gateway holds its limit of calls waiting for input (mcp-gateway)",
-                }})
-                .to_string();
+                let refusal =
+                    GatewayError::no_room_to_park_upstream().to_backend(&full.call.server_id);
                 parking.end_upstream(full.call, refusal, "too many calls wait for input");
                 let e = GatewayError::parked_calls_full(full.scope, full.limit);
                 if *streaming {
@@ -85,16 +80,15 @@ impl One<'_> {
         let sealed = parking
             .sealer(self.to.config.request_state_key)
             .seal(&state);
-        let mut result =
-            mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
-        if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
-        {
-            r.insert(
-                "_meta".into(),
-                json!({mcp_wire::translate::META_SERVER_INFO: info}),
-            );
-        }
-        let body = response(self.id, "result", &result);
+        let info = entry.init_result.get("serverInfo");
+        let result = mrtr::input_required(
+            &request.key,
+            &request.method,
+            &request.params,
+            &sealed,
+            info,
+        );
+        let body = messages::result(self.id, &result);
         if *streaming {
             end_stream(session, body).await?;
         } else {

@@ -24,7 +24,7 @@ use super::park::Parked;
 use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
-use crate::bridge::client::{accepted, response, start_stream, write_event, write_json};
+use crate::bridge::client::{accepted, start_stream, write_event, write_json};
 use crate::bridge::config::BridgeConfig;
 use crate::bridge::Bridge;
 use crate::bridge::{Failed, ListFilter, Served};
@@ -34,14 +34,14 @@ use crate::upstream::client::CallError;
 use crate::upstream::request;
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
-use mcp_wire::messages::safe_to_repeat;
+use mcp_wire::messages::{self, safe_to_repeat};
 use mcp_wire::translate::legacy::{self, ModernEnvelope};
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::result::peek;
 use mcp_wire::{sse, Era, RequestId};
 use pingora::http::RequestHeader;
 use pingora::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Methods of the session era that would change the pooled backend session for everyone in
@@ -201,7 +201,7 @@ impl One<'_> {
             let entry = used.0.clone();
             if self.method == "server/discover" {
                 let result = legacy::discover_result(&entry.init_result);
-                write_json(session, 200, None, response(self.id, "result", &result)).await?;
+                write_json(session, 200, None, messages::result(self.id, &result)).await?;
                 return Ok(Served {
                     backend: Some(backend),
                 });
@@ -378,7 +378,10 @@ impl One<'_> {
                         strays,
                         owner: self.owner.clone(),
                     };
-                    let params = m.get("params").cloned().unwrap_or_else(|| json!({}));
+                    let params = m
+                        .get("params")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default()));
                     return self.park(session, parked, params, streaming).await;
                 }
                 self.refuse_server_request(entry, &m);
@@ -401,7 +404,7 @@ impl One<'_> {
         drop(used);
         let body = match answer {
             Some(mut m) => match m.get_mut("error") {
-                Some(error) => response(self.id, "error", &error.take()),
+                Some(error) => messages::relayed_error(self.id, &error.take()),
                 None => {
                     let result = m.get_mut("result").map(Value::take).unwrap_or_default();
                     let info = entry.init_result.get("serverInfo");
@@ -411,7 +414,7 @@ impl One<'_> {
                         public: self.to.config.cache_public && self.to.principal.is_none(),
                     };
                     let result = legacy::modern_result(result, self.method, info, hints);
-                    let body = response(self.id, "result", &result);
+                    let body = messages::result(self.id, &result);
                     match self.to.filter {
                         Some(filter) => filter(&body).unwrap_or(body),
                         None => body,
