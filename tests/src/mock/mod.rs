@@ -63,6 +63,10 @@ struct Shared {
     capture: std::sync::atomic::AtomicBool,
     captured: Mutex<Vec<Captured>>,
     legacy: Option<legacy::Sessions>,
+    /// Connections accepted and not yet closed.
+    open: std::sync::atomic::AtomicUsize,
+    /// Whether the listener is still open (false once a kill has closed it).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 impl MockServer {
@@ -139,6 +143,7 @@ impl MockServer {
                         Ok(l) => break l,
                         Err(_) if port != 0 && attempts < 100 => {
                             attempts += 1;
+                            // a bounded retry of the bind itself, the event waited for
                             tokio::time::sleep(Duration::from_millis(20)).await;
                         }
                         Err(e) => panic!("bind mock on port {port}: {e}"),
@@ -168,6 +173,8 @@ impl MockServer {
             capture: std::sync::atomic::AtomicBool::new(true),
             captured: Mutex::new(Vec::new()),
             legacy,
+            open: Default::default(),
+            listening: std::sync::atomic::AtomicBool::new(true),
         });
         let (stop, stopped) = watch::channel(false);
         let serving = shared.clone();
@@ -187,16 +194,24 @@ impl MockServer {
                         // not wait for a delayed ACK.
                         let _ = stream.set_nodelay(true);
                         let (shared, mut stopped) = (serving.clone(), stopped.clone());
+                        shared.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         tokio::spawn(async move {
+                            // the connection is closed when `serve` is dropped, at the end of
+                            // the select
                             tokio::select! {
                                 _ = serve(stream, &shared) => {}
                                 _ = stopped.changed() => {}
                             }
+                            shared.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                         });
                     }
-                    _ = stopped_accept.changed() => return,
+                    _ = stopped_accept.changed() => break,
                 }
             }
+            drop(bound);
+            serving
+                .listening
+                .store(false, std::sync::atomic::Ordering::SeqCst);
         });
         MockServer {
             addr,
@@ -237,13 +252,22 @@ impl MockServer {
         let _ = self.stop.send(true);
     }
 
-    /// Kills the mock and gives the gateway a moment to see its idle connections close, as
-    /// it would for a pod that died before the next call. (A call arriving in the very instant
-    /// of the death can still find a pooled connection closed under it and get -32013, like a
-    /// call in flight: the tests for that use [`MockServer::kill`].)
+    /// Kills the mock and waits until it has closed its listener and every connection it had
+    /// open (each a FIN at the gateway's pooled connection before this returns), as for a pod
+    /// that died before the next call. The gateway reads those FINs on its own time: nothing
+    /// it exposes says when its pool has dropped them, so a call sent at once can still, rarely,
+    /// find a pooled connection closed under it and get -32013, like a call in flight (the
+    /// tests for that use [`MockServer::kill`]).
     pub async fn die(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
         self.kill();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let shared = &self.shared;
+        crate::eventually(
+            &format!("{} closed its listener and connections", self.name),
+            Duration::from_secs(5),
+            || !shared.listening.load(SeqCst) && shared.open.load(SeqCst) == 0,
+        )
+        .await;
     }
 
     /// Requests received so far.
@@ -392,6 +416,7 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
         "odd_response" => write(stream, 200, "application/json", ODD_RESPONSE.as_bytes()).await,
         "drop_connection" => false,
         "slow" | "sleep" => {
+            // a backend that answers late is the behaviour asked for
             tokio::time::sleep(Duration::from_millis(arg("ms", 1000))).await;
             write(stream, 200, "application/json", &result(name)).await
         }
@@ -413,7 +438,8 @@ async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) ->
                 }
                 let gap = arg("gap_ms", 200);
                 if gap > 0 {
-                    // (a zero gap writes the events back to back: a timer would add a tick each)
+                    // the gap between events is the behaviour asked for (a zero gap writes the
+                    // events back to back: a timer would add a tick each)
                     tokio::time::sleep(Duration::from_millis(gap)).await;
                 }
             }
