@@ -66,6 +66,7 @@ async fn a_request_head_sent_a_byte_at_a_time_is_cut_off_after_the_header_timeou
             {
                 return;
             }
+            // the slow client is the behaviour under test: a header line every 200 ms
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     });
