@@ -7,12 +7,11 @@ use crate::config::StoreConfig;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
 use crate::reload::ReloadService;
-use crate::session::store::{Cached, Instrumented, RedisStore, Ttl};
+use crate::session::store::{Cached, Instrumented, RedisEvents, RedisStore, StreamStore, Ttl};
 use crate::session::{
     EvacuationService, ExpiryService, MemoryStore, SessionManager, SessionObserver, SessionStore,
 };
 use crate::state::State;
-use crate::stream::redis::RedisEvents;
 use crate::stream::Streams;
 use crate::upstream::attempt::Engine;
 use crate::upstream::discovery::DiscoveryService;
@@ -51,7 +50,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         idle: config.sessions.idle_timeout,
         tombstone: config.sessions.idle_timeout,
     };
-    let mut events = None;
+    let mut events: Option<Arc<dyn StreamStore>> = None;
     let store: Arc<dyn SessionStore> = match &config.sessions.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
         // measured where it meets the network; a per-replica cache of recent records in front

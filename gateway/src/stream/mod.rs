@@ -6,12 +6,14 @@
 //!   there, resumed upstream after the backend's own id) and `Last-Event-ID` replay;
 //! - `standalone.rs` + `held.rs`: the session's standalone stream, held by the gateway and
 //!   handed to client GETs;
-//! - `redis.rs`: events written through to Redis so another replica can replay them;
+//! - `remote.rs`: a stream another replica writes, replayed from the shared store (every
+//!   stream's events are written through to it when sessions are shared: `Resume`);
 //! - `owner.rs`: the stream lease (one replica holds a session's stream), `shared.rs`: the
-//!   held stream read live from another replica through Redis.
+//!   held stream read live from another replica through the shared store.
 //!
 //! [`Streams`] reaches a session only through [`SessionLink`] (forward, send on the binding,
-//! cancel, mark a lost connection, record use); the session manager tells it what streams must
+//! cancel, mark a lost connection, record use, the stream lease) and what the store keeps of
+//! streams only through the [`StreamStore`] it is handed; the session manager tells it what streams must
 //! know (a session ended, moved, a new config) through [`SessionObserver`].
 
 mod answer;
@@ -21,7 +23,7 @@ mod ingest;
 mod link;
 mod log;
 mod owner;
-pub mod redis;
+mod remote;
 mod resume;
 mod shared;
 mod standalone;
@@ -36,6 +38,7 @@ pub use standalone::{is_stream, StreamOpened};
 
 use crate::config::SessionConfig;
 use crate::metrics::Metrics;
+use crate::session::store::StreamStore;
 use crate::session::{SessionObserver, SessionRecord};
 use crate::upstream::Pool;
 use async_trait::async_trait;
@@ -58,11 +61,11 @@ pub struct Streams {
 
 impl Streams {
     /// Streams of `sessions`' sessions, counted into `metrics`, written through to `mirror`
-    /// when one is given (the Redis store).
+    /// when one is given (a store shared by replicas).
     pub fn new(
         sessions: Arc<dyn SessionLink>,
         metrics: Metrics,
-        mirror: Option<Arc<redis::RedisEvents>>,
+        mirror: Option<Arc<dyn StreamStore>>,
     ) -> Streams {
         Streams {
             sessions,
