@@ -9,7 +9,7 @@
 //! - `/healthz`, `/readyz` and `/metrics` need no token (probes and scrapers).
 
 use crate::config::{Config, LOOPBACK_ORIGINS};
-use crate::listener::guard::Patterns;
+use crate::downstream::guard::Patterns;
 use http::header::{AUTHORIZATION, HOST, ORIGIN};
 use pingora::http::RequestHeader;
 use std::net::IpAddr;

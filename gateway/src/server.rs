@@ -75,13 +75,13 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     );
     let mut proxy = Service::new(
         "mcp-gateway".into(),
-        crate::listener::Guarded::new(proxy, state.clone()),
+        crate::downstream::Guarded::new(proxy, state.clone()),
     );
     let listen = config.listen.to_string();
     match &config.listen_tls {
-        None => proxy.add_listener(crate::listener::client_endpoint(&listen, None)),
-        Some(tls) => match crate::proxy::listen_tls::ReloadingCert::new(&tls.cert, &tls.key) {
-            Ok(cert) => proxy.add_listener(crate::listener::client_endpoint(
+        None => proxy.add_listener(crate::downstream::client_endpoint(&listen, None)),
+        Some(tls) => match crate::downstream::tls::ReloadingCert::new(&tls.cert, &tls.key) {
+            Ok(cert) => proxy.add_listener(crate::downstream::client_endpoint(
                 &listen,
                 Some(cert.settings()),
             )),

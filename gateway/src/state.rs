@@ -2,7 +2,7 @@
 
 use crate::admission::Admission;
 use crate::config::Config;
-use crate::listener::guard::PeerGuard;
+use crate::downstream::guard::PeerGuard;
 use crate::metrics::Metrics;
 use crate::routing::Router;
 use crate::upstream::Pool;
@@ -45,7 +45,7 @@ impl crate::upstream::LivePools for arc_swap::ArcSwap<State> {
 }
 
 /// The running state hands the listener the client timeouts in force.
-impl crate::listener::CurrentTimeouts for arc_swap::ArcSwap<State> {
+impl crate::downstream::CurrentTimeouts for arc_swap::ArcSwap<State> {
     fn client_timeouts(&self) -> crate::config::ClientTimeouts {
         self.load().config.client_timeouts
     }

@@ -1,8 +1,15 @@
 //! The JSON-RPC messages the gateway writes on its own, by name: the replay of a client's
-//! `initialize` after a move (and the settings it had made), and the cancellation of a
-//! request whose deadline passed. Params given as JSON text go in verbatim (never
-//! re-serialized); ids are the gateway's own, so a backend's log says where they came from.
-//! Also here: which methods are safe to send twice.
+//! `initialize` after a move (and the settings it had made), the cancellation of a request
+//! whose deadline passed, and what the era bridges write: responses to a client's request
+//! (a result, a backend's error relayed), and to a backend's own request (the gateway's
+//! refusal, whose code and message come from the gateway's error table), cancellations and
+//! subscriptions in a backend session. Params given as JSON text go in verbatim (never
+//! re-serialized); ids are the gateway's own, so a backend's log says where they came from; a
+//! client's id is written as it sent it. Also here: which methods are safe to send twice.
+
+use crate::RequestId;
+use bytes::Bytes;
+use serde_json::{json, Value};
 
 /// Methods whose repetition cannot change server state: retried transparently when the
 /// backend was lost mid-answer.
@@ -64,6 +71,54 @@ pub fn deadline_cancelled(request_id: &str) -> String {
     )
 }
 
+/// The response to the client's request `id` with `result`.
+pub fn result(id: &RequestId, result: &Value) -> Bytes {
+    response(id, "result", result)
+}
+
+/// The empty result `{}`, for what the gateway answers itself (`ping`, `logging/setLevel`,
+/// a subscription kept by the gateway).
+pub fn empty_result(id: &RequestId) -> Bytes {
+    response(id, "result", &json!({}))
+}
+
+/// The response to the client's request `id` carrying a backend's `error` object as it is
+/// (relayed; the gateway's own errors are written by its error table).
+pub fn relayed_error(id: &RequestId, error: &Value) -> Bytes {
+    response(id, "error", error)
+}
+
+/// A JSON-RPC response with the request's id verbatim (a 23-digit id must not become a
+/// float) and `key` (`result` or `error`).
+fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
+    let value = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{},"{key}":{value}}}"#,
+        id.as_json()
+    ))
+}
+
+/// `notifications/cancelled` for the gateway's own request `request_id` in a backend session,
+/// with the `reason` a backend's log shows.
+pub fn cancelled(request_id: &str, reason: &str) -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": request_id, "reason": reason}})
+    .to_string()
+}
+
+/// The error response to a backend's own request `id` (its id as the backend sent it) that
+/// the gateway refuses: `code` and `message` only, from the gateway's error table.
+pub fn error_to_backend(id: &Value, code: i32, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// `resources/subscribe` of `uri` with the gateway's own request `id`.
+pub fn subscribe(id: &str, uri: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
+        "params": {"uri": uri}})
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +153,43 @@ mod tests {
         let cancel = parsed(deadline_cancelled(r#""req-7""#));
         assert_eq!(cancel["params"]["requestId"], "req-7");
         assert!(cancel.get("id").is_none(), "a notification has no id");
+    }
+
+    #[test]
+    fn responses_to_a_client_echo_its_id_verbatim() {
+        let id = RequestId::from_json("12345678901234567890123").unwrap();
+        assert_eq!(
+            &result(&id, &json!({"a": 1}))[..],
+            br#"{"jsonrpc":"2.0","id":12345678901234567890123,"result":{"a":1}}"#
+        );
+        assert_eq!(
+            &empty_result(&id)[..],
+            br#"{"jsonrpc":"2.0","id":12345678901234567890123,"result":{}}"#
+        );
+        let error = json!({"code": -32000, "message": "Tool failed"});
+        assert_eq!(
+            &relayed_error(&id, &error)[..],
+            br#"{"jsonrpc":"2.0","id":12345678901234567890123,"error":{"code":-32000,"message":"Tool failed"}}"#
+        );
+    }
+
+    #[test]
+    fn messages_in_a_backend_session_are_written_as_before() {
+        assert_eq!(
+            cancelled("mcpgw-pool-3", "the client went away"),
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"the client went away","requestId":"mcpgw-pool-3"}}"#
+        );
+        assert_eq!(
+            error_to_backend(&json!(7), -32603, "no"),
+            r#"{"error":{"code":-32603,"message":"no"},"id":7,"jsonrpc":"2.0"}"#
+        );
+        assert_eq!(
+            error_to_backend(&Value::Null, -32601, "no"),
+            r#"{"error":{"code":-32601,"message":"no"},"id":null,"jsonrpc":"2.0"}"#
+        );
+        let sub = parsed(subscribe("mcpgw-pool-4", "file:///a"));
+        assert_eq!(sub["id"], "mcpgw-pool-4");
+        assert_eq!(sub["method"], "resources/subscribe");
+        assert_eq!(sub["params"], json!({"uri": "file:///a"}));
     }
 }

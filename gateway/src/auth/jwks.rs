@@ -2,8 +2,9 @@
 //! fetched again when a token names a `kid` not in it — one fetch at a time, and at most one
 //! per `refresh-min-interval-s`, so a stream of made-up `kid`s cannot turn the gateway into a
 //! load generator against the identity provider. A fetch of an URL is bounded by
-//! `fetch-timeout-s` (5 s): a key set that does not come in time is "unavailable" (503 -32025). `jsonwebtoken` parses keys but does not fetch
-//! them; fetching goes through pingora's connector (TLS via its rustls feature).
+//! `fetch-timeout-s` (5 s): a key set that does not come in time is "unavailable" (503 -32025).
+//! `jsonwebtoken` parses keys but does not fetch them; the HTTP(S) GET is the leaf `fetch.rs`'s
+//! (over pingora's connector, TLS via its rustls feature), so no pingora type is used here.
 
 use crate::config::{JwksSource, JwtConfig};
 use arc_swap::ArcSwap;
@@ -200,129 +201,11 @@ fn algorithms_for(jwk: &Jwk) -> Vec<Algorithm> {
     by_type.into_iter().filter(|a| *a == pinned).collect()
 }
 
-/// Where a key set URL points: parsed by the WHATWG parser (`url`), so a query is kept, a
-/// port or an IPv6 literal read right, and userinfo refused (a credential in a URL would be
-/// written in every log line that names it; config validation refuses it too).
-#[derive(Debug, PartialEq, Eq)]
-struct Target {
-    tls: bool,
-    /// `host:port` to resolve (an IPv6 literal in brackets).
-    connect: String,
-    /// The `Host` header: the host, and the port when the URL names one.
-    authority: String,
-    /// The TLS server name: the host without brackets.
-    sni: String,
-    /// The request target: the path and the query, if any (never the fragment).
-    path_and_query: String,
-}
-
-fn target(url: &str) -> Result<Target, String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not an URL: {e}"))?;
-    let tls = match parsed.scheme() {
-        "https" => true,
-        "http" => false,
-        _ => return Err(format!("`{url}` is not an http(s) URL")),
-    };
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err("a key set URL must not carry userinfo (user:password@)".into());
-    }
-    let host = parsed
-        .host_str()
-        .ok_or_else(|| format!("`{url}` names no host"))?;
-    let port = parsed
-        .port_or_known_default()
-        .unwrap_or(if tls { 443 } else { 80 });
-    let authority = match parsed.port() {
-        Some(p) => format!("{host}:{p}"),
-        None => host.to_owned(),
-    };
-    let path_and_query = match parsed.query() {
-        Some(q) => format!("{}?{q}", parsed.path()),
-        None => parsed.path().to_owned(),
-    };
-    Ok(Target {
-        tls,
-        connect: format!("{host}:{port}"),
-        authority,
-        sni: host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned(),
-        path_and_query,
-    })
-}
-
 /// GETs `url` (http or https) and returns the body of a 200 answer.
 async fn fetch(url: &str) -> Result<bytes::Bytes, String> {
-    let Target {
-        tls,
-        connect,
-        authority,
-        sni,
-        path_and_query,
-    } = target(url)?;
-    let addr = tokio::net::lookup_host(connect.as_str())
-        .await
-        .map_err(|e| format!("resolving {authority}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{authority} has no address"))?;
-    let mut peer = pingora::upstreams::peer::HttpPeer::new(addr, tls, sni);
-    peer.options.connection_timeout = Some(Duration::from_secs(5));
-    peer.options.read_timeout = Some(Duration::from_secs(10));
-    let mut req = pingora::http::RequestHeader::build("GET", path_and_query.as_bytes(), Some(3))
-        .map_err(|e| e.to_string())?;
-    req.insert_header("host", authority.as_str())
-        .map_err(|e| e.to_string())?;
-    req.insert_header("accept", "application/json")
-        .map_err(|e| e.to_string())?;
-    let (head, body) = crate::fetch::get(&peer, &req, JWKS_LIMIT)
-        .await
-        .map_err(|e| format!("fetching {url}: {e}"))?;
-    if head.status != 200 {
-        return Err(format!("fetching {url}: status {}", head.status));
+    let answer = crate::fetch::get(url, "application/json", JWKS_LIMIT).await?;
+    if answer.status != 200 {
+        return Err(format!("fetching {url}: status {}", answer.status));
     }
-    Ok(body)
-}
-
-#[cfg(test)]
-mod url_tests {
-    use super::{target, Target};
-
-    #[test]
-    fn a_query_and_a_port_are_kept() {
-        assert_eq!(
-            target("https://idp.example:8443/keys?tenant=a&v=2").unwrap(),
-            Target {
-                tls: true,
-                connect: "idp.example:8443".into(),
-                authority: "idp.example:8443".into(),
-                sni: "idp.example".into(),
-                path_and_query: "/keys?tenant=a&v=2".into(),
-            }
-        );
-    }
-
-    #[test]
-    fn a_query_without_a_path_and_the_default_port() {
-        let t = target("http://127.0.0.1?k=1#frag").unwrap();
-        assert_eq!(t.connect, "127.0.0.1:80");
-        assert_eq!(t.authority, "127.0.0.1");
-        assert_eq!(t.path_and_query, "/?k=1");
-    }
-
-    #[test]
-    fn an_ipv6_literal_keeps_its_brackets_except_in_the_server_name() {
-        let t = target("https://[::1]:9443/jwks").unwrap();
-        assert_eq!(t.connect, "[::1]:9443");
-        assert_eq!(t.authority, "[::1]:9443");
-        assert_eq!(t.sni, "::1");
-    }
-
-    #[test]
-    fn userinfo_is_refused_and_the_error_does_not_repeat_it() {
-        let err = target("https://user:s3cret@idp.example/keys").unwrap_err();
-        assert!(err.contains("userinfo"), "{err}");
-        assert!(!err.contains("s3cret"), "{err}");
-        assert!(target("ftp://idp.example/keys").is_err());
-    }
+    Ok(answer.body)
 }

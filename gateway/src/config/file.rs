@@ -59,7 +59,7 @@ pub struct FileConfig {
     pub client_timeouts: FileClientTimeouts,
     /// `bridge`: the era bridge (pooled backend sessions for 2026-07-28 clients on legacy backends).
     #[serde(default)]
-    pub bridge: super::bridge::FileBridge,
+    pub bridge: crate::bridge::config::FileBridge,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]

@@ -125,7 +125,7 @@ pub struct Limits {
     /// Client connections open at once (the listener refuses the ones over it).
     pub max_connections: Option<usize>,
     /// Client connections open at once from one client address (`None`: the default share,
-    /// `listener::cap`).
+    /// `downstream::cap`).
     pub max_connections_per_client: Option<usize>,
     /// Sessions held by one client identity.
     pub max_sessions_per_client: Option<usize>,

@@ -2,15 +2,13 @@
 //! (`internal`), and loading from disk.
 
 mod auth;
-mod bridge;
-mod bridge_advertise;
 mod capture;
 mod file;
 mod hardening;
 mod internal;
 mod pattern;
 mod pools;
-mod problems;
+pub(crate) mod problems;
 mod route_auth;
 pub mod schema;
 mod sentinel;
@@ -18,12 +16,12 @@ mod sessions;
 mod tracing;
 mod validate;
 
+pub use crate::bridge::advertise::Advertise;
+pub use crate::bridge::config::{BridgeConfig, ParkedBounds, PooledSessions};
 pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
-pub use bridge::{BridgeConfig, ParkedBounds, PooledSessions};
-pub use bridge_advertise::Advertise;
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
@@ -54,6 +52,8 @@ pub fn load(path: &std::path::Path) -> Result<Config, Vec<ConfigError>> {
     parse(&text)
 }
 
+#[cfg(test)]
+mod bridge_section_tests;
 #[cfg(test)]
 mod schema_tests;
 #[cfg(test)]

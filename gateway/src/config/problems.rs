@@ -12,17 +12,17 @@ pub type Unknown = BTreeMap<String, IgnoredAny>;
 
 /// Every problem found, in order.
 #[derive(Default)]
-pub(super) struct Problems(pub(super) Vec<ConfigError>);
+pub(crate) struct Problems(pub(crate) Vec<ConfigError>);
 
 impl Problems {
-    pub(super) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(ConfigError {
             path: path.into(),
             message: message.into(),
         });
     }
 
-    pub(super) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
+    pub(crate) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
         for key in unknown.keys() {
             let at = if path.is_empty() {
                 key.clone()
@@ -44,8 +44,8 @@ impl Problems {
     }
 
     /// Compiles a glob, or notes why it is none.
-    pub(super) fn pattern(&mut self, path: String, glob: &str) -> Option<super::Pattern> {
-        match super::Pattern::new(glob) {
+    pub(super) fn pattern(&mut self, path: String, glob: &str) -> Option<super::pattern::Pattern> {
+        match super::pattern::Pattern::new(glob) {
             Ok(pattern) => Some(pattern),
             Err(e) => {
                 self.add(path, format!("bad glob `{glob}`: {}", e.kind()));

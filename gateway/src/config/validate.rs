@@ -141,7 +141,7 @@ impl Config {
             .and_then(|t| super::tracing::tracing_config(&mut p, t));
         let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
-        let bridge = super::bridge::bridge(&mut p, &file.bridge);
+        let bridge = crate::bridge::config::validate(&mut p, &file.bridge);
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =

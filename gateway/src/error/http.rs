@@ -47,6 +47,12 @@ impl GatewayError {
         }
     }
 
+    /// The answer to a backend's own request `id` (as the backend sent it) that the gateway
+    /// refuses: code and message only (a backend's SDK reads nothing more).
+    pub fn to_backend(&self, id: &Value) -> String {
+        mcp_wire::messages::error_to_backend(id, self.kind.code(), &self.message)
+    }
+
     /// HTTP status, headers and body of the answer. Headers are (name, value) pairs.
     pub fn to_http(&self, id: &RequestId) -> (u16, Vec<(&'static str, String)>, Bytes) {
         let body = self.body(id);

@@ -2,7 +2,6 @@
 //! is a JSON-RPC error object carrying the request's id, a documented code, a message a person
 //! understands and a `data` object with machine-readable details.
 
-mod bridge;
 mod constructors;
 mod http;
 
@@ -118,6 +117,17 @@ pub enum ErrorKind {
     /// `data.limit`). Nothing is stored or sent. -32036, HTTP 200 (one call's refusal: every
     /// client shows it, and the session goes on).
     SubscriptionLimit,
+    /// The reverse bridge refuses a legacy backend's own request to a 2026-07-28 client
+    /// (`elicitation/create`, `sampling/createMessage`, `roots/list`): the client did not
+    /// declare the capability, no call can be parked for it, no one call is in flight to
+    /// relate it to, or the client did not retry in time. Sent to the backend as the answer to
+    /// its request (code and message only), never to a client. JSON-RPC -32603 (the backend's
+    /// SDK fails that request; its call goes on or ends as it chooses).
+    ServerRequestRefused,
+    /// The reverse bridge does not carry this server→client request method of a legacy
+    /// backend to a 2026-07-28 client. Sent to the backend like [`Self::ServerRequestRefused`].
+    /// JSON-RPC -32601 (method not found, as the client would answer it).
+    ServerRequestNotBridged,
 }
 
 impl ErrorKind {
@@ -159,6 +169,8 @@ impl ErrorKind {
             ErrorKind::Untranslatable => -32035,
             ErrorKind::HolderUnreachable => -32004,
             ErrorKind::SubscriptionLimit => -32036,
+            ErrorKind::ServerRequestRefused => -32603,
+            ErrorKind::ServerRequestNotBridged => -32601,
         }
     }
 
@@ -204,6 +216,9 @@ impl ErrorKind {
             | ErrorKind::InputNotGiven
             | ErrorKind::Untranslatable => 200,
             ErrorKind::SubscriptionLimit => 200,
+            // answers to a backend's request, in the body of a POST the gateway sends: no
+            // HTTP answer of their own
+            ErrorKind::ServerRequestRefused | ErrorKind::ServerRequestNotBridged => 200,
         }
     }
 
@@ -259,6 +274,8 @@ impl ErrorKind {
             ErrorKind::Untranslatable => "untranslatable",
             ErrorKind::HolderUnreachable => "holder-unreachable",
             ErrorKind::SubscriptionLimit => "subscription-limit",
+            ErrorKind::ServerRequestRefused => "server-request-refused",
+            ErrorKind::ServerRequestNotBridged => "server-request-not-bridged",
         }
     }
 

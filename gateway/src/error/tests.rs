@@ -62,6 +62,8 @@ fn every_kind_has_a_distinct_code() {
         InputNotGiven,
         Untranslatable,
         SubscriptionLimit,
+        ServerRequestRefused,
+        ServerRequestNotBridged,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();
@@ -69,7 +71,8 @@ fn every_kind_has_a_distinct_code() {
     assert_eq!(codes.len(), kinds.len());
     for k in kinds {
         let c = k.code();
-        assert!(c == -32700 || c == -32600 || c == -32602 || (-32099..=-32000).contains(&c));
+        let spec = [-32700, -32600, -32601, -32602, -32603];
+        assert!(spec.contains(&c) || (-32099..=-32000).contains(&c));
     }
 }
 
@@ -96,4 +99,19 @@ fn an_unauthorized_answer_names_the_metadata_document_in_www_authenticate() {
     assert!(challenge
         .1
         .contains("error=\"insufficient_scope\", scope=\"admin\""));
+}
+
+#[test]
+fn a_refusal_to_a_backends_request_carries_the_tables_code_and_message_only() {
+    let refusal = GatewayError::no_call_for_server_request().to_backend(&Value::from(4));
+    assert_eq!(
+        refusal,
+        r#"{"error":{"code":-32603,"message":"mcp-gateway: no single call in flight to relate this request to"},"id":4,"jsonrpc":"2.0"}"#
+    );
+    let v: Value = serde_json::from_str(
+        &GatewayError::server_request_not_bridged("x/y").to_backend(&Value::Null),
+    )
+    .unwrap();
+    assert_eq!(v["error"]["code"], -32601);
+    assert!(v["error"].get("data").is_none());
 }

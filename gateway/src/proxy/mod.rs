@@ -9,14 +9,13 @@
 //! - `stateful`: HTTP glue around the session manager.
 
 mod authn;
+mod bridged;
 mod capture;
 mod check;
 pub mod ctx;
 #[cfg(test)]
 mod future_sizes;
-pub mod listen_tls;
 mod log_filter;
-mod pooled;
 mod relay;
 pub mod respond;
 mod stateful;

@@ -55,12 +55,12 @@ pub(super) async fn forward_buffered(
     let deadline = route.deadline(method, name);
     drop(info);
     let pool = state.pool(pool)?;
-    let bridged = super::pooled::takes(ctx, &pool);
+    let bridged = super::bridged::takes(ctx, &pool);
     if listen {
         check_listen(ctx, &route, &body, bridged)?;
     }
     if bridged {
-        return super::pooled::forward(gw, session, ctx, &route, &pool, body).await;
+        return super::bridged::forward(gw, session, ctx, &route, &pool, body).await;
     }
     let out = Outbound {
         route: &route,

@@ -164,7 +164,7 @@ fn plan(
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;
-    if has_body && super::pooled::takes(ctx, &pool) {
+    if has_body && super::bridged::takes(ctx, &pool) {
         // only legacy backends: inside a pooled backend session (the reverse era bridge)
         return Ok(Plan::Buffered { route, check });
     }

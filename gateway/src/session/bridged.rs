@@ -1,8 +1,10 @@
-//! Sessions the gateway keeps for a legacy client on 2026-07-28 backends (the era bridge,
-//! `crate::bridge`): the record is the same as any session's (the stored `initialize`, the
-//! settings, the principal, the time-to-live), with a binding to no backend at all, since
-//! every request of such a session is balanced on its own. Ending or expiring one therefore
-//! deletes nothing upstream (`delete_upstream` finds no backend at the unspecified address).
+//! The lifecycle of the sessions the gateway keeps for a legacy client on 2026-07-28 backends
+//! (the era bridge, `crate::bridge::legacy_clients`, opens and moves them through these
+//! methods, as every caller reaches sessions through the manager): the record is the same as
+//! any session's (the stored `initialize`, the settings, the principal, the time-to-live), with
+//! a binding to no backend at all, since every request of such a session is balanced on its
+//! own. Ending or expiring one therefore deletes nothing upstream (`delete_upstream` finds no
+//! backend at the unspecified address).
 
 use super::manager::{Caller, SessionManager};
 use super::reinit::Reason;

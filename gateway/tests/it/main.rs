@@ -11,3 +11,4 @@ mod cli;
 mod config_properties;
 mod deploy;
 mod helm;
+mod shape;

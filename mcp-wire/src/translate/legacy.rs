@@ -107,6 +107,16 @@ pub struct BackendInit {
     pub digest: [u8; 32],
 }
 
+impl BackendInit {
+    /// The params of a backend session held for a listen stream: the same client without
+    /// capabilities (nothing on that stream answers a server's request).
+    pub fn without_capabilities(&self) -> String {
+        let mut params: Value = serde_json::from_str(&self.params).unwrap_or_default();
+        params["capabilities"] = Value::Object(Map::new());
+        params.to_string()
+    }
+}
+
 /// The `initialize` params for a backend session of `env`'s client: [`BACKEND_VERSION`], the
 /// client's capabilities, its clientInfo (or [`FALLBACK_CLIENT_INFO`]).
 pub fn initialize(env: &ModernEnvelope) -> BackendInit {

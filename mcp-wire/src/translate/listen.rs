@@ -7,6 +7,9 @@
 //! A listen stream starts with `notifications/subscriptions/acknowledged` (the filter the
 //! server honours, narrowed to what it declared), then the notifications, each stamped with
 //! the subscription id in `_meta`; it ends with the listen request's (empty) result.
+//!
+//! The other way round (a 2026-07-28 client's listen served from a legacy backend session),
+//! the gateway writes that stream itself: [`acknowledged`], [`stamp`] and [`listen_result`].
 
 use super::request::{modern_request, Envelope, ModernRequest};
 use super::TranslateError;
@@ -106,6 +109,36 @@ pub fn heard(raw: &[u8]) -> Heard {
     }
 }
 
+/// The acknowledgement the gateway writes first on a 2026-07-28 client's listen stream it
+/// serves from a legacy backend session: the filter it honours, and the subscription
+/// (`subscription_id`, the listen request's id) in `_meta`.
+pub fn acknowledged(honoured: &Map<String, Value>, subscription_id: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": ACKNOWLEDGED,
+        "params": {"notifications": honoured, "_meta": subscription_meta(subscription_id)}})
+}
+
+/// The listen request's result, which ends such a stream gracefully.
+pub fn listen_result(subscription_id: &Value) -> Value {
+    json!({"_meta": subscription_meta(subscription_id)})
+}
+
+/// A legacy notification relayed on such a stream, stamped with the subscription in its
+/// `params._meta` (either made an object first when it is not one).
+pub fn stamp(msg: &mut Value, subscription_id: &Value) {
+    if !msg.get("params").is_some_and(Value::is_object) {
+        msg["params"] = Value::Object(Map::new());
+    }
+    let params = &mut msg["params"];
+    if !params.get("_meta").is_some_and(Value::is_object) {
+        params["_meta"] = Value::Object(Map::new());
+    }
+    params["_meta"][META_SUBSCRIPTION_ID] = subscription_id.clone();
+}
+
+fn subscription_meta(subscription_id: &Value) -> Value {
+    json!({ META_SUBSCRIPTION_ID: subscription_id })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +212,30 @@ mod tests {
         assert_eq!(
             heard(br#"{"jsonrpc":"2.0","id":1,"method":"roots/list"}"#),
             Heard::Nothing
+        );
+    }
+
+    #[test]
+    fn a_listen_stream_the_gateway_serves_carries_its_subscription_id_throughout() {
+        let mut honoured = Map::new();
+        honoured.insert("toolsListChanged".into(), Value::Bool(true));
+        let sub = json!(7);
+        assert_eq!(
+            acknowledged(&honoured, &sub).to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"notifications":{"toolsListChanged":true}}}"#
+        );
+        assert_eq!(
+            listen_result(&sub).to_string(),
+            r#"{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}"#
+        );
+        let mut bare = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        stamp(&mut bare, &sub);
+        assert_eq!(bare["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
+        let mut odd = json!({"method": "m", "params": {"_meta": 3, "uri": "u"}});
+        stamp(&mut odd, &sub);
+        assert_eq!(
+            odd["params"],
+            json!({"_meta": {META_SUBSCRIPTION_ID: 7}, "uri": "u"})
         );
     }
 }

@@ -181,13 +181,24 @@ pub fn is_input_request(method: &str) -> bool {
     )
 }
 
-/// The `input_required` result asking the client for `method` with `params` under `key`.
-pub fn input_required(key: &str, method: &str, params: &Value, state: &str) -> Value {
-    json!({
+/// The `input_required` result asking the client for `method` with `params` under `key`,
+/// with the backend's `serverInfo` in `_meta` when it gave one.
+pub fn input_required(
+    key: &str,
+    method: &str,
+    params: &Value,
+    state: &str,
+    server_info: Option<&Value>,
+) -> Value {
+    let mut result = json!({
         "resultType": "input_required",
         "inputRequests": {key: {"method": method, "params": params}},
         "requestState": state,
-    })
+    });
+    if let Some(info) = server_info {
+        result["_meta"] = json!({ super::META_SERVER_INFO: info });
+    }
+    result
 }
 
 /// The answer to the backend's request `id` carrying the client's `response` (a bare result).
@@ -197,16 +208,12 @@ pub fn answer_backend(id: &Value, response: &Value) -> String {
 
 /// The answer to the backend's request `id` (of `method`) when nobody answered in time: an
 /// elicitation is cancelled (`action: "cancel"`, what a person closing the dialog gives), the
-/// others get a JSON-RPC error.
-pub fn declined(id: &Value, method: &str) -> String {
+/// others get the gateway's refusal (`code` and `message`, from its error table).
+pub fn declined(id: &Value, method: &str, code: i32, message: &str) -> String {
     if method == "elicitation/create" {
         return json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}}).to_string();
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32603,
-        "message": "the 2026-07-28 client did not answer in time (mcp-gateway)",
-    }})
-    .to_string()
+    crate::messages::error_to_backend(id, code, message)
 }
 
 #[cfg(test)]
@@ -277,12 +284,17 @@ mod tests {
 
     #[test]
     fn an_unanswered_elicitation_is_cancelled_and_other_requests_refused() {
-        let v: Value = serde_json::from_str(&declined(&json!(3), "elicitation/create")).unwrap();
+        let late = |method| declined(&json!(3), method, -32603, "late");
+        let v: Value = serde_json::from_str(&late("elicitation/create")).unwrap();
         assert_eq!(v["result"]["action"], "cancel");
-        let v: Value = serde_json::from_str(&declined(&json!(3), "roots/list")).unwrap();
-        assert_eq!(v["error"]["code"], -32603);
-        let r = input_required("k1", "roots/list", &json!({}), "S");
+        let v: Value = serde_json::from_str(&late("roots/list")).unwrap();
+        assert_eq!(v["error"], json!({"code": -32603, "message": "late"}));
+        let r = input_required("k1", "roots/list", &json!({}), "S", None);
         assert_eq!(r["inputRequests"]["k1"]["method"], "roots/list");
         assert_eq!(r["requestState"], "S");
+        assert!(r.get("_meta").is_none());
+        let info = json!({"name": "s", "version": "1"});
+        let r = input_required("k1", "roots/list", &json!({}), "S", Some(&info));
+        assert_eq!(r["_meta"][super::super::META_SERVER_INFO], info);
     }
 }

@@ -1,6 +1,6 @@
 //! Issue 26: half-open connections under `limits.max-connections`. Clients that connect and
 //! send only part of a request head hold their slots (the listener reads each without
-//! pingora's 64 KiB read buffer, `listener/endpoint.rs`); one more connection is answered
+//! pingora's 64 KiB read buffer, `downstream/endpoint.rs`); one more connection is answered
 //! 503 -32018 and closed; once they close, the gateway serves again, and a request sent in
 //! pieces (the head split mid-line, as these half-open ones send it) is still read whole.
 //! The memory figures are measured by `scripts/bench-half-open` (docs/benchmarks.md), not

@@ -1,9 +1,11 @@
-//! The hook from stateful routes into the era bridge (`crate::bridge`): a legacy client's
-//! session on 2026-07-28 backends. Only the request context is handled here; the bridge owns
-//! the behaviour.
+//! The stateful path's door to `crate::bridge::legacy_clients` (a legacy client's session on
+//! 2026-07-28 backends): the request as the bridge takes it, bounded by the route's deadline
+//! as on the native path, and the backend that answered kept for the access log. The bridge
+//! owns the behaviour.
 
 use super::call::Call;
-use crate::bridge::{self, Failed, Served, Target};
+use crate::bridge::legacy_clients::{self, Request, Target};
+use crate::bridge::Failed;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::within;
@@ -25,67 +27,27 @@ impl From<Failed> for Fail {
     }
 }
 
-fn target<'a>(ctx: &RequestCtx, pool: &'a Arc<Pool>, route: &Route, path: &'a str) -> Target<'a> {
-    Target {
-        pool,
-        dual: route.dual_backends,
-        path,
-        filter: None,
-        max_subscriptions: ctx.state.config.sessions.max_subscriptions,
-    }
-}
-
-fn served(ctx: &mut RequestCtx, served: Result<Served, Failed>) -> Handled {
-    let served = served?;
-    if served.backend.is_some() {
-        ctx.backend = served.backend;
-    }
-    Ok(())
-}
-
 /// A legacy `initialize` on a route whose backends are bridged.
 pub(super) async fn initialize(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    (pool, route): (&Arc<Pool>, &Route),
+    routed: (&Arc<Pool>, &Route),
     caller: Caller,
     call: Call,
 ) -> Handled {
     let quota = super::quota(ctx);
-    let path: String = route.upstream_path(session.req_header().uri.path()).into();
-    let to = target(ctx, pool, route, &path);
-    let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
-    let until = deadline.map(|d| tokio::time::Instant::now() + d);
-    let done = bridge::initialize(
-        &gw.bridge,
-        &gw.sessions,
-        session,
-        to,
-        &caller,
-        call.params,
-        &call.id,
+    let path: String = routed
+        .1
+        .upstream_path(session.req_header().uri.path())
+        .into();
+    let request = Request::Initialize {
+        caller: &caller,
+        params: call.params.clone(),
+        id: &call.id,
         quota,
-    );
-    let Some(done) = within(until, done).await else {
-        return past_deadline(session, pool, deadline, &call.id).await;
     };
-    served(ctx, done)
-}
-
-/// The route's deadline bounds a bridged exchange as the native path's (`relay::within`):
-/// the whole exchange, its rounds and the client's answers to the server's requests within it
-/// included (on a native session they are part of the one POST answer too). Past it the
-/// exchange is dropped (its upstream connection closed, its waits ended) and the client gets
-/// -32012 ([`crate::proxy::pooled::past_deadline`]).
-async fn past_deadline(
-    session: &mut Session,
-    pool: &Pool,
-    deadline: Option<std::time::Duration>,
-    id: &RequestId,
-) -> Handled {
-    let e = GatewayError::bridged_deadline(&pool.name, "forward", deadline.unwrap_or_default());
-    crate::proxy::pooled::past_deadline(session, e, id).await
+    serve(gw, session, ctx, routed, &path, request, Some(&call)).await
 }
 
 /// A POST in a bridged session.
@@ -93,11 +55,51 @@ pub(super) async fn call(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    (pool, route): (&Arc<Pool>, &Route),
+    routed: (&Arc<Pool>, &Route),
     rec: SessionRecord,
     call: Call,
 ) -> Handled {
     let path = rec.path.clone();
+    let request = Request::Post {
+        rec,
+        body: &call.body,
+        id: &call.id,
+        repeatable: call.repeatable,
+    };
+    serve(gw, session, ctx, routed, &path, request, Some(&call)).await
+}
+
+/// GET or DELETE in a bridged session.
+pub(super) async fn get_or_delete(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    routed: (&Arc<Pool>, &Route),
+    rec: SessionRecord,
+) -> Handled {
+    let path = rec.path.clone();
+    let request = if session.req_header().method == http::Method::DELETE {
+        Request::Delete(rec)
+    } else {
+        Request::Get(rec)
+    };
+    serve(gw, session, ctx, routed, &path, request, None).await
+}
+
+/// Hands `request` to the bridge, within the route's deadline for `call` (a GET or DELETE has
+/// none): the whole exchange, its rounds and the client's answers to the server's requests
+/// within it included (on a native session they are part of the one POST answer too). Past
+/// it the exchange is dropped (its upstream connection closed, its waits ended) and the
+/// client gets -32012 ([`crate::proxy::bridged::past_deadline`]).
+async fn serve(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    (pool, route): (&Arc<Pool>, &Route),
+    path: &str,
+    request: Request<'_>,
+    call: Option<&Call>,
+) -> Handled {
     let principal = ctx.principal.clone();
     let list = ctx.filter.take();
     let filter = move |body: &[u8]| {
@@ -106,41 +108,24 @@ pub(super) async fn call(
             .guard
             .filter_answer(principal.as_deref(), list, json, body)
     };
-    let mut to = target(ctx, pool, route, &path);
-    if list.is_some() {
-        to.filter = Some(&filter);
-    }
-    let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
+    let to = Target {
+        pool,
+        dual: route.dual_backends,
+        path,
+        filter: list.is_some().then_some(&filter as _),
+        max_subscriptions: ctx.state.config.sessions.max_subscriptions,
+    };
+    let deadline = call.and_then(|c| route.deadline(c.method.as_deref(), c.name.as_deref()));
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
-    let done = bridge::post(
-        &gw.bridge,
-        &gw.sessions,
-        session,
-        to,
-        rec,
-        &call.body,
-        &call.id,
-        call.repeatable,
-    );
+    let done = legacy_clients::serve(&gw.bridge, &gw.sessions, session, to, request);
     let Some(done) = within(until, done).await else {
-        return past_deadline(session, pool, deadline, &call.id).await;
+        let e = GatewayError::bridged_deadline(&pool.name, "forward", deadline.unwrap_or_default());
+        let id = call.map_or_else(RequestId::null, |c| c.id.clone());
+        return crate::proxy::bridged::past_deadline(session, e, &id).await;
     };
-    served(ctx, done)
-}
-
-/// GET or DELETE in a bridged session.
-pub(super) async fn get_or_delete(
-    gw: &Gateway,
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    (pool, route): (&Arc<Pool>, &Route),
-    rec: SessionRecord,
-) -> Handled {
-    let done = if session.req_header().method == http::Method::DELETE {
-        bridge::delete(&gw.bridge, &gw.sessions, session, pool, rec).await
-    } else {
-        let to = (pool, route.dual_backends);
-        bridge::get(&gw.bridge, &gw.sessions, session, to, rec).await
-    };
-    served(ctx, done)
+    let served = done?;
+    if served.backend.is_some() {
+        ctx.backend = served.backend;
+    }
+    Ok(())
 }

@@ -3,7 +3,7 @@
 
 use super::call::Call;
 use super::events::{write_events, Written};
-use crate::bridge::Bridge;
+use crate::bridge::legacy_clients;
 use crate::error::ErrorKind;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
@@ -55,7 +55,7 @@ pub(super) async fn call(
         Ok(sent) => sent,
         // nothing reached a backend, and the pod that refused was the last one serving the
         // session natively: the session continues on the era bridge with this very call
-        Err(e) if undelivered(&e) && Bridge::bridges(pool, route.dual_backends) => {
+        Err(e) if undelivered(&e) && legacy_clients::bridges(pool, route.dual_backends) => {
             let rec = Box::pin(gw.sessions.bridge_over(pool, &rec)).await?;
             return Box::pin(super::bridged::call(
                 gw,

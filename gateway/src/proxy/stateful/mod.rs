@@ -12,7 +12,7 @@ mod subscriptions;
 use super::relay::{client_response, read_body, relay, write_whole, Relayed};
 use super::stateless::{forward_any, Outbound};
 use super::{ctx::RequestCtx, Gateway, Handled};
-use crate::bridge::Bridge;
+use crate::bridge::legacy_clients::{self, bridge_over_if_needed};
 use crate::config::Mode;
 use crate::routing::Route;
 use crate::session::store::Quota;
@@ -89,7 +89,7 @@ pub(super) async fn handle(
     }
     let routed = (&pool, &*route);
     match sid {
-        None if call.is("initialize") && Bridge::bridges(&pool, route.dual_backends) => {
+        None if call.is("initialize") && legacy_clients::bridges(&pool, route.dual_backends) => {
             Box::pin(bridged::initialize(gw, session, ctx, routed, caller, call)).await
         }
         None if call.is("initialize") => {
@@ -105,7 +105,7 @@ pub(super) async fn handle(
         // Looked up after the body is read, so a 404 carries the request's id.
         Some(sid) => {
             let rec = gw.sessions.lookup(&sid, &caller).await?;
-            let rec = bridge_over_if_needed(gw, &pool, &route, rec).await?;
+            let rec = bridge_over_if_needed(&gw.sessions, &pool, route.dual_backends, rec).await?;
             subscriptions::admit(&call, &rec, &state.config)?;
             if rec.binding.is_bridged() {
                 return Box::pin(bridged::call(gw, session, ctx, routed, rec, call)).await;
@@ -127,8 +127,8 @@ async fn get_or_delete(
     let Some(sid) = sid else {
         return sessionless(gw, session, ctx, pool, route, Bytes::new(), true).await;
     };
-    let rec =
-        bridge_over_if_needed(gw, pool, route, gw.sessions.lookup(&sid, &caller).await?).await?;
+    let rec = gw.sessions.lookup(&sid, &caller).await?;
+    let rec = bridge_over_if_needed(&gw.sessions, pool, route.dual_backends, rec).await?;
     if rec.binding.is_bridged() {
         return bridged::get_or_delete(gw, session, ctx, (pool, route), rec).await;
     }
@@ -137,22 +137,6 @@ async fn get_or_delete(
     } else {
         in_session::stream(gw, session, ctx, pool, rec).await
     }
-}
-
-/// A native session whose pool has no backend left that serves it natively, but 2026-07-28
-/// ones (a rolling upgrade's last legacy pod went), continues on the era bridge instead of
-/// failing; any other session is returned as it is. Cheap when nothing changed: a look at the
-/// pool's backends.
-async fn bridge_over_if_needed(
-    gw: &Gateway,
-    pool: &Arc<Pool>,
-    route: &Route,
-    rec: crate::session::SessionRecord,
-) -> Result<crate::session::SessionRecord, crate::error::GatewayError> {
-    if rec.binding.is_bridged() || !Bridge::bridges(pool, route.dual_backends) {
-        return Ok(rec);
-    }
-    Box::pin(gw.sessions.bridge_over(pool, &rec)).await
 }
 
 /// A request without a session (and not an initialize): forwarded to any backend, which

@@ -34,7 +34,8 @@ pub(super) fn admit(call: &Call, rec: &SessionRecord, config: &Config) -> Result
     if rec.binding.is_bridged() && !held.subscriptions.iter().any(|u| &**u == uri) {
         let mut uris: Vec<&str> = held.subscriptions.iter().map(|u| &**u).collect();
         uris.push(uri);
-        let len = crate::bridge::listen_body_len(&rec.init_params, &uris).unwrap_or(0);
+        let len =
+            crate::bridge::legacy_clients::listen_body_len(&rec.init_params, &uris).unwrap_or(0);
         if len as u64 > config.max_body_bytes {
             let limit = config.max_body_bytes;
             return Err(GatewayError::subscription_limit("listen-too-large", limit));

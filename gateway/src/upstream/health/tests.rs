@@ -70,11 +70,9 @@ async fn plain_backend(pieces: &'static [&'static [u8]]) -> std::net::SocketAddr
 /// A backend serving TLS with the test certificate, answering with `pieces`.
 async fn tls_backend(pieces: &'static [&'static [u8]]) -> std::net::SocketAddr {
     use pingora::tls::{ServerConfig, TlsAcceptor};
-    let cert = crate::proxy::listen_tls::ReloadingCert::new(
-        &fixture("server.crt"),
-        &fixture("server.key"),
-    )
-    .unwrap();
+    let cert =
+        crate::downstream::tls::ReloadingCert::new(&fixture("server.crt"), &fixture("server.key"))
+            .unwrap();
     let config = ServerConfig::builder()
         .with_no_client_auth()
         .with_cert_resolver(cert);

@@ -4,9 +4,10 @@
 
 use super::serve::One;
 use super::Entry;
+use crate::error::GatewayError;
 use crate::upstream::attempt::Engine;
 use mcp_wire::translate::legacy;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 impl One<'_> {
@@ -36,10 +37,7 @@ impl One<'_> {
             method,
             "a legacy backend's request to a 2026-07-28 client, refused"
         );
-        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32601,
-            "message": format!("the gateway does not bridge `{method}` to this 2026-07-28 client"),
-        }});
+        let answer = GatewayError::server_request_not_bridged(method).to_backend(id);
         self.bridge.engine.spawn_notify(
             entry.pool.clone(),
             entry.backend.clone(),
@@ -60,7 +58,7 @@ impl One<'_> {
 }
 
 /// A call in flight on a pooled session whose exchange may be dropped before its answer is
-/// read: the client went away, or the route's deadline passed (`proxy/pooled.rs`). Closing the
+/// read: the client went away, or the route's deadline passed (`proxy/bridged.rs`). Closing the
 /// answer stream does not stop a legacy server's tool, so the call is cancelled the legacy way
 /// (`notifications/cancelled` in the backend session) when the guard drops armed.
 pub(super) struct CancelOnDrop {
@@ -81,8 +79,8 @@ impl Drop for CancelOnDrop {
         let Some(up_id) = self.up_id.take() else {
             return;
         };
-        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": up_id, "reason": "the client went away or its deadline passed"}});
+        let reason = "the client went away or its deadline passed";
+        let cancel = mcp_wire::messages::cancelled(&up_id, reason);
         self.engine.spawn_notify(
             self.entry.pool.clone(),
             self.entry.backend.clone(),

@@ -13,16 +13,17 @@
 //! client going away ends the backend session (DELETE); the backend's GET stream ending ends
 //! the client's stream without a result (an abrupt end: the client re-listens and refetches).
 
-use super::super::http::{response, start_stream, write_event, Failed, Served};
 use super::serve::{end_stream, served, One};
 use super::{open, AcquireError, Entry, Key};
+use crate::bridge::client::{start_stream, write_event};
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
 use crate::upstream::request::{self, Target};
 use bytes::Bytes;
-use mcp_wire::translate::listen::{ACKNOWLEDGED, META_SUBSCRIPTION_ID};
-use mcp_wire::{sse, Era};
+use mcp_wire::translate::listen;
+use mcp_wire::{messages, sse, Era};
 use pingora::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// The list-change flags of a filter and the capability that declares each.
@@ -69,9 +70,7 @@ impl One<'_> {
     /// balancing (a refused one: the next).
     async fn held_session(&self) -> Result<Arc<Entry>, Failed> {
         let pool = self.to.pool;
-        let mut params: Value = serde_json::from_str(&self.init.params).unwrap_or_default();
-        params["capabilities"] = json!({});
-        let params = params.to_string();
+        let params = self.init.without_capabilities();
         let mut tried = Vec::new();
         loop {
             let Some(backend) = pool.select_serving(&tried, Some(Era::Legacy)) else {
@@ -127,11 +126,10 @@ impl One<'_> {
         }
         tracing::debug!(?uris, "a bridged listen's subscriptions taken");
         if !uris.is_empty() {
-            honoured.insert("resourceSubscriptions".into(), json!(uris));
+            honoured.insert("resourceSubscriptions".into(), uris.as_slice().into());
         }
         let sub_id = self.id.as_json().to_owned();
         let sub_id: Value = serde_json::from_str(&sub_id).unwrap_or(Value::Null);
-        let meta = json!({ META_SUBSCRIPTION_ID: sub_id });
         // the backend's GET stream, opened before the client hears the ack
         let stream = if honoured.is_empty() {
             None
@@ -140,12 +138,10 @@ impl One<'_> {
         };
         tracing::debug!("a bridged listen's backend GET stream open");
         start_stream(session).await?;
-        let ack = json!({"jsonrpc": "2.0", "method": ACKNOWLEDGED,
-            "params": {"notifications": honoured, "_meta": meta}});
-        write_event(session, &ack).await?;
+        write_event(session, &listen::acknowledged(&honoured, &sub_id)).await?;
         let Some(mut messages) = stream else {
             // nothing to listen for: the graceful end at once
-            let body = response(self.id, "result", &json!({"_meta": meta}));
+            let body = messages::result(self.id, &listen::listen_result(&sub_id));
             end_stream(session, body).await?;
             return Ok(served(&entry.backend));
         };
@@ -190,14 +186,7 @@ impl One<'_> {
             if !relayed {
                 continue;
             }
-            if !msg.get("params").is_some_and(Value::is_object) {
-                msg["params"] = json!({});
-            }
-            let params = &mut msg["params"];
-            if !params.get("_meta").is_some_and(Value::is_object) {
-                params["_meta"] = json!({});
-            }
-            params["_meta"][META_SUBSCRIPTION_ID] = meta[META_SUBSCRIPTION_ID].clone();
+            listen::stamp(&mut msg, &sub_id);
             write_event(session, &msg).await?;
         }
     }
@@ -205,11 +194,10 @@ impl One<'_> {
     /// Whether the backend took `resources/subscribe` for `uri` in `entry`'s session.
     async fn subscribe(&self, entry: &Entry, uri: &str) -> bool {
         let id = self.bridge.pooled.next_id();
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe",
-            "params": {"uri": uri}});
+        let msg = messages::subscribe(&id, uri);
         let sent = self
             .engine()
-            .post_in_session(&entry.pool, &entry.backend, &entry.session, msg.to_string())
+            .post_in_session(&entry.pool, &entry.backend, &entry.session, msg)
             .await;
         let Ok((head, body)) = sent else { return false };
         let content_type = head
@@ -221,7 +209,7 @@ impl One<'_> {
     }
 
     /// The GET stream of `entry`'s session, as messages.
-    async fn get_stream(&self, entry: &Entry) -> Result<super::super::answer::Messages, Failed> {
+    async fn get_stream(&self, entry: &Entry) -> Result<crate::bridge::answer::Messages, Failed> {
         let target = Target {
             path: &entry.session.path,
             host: &entry.backend.host,
@@ -246,6 +234,6 @@ impl One<'_> {
         if !status.is_success() {
             return Err(refused(&format!("HTTP {status}")).into());
         }
-        Ok(super::super::answer::Messages::new(exchange))
+        Ok(crate::bridge::answer::Messages::new(exchange))
     }
 }

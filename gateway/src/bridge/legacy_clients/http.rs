@@ -4,65 +4,30 @@
 //! input), its responses to the gateway's server→client requests, and DELETE (its GET
 //! stream: `super::get`).
 
-use super::answer::Messages;
 use super::call::{Call, Final, Progress};
+use super::serves_bridged;
 use super::upstream::Upstream;
-use super::{serves_bridged, Bridge};
+use crate::bridge::answer::Messages;
+use crate::bridge::client::{accepted, start_stream, write_event, write_json};
+use crate::bridge::{Bridge, Failed, ListFilter, Served};
 use crate::config::DualBackends;
 use crate::error::GatewayError;
 use crate::session::store::Quota;
 use crate::session::SettingChange;
 use crate::session::{BridgedOpening, Caller, GoneReason, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
-use crate::upstream::{Backend, Pool};
+use crate::upstream::Pool;
 use bytes::Bytes;
-use mcp_wire::headers::MCP_SESSION_ID;
 use mcp_wire::translate::request::{self, disposition, Disposition};
 use mcp_wire::translate::result::initialize_result;
 use mcp_wire::translate::rounds::client_answer;
 use mcp_wire::translate::ClientInit;
-use mcp_wire::{sse, RequestId};
+use mcp_wire::{messages, sse, RequestId};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// How serving a bridged request failed.
-pub enum Failed {
-    /// Answer the client with this error (nothing was written yet).
-    Answer(GatewayError),
-    /// Writing to the client failed.
-    Io(Box<pingora::Error>),
-    /// The reverse bridge's `initialize` on `backend` opened no session (nothing was
-    /// written yet): it is no legacy session server, and the request may go to it as it is.
-    /// Answered with `refusal` by a caller that does not act on it.
-    NotLegacy {
-        /// The backend that answered `initialize` without a session.
-        backend: Arc<crate::upstream::Backend>,
-        /// The answer for a caller that cannot pass the request through.
-        refusal: GatewayError,
-    },
-}
-
-impl From<GatewayError> for Failed {
-    fn from(e: GatewayError) -> Self {
-        Failed::Answer(e)
-    }
-}
-
-impl From<Box<pingora::Error>> for Failed {
-    fn from(e: Box<pingora::Error>) -> Self {
-        Failed::Io(e)
-    }
-}
-
-/// A bridged request served: the backend that answered last, if any did.
-#[derive(Default)]
-pub struct Served {
-    /// For the access log.
-    pub backend: Option<Arc<Backend>>,
-}
 
 /// Where a bridged session's requests go.
 pub struct Target<'a> {
@@ -79,9 +44,6 @@ pub struct Target<'a> {
     pub max_subscriptions: usize,
 }
 
-/// Rewrites a list answer body, or `None` when nothing changes.
-pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
-
 impl Bridge {
     fn upstream<'a>(&'a self, to: &Target<'a>, session: &'a Session) -> Upstream<'a> {
         Upstream {
@@ -97,7 +59,7 @@ impl Bridge {
 /// A legacy client's `initialize` on a bridged route: a backend's `server/discover` (reused
 /// when fresh) becomes the answer; the gateway session is created with the client's params.
 #[allow(clippy::too_many_arguments)]
-pub async fn initialize(
+pub(super) async fn initialize(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,
@@ -147,14 +109,14 @@ pub async fn initialize(
         quota,
     };
     let rec = sessions.open_bridged(to.pool, opening).await?;
-    let body = response(id, "result", &result);
+    let body = messages::result(id, &result);
     write_json(session, 200, Some(&rec.id), body).await?;
     Ok(served)
 }
 
 /// A POST in a bridged session (its body already read and checked as one JSON-RPC message).
 #[allow(clippy::too_many_arguments)]
-pub async fn post(
+pub(super) async fn post(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,
@@ -366,7 +328,7 @@ impl Bridged<'_> {
         }
         let body = match done {
             Ok(Final::Result(result)) => {
-                let body = response(self.id, "result", &result);
+                let body = messages::result(self.id, &result);
                 match self.to.filter {
                     Some(filter) => filter(&body).unwrap_or(body),
                     None => body,
@@ -376,7 +338,7 @@ impl Bridged<'_> {
                 Some(filter) => filter(&raw).unwrap_or(raw),
                 None => raw,
             },
-            Ok(Final::Error(error)) => response(self.id, "error", &error),
+            Ok(Final::Error(error)) => messages::relayed_error(self.id, &error),
             Ok(Final::Cancelled) if streaming => {
                 session.write_response_body(None, true).await?;
                 return Ok(Served {
@@ -411,7 +373,7 @@ impl Bridged<'_> {
 }
 
 /// DELETE: the gateway session ends (nothing to delete upstream); its streams and calls end.
-pub async fn delete(
+pub(super) async fn delete(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,
@@ -430,53 +392,7 @@ pub async fn delete(
 
 /// The `{}` result the gateway answers itself (`ping`, `logging/setLevel`, subscriptions).
 async fn empty_result(session: &mut Session, id: &RequestId) -> Result<Served> {
-    let body = response(id, "result", &serde_json::json!({}));
+    let body = messages::empty_result(id);
     write_json(session, 200, None, body).await?;
     Ok(Served::default())
-}
-
-/// A JSON-RPC response with the request's id verbatim and `key` (`result` or `error`).
-pub(super) fn response(id: &RequestId, key: &str, value: &Value) -> Bytes {
-    let value = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
-    Bytes::from(format!(
-        r#"{{"jsonrpc":"2.0","id":{},"{key}":{value}}}"#,
-        id.as_json()
-    ))
-}
-
-pub(super) async fn write_json(
-    session: &mut Session,
-    status: u16,
-    session_id: Option<&str>,
-    body: Bytes,
-) -> Result<()> {
-    let mut head = ResponseHeader::build(status, Some(3))?;
-    head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
-    head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
-    if let Some(id) = session_id {
-        head.insert_header(MCP_SESSION_ID, id)?;
-    }
-    session.write_response_header(Box::new(head), false).await?;
-    session.write_response_body(Some(body), true).await
-}
-
-pub(super) async fn accepted(session: &mut Session) -> Result<()> {
-    let mut head = ResponseHeader::build(202, Some(1))?;
-    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
-    session.write_response_header(Box::new(head), true).await
-}
-
-pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
-    let mut head = ResponseHeader::build(200, Some(3))?;
-    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
-    head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
-    session.write_response_header(Box::new(head), false).await
-}
-
-pub(super) async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
-    let json = serde_json::to_vec(msg).unwrap_or_default();
-    session
-        .write_response_body(Some(sse::event(&json)), false)
-        .await
 }

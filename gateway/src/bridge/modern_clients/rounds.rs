@@ -4,14 +4,16 @@
 //! capability; and the client's retry, checked (-32602 with `data.reason`), matched to its
 //! parked call, its answer given to the backend, the call's answer read on.
 
-use super::super::http::{response, write_json, Failed, Served};
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
+use crate::bridge::client::write_json;
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
+use mcp_wire::messages;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::rounds::{required_capability, InputRequest};
 use pingora::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 impl One<'_> {
     fn principal(&self) -> &str {
@@ -39,11 +41,8 @@ impl One<'_> {
             .map_err(|e| GatewayError::untranslatable(&entry.pool.name, &e.to_string()))?;
         if !self.env.declares(&required.0) {
             parking.refused(&entry.pool.name);
-            let refusal = json!({"jsonrpc": "2.0", "id": parked.server_id, "error": {
-                "code": -32603,
-                "message": "the 2026-07-28 client did not declare this capability (mcp-gateway)",
-            }})
-            .to_string();
+            let refusal =
+                GatewayError::capability_not_declared_upstream().to_backend(&parked.server_id);
             parking.end_upstream(parked, refusal, "the client lacks the capability");
             let mut e = GatewayError::missing_client_capability(&request.method, required.1);
             e.status = Some(400);
@@ -53,17 +52,14 @@ impl One<'_> {
             }
             return Err(e.into());
         }
-        let ttl_ms = self.to.input_ttl.as_millis() as u64;
-        let id = match parking.park(parked, self.to.parked) {
+        let ttl_ms = self.to.config.input_ttl.as_millis() as u64;
+        let id = match parking.park(parked, self.to.config.parked) {
             Ok(id) => id,
             Err(full) => {
                 let full = *full;
                 // never left hanging: the backend's request refused, the call cancelled
-                let refusal = json!({"jsonrpc": "2.0", "id": full.call.server_id, "error": {
-                    "code": -32603,
-                    "message": "the gateway holds its limit of calls waiting for input (mcp-gateway)",
-                }})
-                .to_string();
+                let refusal =
+                    GatewayError::no_room_to_park_upstream().to_backend(&full.call.server_id);
                 parking.end_upstream(full.call, refusal, "too many calls wait for input");
                 let e = GatewayError::parked_calls_full(full.scope, full.limit);
                 if *streaming {
@@ -79,19 +75,20 @@ impl One<'_> {
             digest: mrtr::request_digest(self.msg),
             parked: id,
             key: request.key.clone(),
-            holder: self.to.advertise.map(|a| a.url.clone()),
+            holder: self.to.config.advertise.as_ref().map(|a| a.url.clone()),
         };
-        let sealed = parking.sealer(self.to.state_key).seal(&state);
-        let mut result =
-            mrtr::input_required(&request.key, &request.method, &request.params, &sealed);
-        if let (Some(info), Some(r)) = (entry.init_result.get("serverInfo"), result.as_object_mut())
-        {
-            r.insert(
-                "_meta".into(),
-                json!({mcp_wire::translate::META_SERVER_INFO: info}),
-            );
-        }
-        let body = response(self.id, "result", &result);
+        let sealed = parking
+            .sealer(self.to.config.request_state_key)
+            .seal(&state);
+        let info = entry.init_result.get("serverInfo");
+        let result = mrtr::input_required(
+            &request.key,
+            &request.method,
+            &request.params,
+            &sealed,
+            info,
+        );
+        let body = messages::result(self.id, &result);
         if *streaming {
             end_stream(session, body).await?;
         } else {
@@ -115,7 +112,7 @@ impl One<'_> {
             Failed::from(GatewayError::bad_request_state(reason, detail))
         };
         let state = parking
-            .sealer(self.to.state_key)
+            .sealer(self.to.config.request_state_key)
             .open(sealed, self.principal(), unix_ms(), &digest)
             .map_err(|r| {
                 let detail = match r {
@@ -143,7 +140,7 @@ impl One<'_> {
         }
         let Some(parked) = parking.take(&state.parked) else {
             // parked on another replica: forwarded there, once
-            let own = self.to.advertise.map(|a| a.url.as_str());
+            let own = self.to.config.advertise.as_ref().map(|a| a.url.as_str());
             if let Some(holder) = state.holder.as_deref().filter(|h| Some(*h) != own) {
                 if !super::forward::was_forwarded(session) {
                     return self.forward(session, holder).await;

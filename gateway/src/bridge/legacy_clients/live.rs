@@ -26,7 +26,7 @@ struct Waiter {
 
 /// The bridge's waiting rooms.
 #[derive(Default)]
-pub(super) struct Live {
+pub(in crate::bridge) struct Live {
     waiting: DashMap<String, Waiter>,
     calls: DashMap<(Arc<str>, String), Arc<Notify>>,
     streams: DashMap<Arc<str>, broadcast::Sender<Bytes>>,

@@ -2,8 +2,9 @@
 //! keep-alives, and the notifications of the session's `subscriptions/listen` stream
 //! (`super::listen`), held while the GET is open.
 
-use super::http::{start_stream, Failed, Served};
-use super::{listen, Bridge};
+use super::listen;
+use crate::bridge::client::start_stream;
+use crate::bridge::{Bridge, Failed, Served};
 use crate::config::DualBackends;
 use crate::session::{Lookup, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
@@ -16,7 +17,7 @@ use tokio::sync::broadcast;
 
 /// GET: the session's server→client stream, served by the gateway: keep-alives and whatever
 /// the bridge has for the client, until the session ends or the client goes.
-pub async fn get(
+pub(super) async fn get(
     bridge: &Bridge,
     sessions: &SessionManager,
     session: &mut Session,

@@ -1,8 +1,9 @@
-//! `bridge`: the era bridge's settings. `bridge.pooled-sessions` bounds the backend sessions
+//! `bridge`: the era bridges' settings. `bridge.pooled-sessions` bounds the backend sessions
 //! the gateway opens and keeps on legacy (session) backends for 2026-07-28 clients
-//! (`crate::bridge::pooled`): file struct, typed settings with their defaults, validation.
+//! (`super::modern_clients`): file struct, typed settings with their defaults, validation.
+//! A leaf of `crate::config` (which imports it): it imports only `config/problems.rs`.
 
-use super::problems::{Problems, Unknown};
+use crate::config::problems::{Problems, Unknown};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;
@@ -103,7 +104,7 @@ pub struct BridgeConfig {
     /// process (read at start; a reload does not change it).
     pub request_state_key: Option<[u8; 32]>,
     /// Where other replicas reach this one (`advertise-url`). Default none.
-    pub advertise: Option<super::bridge_advertise::Advertise>,
+    pub advertise: Option<super::advertise::Advertise>,
     /// `cache-hints`: `ttlMs` (default 0) and whether `cacheScope` is `public` (default
     /// private) on cacheable bridged answers without hints of their own.
     pub cache_ttl_ms: u64,
@@ -197,7 +198,7 @@ impl PooledSessions {
 }
 
 /// Validates `bridge`.
-pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
+pub(crate) fn validate(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     p.unknown(
         "bridge",
         &file.unknown,
@@ -224,7 +225,7 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
     let advertise = file
         .advertise_url
         .as_deref()
-        .and_then(|url| super::bridge_advertise::advertise(p, url));
+        .and_then(|url| super::advertise::advertise(p, url));
     if advertise.is_some() && file.request_state_key_file.is_none() {
         p.add(
             "bridge.advertise-url",
@@ -291,59 +292,5 @@ pub(super) fn bridge(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
             ) as usize,
             idle: Duration::from_secs(at_least_one("idle-s", f.idle_s, d.idle.as_secs())),
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    fn bridge(yaml: &str) -> Result<super::BridgeConfig, Vec<crate::config::ConfigError>> {
-        let text = format!(
-            "listen: 127.0.0.1:1\nadmin: 127.0.0.1:2\n{yaml}pools:\n  p: {{ backends: [127.0.0.1:9] }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
-        );
-        crate::config::parse(&text).map(|c| c.bridge)
-    }
-
-    #[test]
-    fn shares_have_safe_defaults_and_stay_below_a_whole_backend() {
-        let d = bridge("").unwrap();
-        assert_eq!(d.pooled.max_per_principal, 16);
-        assert_eq!(d.pooled.share_per_backend(), 16);
-        assert_eq!((d.parked.max, d.parked.max_per_principal), (512, 8));
-        let c = bridge("bridge: { pooled-sessions: { max-per-backend: 4 }, parked: { max: 3, max-per-principal: 2 } }\n").unwrap();
-        assert_eq!(c.pooled.share_per_backend(), 2, "half a backend at most");
-        assert_eq!((c.parked.max, c.parked.max_per_principal), (3, 2));
-        let one = bridge("bridge: { pooled-sessions: { max-per-backend: 1 } }\n").unwrap();
-        assert_eq!(one.pooled.share_per_backend(), 1);
-        let errors = bridge("bridge: { parked: { max-per-principal: 0, size: 1 } }\n").unwrap_err();
-        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
-        assert!(
-            paths.contains(&"bridge.parked.max-per-principal"),
-            "{errors:?}"
-        );
-        assert!(paths.contains(&"bridge.parked.size"), "{errors:?}");
-        let errors = bridge("bridge: { pooled-sessions: { max-per-principal: 0 } }\n").unwrap_err();
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.path == "bridge.pooled-sessions.max-per-principal"),
-            "{errors:?}"
-        );
-    }
-
-    #[test]
-    fn cache_hints_are_private_with_no_ttl_unless_configured() {
-        let d = bridge("").unwrap();
-        assert_eq!((d.cache_ttl_ms, d.cache_public), (0, false));
-        let c = bridge("bridge: { cache-hints: { scope: public, ttl-ms: 30000 } }\n").unwrap();
-        assert_eq!((c.cache_ttl_ms, c.cache_public), (30_000, true));
-        let p = bridge("bridge: { cache-hints: { scope: private } }\n").unwrap();
-        assert!(!p.cache_public);
-        let errors = bridge("bridge: { cache-hints: { scope: shared } }\n").unwrap_err();
-        assert!(!errors.is_empty());
-        let errors = bridge("bridge: { cache-hints: { ttl: 5 } }\n").unwrap_err();
-        assert!(
-            errors.iter().any(|e| e.path == "bridge.cache-hints.ttl"),
-            "{errors:?}"
-        );
     }
 }

@@ -1,32 +1,26 @@
-//! The hook from stateless and auto routes into the reverse era bridge
-//! (`crate::bridge::pooled`): a 2026-07-28 request whose pool has only legacy backends goes
-//! inside a backend session the gateway keeps. Only the request context is handled here, and
-//! the one way out of the bridge: a backend whose `initialize` opened no session is no legacy
-//! session server, so the request goes to it as received (its era unknown until probed again).
+//! The stateless and auto paths' door to `crate::bridge::modern_clients` (2026-07-28 clients on
+//! legacy backends): the request as the bridge takes it, bounded by the route's deadline as
+//! on the native path, and the one way out of the bridge: a backend whose `initialize` opened
+//! no session is no legacy session server, so the request goes to it as received (its era
+//! unknown until probed again). The bridge owns the behaviour.
 
 use super::ctx::RequestCtx;
 use super::relay::{end_with_error, within};
 use super::stateless::{forward_any, Outbound};
 use super::{Gateway, Handled};
-use crate::bridge::pooled::{self, Pooling};
+use crate::bridge::modern_clients::{self, Target};
 use crate::bridge::Failed;
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::Pool;
 use bytes::Bytes;
-use mcp_wire::{Era, RequestId};
+use mcp_wire::RequestId;
 use pingora::prelude::*;
 use std::sync::Arc;
 
-/// Whether a request of `era` on `pool` goes to the reverse bridge: a 2026-07-28 request and
-/// only legacy backends (every backend's era known, none serving 2026-07-28: each positively a
-/// legacy session server, by the probe or by the pool's `era`), and the bridge is on
-/// (`bridge.pooled-sessions.enabled`). A backend whose answers proved nothing is of unknown
-/// era and serves 2026-07-28 requests natively.
+/// Whether the request goes to the bridge for modern clients ([`modern_clients::takes`]).
 pub(super) fn takes(ctx: &RequestCtx, pool: &Pool) -> bool {
-    ctx.era == Era::Stateless
-        && ctx.state.config.bridge.pooled.enabled
-        && pool.lacks_era(Era::Stateless)
+    modern_clients::takes(ctx.era, &ctx.state.config.bridge, pool)
 }
 
 /// Serves the request (its body read and checked) on the pool's legacy backends.
@@ -50,19 +44,11 @@ pub(super) async fn forward(
             .filter_answer(principal.as_deref(), list, json, body)
     };
     let principal = ctx.principal.clone();
-    let to = Pooling {
+    let to = Target {
         pool,
         path: &path,
         principal: principal.as_ref(),
-        bounds: ctx.state.config.bridge.pooled,
-        input_ttl: ctx.state.config.bridge.input_ttl,
-        parked: ctx.state.config.bridge.parked,
-        state_key: ctx.state.config.bridge.request_state_key,
-        advertise: ctx.state.config.bridge.advertise.as_ref(),
-        cache: mcp_wire::translate::legacy::CacheHints {
-            ttl_ms: ctx.state.config.bridge.cache_ttl_ms,
-            public: ctx.state.config.bridge.cache_public,
-        },
+        config: &ctx.state.config.bridge,
         filter: list.is_some().then_some(&filter as _),
     };
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
@@ -77,7 +63,7 @@ pub(super) async fn forward(
         .filter(|info| info.method.as_deref() != Some("subscriptions/listen"))
         .and_then(|info| route.deadline(info.method.as_deref(), info.name.as_deref()));
     let until = deadline.map(|d| tokio::time::Instant::now() + d);
-    let serve = pooled::serve(&gw.bridge, session, to, &body, &id);
+    let serve = modern_clients::serve(&gw.bridge, session, to, &body, &id);
     let Some(served) = within(until, serve).await else {
         let e = GatewayError::bridged_deadline(&pool.name, "reverse", deadline.unwrap_or_default());
         return past_deadline(session, e, &id).await;

@@ -1,6 +1,7 @@
-//! The named constructors of the era bridge's errors (a legacy client on 2026-07-28 backends).
+//! The named constructors of the era bridges' errors (both bridges); their kinds, JSON-RPC codes
+//! and HTTP statuses are rows of the error table (`crate::error`).
 
-use super::{ErrorKind, GatewayError};
+use crate::error::{ErrorKind, GatewayError};
 use serde_json::Value;
 
 impl GatewayError {
@@ -168,5 +169,50 @@ impl GatewayError {
         )
         .with("reason", "holder-unreachable")
         .with("detail", detail)
+    }
+
+    /// A legacy backend's request for input (`elicitation/create`, ...) whose capability the
+    /// 2026-07-28 client did not declare: refused to the backend (the client hears -32021).
+    pub fn capability_not_declared_upstream() -> Self {
+        Self::new(
+            ErrorKind::ServerRequestRefused,
+            "the 2026-07-28 client did not declare this capability (mcp-gateway)",
+        )
+    }
+
+    /// A legacy backend's request for input while the gateway holds its limit of parked
+    /// calls: refused to the backend (the client hears -32018 `parked-calls`).
+    pub fn no_room_to_park_upstream() -> Self {
+        Self::new(
+            ErrorKind::ServerRequestRefused,
+            "the gateway holds its limit of calls waiting for input (mcp-gateway)",
+        )
+    }
+
+    /// A legacy backend's request for input on its session's GET stream while not exactly one
+    /// call is in flight in that session: nothing to relate it to, refused to the backend.
+    pub fn no_call_for_server_request() -> Self {
+        Self::new(
+            ErrorKind::ServerRequestRefused,
+            "mcp-gateway: no single call in flight to relate this request to",
+        )
+    }
+
+    /// A legacy backend's request for input (not an elicitation, which is cancelled) whose
+    /// 2026-07-28 client did not retry within `bridge.input-ttl-s`: refused to the backend.
+    pub fn input_not_retried_upstream() -> Self {
+        Self::new(
+            ErrorKind::ServerRequestRefused,
+            "the 2026-07-28 client did not answer in time (mcp-gateway)",
+        )
+    }
+
+    /// A legacy backend's request (`method`) during a call that the reverse bridge does not
+    /// carry to a 2026-07-28 client: refused to the backend, so its call goes on.
+    pub fn server_request_not_bridged(method: &str) -> Self {
+        Self::new(
+            ErrorKind::ServerRequestNotBridged,
+            format!("the gateway does not bridge `{method}` to this 2026-07-28 client"),
+        )
     }
 }

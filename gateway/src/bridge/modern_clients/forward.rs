@@ -13,10 +13,10 @@
 //! there); the connection lost after the retry was sent → -32013 (its outcome is unknown).
 //! Counted as `forwarded` or `forward-failed` in `mcpgw_mrtr_events_total`.
 
-use super::super::http::{Failed, Served};
 use super::serve::{end_stream, One};
 use crate::auth::Credentials;
-use crate::config::Advertise;
+use crate::bridge::advertise::Advertise;
+use crate::bridge::{Failed, Served};
 use crate::error::GatewayError;
 use crate::upstream::client::CallError;
 use mcp_wire::headers::MCPGW_FORWARDED;

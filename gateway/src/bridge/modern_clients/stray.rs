@@ -6,15 +6,16 @@
 //! is the only one (it must be the one that asked); otherwise the backend gets a refusal, since
 //! nothing ties the request to a call.
 
-use super::super::answer::Messages;
 use super::Entry;
+use crate::bridge::answer::Messages;
+use crate::error::GatewayError;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
 use crate::upstream::request::{self, Target};
 use bytes::Bytes;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::result::peek;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use tokio::sync::mpsc;
@@ -122,10 +123,8 @@ async fn read(
             calls.len() == 1 && calls[0].1.send(msg.clone()).is_ok()
         };
         if !handed {
-            let answer = json!({"jsonrpc": "2.0", "id": msg.get("id"), "error": {
-                "code": -32603,
-                "message": "mcp-gateway: no single call in flight to relate this request to",
-            }});
+            let id = msg.get("id").unwrap_or(&Value::Null);
+            let answer = GatewayError::no_call_for_server_request().to_backend(id);
             let _ = engine
                 .post_in_session(
                     &entry.pool,

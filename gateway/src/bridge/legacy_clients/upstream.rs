@@ -109,7 +109,7 @@ impl Upstream<'_> {
 /// result's [`super::DISCOVER_TTL_MAX`] at the latest), and past [`DISCOVERED_MAX`] entries
 /// the one closest to expiry makes room.
 #[derive(Default)]
-pub(super) struct Discovered(DashMap<SocketAddr, (Instant, Value)>);
+pub(in crate::bridge) struct Discovered(DashMap<SocketAddr, (Instant, Value)>);
 
 /// Most backends whose `server/discover` result is kept at once (far more than any pool list).
 pub(super) const DISCOVERED_MAX: usize = 1024;
@@ -164,15 +164,24 @@ mod tests {
 
     #[test]
     fn a_servers_ttl_is_capped_and_zero_means_the_default() {
-        assert_eq!(reuse_for(None), crate::bridge::DISCOVER_REUSE);
-        assert_eq!(reuse_for(Some(0)), crate::bridge::DISCOVER_REUSE);
+        assert_eq!(
+            reuse_for(None),
+            crate::bridge::legacy_clients::DISCOVER_REUSE
+        );
+        assert_eq!(
+            reuse_for(Some(0)),
+            crate::bridge::legacy_clients::DISCOVER_REUSE
+        );
         assert_eq!(reuse_for(Some(1_500)), Duration::from_millis(1_500));
-        assert_eq!(reuse_for(Some(u64::MAX)), crate::bridge::DISCOVER_TTL_MAX);
+        assert_eq!(
+            reuse_for(Some(u64::MAX)),
+            crate::bridge::legacy_clients::DISCOVER_TTL_MAX
+        );
         let d = Discovered::default();
         let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
         d.put(addr, json!({"ttlMs": u64::MAX, "capabilities": {}}));
         let until = d.0.get(&addr).unwrap().0;
-        assert!(until <= Instant::now() + crate::bridge::DISCOVER_TTL_MAX);
+        assert!(until <= Instant::now() + crate::bridge::legacy_clients::DISCOVER_TTL_MAX);
     }
 
     #[test]

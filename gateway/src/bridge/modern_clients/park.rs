@@ -9,14 +9,15 @@
 //! -32018 `parked-calls`. Parked calls do not count toward `limits.max-inflight` (no request
 //! of the client's is in flight while its call waits; their own bound holds them).
 
-use super::super::answer::Messages;
 use super::{InUse, Owner};
-use crate::config::ParkedBounds;
+use crate::bridge::answer::Messages;
+use crate::bridge::config::ParkedBounds;
+use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
 use mcp_wire::translate::mrtr::{self, Sealer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -174,10 +175,9 @@ impl Parking {
     pub(super) fn end_upstream(&self, call: Parked, answer: String, reason: &str) {
         let engine = self.inner.engine.clone();
         let entry = call.used.0.clone();
-        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": call.up_id, "reason": reason}});
+        let cancel = mcp_wire::messages::cancelled(&call.up_id, reason);
         tokio::spawn(async move {
-            for message in [answer, cancel.to_string()] {
+            for message in [answer, cancel] {
                 let sent =
                     engine.post_in_session(&entry.pool, &entry.backend, &entry.session, message);
                 if tokio::time::timeout(Duration::from_secs(2), sent)
@@ -213,7 +213,9 @@ impl Parking {
                 .dec();
             tracing::debug!(method = %call.method, backend = %entry.backend.label, "a parked call expired; answered upstream");
             // the answer first (the tool goes on with it), then the cancellation
-            let declined = mrtr::declined(&call.server_id, &call.method);
+            let refusal = GatewayError::input_not_retried_upstream();
+            let (code, message) = (refusal.kind.code(), &refusal.message);
+            let declined = mrtr::declined(&call.server_id, &call.method, code, message);
             self.end_upstream(call, declined, "the client did not retry in time");
         }
     }

@@ -20,29 +20,28 @@
 //! drops the pooled session, and the request is repeated only when it is safe to repeat (an
 //! in-flight `tools/call` gets -32013).
 
-use super::super::http::{
-    accepted, response, start_stream, write_event, write_json, Failed, ListFilter, Served,
-};
-use super::super::Bridge;
 use super::park::Parked;
 use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
-use crate::config::PooledSessions;
+use crate::bridge::client::{accepted, start_stream, write_event, write_json};
+use crate::bridge::config::BridgeConfig;
+use crate::bridge::Bridge;
+use crate::bridge::{Failed, ListFilter, Served};
 use crate::error::GatewayError;
 use crate::upstream::attempt::Engine;
 use crate::upstream::client::CallError;
-use crate::upstream::request::{self, Target};
+use crate::upstream::request;
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
-use mcp_wire::messages::safe_to_repeat;
+use mcp_wire::messages::{self, safe_to_repeat};
 use mcp_wire::translate::legacy::{self, ModernEnvelope};
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::result::peek;
 use mcp_wire::{sse, Era, RequestId};
 use pingora::http::RequestHeader;
 use pingora::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Methods of the session era that would change the pooled backend session for everyone in
@@ -59,25 +58,18 @@ const SESSION_METHODS: [&str; 4] = [
 const MAX_FORGOTTEN: usize = 2;
 
 /// Where a request goes and on whose behalf.
-pub struct Pooling<'a> {
+pub struct Target<'a> {
     /// The route's pool (its backends are legacy).
     pub pool: &'a Arc<Pool>,
     /// Upstream path.
     pub path: &'a str,
     /// The authenticated caller (part of the pooled session's key).
     pub principal: Option<&'a Arc<Principal>>,
-    /// `bridge.pooled-sessions`.
-    pub bounds: PooledSessions,
-    /// `bridge.input-ttl-s`.
-    pub input_ttl: std::time::Duration,
-    /// `bridge.parked`.
-    pub parked: crate::config::ParkedBounds,
-    /// `bridge.request-state-key-file`'s key.
-    pub state_key: Option<[u8; 32]>,
-    /// `bridge.advertise-url`: sealed into the states as the holder of their calls.
-    pub advertise: Option<&'a crate::config::Advertise>,
-    /// `bridge.cache-hints`, for cacheable answers whose server gave none.
-    pub cache: legacy::CacheHints,
+    /// The running config's `bridge` section: the pooled sessions' and parked calls' bounds,
+    /// `input-ttl-s`, the key sealing `requestState`s, `advertise-url` (sealed into the states
+    /// as the holder of their calls), the cache hints of cacheable answers whose server gave
+    /// none.
+    pub config: &'a BridgeConfig,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
 }
@@ -86,7 +78,7 @@ pub struct Pooling<'a> {
 pub async fn serve(
     bridge: &Bridge,
     session: &mut Session,
-    to: Pooling<'_>,
+    to: Target<'_>,
     body: &Bytes,
     id: &RequestId,
 ) -> Result<Served, Failed> {
@@ -132,7 +124,7 @@ pub async fn serve(
 /// One request being served.
 pub(super) struct One<'a> {
     pub(super) bridge: &'a Bridge,
-    pub(super) to: &'a Pooling<'a>,
+    pub(super) to: &'a Target<'a>,
     pub(super) msg: &'a Value,
     /// The request's body as the client sent it.
     pub(super) body: &'a Bytes,
@@ -191,7 +183,7 @@ impl One<'_> {
                     &self.init.params,
                     self.to.principal,
                     &self.owner,
-                    self.to.bounds,
+                    self.to.config.pooled,
                 )
                 .await;
             let used = match acquired {
@@ -209,7 +201,7 @@ impl One<'_> {
             let entry = used.0.clone();
             if self.method == "server/discover" {
                 let result = legacy::discover_result(&entry.init_result);
-                write_json(session, 200, None, response(self.id, "result", &result)).await?;
+                write_json(session, 200, None, messages::result(self.id, &result)).await?;
                 return Ok(Served {
                     backend: Some(backend),
                 });
@@ -236,7 +228,7 @@ impl One<'_> {
 
     /// The request's head in `entry`'s backend session.
     fn head(&self, entry: &Entry, len: usize) -> Result<RequestHeader, GatewayError> {
-        let target = Target {
+        let target = request::Target {
             path: &entry.session.path,
             host: &entry.backend.host,
         };
@@ -316,7 +308,7 @@ impl One<'_> {
             *forgotten += 1;
             return Ok(Attempt::Again);
         }
-        let messages = super::super::answer::Messages::new(exchange);
+        let messages = crate::bridge::answer::Messages::new(exchange);
         let call = (up_id, cancel);
         self.read(session, used, messages, call, status, streaming, strays)
             .await
@@ -330,7 +322,7 @@ impl One<'_> {
         &self,
         session: &mut Session,
         used: InUse,
-        mut messages: super::super::answer::Messages,
+        mut messages: crate::bridge::answer::Messages,
         (up_id, mut cancel): (String, CancelOnDrop),
         status: u16,
         streaming: &mut bool,
@@ -382,11 +374,14 @@ impl One<'_> {
                         server_id: m.get("id").cloned().unwrap_or(Value::Null),
                         method: method.to_owned(),
                         status,
-                        expires: std::time::Instant::now() + self.to.input_ttl,
+                        expires: std::time::Instant::now() + self.to.config.input_ttl,
                         strays,
                         owner: self.owner.clone(),
                     };
-                    let params = m.get("params").cloned().unwrap_or_else(|| json!({}));
+                    let params = m
+                        .get("params")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default()));
                     return self.park(session, parked, params, streaming).await;
                 }
                 self.refuse_server_request(entry, &m);
@@ -409,15 +404,17 @@ impl One<'_> {
         drop(used);
         let body = match answer {
             Some(mut m) => match m.get_mut("error") {
-                Some(error) => response(self.id, "error", &error.take()),
+                Some(error) => messages::relayed_error(self.id, &error.take()),
                 None => {
                     let result = m.get_mut("result").map(Value::take).unwrap_or_default();
                     let info = entry.init_result.get("serverInfo");
                     // answers on a route with `auth` may differ per principal: never public
-                    let mut hints = self.to.cache;
-                    hints.public &= self.to.principal.is_none();
+                    let hints = legacy::CacheHints {
+                        ttl_ms: self.to.config.cache_ttl_ms,
+                        public: self.to.config.cache_public && self.to.principal.is_none(),
+                    };
                     let result = legacy::modern_result(result, self.method, info, hints);
-                    let body = response(self.id, "result", &result);
+                    let body = messages::result(self.id, &result);
                     match self.to.filter {
                         Some(filter) => filter(&body).unwrap_or(body),
                         None => body,

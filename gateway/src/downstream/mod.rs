@@ -1,5 +1,6 @@
-//! The client-facing listener around pingora's HTTP proxy: per connection, the client
-//! timeouts pingora lacks and the request heads it would answer with a bare 400.
+//! The downstream side: each client connection around pingora's HTTP proxy, before pingora
+//! parses it. Per connection, the client timeouts pingora lacks and the request heads it would
+//! answer with a bare 400.
 //! - an idle kept-alive connection closes after `client-timeouts.idle-s` (pingora waits
 //!   forever once a client sent `Connection: keep-alive` or nothing);
 //! - a request head must be complete within `client-timeouts.header-s` of its first byte
@@ -12,7 +13,10 @@
 //! - past `limits.max-connections` open connections, or past its client's share
 //!   (`limits.max-connections-per-client`, by peer address), a new one is answered 503 -32018
 //!   and closed (`cap.rs`);
-//! - a connection gets no 64 KiB read buffer in front of pingora's own (`endpoint.rs`).
+//! - a connection gets no 64 KiB read buffer in front of pingora's own (`endpoint.rs`);
+//! - `listen-tls`: TLS on the client endpoint, its certificate reloaded when its files change
+//!   (`tls.rs`);
+//! - the Host/Origin policy every request passes (`guard.rs`).
 //!
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
@@ -24,6 +28,7 @@ mod head;
 mod head_check;
 #[cfg(test)]
 mod head_properties;
+pub mod tls;
 
 pub use endpoint::client_endpoint;
 

@@ -1,4 +1,4 @@
-//! The reverse era bridge: 2026-07-28 clients on legacy (session) backends. A request of a
+//! 2026-07-28 clients on legacy (session) backends (the reverse era bridge). A request of a
 //! modern client goes inside a backend session the gateway opened itself (`initialize` built
 //! from the request's `_meta`, `notifications/initialized`) and keeps for the next requests:
 //! pooled by (backend, principal, digest of the initialize), so two principals, or two clients
@@ -14,9 +14,10 @@
 //! This file is the table; `room` makes room within the bounds and shares, `open` opens a
 //! backend session, `serve` serves one request (the client side and the answer; `side` what the
 //! backend sends beside it), `rounds` and `park` the `input_required` rounds (a call parked
-//! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to the replica holding its call, `listen` a
-//! `subscriptions/listen` stream on a backend session held for it, `translate::legacy` and
-//! `translate::mrtr` the pure translation.
+//! while the client answers), `stray` the session's GET stream, `forward` a retry sent on to
+//! the replica holding its call, `listen` a `subscriptions/listen` stream on a backend session
+//! held for it; `mcp_wire::translate::legacy` and `mcp_wire::translate::mrtr` are the pure
+//! translation.
 
 mod forward;
 mod listen;
@@ -29,14 +30,15 @@ mod side;
 mod stray;
 
 pub use park::Parking;
-pub use serve::{serve, Pooling};
+pub use serve::{serve, Target};
 
-use crate::config::PooledSessions;
+use crate::bridge::config::{BridgeConfig, PooledSessions};
 use crate::error::GatewayError;
 use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::{Backend, Pool};
+use mcp_wire::Era;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -44,6 +46,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::OnceCell;
+
+/// Whether a request of `era` on `pool` comes here: a 2026-07-28 request and only legacy
+/// backends (every backend's era known, none serving 2026-07-28: each positively a legacy
+/// session server, by the probe or by the pool's `era`), and the bridge is on
+/// (`bridge.pooled-sessions.enabled`). A backend whose answers proved nothing is of unknown
+/// era and serves 2026-07-28 requests natively.
+pub fn takes(era: Era, config: &BridgeConfig, pool: &Pool) -> bool {
+    era == Era::Stateless && config.pooled.enabled && pool.lacks_era(Era::Stateless)
+}
 
 /// How often idle pooled sessions are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);

@@ -1,9 +1,9 @@
 //! `bridge.advertise-url`: the address other replicas reach this one at, sealed into the
 //! `requestState`s it issues so that a retry of an `input_required` call reaching another
-//! replica is forwarded to the one holding the parked call (`crate::bridge::pooled`).
+//! replica is forwarded to the one holding the parked call (`super::modern_clients`).
 //! `${VAR}` in the value is read from the environment (a pod's IP in Kubernetes).
 
-use super::problems::Problems;
+use crate::config::problems::Problems;
 
 const KEY: &str = "bridge.advertise-url";
 
@@ -131,17 +131,5 @@ mod tests {
         ] {
             assert_eq!(check(bad), (None, 1), "{bad}");
         }
-    }
-
-    #[test]
-    fn an_advertise_url_needs_the_shared_state_key() {
-        let yaml = "listen: 127.0.0.1:1\nadmin: 127.0.0.1:2\nbridge: { advertise-url: \"http://10.0.0.7:8080\" }\n";
-        let errors = crate::config::parse(yaml).unwrap_err();
-        assert!(
-            errors
-                .iter()
-                .any(|e| e.path == KEY && e.message.contains("request-state-key-file")),
-            "{errors:?}"
-        );
     }
 }

@@ -16,8 +16,8 @@
 //! subscribe received by another replica is stored with the session and heard from the next
 //! GET stream opened (or re-opened) on the replica holding the GET.
 
-use super::answer::{Broken, Messages};
 use super::upstream::Upstream;
+use crate::bridge::answer::{Broken, Messages};
 use crate::config::DualBackends;
 use crate::upstream::attempt::Engine;
 use crate::upstream::Pool;
@@ -73,7 +73,7 @@ struct Entry {
 
 /// The listens held in this process, by session.
 #[derive(Default)]
-pub(super) struct Listens {
+pub(in crate::bridge) struct Listens {
     by_session: DashMap<Arc<str>, Entry>,
     ids: AtomicU64,
 }

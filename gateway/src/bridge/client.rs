@@ -1,0 +1,93 @@
+//! The client side both bridges write: how serving a bridged request ended ([`Failed`],
+//! [`Served`]), an answer's JSON body or SSE stream, `202 Accepted`, and the list filter a
+//! route's `authz` rules apply to a bridged list answer.
+
+use crate::error::GatewayError;
+use crate::upstream::Backend;
+use bytes::Bytes;
+use mcp_wire::headers::MCP_SESSION_ID;
+use mcp_wire::sse;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How serving a bridged request failed.
+pub enum Failed {
+    /// Answer the client with this error (nothing was written yet).
+    Answer(GatewayError),
+    /// Writing to the client failed.
+    Io(Box<pingora::Error>),
+    /// The reverse bridge's `initialize` on `backend` opened no session (nothing was
+    /// written yet): it is no legacy session server, and the request may go to it as it is.
+    /// Answered with `refusal` by a caller that does not act on it.
+    NotLegacy {
+        /// The backend that answered `initialize` without a session.
+        backend: Arc<crate::upstream::Backend>,
+        /// The answer for a caller that cannot pass the request through.
+        refusal: GatewayError,
+    },
+}
+
+impl From<GatewayError> for Failed {
+    fn from(e: GatewayError) -> Self {
+        Failed::Answer(e)
+    }
+}
+
+impl From<Box<pingora::Error>> for Failed {
+    fn from(e: Box<pingora::Error>) -> Self {
+        Failed::Io(e)
+    }
+}
+
+/// A bridged request served: the backend that answered last, if any did.
+#[derive(Default)]
+pub struct Served {
+    /// For the access log.
+    pub backend: Option<Arc<Backend>>,
+}
+
+/// Rewrites a list answer body, or `None` when nothing changes.
+pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
+
+/// A whole JSON answer (`status`, the gateway session id when there is one).
+pub(super) async fn write_json(
+    session: &mut Session,
+    status: u16,
+    session_id: Option<&str>,
+    body: Bytes,
+) -> Result<()> {
+    let mut head = ResponseHeader::build(status, Some(3))?;
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
+    if let Some(id) = session_id {
+        head.insert_header(MCP_SESSION_ID, id)?;
+    }
+    session.write_response_header(Box::new(head), false).await?;
+    session.write_response_body(Some(body), true).await
+}
+
+/// `202 Accepted`, empty: a notification or a client's response taken.
+pub(super) async fn accepted(session: &mut Session) -> Result<()> {
+    let mut head = ResponseHeader::build(202, Some(1))?;
+    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
+    session.write_response_header(Box::new(head), true).await
+}
+
+/// The head of an SSE answer.
+pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
+    let mut head = ResponseHeader::build(200, Some(3))?;
+    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
+    head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    session.write_response_header(Box::new(head), false).await
+}
+
+/// One message as an SSE event.
+pub(super) async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
+    let json = serde_json::to_vec(msg).unwrap_or_default();
+    session
+        .write_response_body(Some(sse::event(&json)), false)
+        .await
+}

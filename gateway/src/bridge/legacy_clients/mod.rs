@@ -1,0 +1,191 @@
+//! Legacy (2025-11-25 and earlier) clients on 2026-07-28 backends.
+//!
+//! The gateway keeps the client's session as on any stateful route (its own session id, the
+//! stored `initialize`, the settings, the principal; `session::SessionManager::open_bridged`),
+//! answers `initialize` itself from a backend's `server/discover` (cached per backend),
+//! answers `ping`, `logging/setLevel` and the client's notifications itself, serves the
+//! client's GET stream (keep-alives; a modern backend has none), and sends every other request
+//! as a 2026-07-28 request balanced on its own over the modern backends: nothing is pinned, so
+//! a dead pod costs nothing. An `input_required` answer becomes real server→client requests on
+//! the call's SSE answer; the client's responses (its POSTs) are taken here and the call is
+//! retried with `inputResponses` and `requestState`, for at most [`MAX_ROUNDS`] rounds.
+//!
+//! This file says which sessions are bridged; `upstream` (which backend, the
+//! `server/discover` cache), `call` (the rounds of one call), `live` (what a call waits for:
+//! the client's responses, cancellations, the GET streams), `listen` (the `subscriptions/
+//! listen` stream that feeds a GET stream the session's subscriptions), `http` (the session's
+//! requests), `get` (the client's GET stream); `super::answer` reads a modern answer's
+//! messages.
+
+mod call;
+mod get;
+mod http;
+mod listen;
+mod live;
+mod upstream;
+
+pub use http::Target;
+pub use listen::listen_body_len;
+pub(super) use listen::Listens;
+pub(super) use live::Live;
+pub(super) use upstream::Discovered;
+
+use super::{Bridge, Failed, Served};
+use crate::config::DualBackends;
+use crate::error::GatewayError;
+use crate::metrics::Metrics;
+use crate::session::store::Quota;
+use crate::session::{Caller, SessionManager, SessionRecord};
+use crate::upstream::{Backend, BackendState, Pool};
+use bytes::Bytes;
+use mcp_wire::{BackendEra, RequestId};
+use pingora::prelude::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Most `input_required` rounds one call may take (the TypeScript SDK's legacy shim allows 8
+/// too); the next one is answered -32032 `bridge-rounds-exceeded`.
+pub const MAX_ROUNDS: usize = 8;
+/// How long the gateway waits for the client's answer to one server→client request
+/// (human-paced: an elicitation waits for a person; the TypeScript shim waits 600 s too); then
+/// -32034 `input-not-given`.
+pub const INPUT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a backend's `server/discover` result is reused when it says `ttlMs: 0` or
+/// nothing (the TypeScript SDK's default): the capabilities of a running pod do not change.
+pub const DISCOVER_REUSE: Duration = Duration::from_secs(30);
+/// The longest a backend's `server/discover` result is reused, whatever its `ttlMs` says (a
+/// pod's capabilities may change with its next rollout; the cache must not hold it for days).
+pub const DISCOVER_TTL_MAX: Duration = Duration::from_secs(300);
+
+/// One request of a legacy client to the bridge.
+pub enum Request<'a> {
+    /// `initialize` without a session: answered from a backend's `server/discover`, and the
+    /// bridged session opened with the client's `params`, within `quota`.
+    Initialize {
+        /// Who opens the session.
+        caller: &'a Caller,
+        /// The client's `initialize` params, verbatim.
+        params: Option<Arc<str>>,
+        /// The request's id.
+        id: &'a RequestId,
+        /// The caps the new session respects.
+        quota: Quota,
+    },
+    /// A POST in a bridged session, its body read and checked as one JSON-RPC message.
+    Post {
+        /// The session.
+        rec: SessionRecord,
+        /// The body as the client sent it.
+        body: &'a Bytes,
+        /// The request's id.
+        id: &'a RequestId,
+        /// Safe to send twice.
+        repeatable: bool,
+    },
+    /// GET: the session's stream, served by the gateway.
+    Get(SessionRecord),
+    /// DELETE: the session ends.
+    Delete(SessionRecord),
+}
+
+/// Serves one request of a legacy client's session on 2026-07-28 backends: the bridge's one
+/// entry point.
+pub async fn serve(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut Session,
+    to: Target<'_>,
+    request: Request<'_>,
+) -> Result<Served, Failed> {
+    match request {
+        Request::Initialize {
+            caller,
+            params,
+            id,
+            quota,
+        } => http::initialize(bridge, sessions, session, to, caller, params, id, quota).await,
+        Request::Post {
+            rec,
+            body,
+            id,
+            repeatable,
+        } => http::post(bridge, sessions, session, to, rec, body, id, repeatable).await,
+        Request::Get(rec) => get::get(bridge, sessions, session, (to.pool, to.dual), rec).await,
+        Request::Delete(rec) => http::delete(bridge, sessions, session, to.pool, rec).await,
+    }
+}
+
+/// A native session whose pool has no backend left that serves it natively, but 2026-07-28
+/// ones (a rolling upgrade's last legacy pod went), continues on the bridge instead of
+/// failing; any other session is returned as it is. Cheap when nothing changed: a look at the
+/// pool's backends.
+pub async fn bridge_over_if_needed(
+    sessions: &SessionManager,
+    pool: &Arc<Pool>,
+    dual: DualBackends,
+    rec: SessionRecord,
+) -> Result<SessionRecord, GatewayError> {
+    if rec.binding.is_bridged() || !bridges(pool, dual) {
+        return Ok(rec);
+    }
+    Box::pin(sessions.bridge_over(pool, &rec)).await
+}
+
+/// Whether a legacy client's new session on `pool` is bridged: no backend serves it natively
+/// and one serves it bridged (ready ones decide; when none is ready, any).
+pub fn bridges(pool: &Pool, dual: DualBackends) -> bool {
+    let members = pool.backends();
+    let decide = |ready_only: bool| {
+        let considered = || {
+            members
+                .iter()
+                .filter(move |b| !ready_only || b.state() == BackendState::Up)
+        };
+        if considered().any(|b| serves_native(b, dual)) {
+            Some(false)
+        } else if considered().any(|b| serves_bridged(b, dual)) {
+            Some(true)
+        } else {
+            None
+        }
+    };
+    decide(true).or_else(|| decide(false)).unwrap_or(false)
+}
+
+/// Counts a bridge error answered to a legacy client (`mcpgw_bridge_errors_total`).
+pub(crate) fn count_error(metrics: &Metrics, pool: &str, e: &GatewayError) {
+    use crate::error::ErrorKind::*;
+    if matches!(
+        e.kind,
+        MissingClientCapability
+            | BridgeRoundsExceeded
+            | NotBridged
+            | InputNotGiven
+            | Untranslatable
+    ) {
+        metrics
+            .bridge_errors
+            .with_label_values(&[pool, e.kind.as_str()])
+            .inc();
+    }
+}
+
+/// Whether `b` takes a legacy client's session natively: a legacy backend, one of unknown era
+/// (as before eras were known), or a dual one on a route that keeps dual backends native.
+pub fn serves_native(b: &Backend, dual: DualBackends) -> bool {
+    match b.era() {
+        None | Some(BackendEra::Legacy) => true,
+        Some(BackendEra::Dual) => dual == DualBackends::Native,
+        Some(BackendEra::Modern) => false,
+    }
+}
+
+/// Whether `b` takes a bridged session's requests: a modern backend, or a dual one on a route
+/// that bridges dual backends.
+pub fn serves_bridged(b: &Backend, dual: DualBackends) -> bool {
+    match b.era() {
+        Some(BackendEra::Modern) => true,
+        Some(BackendEra::Dual) => dual == DualBackends::Bridge,
+        None | Some(BackendEra::Legacy) => false,
+    }
+}

@@ -1,0 +1,435 @@
+//! The shape docs/architecture.md describes, checked against the tree, so the doc and the code
+//! cannot drift apart: every `crate::` path in `gateway/src` points down the floors of its
+//! "Floors" table (or along one floor, without circles), every module of `gateway/src` is on a
+//! floor, the modules its module table says never use pingora types name no pingora path, and
+//! `mcp-wire` depends only on the crates listed here (so "no pingora, tokio or clock" is kept by
+//! its `Cargo.toml` and by this list). The tables are data: placing a module is one edit there.
+
+mod doc;
+mod source;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What `mcp-wire` may depend on (`[dependencies]`, `[build-dependencies]` and per-target
+/// ones). A new dependency of the pure crate is added here on purpose, or not at all.
+const MCP_WIRE_DEPENDENCIES: &[&str] = &[
+    "base64",
+    "bytes",
+    "chacha20poly1305",
+    "http",
+    "memchr",
+    "serde",
+    "serde_json",
+    "sha2",
+];
+
+/// What `mcp-wire`'s own tests may depend on.
+const MCP_WIRE_DEV_DEPENDENCIES: &[&str] = &["proptest"];
+
+/// Crates that would make `mcp-wire` impure (a runtime, I/O, a clock, the store, pingora), at
+/// any depth of its dependency tree; a name ending in `-` stands for every crate it starts.
+const NEVER_UNDER_MCP_WIRE: &[&str] = &[
+    "pingora",
+    "pingora-",
+    "tokio",
+    "tokio-",
+    "mio",
+    "async-std",
+    "hyper",
+    "chrono",
+    "time",
+    "redis",
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn architecture() -> String {
+    read(&repo().join("docs/architecture.md"))
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The module a file of `gateway/src` is: `a/b.rs` and `a/b/mod.rs` are `a::b`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut path: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if path.last().is_some_and(|l| l == "mod" || l == "lib") {
+        path.pop();
+    }
+    path
+}
+
+/// `gateway/src/x.rs` as the failure messages write it.
+fn shown(file: &Path) -> String {
+    let rel = file.strip_prefix(repo()).unwrap_or(file);
+    rel.display().to_string()
+}
+
+/// Every path into the crate written in `gateway/src` (`lib.rs`, the root, aside).
+fn gateway_references() -> Vec<(PathBuf, source::Reference)> {
+    let src = repo().join("gateway/src");
+    let mut out = Vec::new();
+    for file in rust_files(&src) {
+        let module = module_of(&src, &file);
+        if module.is_empty() {
+            continue;
+        }
+        // the binary is a crate of its own: there the library is `mcp_gateway`
+        let root = if module == ["main"] {
+            "mcp_gateway"
+        } else {
+            "crate"
+        };
+        for r in source::references(&read(&file), &module, root) {
+            out.push((file.clone(), r));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_of_the_gateway_is_on_a_floor_and_every_floor_entry_exists() {
+    let floors = doc::floors(&architecture());
+    let src = repo().join("gateway/src");
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let module = name.strip_suffix(".rs").unwrap_or(&name).to_owned();
+        if name == "lib.rs" || !(path.is_dir() || name.ends_with(".rs")) {
+            continue;
+        }
+        if floors.row_of(&[module]).is_none() {
+            problems.push(format!("gateway/src/{name} is on no floor"));
+        }
+    }
+    for row in &floors.rows {
+        if !src.join(&row.entry).exists() {
+            problems.push(format!(
+                "floor {}: `{}` is not in gateway/src",
+                row.floor, row.entry
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/architecture.md, \"Floors: which way imports point\", and gateway/src disagree \
+         (add the module to the table, or take the row out):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn no_module_imports_a_module_on_a_higher_floor() {
+    let floors = doc::floors(&architecture());
+    let mut upward = Vec::new();
+    for (file, r) in gateway_references() {
+        let (Some(from), Some(to)) = (floors.row_of(&r.from), floors.row_of(&r.to)) else {
+            if floors.row_of(&r.from).is_some() {
+                upward.push(format!(
+                    "{}:{}: `crate::{}` is in no module of the floors table",
+                    shown(&file),
+                    r.line,
+                    r.to.join("::")
+                ));
+            }
+            continue; // a file on no floor: the test above names it
+        };
+        if to.floor > from.floor {
+            upward.push(format!(
+                "{}:{}: `crate::{}` is on floor {} (`{}`), above this file's floor {} (`{}`)",
+                shown(&file),
+                r.line,
+                r.to.join("::"),
+                to.floor,
+                to.entry,
+                from.floor,
+                from.entry
+            ));
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that point up the floors of docs/architecture.md (\"Floors: which way imports \
+         point\"); give the lower module a narrow handle, move the shared part down, or place \
+         the module on another floor in the table:\n  {}",
+        upward.join("\n  ")
+    );
+}
+
+#[test]
+fn the_modules_of_one_floor_import_each_other_without_circles() {
+    let floors = doc::floors(&architecture());
+    // entry -> entries of the same floor it imports, with one place that does
+    let mut edges: BTreeMap<&str, BTreeMap<&str, String>> = BTreeMap::new();
+    for (file, r) in gateway_references() {
+        let (Some(from), Some(to)) = (floors.row_of(&r.from), floors.row_of(&r.to)) else {
+            continue;
+        };
+        if from.floor == to.floor && from.entry != to.entry {
+            edges
+                .entry(&from.entry)
+                .or_default()
+                .entry(&to.entry)
+                .or_insert_with(|| format!("{}:{}", shown(&file), r.line));
+        }
+    }
+    // depth-first: a node met again while still on the path closes a circle
+    fn visit<'a>(
+        node: &'a str,
+        edges: &BTreeMap<&'a str, BTreeMap<&'a str, String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut Vec<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(at) = path.iter().position(|n| *n == node) {
+            return Some(path[at..].iter().copied().chain([node]).collect());
+        }
+        if done.contains(&node) {
+            return None;
+        }
+        path.push(node);
+        for next in edges.get(node).into_iter().flat_map(|e| e.keys()) {
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.push(node);
+        None
+    }
+    let (mut path, mut done) = (Vec::new(), Vec::new());
+    for node in edges.keys() {
+        if let Some(circle) = visit(node, &edges, &mut path, &mut done) {
+            let steps: Vec<String> = circle
+                .windows(2)
+                .map(|w| format!("`{}` -> `{}` ({})", w[0], w[1], edges[w[0]][w[1]]))
+                .collect();
+            panic!("an import circle on one floor:\n  {}", steps.join("\n  "));
+        }
+    }
+}
+
+/// The files of a module as the module table names it (`auth/`, `admin.rs`, `metrics.rs` with
+/// its `metrics/`), or of a crate of the workspace (`mcp-wire/`).
+fn files_of(module: &str) -> Option<Vec<PathBuf>> {
+    let src = repo().join("gateway/src");
+    let dir = src.join(module.strip_suffix(".rs").unwrap_or(module));
+    let mut files = Vec::new();
+    if module.ends_with(".rs") && src.join(module).is_file() {
+        files.push(src.join(module));
+    }
+    if dir.is_dir() {
+        files.extend(rust_files(&dir));
+    } else if files.is_empty() && module.ends_with('/') && repo().join(module).is_dir() {
+        files.extend(rust_files(&repo().join(module)));
+    }
+    (!files.is_empty()).then_some(files)
+}
+
+#[test]
+fn modules_the_doc_says_never_use_pingora_types_name_no_pingora_path() {
+    let doc = architecture();
+    let mut checked = 0;
+    let mut found = Vec::new();
+    for (modules, never) in doc::never_does(&doc) {
+        if !never.contains("pingora types") {
+            continue;
+        }
+        for module in modules {
+            let files = files_of(module).unwrap_or_else(|| {
+                panic!(
+                    "docs/architecture.md's module table names `{module}`, which is neither in \
+                     gateway/src nor a crate of the workspace"
+                )
+            });
+            for f in files {
+                checked += 1;
+                let code = source::code_only(&read(&f));
+                for (n, line) in code.lines().enumerate() {
+                    let words = line.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+                    if words
+                        .into_iter()
+                        .any(|w| w == "pingora" || w.starts_with("pingora_"))
+                    {
+                        found.push(format!("{}:{}: {}", shown(&f), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 0,
+        "the module table says of no module that it never uses pingora types"
+    );
+    assert!(
+        found.is_empty(),
+        "docs/architecture.md's module table says these modules never use pingora types:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+/// The dependency names of a `Cargo.toml`, by kind: `normal` (`[dependencies]`, with the
+/// build and per-target tables) and `dev`; both `name = ...` keys and `[dependencies.name]`
+/// tables are read.
+fn dependencies(manifest: &str) -> BTreeMap<&'static str, Vec<String>> {
+    let kind_of = |table: &str| match table {
+        "dependencies" | "build-dependencies" => Some("normal"),
+        "dev-dependencies" => Some("dev"),
+        _ => None,
+    };
+    let mut out: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    let mut keys_are_dependencies = None;
+    for line in manifest
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+    {
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let parts: Vec<&str> = header.split('.').collect();
+            keys_are_dependencies = kind_of(parts[parts.len() - 1]);
+            if let (None, [.., table, name]) = (keys_are_dependencies, parts.as_slice()) {
+                if let Some(kind) = kind_of(table) {
+                    out.entry(kind)
+                        .or_default()
+                        .push(name.trim_matches('"').to_owned());
+                }
+            }
+        } else if let (Some(kind), Some((key, _))) = (keys_are_dependencies, line.split_once('=')) {
+            let name = key.trim().split('.').next().unwrap().trim_matches('"');
+            out.entry(kind).or_default().push(name.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn mcp_wire_depends_only_on_the_crates_listed_here() {
+    let manifest = read(&repo().join("mcp-wire/Cargo.toml"));
+    let deps = dependencies(&manifest);
+    for (kind, allowed) in [
+        ("normal", MCP_WIRE_DEPENDENCIES),
+        ("dev", MCP_WIRE_DEV_DEPENDENCIES),
+    ] {
+        let unlisted: Vec<&String> = deps
+            .get(kind)
+            .into_iter()
+            .flatten()
+            .filter(|d| !allowed.contains(&d.as_str()))
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "mcp-wire/Cargo.toml: {unlisted:?} not in the closed list of {kind} dependencies of \
+             the pure crate (gateway/tests/it/shape.rs); add one there only on purpose"
+        );
+    }
+    assert!(deps
+        .get("normal")
+        .is_some_and(|d| d.contains(&"serde_json".to_owned())));
+    // and docs/architecture.md's crate table says the same
+    let doc = architecture();
+    let said = doc::crates(&doc)
+        .into_iter()
+        .find(|(c, _)| *c == "mcp-wire/")
+        .map(|(_, deps)| deps)
+        .expect("docs/architecture.md's crate table has no `mcp-wire/` row");
+    let mut said: Vec<&str> = said
+        .split(',')
+        .map(|d| d.trim().trim_matches('`'))
+        .collect();
+    let mut listed = MCP_WIRE_DEPENDENCIES.to_vec();
+    said.sort();
+    listed.sort();
+    assert_eq!(
+        said, listed,
+        "docs/architecture.md's crate table and the closed list of mcp-wire's dependencies differ"
+    );
+    for allowed in MCP_WIRE_DEPENDENCIES
+        .iter()
+        .chain(MCP_WIRE_DEV_DEPENDENCIES)
+    {
+        assert!(!never(allowed), "`{allowed}` may not be on mcp-wire's list");
+    }
+}
+
+fn never(name: &str) -> bool {
+    NEVER_UNDER_MCP_WIRE
+        .iter()
+        .any(|n| name == *n || (n.ends_with('-') && name.starts_with(n)))
+}
+
+#[test]
+fn nothing_mcp_wire_depends_on_pulls_in_a_runtime_a_clock_or_pingora() {
+    // Cargo.lock's packages and what each depends on (registry packages: normal and build
+    // dependencies only; a workspace member's list also has its dev-dependencies, which is why
+    // the walk starts from mcp-wire's own normal dependencies)
+    let lock = read(&repo().join("Cargo.lock"));
+    let mut packages: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let name = block
+            .lines()
+            .find_map(|l| l.strip_prefix("name = "))
+            .unwrap()
+            .trim_matches('"')
+            .to_owned();
+        let deps = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split(']').next().unwrap())
+            .unwrap_or("");
+        let deps = deps
+            .split(',')
+            .filter_map(|d| d.trim().trim_matches('"').split(' ').next())
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned);
+        packages.entry(name).or_default().extend(deps);
+    }
+    let manifest = read(&repo().join("mcp-wire/Cargo.toml"));
+    let mut todo: Vec<(String, String)> = dependencies(&manifest)
+        .remove("normal")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (d.clone(), format!("mcp-wire -> {d}")))
+        .collect();
+    let mut seen = Vec::new();
+    while let Some((name, via)) = todo.pop() {
+        assert!(
+            !never(&name),
+            "mcp-wire must stay pure, but it depends on `{name}`: {via}"
+        );
+        if seen.contains(&name) {
+            continue;
+        }
+        for dep in packages.get(&name).into_iter().flatten() {
+            todo.push((dep.clone(), format!("{via} -> {dep}")));
+        }
+        seen.push(name);
+    }
+    assert!(
+        seen.len() > MCP_WIRE_DEPENDENCIES.len() / 2,
+        "Cargo.lock has no mcp-wire tree"
+    );
+}
