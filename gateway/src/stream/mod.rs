@@ -22,6 +22,7 @@ mod held;
 mod ingest;
 mod link;
 mod log;
+pub mod metrics;
 mod owner;
 mod remote;
 mod resume;
@@ -32,12 +33,12 @@ pub use answer::{AnswerOf, Events};
 pub use held::Lease;
 pub use link::SessionLink;
 pub use log::{Bounds, LogReader, Read, StreamLog};
+pub use metrics::StreamMetrics;
 pub use resume::*;
 pub use shared::SharedReader;
 pub use standalone::{is_stream, StreamOpened};
 
 use crate::config::SessionConfig;
-use crate::metrics::Metrics;
 use crate::session::store::StreamStore;
 use crate::session::{SessionObserver, SessionRecord};
 use crate::upstream::Pool;
@@ -64,7 +65,7 @@ impl Streams {
     /// when one is given (a store shared by replicas).
     pub fn new(
         sessions: Arc<dyn SessionLink>,
-        metrics: Metrics,
+        metrics: StreamMetrics,
         mirror: Option<Arc<dyn StreamStore>>,
     ) -> Streams {
         Streams {
@@ -106,6 +107,22 @@ impl Streams {
     /// Bytes of events buffered in this process and streams kept (the gauges).
     pub fn resume_buffered(&self) -> (usize, usize) {
         (self.resume.buffered_bytes(), self.resume.streams())
+    }
+
+    /// Sets the stream gauges (at scrape time, off the hot path): held streams, bytes
+    /// buffered and streams kept for replay.
+    pub fn publish_gauges(&self) {
+        let m = &self.resume.metrics;
+        m.held_streams
+            .with_label_values::<&str>(&[])
+            .set(self.held_streams() as i64);
+        let (bytes, streams) = self.resume_buffered();
+        m.resume_buffered_bytes
+            .with_label_values::<&str>(&[])
+            .set(bytes as i64);
+        m.resume_streams
+            .with_label_values::<&str>(&[])
+            .set(streams as i64);
     }
 }
 

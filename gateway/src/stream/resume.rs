@@ -16,10 +16,10 @@
 //!   left. With a store shared by replicas (Redis) every event is also written through to it
 //!   (`session::store::StreamStore`), so another replica can replay it (`remote.rs`).
 
+use super::metrics::StreamMetrics;
 use super::{Bounds, Read, StreamLog};
 pub use crate::config::ResumeConfig;
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
 use crate::session::store::{StoredEvent, StreamStore};
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -193,14 +193,14 @@ pub struct Resume {
     pub(super) max_buffered: AtomicUsize,
     /// Held while the budget drops buffers (one at a time).
     pub(super) evicting: Mutex<()>,
-    pub(super) metrics: Metrics,
+    pub(super) metrics: StreamMetrics,
     /// Where events are also written when sessions are shared (the Redis store).
     pub(crate) mirror: Option<Arc<dyn StreamStore>>,
 }
 
 impl Resume {
     /// Streams counted into `metrics`, written through to `mirror` when one is given.
-    pub fn new(metrics: Metrics, mirror: Option<Arc<dyn StreamStore>>) -> Resume {
+    pub fn new(metrics: StreamMetrics, mirror: Option<Arc<dyn StreamStore>>) -> Resume {
         Resume {
             streams: DashMap::new(),
             config: Mutex::new(ResumeConfig::default()),
@@ -428,10 +428,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_is_found_only_under_its_own_session() {
-        let registry = Resume::new(
-            Metrics::new(&pingora_prometheus::prometheus::Registry::new()),
-            None,
-        );
+        let registry = Resume::new(crate::metrics::scratch(StreamMetrics::register), None);
         let a: Arc<str> = "session-a".into();
         let log = registry.start(&a, None, true);
         log.push(|seq| message_event(&event_id(log.token, seq), b"{}"));

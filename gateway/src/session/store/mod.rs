@@ -11,6 +11,7 @@ mod cached;
 mod instrumented;
 mod lease;
 mod memory;
+pub mod metrics;
 mod outage;
 mod pending;
 mod redis;
@@ -23,6 +24,7 @@ pub use cached::Cached;
 pub use instrumented::Instrumented;
 pub use lease::{Hold, LeaseMap};
 pub use memory::MemoryStore;
+pub use metrics::StoreMetrics;
 pub use streams::{StoredEvent, StreamFollower, StreamStore, ALIVE_EVERY};
 
 use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
