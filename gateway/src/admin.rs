@@ -11,10 +11,10 @@
 //!
 //! Who may call what (browsers never; `/admin/*` with the token) is `admin_auth.rs`.
 
-use crate::metrics::Metrics;
 use crate::session::{Lookup, SessionManager};
 use crate::state::State;
 use crate::stream::Streams;
+use crate::upstream::metrics::UpstreamMetrics;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use http::Response;
@@ -30,24 +30,26 @@ pub struct AdminApp {
     sessions: Arc<SessionManager>,
     streams: Arc<Streams>,
     registry: Registry,
-    metrics: Metrics,
+    /// Upstream's families whose backend gauges a scrape sets.
+    upstream: UpstreamMetrics,
 }
 
 impl AdminApp {
-    /// Serves the given state, sessions, streams and metrics.
+    /// Serves the given state, sessions, streams and the registry every concern registered
+    /// its families into (`upstream`'s backend gauges are set at each scrape).
     pub fn new(
         state: Arc<ArcSwap<State>>,
         sessions: Arc<SessionManager>,
         streams: Arc<Streams>,
         registry: Registry,
-        metrics: Metrics,
+        upstream: UpstreamMetrics,
     ) -> AdminApp {
         AdminApp {
             state,
             sessions,
             streams,
             registry,
-            metrics,
+            upstream,
         }
     }
 
@@ -146,44 +148,20 @@ impl AdminApp {
         }
     }
 
-    /// Copies live backend counters into their gauges (done at scrape time, off the hot path).
+    /// Copies live counts into their gauges (done at scrape time, off the hot path), each
+    /// concern its own: streams, upstream's backends, sessions per backend; and drops the
+    /// series of departed backends first.
     async fn refresh_gauges(&self) {
-        self.metrics
-            .held_streams
-            .with_label_values::<&str>(&[])
-            .set(self.streams.held_streams() as i64);
-        let (bytes, streams) = self.streams.resume_buffered();
-        self.metrics
-            .resume_buffered_bytes
-            .with_label_values::<&str>(&[])
-            .set(bytes as i64);
-        self.metrics
-            .resume_streams
-            .with_label_values::<&str>(&[])
-            .set(streams as i64);
+        self.streams.publish_gauges();
         let state = self.state.load_full();
-        crate::upstream::discovery::drop_departed(&self.metrics, state.pools.iter());
+        let sessions = self.sessions.metrics();
+        crate::upstream::discovery::drop_departed(state.pools.iter(), |live| {
+            self.upstream.retain_backends(live) + sessions.retain_backends(live)
+        });
         for pool in &state.pools {
             let counts = self.session_counts(&pool.name).await;
-            for b in pool.backends().iter() {
-                let labels = [pool.name.as_str(), b.label.as_str()];
-                self.metrics
-                    .backend_inflight
-                    .with_label_values(&labels)
-                    .set(b.inflight() as i64);
-                self.metrics
-                    .backend_up
-                    .with_label_values(&labels)
-                    .set(i64::from(!b.is_failed()));
-                self.metrics
-                    .sessions_active
-                    .with_label_values(&labels)
-                    .set(sessions_of(&counts, b.addr) as i64);
-                self.metrics
-                    .backend_draining
-                    .with_label_values(&labels)
-                    .set(i64::from(b.is_draining()));
-            }
+            self.upstream.publish_backends(pool);
+            sessions.publish_active(pool, &counts);
         }
     }
 

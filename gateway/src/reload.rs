@@ -3,26 +3,47 @@
 //! one is kept. Listener addresses and thread counts need a restart (logged).
 
 use crate::config::{self, Config};
-use crate::metrics::Metrics;
+use crate::metrics::Registrar;
 use crate::state::State;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
+use pingora_prometheus::prometheus::IntCounterVec;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+/// The config reload's metric family.
+#[derive(Clone)]
+pub struct ReloadMetrics {
+    /// `mcpgw_config_reloads_total{result}`: reloads applied or rejected (invalid config).
+    pub config_reloads: IntCounterVec,
+}
+
+impl ReloadMetrics {
+    /// Creates the families and registers them.
+    pub fn register(families: &Registrar) -> ReloadMetrics {
+        ReloadMetrics {
+            config_reloads: families.counter(
+                "mcpgw_config_reloads_total",
+                "Config reloads, applied or rejected",
+                &["result"],
+            ),
+        }
+    }
+}
 
 /// Watches the config file and SIGHUP.
 pub struct ReloadService {
     path: PathBuf,
     state: Arc<ArcSwap<State>>,
-    metrics: Metrics,
+    metrics: ReloadMetrics,
 }
 
 impl ReloadService {
     /// Reloads `path` into `state`.
-    pub fn new(path: PathBuf, state: Arc<ArcSwap<State>>, metrics: Metrics) -> ReloadService {
+    pub fn new(path: PathBuf, state: Arc<ArcSwap<State>>, metrics: ReloadMetrics) -> ReloadService {
         ReloadService {
             path,
             state,

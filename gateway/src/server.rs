@@ -2,21 +2,27 @@
 //! and the server settings that matter for throughput.
 
 use crate::admin::AdminApp;
+use crate::admission::metrics::AdmissionMetrics;
+use crate::bridge::metrics::BridgeMetrics;
 use crate::config::Config;
 use crate::config::StoreConfig;
-use crate::metrics::Metrics;
+use crate::metrics::Registrar;
+use crate::proxy::metrics::RequestMetrics;
 use crate::proxy::Gateway;
-use crate::reload::ReloadService;
-use crate::session::store::{Cached, Instrumented, RedisStore, Ttl};
+use crate::reload::{ReloadMetrics, ReloadService};
+use crate::session::store::{
+    Cached, Instrumented, RedisEvents, RedisStore, StoreMetrics, StreamStore, Ttl,
+};
 use crate::session::{
-    EvacuationService, ExpiryService, MemoryStore, SessionManager, SessionObserver, SessionStore,
+    EvacuationService, ExpiryService, MemoryStore, SessionManager, SessionMetrics, SessionObserver,
+    SessionStore,
 };
 use crate::state::State;
-use crate::stream::redis::RedisEvents;
-use crate::stream::Streams;
+use crate::stream::{StreamMetrics, Streams};
 use crate::upstream::attempt::Engine;
 use crate::upstream::discovery::DiscoveryService;
 use crate::upstream::health::HealthService;
+use crate::upstream::metrics::UpstreamMetrics;
 use arc_swap::ArcSwap;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
@@ -41,17 +47,17 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     warn_unguarded(&config);
 
     let registry = Registry::new();
-    let metrics = Metrics::new(&registry);
+    let metrics = Families::register(&registry);
     crate::quiet::register(&registry);
     let state = Arc::new(ArcSwap::from_pointee(State::new(
         config.clone(),
-        metrics.clone(),
+        metrics.admission.clone(),
     )));
     let ttl = Ttl {
         idle: config.sessions.idle_timeout,
         tombstone: config.sessions.idle_timeout,
     };
-    let mut events = None;
+    let mut events: Option<Arc<dyn StreamStore>> = None;
     let store: Arc<dyn SessionStore> = match &config.sessions.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
         // measured where it meets the network; a per-replica cache of recent records in front
@@ -59,20 +65,34 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
             let redis = Arc::new(RedisStore::new(redis.clone(), ttl));
             // stream events beside the sessions, so any replica can replay them
             events = Some(RedisEvents::new(redis.clone()));
-            let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
-            Arc::new(Cached::measured(measured, metrics.clone()))
+            let measured = Arc::new(Instrumented::new(redis, metrics.store.clone()));
+            Arc::new(Cached::measured(measured, metrics.store.clone()))
         }
     };
-    let engine = Arc::new(Engine::new(metrics.clone()));
-    let sessions = Arc::new(SessionManager::new(store, engine.clone()));
-    let streams = Arc::new(Streams::new(sessions.clone(), metrics.clone(), events));
+    let engine = Arc::new(Engine::new(metrics.upstream.clone()));
+    let sessions = Arc::new(SessionManager::new(
+        store,
+        engine.clone(),
+        metrics.sessions.clone(),
+    ));
+    let streams = Arc::new(Streams::new(
+        sessions.clone(),
+        metrics.streams.clone(),
+        events,
+    ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
     sessions.configure(&config.sessions);
 
     let proxy = pingora::proxy::http_proxy(
         &server.configuration,
-        Gateway::new(state.clone(), sessions.clone(), streams.clone()),
+        Gateway::new(
+            state.clone(),
+            sessions.clone(),
+            streams.clone(),
+            metrics.requests.clone(),
+            metrics.bridge.clone(),
+        ),
     );
     let mut proxy = Service::new(
         "mcp-gateway".into(),
@@ -105,11 +125,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     ));
     let deaths = engine.deaths().clone();
     if let Some(path) = config_path {
-        let reload = ReloadService::new(path, state.clone(), metrics.clone());
+        let reload = ReloadService::new(path, state.clone(), metrics.reloads.clone());
         server.add_service(background_service("config reload", reload));
     }
     if config.pools.iter().any(|p| p.discovery.is_some()) {
-        let discovery = DiscoveryService::new(state.clone(), metrics.clone());
+        let discovery = DiscoveryService::new(state.clone(), metrics.upstream.clone());
         server.add_service(background_service("discovery", discovery));
     }
     // probes only pools with `era: detect`; the gauge of backends by era covers every pool
@@ -137,13 +157,56 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         }
     }
     if let Some(admin) = config.admin {
-        let app = AdminApp::new(state, sessions, streams, registry, metrics);
+        let app = AdminApp::new(state, sessions, streams, registry, metrics.upstream);
         let mut service = Service::new("admin".into(), app);
         service.add_tcp(&admin.to_string());
         service.threads = Some(1);
         server.add_service(service);
     }
     server
+}
+
+/// Every concern's metric families, registered once at start into the one registry `/metrics`
+/// reads; each goes to the concern that owns it (`metrics/mod.rs`).
+pub struct Families {
+    /// The proxy's per-request families.
+    pub requests: RequestMetrics,
+    /// Admission control's.
+    pub admission: AdmissionMetrics,
+    /// Upstream's: attempts, backends, discovery, eras.
+    pub upstream: UpstreamMetrics,
+    /// The session lifecycle's.
+    pub sessions: SessionMetrics,
+    /// The session store's.
+    pub store: StoreMetrics,
+    /// Streams'.
+    pub streams: StreamMetrics,
+    /// The era bridges'.
+    pub bridge: BridgeMetrics,
+    /// The config reload's.
+    pub reloads: ReloadMetrics,
+    /// Every family name registered, for checking dashboards and alerts against.
+    pub names: Vec<String>,
+}
+
+impl Families {
+    /// Registers every concern's families into `registry`.
+    pub fn register(registry: &Registry) -> Families {
+        let families = Registrar::new(registry);
+        let mut all = Families {
+            requests: RequestMetrics::register(&families),
+            admission: AdmissionMetrics::register(&families),
+            upstream: UpstreamMetrics::register(&families),
+            sessions: SessionMetrics::register(&families),
+            store: StoreMetrics::register(&families),
+            streams: StreamMetrics::register(&families),
+            bridge: BridgeMetrics::register(&families),
+            reloads: ReloadMetrics::register(&families),
+            names: Vec::new(),
+        };
+        all.names = families.names();
+        all
+    }
 }
 
 /// A listener that browsers may reach on a non-loopback address, without `allowed-hosts` or

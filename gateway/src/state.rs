@@ -1,9 +1,9 @@
 //! Everything built from one config: router, pools. Swapped whole on reload.
 
+use crate::admission::metrics::AdmissionMetrics;
 use crate::admission::Admission;
 use crate::config::Config;
 use crate::downstream::guard::PeerGuard;
-use crate::metrics::Metrics;
 use crate::routing::Router;
 use crate::upstream::Pool;
 use std::sync::Arc;
@@ -18,8 +18,9 @@ pub struct State {
     pub pools: Vec<Arc<Pool>>,
     /// Admission limits.
     pub admission: Admission,
-    /// Metric families (the same registry across reloads).
-    pub metrics: Metrics,
+    /// Admission's metric family, for the connections the listener refuses (the same
+    /// registry across reloads).
+    pub rejections: AdmissionMetrics,
     /// The listener's allowed hosts and origins.
     pub guard: PeerGuard,
     /// Who may call (`auth`); `None`: anyone.
@@ -63,11 +64,7 @@ impl crate::downstream::CurrentTimeouts for arc_swap::ArcSwap<State> {
             true => "client-connections",
             false => "connections",
         };
-        self.load()
-            .metrics
-            .rejections
-            .with_label_values(&[reason])
-            .inc();
+        self.load().rejections.rejected(reason);
     }
 }
 
@@ -96,9 +93,9 @@ impl State {
     }
 
     /// Compiles a validated config.
-    pub fn new(config: Config, metrics: Metrics) -> State {
+    pub fn new(config: Config, rejections: AdmissionMetrics) -> State {
         State {
-            metrics,
+            rejections,
             auth: config
                 .auth
                 .as_ref()
@@ -137,7 +134,7 @@ impl State {
             (None, _) => None,
         };
         State {
-            metrics: old.metrics.clone(),
+            rejections: old.rejections.clone(),
             auth,
             guard: PeerGuard::new(&config),
             router: Router::new(&config),

@@ -5,6 +5,8 @@
 //! Limits are keyed by identity (an API-key header, else the client IP), not by session, so
 //! re-initializing does not reset them.
 
+pub mod metrics;
+
 use crate::config::{Limits, Rate, RouteConfig};
 use crate::error::GatewayError;
 use governor::clock::{Clock, DefaultClock};

@@ -11,7 +11,7 @@
 //! - `errors`: the named constructors of the bridges' errors (their kinds, codes and statuses
 //!   are rows of the error table, `crate::error`).
 //! - `answer` (reading an upstream answer's messages) and `client` (writing to the client) are
-//!   shared by both.
+//!   shared by both; `metrics`, both bridges' metric families.
 //!
 //! The pure translation between the eras is `mcp_wire::translate`; the proxy only dispatches
 //! to the two entry points (`proxy/stateful/bridged.rs`, `proxy/bridged.rs`).
@@ -22,19 +22,20 @@ mod client;
 pub mod config;
 mod errors;
 pub mod legacy_clients;
+pub mod metrics;
 pub mod modern_clients;
 
 pub use client::{Failed, ListFilter, Served};
 
-use crate::metrics::Metrics;
 use crate::upstream::attempt::Engine;
-use crate::upstream::Backend;
-use mcp_wire::{BackendEra, Era};
+use metrics::BridgeMetrics;
 use std::sync::Arc;
 
 /// Both bridges' state in this process.
 pub struct Bridge {
     engine: Arc<Engine>,
+    /// Both bridges' metric families.
+    metrics: BridgeMetrics,
     /// The session streams' settings (the keep-alive interval of the streams it serves).
     streams: Arc<crate::stream::Streams>,
     /// Legacy clients: the `server/discover` cache.
@@ -50,12 +51,18 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// A bridge sending through `engine`, its streams kept alive as `streams` says.
-    pub fn new(engine: Arc<Engine>, streams: Arc<crate::stream::Streams>) -> Bridge {
+    /// A bridge sending through `engine`, its streams kept alive as `streams` says, counted
+    /// into `metrics`.
+    pub fn new(
+        engine: Arc<Engine>,
+        streams: Arc<crate::stream::Streams>,
+        metrics: BridgeMetrics,
+    ) -> Bridge {
         Bridge {
-            pooled: modern_clients::Sessions::new(engine.clone()),
-            parking: modern_clients::Parking::new(engine.clone()),
+            pooled: modern_clients::Sessions::new(engine.clone(), metrics.clone()),
+            parking: modern_clients::Parking::new(engine.clone(), metrics.clone()),
             engine,
+            metrics,
             streams,
             discovered: Default::default(),
             live: Default::default(),
@@ -67,14 +74,4 @@ impl Bridge {
     fn keep_alive(&self) -> std::time::Duration {
         self.streams.resume_config().keep_alive
     }
-}
-
-/// Counts a finished request by the client's era and the era of the backend that answered it
-/// (`mcpgw_requests_by_eras_total`).
-pub fn count_eras(metrics: &Metrics, client: Era, backend: Option<&Backend>) {
-    let backend_era = match backend {
-        None => "none",
-        Some(b) => b.era().map_or("unknown", BackendEra::as_str),
-    };
-    metrics.count_eras(client, backend_era);
 }

@@ -16,6 +16,7 @@ pub mod ctx;
 #[cfg(test)]
 mod future_sizes;
 mod log_filter;
+pub mod metrics;
 mod relay;
 pub mod respond;
 mod stateful;
@@ -25,8 +26,9 @@ mod telemetry;
 mod trace;
 mod verdict;
 
+use crate::admission::metrics::AdmissionMetrics;
+use crate::bridge::metrics::BridgeMetrics;
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
 use crate::session::SessionManager;
 use crate::state::State;
 use crate::stream::Streams;
@@ -38,6 +40,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use check::Rejected;
 use ctx::{Outcome, RequestCtx};
+use metrics::RequestMetrics;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::FailToProxy;
@@ -47,7 +50,10 @@ use steps::Plan;
 /// The gateway's proxy logic.
 pub struct Gateway {
     state: Arc<ArcSwap<State>>,
-    metrics: Metrics,
+    /// The per-request metric families.
+    metrics: RequestMetrics,
+    /// Requests refused by admission control (`mcpgw_rejections_total`).
+    rejections: AdmissionMetrics,
     engine: Arc<Engine>,
     sessions: Arc<SessionManager>,
     streams: Arc<Streams>,
@@ -57,17 +63,22 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// A gateway serving the given (swappable) state, sessions and their streams.
+    /// A gateway serving the given (swappable) state, sessions and their streams, counting
+    /// requests into `metrics` and bridged ones into `bridged`.
     pub fn new(
         state: Arc<ArcSwap<State>>,
         sessions: Arc<SessionManager>,
         streams: Arc<Streams>,
+        metrics: RequestMetrics,
+        bridged: BridgeMetrics,
     ) -> Gateway {
         let engine = sessions.engine().clone();
+        let rejections = state.load().rejections.clone();
         Gateway {
             state,
-            metrics: engine.metrics().clone(),
-            bridge: crate::bridge::Bridge::new(engine.clone(), streams.clone()),
+            metrics,
+            rejections,
+            bridge: crate::bridge::Bridge::new(engine.clone(), streams.clone(), bridged),
             engine,
             sessions,
             streams,
@@ -435,15 +446,12 @@ impl ProxyHttp for Gateway {
         ctx.admitted.permit = Default::default();
         if let Outcome::Answered(kind) = ctx.outcome {
             if kind.is_rejection() {
-                self.metrics
-                    .rejections
-                    .with_label_values(&[kind.as_str()])
-                    .inc();
+                self.rejections.rejected(kind.as_str());
             }
         }
         let status = session.response_written().map(|r| r.status.as_u16());
         let (outcome, rpc_code) = verdict::outcome(session, ctx, status);
-        crate::bridge::count_eras(&self.metrics, ctx.era, ctx.backend.as_deref());
+        self.metrics.count_eras(ctx.era, ctx.backend.as_deref());
         let route = ctx.route_label();
         if let Some(code) = rpc_code {
             self.metrics

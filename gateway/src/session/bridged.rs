@@ -72,8 +72,7 @@ impl SessionManager {
         };
         match self.store.create(record.clone(), quota).await {
             Ok(()) => {
-                self.engine
-                    .metrics()
+                self.metrics
                     .sessions_created
                     .with_label_values(&[&pool.name])
                     .inc();
@@ -104,8 +103,7 @@ impl SessionManager {
             .await?
         {
             Rebound::Won(record) => {
-                self.engine
-                    .metrics()
+                self.metrics
                     .session_reinits
                     .with_label_values(&[&pool.name, Reason::Bridged.as_str()])
                     .inc();

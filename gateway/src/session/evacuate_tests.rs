@@ -4,15 +4,14 @@
 
 use super::{Evacuated, EvacuationService, Pacer};
 use crate::config::{parse, SessionConfig};
-use crate::metrics::Metrics;
 use crate::session::reinit::Reason;
 use crate::session::store::{Quota, SessionStore, Ttl};
+use crate::session::SessionMetrics as Metrics;
 use crate::session::{now_ms, Binding, MemoryStore, SessionManager, SessionRecord, Settings};
 use crate::session::{Lookup, SweepSource};
 use crate::upstream::attempt::Engine;
 use crate::upstream::deaths::Death;
 use crate::upstream::Pool;
-use pingora_prometheus::prometheus::Registry;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -106,13 +105,15 @@ async fn setup(survivor: &Survivor, n: usize) -> Setup {
         survivor.addr
     );
     let pool = Arc::new(Pool::new(&parse(&yaml).unwrap().pools[0]));
-    let metrics = Metrics::new(&Registry::new());
-    let engine = Arc::new(Engine::new(metrics.clone()));
+    let metrics = crate::metrics::scratch(Metrics::register);
+    let engine = Arc::new(Engine::new(crate::metrics::scratch(
+        crate::upstream::metrics::UpstreamMetrics::register,
+    )));
     let store = Arc::new(MemoryStore::new(Ttl {
         idle: Duration::from_secs(60),
         tombstone: Duration::from_secs(60),
     }));
-    let sessions = Arc::new(SessionManager::new(store.clone(), engine));
+    let sessions = Arc::new(SessionManager::new(store.clone(), engine, metrics.clone()));
     let quota = Quota {
         max_sessions: 1000,
         max_per_client: None,

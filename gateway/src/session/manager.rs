@@ -3,6 +3,7 @@
 //! store, decides when a session moves (and single-flights the move), and counts.
 
 use super::binding::{backend_session, bound_backend};
+use super::metrics::SessionMetrics;
 use super::observer::SessionObserver;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
@@ -79,6 +80,8 @@ pub struct Forwarded {
 pub struct SessionManager {
     pub(super) store: Arc<dyn SessionStore>,
     pub(super) engine: Arc<Engine>,
+    /// The session lifecycle's metric families.
+    pub(super) metrics: SessionMetrics,
     /// One re-initialization per session at a time.
     pub(super) locks: DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
     /// Uses closer together than this are recorded once (a shared store takes no write per
@@ -90,11 +93,17 @@ pub struct SessionManager {
 }
 
 impl SessionManager {
-    /// Sessions kept in `store`, with upstream traffic through `engine`.
-    pub fn new(store: Arc<dyn SessionStore>, engine: Arc<Engine>) -> SessionManager {
+    /// Sessions kept in `store`, with upstream traffic through `engine`, counted into
+    /// `metrics`.
+    pub fn new(
+        store: Arc<dyn SessionStore>,
+        engine: Arc<Engine>,
+        metrics: SessionMetrics,
+    ) -> SessionManager {
         SessionManager {
             store,
             engine,
+            metrics,
             locks: DashMap::new(),
             touch_every_ms: AtomicU64::new(0),
             ttl: std::sync::Mutex::new(None),
@@ -122,6 +131,11 @@ impl SessionManager {
     /// The attempt engine sessions use (shared with the stateless paths).
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// The session lifecycle's metric families.
+    pub fn metrics(&self) -> &SessionMetrics {
+        &self.metrics
     }
 
     /// Applies the session config (at start and after a reload): the store's time-to-live, how
@@ -300,11 +314,7 @@ impl SessionManager {
     }
 
     fn count_lost(&self, pool: &Pool, method_label: &str) {
-        self.engine
-            .metrics()
-            .inflight_lost
-            .with_label_values(&[&pool.name, method_label])
-            .inc();
+        self.engine.count_lost(&pool.name, method_label);
     }
 
     /// The session's backend broke the connection after its answer began: the binding is
@@ -373,8 +383,7 @@ impl SessionManager {
     }
 
     pub(super) fn count_ended(&self, pool: &Pool, label: &str) {
-        self.engine
-            .metrics()
+        self.metrics
             .sessions_ended
             .with_label_values(&[&pool.name, label])
             .inc();

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn manager() -> (SessionManager, Arc<MemoryStore>) {
-    let registry = pingora_prometheus::prometheus::Registry::new();
-    let engine = Arc::new(Engine::new(crate::metrics::Metrics::new(&registry)));
+    let engine = Arc::new(Engine::new(crate::metrics::scratch(
+        crate::upstream::metrics::UpstreamMetrics::register,
+    )));
     let store = Arc::new(MemoryStore::new(Ttl {
         idle: Duration::from_secs(60),
         tombstone: Duration::from_secs(60),
     }));
-    (SessionManager::new(store.clone(), engine), store)
+    let metrics = crate::metrics::scratch(super::SessionMetrics::register);
+    (SessionManager::new(store.clone(), engine, metrics), store)
 }
 
 fn record(principal: Option<&str>) -> SessionRecord {

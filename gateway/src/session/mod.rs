@@ -16,6 +16,7 @@ mod expiry;
 mod manager;
 #[cfg(test)]
 mod manager_tests;
+pub mod metrics;
 mod observer;
 mod open;
 mod recover;
@@ -26,6 +27,7 @@ pub use bridged::BridgedOpening;
 pub use evacuate::EvacuationService;
 pub use expiry::{ExpiryService, SweepSource};
 pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
+pub use metrics::SessionMetrics;
 pub use observer::SessionObserver;
 pub use open::{Opened, Opening};
 pub use store::{MemoryStore, SessionStore};

@@ -166,8 +166,7 @@ impl SessionManager {
         };
         let refused = match self.store.create(record.clone(), opening.quota).await {
             Ok(()) => {
-                self.engine
-                    .metrics()
+                self.metrics
                     .sessions_created
                     .with_label_values(&[&pool.name])
                     .inc();

@@ -263,8 +263,7 @@ impl SessionManager {
             .await;
         let lost = match outcome {
             Ok(Rebound::Won(record)) => {
-                self.engine
-                    .metrics()
+                self.metrics
                     .session_reinits
                     .with_label_values(&[&pool.name, reason.as_str()])
                     .inc();
@@ -291,7 +290,7 @@ impl SessionManager {
 impl SessionManager {
     /// Counts a move begun (`outcome` `None`) or finished with `outcome`.
     fn count_move(&self, pool: &Pool, trigger: Trigger, outcome: Option<&str>) {
-        let metrics = self.engine.metrics();
+        let metrics = &self.metrics;
         match outcome {
             None => metrics
                 .session_moves_started
@@ -332,13 +331,13 @@ mod tests {
     async fn a_request_cancelled_while_it_waits_for_its_sessions_move_leaves_no_lock_behind() {
         let yaml = "pools: { p: { backends: [127.0.0.1:1] } }\nroutes: [ { path: /mcp, pool: p, mode: stateful } ]\n";
         let pool = Arc::new(Pool::new(&parse(yaml).unwrap().pools[0]));
-        let metrics =
-            crate::metrics::Metrics::new(&pingora_prometheus::prometheus::Registry::new());
+        let upstream = crate::metrics::scratch(crate::upstream::metrics::UpstreamMetrics::register);
+        let metrics = crate::metrics::scratch(crate::session::SessionMetrics::register);
         let store = Arc::new(MemoryStore::new(Ttl {
             idle: Duration::from_secs(60),
             tombstone: Duration::from_secs(60),
         }));
-        let sessions = SessionManager::new(store, Arc::new(Engine::new(metrics)));
+        let sessions = SessionManager::new(store, Arc::new(Engine::new(upstream)), metrics);
         let seen = SessionRecord {
             id: crate::session::new_session_id(),
             pool: "p".into(),

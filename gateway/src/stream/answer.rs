@@ -42,7 +42,7 @@ pub struct Events {
 enum Source {
     Lease(Box<crate::stream::Lease>),
     Local(LogReader),
-    Remote(Box<super::redis::RemoteReader>),
+    Remote(Box<super::remote::RemoteReader>),
     Shared(Box<super::SharedReader>),
 }
 
@@ -64,7 +64,7 @@ impl Events {
     }
 
     /// Events another replica is writing, read from the shared store.
-    pub(crate) fn remote(reader: super::redis::RemoteReader) -> Events {
+    pub(crate) fn remote(reader: super::remote::RemoteReader) -> Events {
         Events {
             first: None,
             source: Source::Remote(Box::new(reader)),
@@ -155,7 +155,7 @@ impl Streams {
             Err(refusal) => refusal,
         };
         if let (Refusal::Unknown, Some(mirror)) = (refusal, &self.resume.mirror) {
-            match mirror.reader(&rec.id, last_event_id).await {
+            match super::remote::reader(mirror, &rec.id, last_event_id).await {
                 Ok(Ok(reader)) => {
                     self.resume.count_resumed();
                     self.resume.count_replayed(reader.backlog());

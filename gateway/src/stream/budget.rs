@@ -64,10 +64,10 @@ impl Resume {
 mod tests {
     use super::super::{event_id, message_event, Refusal, ResumeConfig};
     use super::*;
-    use crate::metrics::Metrics;
+    use crate::stream::StreamMetrics as Metrics;
 
     fn resume(max_bytes: usize, max_buffered_bytes: usize) -> (Resume, Metrics) {
-        let metrics = Metrics::new(&pingora_prometheus::prometheus::Registry::new());
+        let metrics = crate::metrics::scratch(Metrics::register);
         let resume = Resume::new(metrics.clone(), None);
         resume.configure(&ResumeConfig {
             max_bytes,

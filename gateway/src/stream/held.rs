@@ -158,7 +158,7 @@ mod tests {
     #[tokio::test]
     async fn a_newer_lease_takes_over_and_undelivered_events_wait_for_it() {
         let resume = Resume::new(
-            crate::metrics::Metrics::new(&pingora_prometheus::prometheus::Registry::new()),
+            crate::metrics::scratch(super::super::StreamMetrics::register),
             None,
         );
         let log = resume.start(&Arc::from("s"), None, false);

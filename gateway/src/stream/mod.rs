@@ -6,12 +6,14 @@
 //!   there, resumed upstream after the backend's own id) and `Last-Event-ID` replay;
 //! - `standalone.rs` + `held.rs`: the session's standalone stream, held by the gateway and
 //!   handed to client GETs;
-//! - `redis.rs`: events written through to Redis so another replica can replay them;
+//! - `remote.rs`: a stream another replica writes, replayed from the shared store (every
+//!   stream's events are written through to it when sessions are shared: `Resume`);
 //! - `owner.rs`: the stream lease (one replica holds a session's stream), `shared.rs`: the
-//!   held stream read live from another replica through Redis.
+//!   held stream read live from another replica through the shared store.
 //!
 //! [`Streams`] reaches a session only through [`SessionLink`] (forward, send on the binding,
-//! cancel, mark a lost connection, record use); the session manager tells it what streams must
+//! cancel, mark a lost connection, record use, the stream lease) and what the store keeps of
+//! streams only through the [`StreamStore`] it is handed; the session manager tells it what streams must
 //! know (a session ended, moved, a new config) through [`SessionObserver`].
 
 mod answer;
@@ -20,8 +22,9 @@ mod held;
 mod ingest;
 mod link;
 mod log;
+pub mod metrics;
 mod owner;
-pub mod redis;
+mod remote;
 mod resume;
 mod shared;
 mod standalone;
@@ -30,12 +33,13 @@ pub use answer::{AnswerOf, Events};
 pub use held::Lease;
 pub use link::SessionLink;
 pub use log::{Bounds, LogReader, Read, StreamLog};
+pub use metrics::StreamMetrics;
 pub use resume::*;
 pub use shared::SharedReader;
 pub use standalone::{is_stream, StreamOpened};
 
 use crate::config::SessionConfig;
-use crate::metrics::Metrics;
+use crate::session::store::StreamStore;
 use crate::session::{SessionObserver, SessionRecord};
 use crate::upstream::Pool;
 use async_trait::async_trait;
@@ -58,11 +62,11 @@ pub struct Streams {
 
 impl Streams {
     /// Streams of `sessions`' sessions, counted into `metrics`, written through to `mirror`
-    /// when one is given (the Redis store).
+    /// when one is given (a store shared by replicas).
     pub fn new(
         sessions: Arc<dyn SessionLink>,
-        metrics: Metrics,
-        mirror: Option<Arc<redis::RedisEvents>>,
+        metrics: StreamMetrics,
+        mirror: Option<Arc<dyn StreamStore>>,
     ) -> Streams {
         Streams {
             sessions,
@@ -103,6 +107,22 @@ impl Streams {
     /// Bytes of events buffered in this process and streams kept (the gauges).
     pub fn resume_buffered(&self) -> (usize, usize) {
         (self.resume.buffered_bytes(), self.resume.streams())
+    }
+
+    /// Sets the stream gauges (at scrape time, off the hot path): held streams, bytes
+    /// buffered and streams kept for replay.
+    pub fn publish_gauges(&self) {
+        let m = &self.resume.metrics;
+        m.held_streams
+            .with_label_values::<&str>(&[])
+            .set(self.held_streams() as i64);
+        let (bytes, streams) = self.resume_buffered();
+        m.resume_buffered_bytes
+            .with_label_values::<&str>(&[])
+            .set(bytes as i64);
+        m.resume_streams
+            .with_label_values::<&str>(&[])
+            .set(streams as i64);
     }
 }
 

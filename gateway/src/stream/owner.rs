@@ -96,8 +96,7 @@ impl Streams {
             let Some(mirror) = &self.resume.mirror else {
                 return false;
             };
-            if mirror
-                .held_tokens(&rec.id)
+            if super::shared::held_tokens(&**mirror, &rec.id)
                 .await
                 .is_ok_and(|t| !t.is_empty())
                 || tokio::time::Instant::now() >= deadline
@@ -112,11 +111,15 @@ impl Streams {
     /// its backend gives ids.
     async fn backend_resume_point(&self, rec: &SessionRecord) -> Option<String> {
         let mirror = self.resume.mirror.as_ref()?;
-        let newest = *mirror.held_tokens(&rec.id).await.ok()?.last()?;
-        mirror.last_backend_id(&rec.id, newest).await
+        let newest = *super::shared::held_tokens(&**mirror, &rec.id)
+            .await
+            .ok()?
+            .last()?;
+        super::shared::last_backend_id(&**mirror, &rec.id, newest).await
     }
 
-    /// Says where the held stream's events are (the session's list in Redis), awaited.
+    /// Says where the held stream's events are (the session's list in the shared store),
+    /// awaited.
     pub(super) async fn announce(&self, rec: &SessionRecord, token: u64, resumed: bool) {
         if let Some(mirror) = &self.resume.mirror {
             if let Err(e) = mirror.register_held(&rec.id, token, resumed).await {

@@ -13,14 +13,14 @@
 //!   data) first, as the TypeScript SDK server sends; older sessions get ids only.
 //! - Each stream keeps at most `max-events` and `max-bytes`; it lives until `window` after it
 //!   ended, and an unread stream (its client gone) is given up `window` after the last reader
-//!   left. With the Redis store every event is also written to a Redis stream in the session's
-//!   slot (`redis.rs`), so another replica can replay it.
+//!   left. With a store shared by replicas (Redis) every event is also written through to it
+//!   (`session::store::StreamStore`), so another replica can replay it (`remote.rs`).
 
-use super::redis;
+use super::metrics::StreamMetrics;
 use super::{Bounds, Read, StreamLog};
 pub use crate::config::ResumeConfig;
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
+use crate::session::store::{StoredEvent, StreamStore};
 use bytes::Bytes;
 use dashmap::DashMap;
 use mcp_wire::sse;
@@ -193,14 +193,14 @@ pub struct Resume {
     pub(super) max_buffered: AtomicUsize,
     /// Held while the budget drops buffers (one at a time).
     pub(super) evicting: Mutex<()>,
-    pub(super) metrics: Metrics,
+    pub(super) metrics: StreamMetrics,
     /// Where events are also written when sessions are shared (the Redis store).
-    pub(crate) mirror: Option<Arc<redis::RedisEvents>>,
+    pub(crate) mirror: Option<Arc<dyn StreamStore>>,
 }
 
 impl Resume {
     /// Streams counted into `metrics`, written through to `mirror` when one is given.
-    pub fn new(metrics: Metrics, mirror: Option<Arc<redis::RedisEvents>>) -> Resume {
+    pub fn new(metrics: StreamMetrics, mirror: Option<Arc<dyn StreamStore>>) -> Resume {
         Resume {
             streams: DashMap::new(),
             config: Mutex::new(ResumeConfig::default()),
@@ -272,7 +272,14 @@ impl Resume {
     /// (`budget.rs`).
     pub fn mirror_last_from(&self, log: &StreamLog, backend_id: Option<&str>) {
         if let (Some(mirror), Some((seq, event))) = (&self.mirror, log.last()) {
-            mirror.write(log, seq, event, backend_id);
+            mirror.write(StoredEvent {
+                session: log.session.clone(),
+                token: log.token,
+                seq,
+                event,
+                request: log.request.clone(),
+                backend: backend_id.map(Arc::from),
+            });
         }
         self.keep_within_budget();
     }
@@ -280,7 +287,7 @@ impl Resume {
     /// Writes the stream's end through to the shared store.
     pub fn mirror_end(&self, log: &StreamLog) {
         if let Some(mirror) = &self.mirror {
-            mirror.end(log);
+            mirror.end(&log.session, log.token, log.next_seq());
         }
     }
 
@@ -421,10 +428,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_is_found_only_under_its_own_session() {
-        let registry = Resume::new(
-            Metrics::new(&pingora_prometheus::prometheus::Registry::new()),
-            None,
-        );
+        let registry = Resume::new(crate::metrics::scratch(StreamMetrics::register), None);
         let a: Arc<str> = "session-a".into();
         let log = registry.start(&a, None, true);
         log.push(|seq| message_event(&event_id(log.token, seq), b"{}"));

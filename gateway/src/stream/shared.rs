@@ -1,23 +1,22 @@
-//! A session's held stream read from another replica (the Redis store).
+//! A session's held stream read from another replica, through the shared store
+//! ([`StreamStore`]).
 //!
 //! The replica holding the session's stream lease (`owner.rs`) keeps the backend's standalone
-//! GET and writes its events, like every stream's, to the Redis stream of its token
-//! (`redis.rs`); it also appends the token to the session's list of held streams,
-//! `<prefix>{<session>}:held` (newest last, the last 16 kept, expiring `window` after its
-//! holder stopped refreshing it). A client GET on any other replica follows that list:
-//! - it reads the newest held stream live, on a Redis connection of its own (`XREAD BLOCK`,
-//!   so an event reaches it about one Redis round trip after its holder wrote it), with the
-//!   gateway's own event ids;
+//! GET and writes its events, like every stream's, through to the store; it also appends the
+//! stream's token to the session's list of held streams there (`owner.rs` `announce`). A
+//! client GET on any other replica follows that list:
+//! - it reads the newest held stream live, waiting on the store's next entries with a
+//!   [`StreamFollower`] of its own (an event reaches it about one store round trip after its
+//!   holder wrote it), with the gateway's own event ids;
 //! - with `Last-Event-ID` it starts after that event, in that stream, and goes on into the
 //!   streams that followed it (a takeover, a move), so nothing after it is missed or repeated;
 //! - when nothing came for [`BLOCK`] it asks for the lease: a holder that died has stopped
 //!   renewing it, so after its expiry this replica takes it over and opens the backend's GET
 //!   itself (`Streams::take_over`), and the reader goes on into the new stream.
 
-use super::redis::{Entry, RedisEvents};
 use super::Streams;
 use crate::session::short;
-use crate::session::store::{Blocking, StoreError};
+use crate::session::store::{StoreError, StreamFollower, StreamStore};
 use crate::session::SessionRecord;
 use crate::upstream::Pool;
 use bytes::Bytes;
@@ -27,118 +26,55 @@ use std::time::Duration;
 
 /// How long one blocking read waits before the reader looks for a newer stream or a lease.
 pub(super) const BLOCK: Duration = Duration::from_millis(500);
-/// Held streams kept per session in its list.
-const KEPT: i64 = 16;
 /// Failed reads in a row before the client's stream is ended (it reconnects).
 const MAX_FAILURES: u32 = 6;
 
-impl RedisEvents {
-    fn held_key(&self, session: &str) -> String {
-        self.store.session_key(session, "held")
-    }
-
-    /// Appends `token` to the session's held streams (awaited: a client GET on another
-    /// replica finds it as soon as the caller goes on).
-    /// `resumed`: the stream began with the backend's replay after its own id of the previous
-    /// stream's last recorded event (marked `+` in the list).
-    pub(super) async fn register_held(
-        &self,
-        session: &str,
-        token: u64,
-        resumed: bool,
-    ) -> Result<(), StoreError> {
-        let key = self.held_key(session);
-        let mut pipe = redis::pipe();
-        let mark = if resumed { "+" } else { "" };
-        pipe.cmd("RPUSH")
-            .arg(&key)
-            .arg(format!("{token:016x}{mark}"))
-            .ignore();
-        pipe.cmd("LTRIM").arg(&key).arg(-KEPT).arg(-1).ignore();
-        pipe.cmd("PEXPIRE").arg(&key).arg(self.window_ms()).ignore();
-        self.store.run::<()>(&pipe).await?;
-        self.held_live.insert(key, ());
-        Ok(())
-    }
-
-    /// This replica no longer holds the session's stream (the list expires `window` later).
-    pub(super) fn held_ended(&self, session: &str) {
-        self.held_live.remove(&self.held_key(session));
-    }
-
-    /// The backend's own id of the last event of held stream `token` that had one (among its
-    /// last 20), to resume the backend's stream from after a takeover.
-    pub(super) async fn last_backend_id(&self, session: &str, token: u64) -> Option<String> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("XREVRANGE")
-            .arg(self.key(session, token))
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(20);
-        let (entries,): (Vec<Entry>,) = self.store.run(&pipe).await.ok()?;
-        entries.into_iter().find_map(|e| e.backend)
-    }
-
-    /// The tokens of the session's held streams, oldest first.
-    pub(super) async fn held_tokens(&self, session: &str) -> Result<Vec<u64>, StoreError> {
-        Ok(self
-            .held_streams(session)
-            .await?
-            .into_iter()
-            .map(|(t, _)| t)
-            .collect())
-    }
-
-    /// The session's held streams, oldest first, each with whether it was resumed.
-    async fn held_streams(&self, session: &str) -> Result<Vec<(u64, bool)>, StoreError> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("LRANGE")
-            .arg(self.held_key(session))
-            .arg(0)
-            .arg(-1);
-        let (tokens,): (Vec<String>,) = self.store.run(&pipe).await?;
-        Ok(tokens
-            .iter()
-            .filter_map(|t| {
-                let (hex, resumed) = match t.strip_suffix('+') {
-                    Some(hex) => (hex, true),
-                    None => (t.as_str(), false),
-                };
-                Some((u64::from_str_radix(hex, 16).ok()?, resumed))
-            })
-            .collect())
-    }
-
-    /// The sequence number of the last event of stream `token` kept in Redis.
-    pub(super) async fn last_seq(&self, session: &str, token: u64) -> Option<u64> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("XREVRANGE")
-            .arg(self.key(session, token))
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1);
-        let (entries,): (Vec<Entry>,) = self.store.run(&pipe).await.ok()?;
-        let last = entries.into_iter().next()?;
-        Some(if last.end {
-            last.seq.saturating_sub(1)
-        } else {
-            last.seq
-        })
-    }
+/// The tokens of the session's held streams, oldest first.
+pub(super) async fn held_tokens(
+    store: &dyn StreamStore,
+    session: &str,
+) -> Result<Vec<u64>, StoreError> {
+    Ok(store
+        .held_streams(session)
+        .await?
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect())
 }
 
-/// What `XREAD` answers: per stream key, its entries.
-type XreadReply = Vec<(String, Vec<Entry>)>;
+/// The backend's own id of the last event of held stream `token` that had one (among its last
+/// 20), to resume the backend's stream from after a takeover.
+pub(super) async fn last_backend_id(
+    store: &dyn StreamStore,
+    session: &str,
+    token: u64,
+) -> Option<String> {
+    let entries = store.newest(session, token, 20).await.ok()?;
+    entries.into_iter().find_map(|e| e.backend)
+}
 
-/// A client GET following a session's held streams through Redis.
+/// The sequence number of the last event of stream `token` kept in the store.
+pub(super) async fn last_seq(store: &dyn StreamStore, session: &str, token: u64) -> Option<u64> {
+    let last = store
+        .newest(session, token, 1)
+        .await
+        .ok()?
+        .into_iter()
+        .next()?;
+    Some(if last.end {
+        last.seq.saturating_sub(1)
+    } else {
+        last.seq
+    })
+}
+
+/// A client GET following a session's held streams through the shared store.
 pub struct SharedReader {
     streams: Arc<Streams>,
     pool: Arc<Pool>,
     rec: SessionRecord,
-    events: Arc<RedisEvents>,
-    conn: Option<Blocking>,
+    store: Arc<dyn StreamStore>,
+    follower: Option<Box<dyn StreamFollower>>,
     /// The held stream read now (`None` until one exists).
     token: Option<u64>,
     /// The last sequence number handed out of it (`None`: none yet, read from its start).
@@ -148,7 +84,7 @@ pub struct SharedReader {
     queue: VecDeque<Bytes>,
     failures: u32,
     done: bool,
-    /// Messages the client has of the current stream beyond what Redis kept of it.
+    /// Messages the client has of the current stream beyond what the store kept of it.
     ahead: u64,
     /// Messages of the current stream to skip: the backend's replay of those.
     skip: u64,
@@ -161,15 +97,15 @@ impl SharedReader {
         streams: Arc<Streams>,
         pool: Arc<Pool>,
         rec: SessionRecord,
-        events: Arc<RedisEvents>,
+        store: Arc<dyn StreamStore>,
         from: Option<(u64, u64)>,
     ) -> SharedReader {
         SharedReader {
             streams,
             pool,
             rec,
-            events,
-            conn: None,
+            store,
+            follower: None,
             token: from.map(|f| f.0),
             cursor: from.map(|f| f.1),
             ended: false,
@@ -181,13 +117,13 @@ impl SharedReader {
         }
     }
 
-    /// The client has `n` messages of its stream that Redis lacks (see `resume_shared`).
+    /// The client has `n` messages of its stream that the store lacks (see `resume_shared`).
     pub(super) fn ahead(mut self, n: u64) -> SharedReader {
         self.ahead = n;
         self
     }
 
-    /// The next event; `None` when the session's stream is over (or Redis failed for good).
+    /// The next event; `None` when the session's stream is over (or the store failed for good).
     pub async fn next(&mut self) -> Option<Bytes> {
         loop {
             if let Some(event) = self.queue.pop_front() {
@@ -198,11 +134,11 @@ impl SharedReader {
             }
             if let Err(e) = self.step().await {
                 self.failures += 1;
-                tracing::debug!(session = short(&self.rec.id), error = %e, "reading a held stream from Redis failed");
+                tracing::debug!(session = short(&self.rec.id), error = %e, "reading a held stream from the store failed");
                 if self.failures >= MAX_FAILURES {
                     self.done = true;
                 } else {
-                    self.conn = None;
+                    self.follower = None;
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
             }
@@ -211,7 +147,7 @@ impl SharedReader {
 
     async fn step(&mut self) -> Result<(), StoreError> {
         let Some(token) = self.token else {
-            match self.events.held_tokens(&self.rec.id).await?.last() {
+            match held_tokens(&*self.store, &self.rec.id).await?.last() {
                 Some(&newest) => self.token = Some(newest),
                 None => {
                     // nobody holds the stream (or its holder has not said so yet)
@@ -243,7 +179,7 @@ impl SharedReader {
 
     /// Moves on to the stream after `token` in the session's list, if there is one.
     async fn newer(&mut self, token: u64) -> Result<bool, StoreError> {
-        let streams = self.events.held_streams(&self.rec.id).await?;
+        let streams = self.store.held_streams(&self.rec.id).await?;
         let known = streams.iter().any(|(t, _)| *t == token);
         let next = streams
             .iter()
@@ -267,29 +203,13 @@ impl SharedReader {
 
     /// One blocking read of stream `token` after the cursor; whether anything came.
     async fn read(&mut self, token: u64) -> Result<bool, StoreError> {
-        if self.conn.is_none() {
-            self.conn = Some(self.events.store.blocking().await?);
+        if self.follower.is_none() {
+            self.follower = Some(self.store.follower().await?);
         }
-        let after = match self.cursor {
-            Some(seq) => format!("{seq}-1"),
-            None => "0-0".to_owned(),
-        };
-        let mut pipe = redis::pipe();
-        pipe.cmd("XREAD")
-            .arg("COUNT")
-            .arg(100)
-            .arg("BLOCK")
-            .arg(BLOCK.as_millis() as u64)
-            .arg("STREAMS")
-            .arg(self.events.key(&self.rec.id, token))
-            .arg(after);
-        let conn = self.conn.as_mut().expect("connected above");
-        let (reply,): (Option<XreadReply>,) = conn.run(&pipe, BLOCK).await?;
-        let entries: Vec<Entry> = reply
-            .into_iter()
-            .flatten()
-            .flat_map(|(_, entries)| entries)
-            .collect();
+        let follower = self.follower.as_mut().expect("connected above");
+        let entries = follower
+            .wait(&self.rec.id, token, self.cursor, 100, BLOCK)
+            .await?;
         let got = !entries.is_empty();
         for entry in entries {
             if entry.end {

@@ -206,13 +206,16 @@ impl Streams {
         let (Some(mirror), Some((token, seq))) = (&self.resume.mirror, parse_event_id(last)) else {
             return Ok(None);
         };
-        if !mirror.held_tokens(&rec.id).await?.contains(&token) {
+        if !super::shared::held_tokens(&**mirror, &rec.id)
+            .await?
+            .contains(&token)
+        {
             return Ok(None);
         }
         self.resume.count_resumed();
         // events the client had from its holder's memory that never reached Redis (the holder
         // died first): a backend resuming from its own id sends them again, to be skipped
-        let in_redis = mirror.last_seq(&rec.id, token).await;
+        let in_redis = super::shared::last_seq(&**mirror, &rec.id, token).await;
         let ahead = in_redis.map_or(0, |m| seq.saturating_sub(m));
         let from = Some((token, seq));
         let (streams, pool, rec) = (self.clone(), pool.clone(), rec.clone());
@@ -294,8 +297,7 @@ impl Streams {
     /// Whether any replica held a stream for the session (its list in Redis).
     async fn had_shared(&self, rec: &SessionRecord) -> bool {
         match &self.resume.mirror {
-            Some(mirror) => mirror
-                .held_tokens(&rec.id)
+            Some(mirror) => super::shared::held_tokens(&**mirror, &rec.id)
                 .await
                 .is_ok_and(|t| !t.is_empty()),
             None => false,

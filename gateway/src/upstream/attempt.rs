@@ -11,10 +11,10 @@
 //! so.
 
 use super::client::{CallError, Exchange, UpstreamClient};
+use super::metrics::UpstreamMetrics;
 use super::request::{self, Target};
 use super::{Backend, Pool};
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
 use bytes::Bytes;
 use mcp_wire::Era;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -94,14 +94,14 @@ pub enum Step<T> {
 /// Sends gateway-driven requests upstream and holds the failover policy.
 pub struct Engine {
     client: UpstreamClient,
-    metrics: Metrics,
+    metrics: UpstreamMetrics,
     /// Told when a refused connection shows a serving backend dead.
     deaths: super::deaths::Deaths,
 }
 
 impl Engine {
     /// An engine recording into `metrics`.
-    pub fn new(metrics: Metrics) -> Engine {
+    pub fn new(metrics: UpstreamMetrics) -> Engine {
         Engine {
             client: UpstreamClient::default(),
             metrics,
@@ -115,9 +115,14 @@ impl Engine {
         &self.deaths
     }
 
-    /// The metric families the engine records into.
-    pub fn metrics(&self) -> &Metrics {
+    /// The metric families the engine records into (upstream's own).
+    pub(super) fn metrics(&self) -> &UpstreamMetrics {
         &self.metrics
+    }
+
+    /// Counts a call lost with its backend, not safe to repeat (answered -32013).
+    pub fn count_lost(&self, pool: &str, method_label: &str) {
+        self.metrics.count_lost(pool, method_label);
     }
 
     /// The next backend to try after `tried` (in order), or `None` when the policy says stop.
@@ -430,9 +435,7 @@ mod tests {
     }
 
     fn engine() -> Engine {
-        Engine::new(Metrics::new(
-            &pingora_prometheus::prometheus::Registry::new(),
-        ))
+        Engine::new(crate::metrics::scratch(UpstreamMetrics::register))
     }
 
     #[tokio::test]

@@ -74,7 +74,11 @@ mod tests {
         let yaml = "pools: { p: { backends: [127.0.0.1:9], failure-cooldown-ms: 10000 } }\nroutes: [ { path: /mcp, pool: p } ]\n";
         let pool = crate::upstream::Pool::new(&crate::config::parse(yaml).unwrap().pools[0]);
         let registry = pingora_prometheus::prometheus::Registry::new();
-        let engine = crate::upstream::attempt::Engine::new(crate::metrics::Metrics::new(&registry));
+        let engine = crate::upstream::attempt::Engine::new(
+            crate::upstream::metrics::UpstreamMetrics::register(&crate::metrics::Registrar::new(
+                &registry,
+            )),
+        );
         let mut deaths = engine.deaths().subscribe();
         let backend = pool.backends()[0].clone();
         engine.connect_failed(&pool, &backend);

@@ -3,9 +3,9 @@
 //! take new sessions at once (least-sessions); members that disappear drain first
 //! (`drain-timeout-s`) and then leave, their sessions moving at their next request.
 
+use super::metrics::UpstreamMetrics;
 use super::{LivePools, MembershipChange, Pool};
 use crate::config::Discovery;
-use crate::metrics::Metrics;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
@@ -92,15 +92,20 @@ fn interval(source: &Discovery) -> Duration {
 }
 
 /// Drops the metric series of backends in none of `pools`' members (removed by discovery, or
-/// by a reload), so the series stay bounded by the pool lists (docs/metrics.md). Run after
-/// each discovery round and before each `/metrics` answer.
-pub fn drop_departed<'a>(metrics: &Metrics, pools: impl Iterator<Item = &'a Arc<Pool>>) {
+/// by a reload), so the series stay bounded by the pool lists (docs/metrics.md): `retain`
+/// removes a concern's series outside the live set given it and says how many. Run after
+/// each discovery round (upstream's families) and before each `/metrics` answer (every
+/// concern's).
+pub fn drop_departed<'a>(
+    pools: impl Iterator<Item = &'a Arc<Pool>>,
+    retain: impl FnOnce(&HashSet<(&str, &str)>) -> usize,
+) {
     let members: Vec<_> = pools.map(|p| (p, p.backends())).collect();
     let live: HashSet<(&str, &str)> = members
         .iter()
         .flat_map(|(p, bs)| bs.iter().map(move |b| (&*p.name, &*b.label)))
         .collect();
-    let removed = metrics.retain_backends(&live);
+    let removed = retain(&live);
     if removed > 0 {
         tracing::debug!(
             series = removed,
@@ -112,12 +117,12 @@ pub fn drop_departed<'a>(metrics: &Metrics, pools: impl Iterator<Item = &'a Arc<
 /// Runs every pool's discovery.
 pub struct DiscoveryService {
     pools: Arc<dyn LivePools>,
-    metrics: Metrics,
+    metrics: UpstreamMetrics,
 }
 
 impl DiscoveryService {
     /// Discovery for the pools in force.
-    pub fn new(pools: Arc<dyn LivePools>, metrics: Metrics) -> DiscoveryService {
+    pub fn new(pools: Arc<dyn LivePools>, metrics: UpstreamMetrics) -> DiscoveryService {
         DiscoveryService { pools, metrics }
     }
 
@@ -135,7 +140,10 @@ impl DiscoveryService {
             let change = pool.sync(&found, cfg.drain_timeout);
             self.record(pool, &change);
         }
-        drop_departed(&self.metrics, pools.iter().map(|(_, p)| p));
+        let metrics = &self.metrics;
+        drop_departed(pools.iter().map(|(_, p)| p), |live| {
+            metrics.retain_backends(live)
+        });
     }
 
     fn record(&self, pool: &Pool, change: &MembershipChange) {
@@ -218,7 +226,7 @@ mod tests {
         let cfg = parse(&yaml).unwrap().pools[0].clone();
         let pool = Arc::new(Pool::new(&cfg));
         let registry = pingora_prometheus::prometheus::Registry::new();
-        let metrics = Metrics::new(&registry);
+        let metrics = UpstreamMetrics::register(&crate::metrics::Registrar::new(&registry));
         let service =
             DiscoveryService::new(Arc::new(Fixed(vec![(cfg, pool.clone())])), metrics.clone());
         service.refresh().await;
@@ -229,9 +237,8 @@ mod tests {
             .with_label_values(&labels)
             .inc();
         metrics.backend_up.with_label_values(&labels).set(1);
-        metrics.sessions_active.with_label_values(&labels).set(3);
         service.refresh().await;
-        assert_eq!(series_of(&registry, &old), 3, "a member keeps its series");
+        assert_eq!(series_of(&registry, &old), 2, "a member keeps its series");
         // the pod is replaced
         std::fs::write(&file, "127.0.0.1:7102\n").unwrap();
         for _ in 0..50 {

@@ -14,10 +14,10 @@
 //! backends are counted by era in `mcpgw_backends{pool,era}`.
 
 use super::attempt::Engine;
+use super::metrics::UpstreamMetrics;
 use super::request::{self, Target};
 use super::{now_ms, Backend, Pool};
 use crate::config::{Config, EraSetting, PathMatch};
-use crate::metrics::Metrics;
 use async_trait::async_trait;
 use bytes::Bytes;
 use mcp_wire::discover::{self, Finding, Verdict};
@@ -298,7 +298,7 @@ pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) 
 pub struct EraService {
     pools: Arc<dyn super::LivePools>,
     engine: Arc<Engine>,
-    metrics: Metrics,
+    metrics: UpstreamMetrics,
     /// The pools the gauge showed last tick: it is cleared only when they change, so a scrape
     /// never sees it empty between a clear and the new values.
     shown: std::sync::Mutex<Vec<String>>,
@@ -361,7 +361,7 @@ impl EraService {
 
 /// Records one probe's finding: the era (logged when it changed), unknown, or another try
 /// later.
-fn record(metrics: &Metrics, pool: &Pool, backend: &Backend, found: Finding) {
+fn record(metrics: &UpstreamMetrics, pool: &Pool, backend: &Backend, found: Finding) {
     metrics
         .era_probes
         .with_label_values(&[&pool.name, found.as_str()])

@@ -4,7 +4,7 @@
 //! the Grafana dashboard and the alert rules query is one the gateway exports.
 
 use mcp_gateway::config::{Config, StoreConfig};
-use mcp_gateway::metrics::Metrics;
+use mcp_gateway::server::Families;
 use pingora_prometheus::prometheus::Registry;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -462,7 +462,7 @@ fn queried_metrics(text: &str) -> Vec<String> {
 
 #[test]
 fn every_metric_the_dashboard_and_alerts_query_is_exported() {
-    let metrics = Metrics::new(&Registry::new());
+    let metrics = Families::register(&Registry::new());
     let exported = |name: &str| {
         let base = ["_bucket", "_sum", "_count"]
             .iter()

@@ -37,6 +37,8 @@ pub(super) enum Final {
 pub(super) struct Call<'a> {
     pub(super) up: Upstream<'a>,
     pub(super) live: &'a Live,
+    /// The bridges' metric families (rounds fulfilled).
+    pub(super) metrics: &'a crate::bridge::metrics::BridgeMetrics,
     pub(super) session: &'a Arc<str>,
     pub(super) init: &'a ClientInit,
     pub(super) log_level: Option<&'a str>,
@@ -137,7 +139,7 @@ impl Call<'_> {
                 break;
             }
             let responses = self.ask_client(&input, out).await?;
-            let metrics = self.up.engine.metrics();
+            let metrics = self.metrics;
             metrics
                 .bridge_rounds
                 .with_label_values(&[&self.up.pool.name])

@@ -186,7 +186,7 @@ pub(super) async fn post(
                     return Err(e.into());
                 }
                 Disposition::Refused => {
-                    let metrics = bridge.engine.metrics();
+                    let metrics = &bridge.metrics;
                     let reason = "tasks are an extension in 2026-07-28, not bridged";
                     let e = GatewayError::not_bridged(method, reason);
                     super::count_error(metrics, &to.pool.name, &e);
@@ -276,6 +276,7 @@ impl Bridged<'_> {
         let call = Call {
             up,
             live: &self.bridge.live,
+            metrics: &self.bridge.metrics,
             session: &self.rec.id,
             init: &init,
             log_level: level.as_deref(),
@@ -352,7 +353,7 @@ impl Bridged<'_> {
                 });
             }
             Err(e) => {
-                super::count_error(self.bridge.engine.metrics(), &self.to.pool.name, &e);
+                super::count_error(&self.bridge.metrics, &self.to.pool.name, &e);
                 if !streaming {
                     return Err(e.into());
                 }

@@ -31,9 +31,9 @@ pub(super) use live::Live;
 pub(super) use upstream::Discovered;
 
 use super::{Bridge, Failed, Served};
+use crate::bridge::metrics::BridgeMetrics;
 use crate::config::DualBackends;
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
 use crate::session::store::Quota;
 use crate::session::{Caller, SessionManager, SessionRecord};
 use crate::upstream::{Backend, BackendState, Pool};
@@ -153,7 +153,7 @@ pub fn bridges(pool: &Pool, dual: DualBackends) -> bool {
 }
 
 /// Counts a bridge error answered to a legacy client (`mcpgw_bridge_errors_total`).
-pub(crate) fn count_error(metrics: &Metrics, pool: &str, e: &GatewayError) {
+pub(crate) fn count_error(metrics: &BridgeMetrics, pool: &str, e: &GatewayError) {
     use crate::error::ErrorKind::*;
     if matches!(
         e.kind,

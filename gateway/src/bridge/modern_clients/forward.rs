@@ -53,8 +53,7 @@ impl One<'_> {
     ) -> Result<Served, Failed> {
         let pool = &self.to.pool.name;
         let count = |event: &str| {
-            self.engine()
-                .metrics()
+            self.metrics()
                 .mrtr_events
                 .with_label_values(&[pool, event])
                 .inc();

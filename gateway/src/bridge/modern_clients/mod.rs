@@ -33,8 +33,8 @@ pub use park::Parking;
 pub use serve::{serve, Target};
 
 use crate::bridge::config::{BridgeConfig, PooledSessions};
+use crate::bridge::metrics::BridgeMetrics;
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::{Backend, Pool};
@@ -167,6 +167,7 @@ pub struct Sessions {
 
 struct Inner {
     engine: Arc<Engine>,
+    metrics: BridgeMetrics,
     table: Mutex<HashMap<Key, Held>>,
     /// `idle-s` of the running config, in seconds (read by the sweep).
     idle_s: AtomicU64,
@@ -204,11 +205,12 @@ pub(crate) enum AcquireError {
 }
 
 impl Sessions {
-    /// An empty table sending through `engine`.
-    pub fn new(engine: Arc<Engine>) -> Sessions {
+    /// An empty table sending through `engine`, counted into `metrics`.
+    pub fn new(engine: Arc<Engine>, metrics: BridgeMetrics) -> Sessions {
         Sessions {
             inner: Arc::new(Inner {
                 engine,
+                metrics,
                 table: Mutex::new(HashMap::new()),
                 idle_s: AtomicU64::new(60),
                 sweeping: OnceLock::new(),
@@ -224,8 +226,8 @@ impl Sessions {
         format!("mcpgw-pool-{n}")
     }
 
-    fn metrics(&self) -> &Metrics {
-        self.inner.engine.metrics()
+    fn metrics(&self) -> &BridgeMetrics {
+        &self.inner.metrics
     }
 
     /// The pooled session for `key` (opened with `init_params` when there is none yet: one

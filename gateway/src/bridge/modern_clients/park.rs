@@ -12,8 +12,8 @@
 use super::{InUse, Owner};
 use crate::bridge::answer::Messages;
 use crate::bridge::config::ParkedBounds;
+use crate::bridge::metrics::BridgeMetrics;
 use crate::error::GatewayError;
-use crate::metrics::Metrics;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
 use mcp_wire::translate::mrtr::{self, Sealer};
@@ -83,6 +83,7 @@ pub struct Parking {
 
 struct Inner {
     engine: Arc<Engine>,
+    metrics: BridgeMetrics,
     calls: Mutex<Calls>,
     sealer: OnceLock<Sealer>,
     sweeping: OnceLock<()>,
@@ -90,10 +91,11 @@ struct Inner {
 
 impl Parking {
     /// No parked call yet.
-    pub fn new(engine: Arc<Engine>) -> Parking {
+    pub fn new(engine: Arc<Engine>, metrics: BridgeMetrics) -> Parking {
         Parking {
             inner: Arc::new(Inner {
                 engine,
+                metrics,
                 calls: Mutex::new(Calls::default()),
                 sealer: OnceLock::new(),
                 sweeping: OnceLock::new(),
@@ -110,8 +112,8 @@ impl Parking {
             .get_or_init(|| key.map_or_else(Sealer::random, Sealer::new))
     }
 
-    fn metrics(&self) -> &Metrics {
-        self.inner.engine.metrics()
+    fn metrics(&self) -> &BridgeMetrics {
+        &self.inner.metrics
     }
 
     fn count(&self, pool: &str, event: &str) {

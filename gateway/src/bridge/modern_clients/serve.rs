@@ -150,6 +150,10 @@ impl One<'_> {
         &self.bridge.engine
     }
 
+    pub(super) fn metrics(&self) -> &crate::bridge::metrics::BridgeMetrics {
+        &self.bridge.metrics
+    }
+
     async fn run(&self, session: &mut Session) -> Result<Served, Failed> {
         if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
             return self.resume(session, state, responses).await;
@@ -443,14 +447,8 @@ impl One<'_> {
         if self.repeatable {
             return Ok(Attempt::Again);
         }
-        let metrics = self.engine().metrics();
-        metrics
-            .inflight_lost
-            .with_label_values(&[
-                &self.to.pool.name,
-                mcp_wire::method_label(Some(self.method)),
-            ])
-            .inc();
+        let method = mcp_wire::method_label(Some(self.method));
+        self.engine().count_lost(&self.to.pool.name, method);
         Err(GatewayError::backend_lost(&self.to.pool.name, &backend.label).into())
     }
 }

@@ -19,10 +19,10 @@
 //! gone here at once. What needs the store itself (a new session, a move, the counts) still
 //! fails, and the request gets 503 -32006.
 
+use super::metrics::StoreMetrics;
 use super::outage::Outage;
 use super::pending::{Pending, Retried};
 use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
-use crate::metrics::Metrics;
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
 use dashmap::DashMap;
@@ -59,11 +59,11 @@ impl Cached {
     }
 
     /// Caches reads of `inner`, counting outages into `metrics`.
-    pub fn measured(inner: Arc<dyn SessionStore>, metrics: Metrics) -> Cached {
+    pub fn measured(inner: Arc<dyn SessionStore>, metrics: StoreMetrics) -> Cached {
         Cached::with_metrics(inner, Some(metrics))
     }
 
-    fn with_metrics(inner: Arc<dyn SessionStore>, metrics: Option<Metrics>) -> Cached {
+    fn with_metrics(inner: Arc<dyn SessionStore>, metrics: Option<StoreMetrics>) -> Cached {
         Cached {
             shared: Arc::new(Shared {
                 inner,

@@ -2,15 +2,14 @@
 //! copies, writes queued by the rule and landing in order, what needs the store refused, one
 //! outage counted once.
 
+use super::StoreMetrics as Metrics;
 use super::{Cached, FRESH};
-use crate::metrics::Metrics;
 use crate::session::store::suite::record;
 use crate::session::store::{
     CreateError, Hold, MemoryStore, Quota, Rebound, SessionStore, StoreError, Ttl,
 };
 use crate::session::{now_ms, Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
-use pingora_prometheus::prometheus::Registry;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -107,7 +106,7 @@ impl SessionStore for Flaky {
 }
 
 fn cached(flaky: &Arc<Flaky>) -> (Cached, Metrics) {
-    let metrics = Metrics::new(&Registry::new());
+    let metrics = crate::metrics::scratch(Metrics::register);
     let cached = Cached::measured(flaky.clone(), metrics.clone());
     cached.set_ttl(TTL);
     (cached, metrics)

@@ -2,8 +2,8 @@
 //! (`mcpgw_store_duration_seconds{op}`) and failures (`mcpgw_store_errors_total{op}`), so an
 //! operator sees a slow or failing shared store before clients do.
 
+use super::metrics::StoreMetrics;
 use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
-use crate::metrics::Metrics;
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
 use std::net::SocketAddr;
@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 /// Measures `inner`.
 pub struct Instrumented {
     inner: Arc<dyn SessionStore>,
-    metrics: Metrics,
+    metrics: StoreMetrics,
 }
 
 impl Instrumented {
     /// `inner`, measured into `metrics`.
-    pub fn new(inner: Arc<dyn SessionStore>, metrics: Metrics) -> Instrumented {
+    pub fn new(inner: Arc<dyn SessionStore>, metrics: StoreMetrics) -> Instrumented {
         Instrumented { inner, metrics }
     }
 

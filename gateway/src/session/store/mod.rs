@@ -11,18 +11,21 @@ mod cached;
 mod instrumented;
 mod lease;
 mod memory;
+pub mod metrics;
 mod outage;
 mod pending;
 mod redis;
+mod streams;
 #[cfg(test)]
 pub(crate) mod suite;
 
-pub(crate) use self::redis::Blocking;
-pub use self::redis::RedisStore;
+pub use self::redis::{RedisEvents, RedisStore};
 pub use cached::Cached;
 pub use instrumented::Instrumented;
 pub use lease::{Hold, LeaseMap};
 pub use memory::MemoryStore;
+pub use metrics::StoreMetrics;
+pub use streams::{StoredEvent, StreamFollower, StreamStore, ALIVE_EVERY};
 
 use super::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;

@@ -8,8 +8,8 @@
 //! cluster whose one failed master is being replaced answers for the other slots meanwhile, and
 //! that is not the end of the outage.
 
+use super::metrics::StoreMetrics;
 use super::StoreError;
-use crate::metrics::Metrics;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -30,12 +30,12 @@ struct State {
 /// The store's availability, as this replica sees it.
 pub(super) struct Outage {
     state: Mutex<State>,
-    metrics: Option<Metrics>,
+    metrics: Option<StoreMetrics>,
 }
 
 impl Outage {
     /// Counted into `metrics` (`None` in unit tests that need no registry).
-    pub(super) fn new(metrics: Option<Metrics>) -> Outage {
+    pub(super) fn new(metrics: Option<StoreMetrics>) -> Outage {
         Outage {
             state: Mutex::new(State::default()),
             metrics,

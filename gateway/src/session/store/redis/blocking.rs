@@ -1,7 +1,7 @@
 //! A connection of its own for blocking reads (`XREAD BLOCK`): the store's shared connection
 //! is multiplexed, and a blocking command on it would hold up every other caller. One is
 //! opened per client GET that follows a session's held stream from another replica
-//! (`stream/shared.rs`), and closed with it.
+//! (`held.rs` `Follower`, for `stream/shared.rs`), and closed with it.
 
 use super::conn::{self, Conn};
 use super::layout::failed;
@@ -11,11 +11,11 @@ use redis::Pipeline;
 use std::time::Duration;
 
 /// A connection for one blocking reader.
-pub struct Blocking(Conn);
+pub(super) struct Blocking(Conn);
 
 impl Blocking {
     /// Runs `pipe` (blocking for at most `block` inside Redis), bounded by `block` + 1 s.
-    pub async fn run<T: redis::FromRedisValue>(
+    pub(super) async fn run<T: redis::FromRedisValue>(
         &mut self,
         pipe: &Pipeline,
         block: Duration,
@@ -30,7 +30,7 @@ impl Blocking {
 
 impl RedisStore {
     /// A new connection for blocking reads (the config's server or cluster).
-    pub(crate) async fn blocking(&self) -> Result<Blocking, StoreError> {
+    pub(super) async fn blocking(&self) -> Result<Blocking, StoreError> {
         let conn = tokio::time::timeout(super::TIMEOUT, conn::connect(&self.config))
             .await
             .map_err(|_| failed("connecting to Redis timed out"))??;

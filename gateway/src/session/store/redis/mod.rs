@@ -18,6 +18,8 @@
 
 mod blocking;
 mod conn;
+mod events;
+mod held;
 mod holder;
 mod layout;
 mod lease;
@@ -40,7 +42,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-pub(crate) use blocking::Blocking;
+pub use events::RedisEvents;
 
 /// How long one store operation may take before the request gets -32006.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -94,11 +96,8 @@ impl RedisStore {
     }
 
     /// Runs a pipeline (its keys must share a slot in a cluster), bounded by the store timeout.
-    /// For the stream events kept beside the sessions (`stream::redis`).
-    pub(crate) async fn run<T: redis::FromRedisValue>(
-        &self,
-        pipe: &Pipeline,
-    ) -> Result<T, StoreError> {
+    /// For the stream events kept beside the sessions (`events.rs`, `held.rs`).
+    async fn run<T: redis::FromRedisValue>(&self, pipe: &Pipeline) -> Result<T, StoreError> {
         let mut conn = self.conn().await?;
         self.noted(
             match tokio::time::timeout(TIMEOUT, pipe.query_async(&mut conn)).await {
@@ -109,12 +108,12 @@ impl RedisStore {
     }
 
     /// A key in the slot of session `id` (`<prefix>{id}:<name>`).
-    pub(crate) fn session_key(&self, id: &str, name: &str) -> String {
+    fn session_key(&self, id: &str, name: &str) -> String {
         format!("{}{{{id}}}:{name}", self.config.key_prefix)
     }
 
     /// A key outside any session's slot (`<prefix><name>`).
-    pub(crate) fn plain_key(&self, name: &str) -> String {
+    fn plain_key(&self, name: &str) -> String {
         self.key(name)
     }
 
@@ -492,5 +491,7 @@ impl SessionStore for RedisStore {
     }
 }
 
+#[cfg(test)]
+mod events_tests;
 #[cfg(test)]
 mod tests;
