@@ -24,7 +24,7 @@ mod errors;
 pub mod legacy_clients;
 pub mod modern_clients;
 
-pub use client::{Failed, ListFilter, Served};
+pub use client::{ListFilter, Served};
 
 use crate::metrics::Metrics;
 use crate::upstream::attempt::Engine;

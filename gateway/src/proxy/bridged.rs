@@ -8,8 +8,7 @@ use super::ctx::RequestCtx;
 use super::relay::{end_with_error, within};
 use super::stateless::{forward_any, Outbound};
 use super::{Gateway, Handled};
-use crate::bridge::modern_clients::{self, Target};
-use crate::bridge::Failed;
+use crate::bridge::modern_clients::{self, Pooled, Target};
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::Pool;
@@ -68,13 +67,12 @@ pub(super) async fn forward(
         let e = GatewayError::bridged_deadline(&pool.name, "reverse", deadline.unwrap_or_default());
         return past_deadline(session, e, &id).await;
     };
-    let served = match served {
-        Ok(served) => served,
-        Err(Failed::NotLegacy { backend, .. }) => {
+    let served = match served? {
+        Pooled::Served(served) => served,
+        Pooled::NoSession(backend) => {
             pool.opened_no_session(&backend);
             return pass_through(gw, session, ctx, route, pool, body).await;
         }
-        Err(e) => return Err(e.into()),
     };
     if served.backend.is_some() {
         ctx.backend = served.backend;

@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod encoding;
 pub mod era;
 pub mod health;
+mod pick;
 pub mod request;
 mod tls;
 

@@ -16,8 +16,8 @@
 use super::serve::{end_stream, One};
 use crate::auth::Credentials;
 use crate::bridge::advertise::Advertise;
-use crate::bridge::{Failed, Served};
-use crate::error::GatewayError;
+use crate::bridge::Served;
+use crate::error::{Fail, GatewayError};
 use crate::upstream::client::CallError;
 use mcp_wire::headers::MCPGW_FORWARDED;
 use pingora::prelude::*;
@@ -50,7 +50,7 @@ impl One<'_> {
         &self,
         session: &mut Session,
         holder: &str,
-    ) -> Result<Served, Failed> {
+    ) -> Result<Served, Fail> {
         let pool = &self.to.pool.name;
         let count = |event: &str| {
             self.engine()
@@ -137,7 +137,7 @@ impl One<'_> {
     }
 
     /// The client's request head as it came, its credential back, marked as forwarded.
-    fn forwarded_head(&self, session: &Session) -> Result<pingora::http::RequestHeader, Failed> {
+    fn forwarded_head(&self, session: &Session) -> Result<pingora::http::RequestHeader, Fail> {
         let credentials = session.req_header().extensions.get::<Credentials>();
         let credentials = credentials.cloned();
         // (a clone of the head does not keep its extensions)

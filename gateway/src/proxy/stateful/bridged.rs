@@ -5,27 +5,16 @@
 
 use super::call::Call;
 use crate::bridge::legacy_clients::{self, Request, Target};
-use crate::bridge::Failed;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::within;
-use crate::proxy::{Fail, Gateway, Handled};
+use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{Caller, SessionRecord};
 use crate::upstream::Pool;
 use mcp_wire::RequestId;
 use pingora::prelude::*;
 use std::sync::Arc;
-
-impl From<Failed> for Fail {
-    fn from(f: Failed) -> Self {
-        match f {
-            Failed::Answer(e) => Fail::Answer(e),
-            Failed::Io(e) => Fail::Io(e),
-            Failed::NotLegacy { refusal, .. } => Fail::Answer(refusal),
-        }
-    }
-}
 
 /// A legacy `initialize` on a route whose backends are bridged.
 pub(super) async fn initialize(
