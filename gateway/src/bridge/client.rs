@@ -1,11 +1,13 @@
 //! The client side both bridges write: what serving a bridged request came to ([`Served`];
-//! a failure is the gateway's one `crate::error::Fail`), an answer's JSON body or SSE stream, `202 Accepted`, and the list filter a
+//! a failure is the gateway's one `crate::error::Fail`), an answer's JSON body or SSE stream
+//! (ended by a gateway error: `GatewayError::event`), `202 Accepted`, and the list filter a
 //! route's `authz` rules apply to a bridged list answer.
 
+use crate::error::GatewayError;
 use crate::upstream::Backend;
 use bytes::Bytes;
 use mcp_wire::headers::MCP_SESSION_ID;
-use mcp_wire::sse;
+use mcp_wire::{sse, RequestId};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
@@ -52,6 +54,16 @@ pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
     head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
     head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
     session.write_response_header(Box::new(head), false).await
+}
+
+/// Ends an SSE answer the client reads with the gateway error `err` as its last event
+/// (`GatewayError::event`).
+pub(super) async fn end_with_error(
+    session: &mut Session,
+    err: &GatewayError,
+    id: &RequestId,
+) -> Result<()> {
+    session.write_response_body(Some(err.event(id)), true).await
 }
 
 /// One message as an SSE event.

@@ -209,6 +209,7 @@ pub async fn end_with_error(
             Error::explain(ErrorType::Custom("answer-cut-midway"), err.message.clone()).into(),
         );
     }
-    let event = mcp_wire::sse::event(&err.body(id));
-    Ok(session.write_response_body(Some(event), true).await?)
+    Ok(session
+        .write_response_body(Some(err.event(id)), true)
+        .await?)
 }

@@ -13,9 +13,10 @@
 //! there); the connection lost after the retry was sent → -32013 (its outcome is unknown).
 //! Counted as `forwarded` or `forward-failed` in `mcpgw_mrtr_events_total`.
 
-use super::serve::{end_stream, One};
+use super::serve::One;
 use crate::auth::Credentials;
 use crate::bridge::advertise::Advertise;
+use crate::bridge::client::end_with_error;
 use crate::bridge::Served;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::client::CallError;
@@ -126,7 +127,7 @@ impl One<'_> {
                     tracing::debug!(holder, error = %e, "the holder's answer broke off");
                     if sse {
                         let lost = GatewayError::backend_lost(pool, "the replica holding the call");
-                        end_stream(session, lost.body(self.id)).await?;
+                        end_with_error(session, &lost, self.id).await?;
                     }
                     return Ok(Served::default());
                 }

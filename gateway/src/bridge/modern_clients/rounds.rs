@@ -6,7 +6,7 @@
 
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
-use crate::bridge::client::write_json;
+use crate::bridge::client::{end_with_error, write_json};
 use crate::bridge::Served;
 use crate::error::{Fail, GatewayError};
 use mcp_wire::messages;
@@ -47,7 +47,7 @@ impl One<'_> {
             let mut e = GatewayError::missing_client_capability(&request.method, required.1);
             e.status = Some(400);
             if *streaming {
-                end_stream(session, e.body(self.id)).await?;
+                end_with_error(session, &e, self.id).await?;
                 return Ok(Attempt::Done(served(&entry.backend)));
             }
             return Err(e.into());
@@ -63,7 +63,7 @@ impl One<'_> {
                 parking.end_upstream(full.call, refusal, "too many calls wait for input");
                 let e = GatewayError::parked_calls_full(full.scope, full.limit);
                 if *streaming {
-                    end_stream(session, e.body(self.id)).await?;
+                    end_with_error(session, &e, self.id).await?;
                     return Ok(Attempt::Done(served(&entry.backend)));
                 }
                 return Err(e.into());

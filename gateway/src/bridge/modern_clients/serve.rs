@@ -25,7 +25,7 @@ use super::park::Parked;
 use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
-use crate::bridge::client::{accepted, start_stream, write_event, write_json};
+use crate::bridge::client::{accepted, end_with_error, start_stream, write_event, write_json};
 use crate::bridge::config::BridgeConfig;
 use crate::bridge::Bridge;
 use crate::bridge::{ListFilter, Served};
@@ -362,7 +362,7 @@ impl One<'_> {
                         // the client heard part of the answer: it ends here, with -32013
                         pool.mark_failed(backend);
                         let e = GatewayError::backend_lost(&pool.name, &backend.label);
-                        end_stream(session, e.body(self.id)).await?;
+                        end_with_error(session, &e, self.id).await?;
                         return Ok(Attempt::Done(served(backend)));
                     }
                     return Ok(self.lost());
