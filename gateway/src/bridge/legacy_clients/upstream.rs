@@ -85,11 +85,7 @@ impl Upstream<'_> {
                     {
                         Ok(exchange) => Step::Done(Sent { exchange, backend }),
                         Err(CallError::Connect(_)) => Step::Unreachable,
-                        // the era bridge leaves a backend unmarked when its connection broke
-                        Err(CallError::Lost(_)) if repeatable => Step::Refused,
-                        Err(CallError::Lost(_)) => {
-                            Step::Stop(GatewayError::backend_lost(&pool.name, &backend.label))
-                        }
+                        Err(CallError::Lost(_)) => Step::lost(repeatable),
                     }
                 })
             })
