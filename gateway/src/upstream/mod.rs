@@ -6,6 +6,7 @@
 pub mod attempt;
 mod balance;
 pub mod client;
+pub mod deadline;
 pub mod deaths;
 pub mod discovery;
 pub mod encoding;
