@@ -37,15 +37,22 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[tokio::test]
+    /// With time paused on the one-thread runtime, a sleep returns only once every other task
+    /// is idle: each spawned task has then run up to its wait for the lock, so "not finished"
+    /// means "waiting", never "not polled yet".
+    async fn until_idle() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn an_exclusive_guard_waits_for_shared_ones_and_holds_back_those_after_it() {
         let first = shared().await;
         let second = shared().await;
         let exclusive = tokio::spawn(async { exclusive().await });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        until_idle().await;
         assert!(!exclusive.is_finished(), "taken while shared guards live");
         let late = tokio::spawn(async { drop(shared().await) });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        until_idle().await;
         assert!(
             !late.is_finished(),
             "a shared guard overtook the waiting exclusive one"
@@ -55,7 +62,7 @@ mod tests {
             .await
             .expect("taken once the shared guards are gone")
             .expect("task");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        until_idle().await;
         assert!(
             !late.is_finished(),
             "a shared guard beside the exclusive one"

@@ -198,6 +198,20 @@ fn verdict(rows: &[Row], mine: &HashSet<u64>) -> Listening {
     }
 }
 
+/// How many connections to `port` the process `pid` (or a descendant) has accepted and still
+/// holds: sockets on that local port, not listening, that are open files of the process. A
+/// connection the kernel completed but the process has not accepted yet sits in the listen
+/// queue with no file (inode 0), so this is the "connection accepted" event as the process
+/// itself saw it.
+pub fn accepted(pid: u32, port: u16) -> usize {
+    let mine = socket_inodes(pid);
+    sockets()
+        .into_iter()
+        .filter(|r| r.local.port() == port && !r.listen && r.inode != 0)
+        .filter(|r| mine.contains(&r.inode))
+        .count()
+}
+
 /// A 127.0.0.1 address that refuses connections for as long as it lives: a socket bound there
 /// and never listening (no SO_REUSEADDR, so no one else can bind or listen on the port, and
 /// the kernel hands it to no one), for tests that need a dead backend.
@@ -263,6 +277,7 @@ pub(crate) async fn prove_ownership(
             Instant::now() < deadline,
             "{what} (pid {pid}) did not listen on 127.0.0.1 port(s) {ports:?} within {limit:?}"
         );
+        // the poll interval of this bounded wait for the ports
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -82,6 +82,37 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
+    /// One field of its `INFO` (`blocked_clients`, `cmdstat_xread`, ...) as `redis-cli` prints
+    /// it, `None` when it is absent (a command never run has no `cmdstat_` line).
+    pub fn info(&self, field: &str) -> Option<String> {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "INFO", "everything"])
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+            let (k, v) = l.trim_end().split_once(':')?;
+            (k == field).then(|| v.to_owned())
+        })
+    }
+
+    /// Clients blocked in a command right now (an `XREAD BLOCK` waiting for an entry).
+    pub fn blocked_clients(&self) -> u64 {
+        self.info("blocked_clients")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// How many times `command` (lowercase, `xread`) has been run (a blocking read counts when
+    /// it starts: on one connection, a second one means the first returned).
+    pub fn command_calls(&self, command: &str) -> u64 {
+        self.info(&format!("cmdstat_{command}"))
+            .and_then(|v| {
+                v.split(',')
+                    .find_map(|kv| kv.strip_prefix("calls=").and_then(|n| n.parse().ok()))
+            })
+            .unwrap_or(0)
+    }
+
     /// Kills it (SIGKILL): the outage.
     pub async fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -120,6 +151,7 @@ impl RedisServer {
             if self.spawn().await.is_ok() {
                 return;
             }
+            // a bounded retry of the start itself (the old process may still hold the port)
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         panic!("redis-server could not start again on port {}", self.port);

@@ -115,6 +115,7 @@ async fn until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let started = Instant::now();
     while !ok() {
         assert!(started.elapsed() < limit, "{what} within {limit:?}");
+        // the poll interval of this bounded wait
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

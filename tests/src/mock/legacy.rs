@@ -204,6 +204,7 @@ pub async fn stream(stream: &mut TcpStream) -> bool {
         if stream.write_all(framed.as_bytes()).await.is_err() || stream.flush().await.is_err() {
             return false;
         }
+        // the heartbeat's pace is the behaviour
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -21,16 +21,18 @@ pub mod era;
 pub mod legacy;
 pub mod modern;
 pub mod plain;
+mod tools;
 
 use claim::Bound;
 pub use claim::PortClaim;
+use tools::{answer, write_with};
 
 use crate::wire::{read_body, read_head, Head};
-use serde_json::{json, Value};
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -63,6 +65,10 @@ struct Shared {
     capture: std::sync::atomic::AtomicBool,
     captured: Mutex<Vec<Captured>>,
     legacy: Option<legacy::Sessions>,
+    /// Connections accepted and not yet closed.
+    open: std::sync::atomic::AtomicUsize,
+    /// Whether the listener is still open (false once a kill has closed it).
+    listening: std::sync::atomic::AtomicBool,
 }
 
 impl MockServer {
@@ -139,6 +145,7 @@ impl MockServer {
                         Ok(l) => break l,
                         Err(_) if port != 0 && attempts < 100 => {
                             attempts += 1;
+                            // a bounded retry of the bind itself, the event waited for
                             tokio::time::sleep(Duration::from_millis(20)).await;
                         }
                         Err(e) => panic!("bind mock on port {port}: {e}"),
@@ -168,6 +175,8 @@ impl MockServer {
             capture: std::sync::atomic::AtomicBool::new(true),
             captured: Mutex::new(Vec::new()),
             legacy,
+            open: Default::default(),
+            listening: std::sync::atomic::AtomicBool::new(true),
         });
         let (stop, stopped) = watch::channel(false);
         let serving = shared.clone();
@@ -187,16 +196,24 @@ impl MockServer {
                         // not wait for a delayed ACK.
                         let _ = stream.set_nodelay(true);
                         let (shared, mut stopped) = (serving.clone(), stopped.clone());
+                        shared.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         tokio::spawn(async move {
+                            // the connection is closed when `serve` is dropped, at the end of
+                            // the select
                             tokio::select! {
                                 _ = serve(stream, &shared) => {}
                                 _ = stopped.changed() => {}
                             }
+                            shared.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                         });
                     }
-                    _ = stopped_accept.changed() => return,
+                    _ = stopped_accept.changed() => break,
                 }
             }
+            drop(bound);
+            serving
+                .listening
+                .store(false, std::sync::atomic::Ordering::SeqCst);
         });
         MockServer {
             addr,
@@ -237,13 +254,22 @@ impl MockServer {
         let _ = self.stop.send(true);
     }
 
-    /// Kills the mock and gives the gateway a moment to see its idle connections close, as
-    /// it would for a pod that died before the next call. (A call arriving in the very instant
-    /// of the death can still find a pooled connection closed under it and get -32013, like a
-    /// call in flight: the tests for that use [`MockServer::kill`].)
+    /// Kills the mock and waits until it has closed its listener and every connection it had
+    /// open (each a FIN at the gateway's pooled connection before this returns), as for a pod
+    /// that died before the next call. The gateway reads those FINs on its own time: nothing
+    /// it exposes says when its pool has dropped them, so a call sent at once can still, rarely,
+    /// find a pooled connection closed under it and get -32013, like a call in flight (the
+    /// tests for that use [`MockServer::kill`]).
     pub async fn die(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
         self.kill();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let shared = &self.shared;
+        crate::eventually(
+            &format!("{} closed its listener and connections", self.name),
+            Duration::from_secs(5),
+            || !shared.listening.load(SeqCst) && shared.open.load(SeqCst) == 0,
+        )
+        .await;
     }
 
     /// Requests received so far.
@@ -331,157 +357,10 @@ fn memchr_contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Answers one request; false when the connection must close.
-async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body: &[u8]) -> bool {
-    if head.method != "POST" {
-        return write(
-            stream,
-            405,
-            "application/json",
-            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"POST only"}}"#,
-        )
-        .await;
-    }
-    // Read only what the mock needs, so bodies with numbers like 1e400 still get answered.
-    let request: Value = match serde_json::from_slice::<Envelope>(body) {
-        Ok(e) => {
-            let arguments = e.params.as_ref().and_then(|p| p.arguments.as_ref());
-            json!({"id": e.id, "method": e.method, "params": {
-                "name": e.params.as_ref().and_then(|p| p.name.clone()),
-                "arguments": arguments.and_then(|a| serde_json::from_str::<Value>(a.get()).ok()),
-            }})
-        }
-        Err(_) => {
-            return write(
-                stream,
-                400,
-                "application/json",
-                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
-            )
-            .await
-        }
-    };
-    let Some(id) = request.get("id").cloned().filter(|id| !id.is_null()) else {
-        return write(stream, 202, "application/json", b"").await;
-    };
-    if request.get("method").and_then(Value::as_str) == Some("server/discover") {
-        let discovered = json!({"jsonrpc": "2.0", "id": id, "result": {
-            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-            "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
-            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": name, "version": "mock"}}}});
-        let body = serde_json::to_vec(&discovered).expect("json");
-        return write(stream, 200, "application/json", &body).await;
-    }
-    let tool = request
-        .pointer("/params/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let arg = |k: &str, d: u64| {
-        request
-            .pointer(&format!("/params/arguments/{k}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(d)
-    };
-    let result = |text: &str| {
-        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": {
-            "content": [{"type": "text", "text": text}], "isError": false,
-            "bodyBytes": body.len(), "resultType": "complete"}}))
-        .expect("json")
-    };
-    match tool {
-        "odd_response" => write(stream, 200, "application/json", ODD_RESPONSE.as_bytes()).await,
-        "drop_connection" => false,
-        "slow" | "sleep" => {
-            tokio::time::sleep(Duration::from_millis(arg("ms", 1000))).await;
-            write(stream, 200, "application/json", &result(name)).await
-        }
-        "sse_progress" | "drop_mid_sse" => {
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
-            if stream.write_all(head.as_bytes()).await.is_err() {
-                return false;
-            }
-            let steps = if tool == "drop_mid_sse" {
-                1
-            } else {
-                arg("steps", 3)
-            };
-            for i in 0..steps {
-                let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                    "params": {"progressToken": 1, "progress": i + 1, "total": steps}});
-                if !chunk(stream, &format!("event: message\r\ndata: {note}\r\n\r\n")).await {
-                    return false;
-                }
-                let gap = arg("gap_ms", 200);
-                if gap > 0 {
-                    // (a zero gap writes the events back to back: a timer would add a tick each)
-                    tokio::time::sleep(Duration::from_millis(gap)).await;
-                }
-            }
-            if tool == "drop_mid_sse" {
-                return false;
-            }
-            let done = String::from_utf8(result(name)).expect("utf8");
-            chunk(stream, &format!("event: message\r\ndata: {done}\r\n\r\n")).await
-                && stream.write_all(b"0\r\n\r\n").await.is_ok()
-        }
-        _ => write(stream, 200, "application/json", &result(name)).await,
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<EnvelopeParams>,
-}
-
-#[derive(serde::Deserialize)]
-struct EnvelopeParams {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<Box<serde_json::value::RawValue>>,
-}
-
-async fn chunk(stream: &mut TcpStream, data: &str) -> bool {
-    let framed = format!("{:x}\r\n{data}\r\n", data.len());
-    stream.write_all(framed.as_bytes()).await.is_ok() && stream.flush().await.is_ok()
-}
-
 struct Decrement<'a>(&'a std::sync::atomic::AtomicUsize);
 
 impl Drop for Decrement<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
-}
-
-async fn write(stream: &mut TcpStream, status: u16, content_type: &str, body: &[u8]) -> bool {
-    write_with(
-        stream,
-        status,
-        &[("content-type".into(), content_type.into())],
-        body,
-    )
-    .await
-}
-
-async fn write_with(
-    stream: &mut TcpStream,
-    status: u16,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> bool {
-    let mut head = format!(
-        "HTTP/1.1 {status} Mock\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(body).await.is_ok()
 }

@@ -32,6 +32,8 @@ pub struct ModernMock {
     pub addr: SocketAddr,
     bodies: Arc<Mutex<Vec<Value>>>,
     stop: tokio::sync::watch::Sender<bool>,
+    /// Connections accepted and not yet closed, plus one while the listener is open.
+    open: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ModernMock {
@@ -42,25 +44,38 @@ impl ModernMock {
         let bodies: Arc<Mutex<Vec<Value>>> = Default::default();
         let (name, seen) = (Arc::<str>::from(name), bodies.clone());
         let (stop, stopped) = tokio::sync::watch::channel(false);
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(1));
+        let counted = open.clone();
         tokio::spawn(async move {
             let mut stop_accepting = stopped.clone();
             loop {
                 let accepted = tokio::select! {
                     a = listener.accept() => a,
-                    _ = stop_accepting.changed() => return,
+                    _ = stop_accepting.changed() => break,
                 };
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
                 let (name, seen, mut stopped) = (name.clone(), seen.clone(), stopped.clone());
+                let counted = counted.clone();
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tokio::spawn(async move {
+                    // the connection is closed when `serve` is dropped, at the end of the select
                     tokio::select! {
                         _ = serve(stream, name, seen) => {}
                         _ = stopped.changed() => {}
                     }
+                    counted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 });
             }
+            drop(listener);
+            counted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         });
-        ModernMock { addr, bodies, stop }
+        ModernMock {
+            addr,
+            bodies,
+            stop,
+            open,
+        }
     }
 
     /// Every request body received, parsed.
@@ -71,6 +86,19 @@ impl ModernMock {
     /// Stops listening and drops every open connection (like a killed process).
     pub fn kill(&self) {
         let _ = self.stop.send(true);
+    }
+
+    /// Kills the mock and waits until its listener and every connection it had are closed
+    /// (see [`super::MockServer::die`] for what that does and does not say about the gateway).
+    pub async fn die(&self) {
+        self.kill();
+        let open = &self.open;
+        crate::eventually(
+            "the modern mock closed its listener and connections",
+            std::time::Duration::from_secs(5),
+            || open.load(std::sync::atomic::Ordering::SeqCst) == 0,
+        )
+        .await;
     }
 }
 
@@ -446,6 +474,7 @@ async fn sse(stream: &mut TcpStream, events: &[Value]) -> bool {
         if stream.write_all(framed.as_bytes()).await.is_err() {
             return false;
         }
+        // events written apart, as a server producing them over time does
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     stream.write_all(b"0\r\n\r\n").await.is_ok()

@@ -2,7 +2,8 @@
 //! table (each row a test with its documented answer), the metadata document, no token
 //! passthrough and identity headers, per-client limits by principal, API keys, and
 //! authorization rules deciding on the name the backend will execute. Sessions bound to their
-//! principal: `auth_principals.rs`.
+//! principal: `auth_principals.rs`. A JWKS URL that never answers costs a token at most
+//! `fetch-timeout-s` (503 -32025).
 
 use jsonwebtoken::Algorithm;
 use mcp_gateway_tests::auth::sha256_hex;
@@ -423,4 +424,46 @@ async fn per_client_limits_count_by_the_principal_not_the_address() {
     assert_eq!(call_with(&alice).send(gw.addr).await.status(), 429);
     // Same address, another principal: a bucket of its own.
     assert_eq!(call_with(&bob).send(gw.addr).await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_jwks_url_that_never_answers_is_a_503_after_the_fetch_timeout() {
+    use mcp_gateway_tests::auth::ISSUER;
+    use std::time::{Duration, Instant};
+    // Accepts, reads the request, never answers (the issue saw 95 s of this).
+    let idp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let idp_addr = idp.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = idp.accept().await {
+            held.push(s);
+        }
+    });
+    let backend = MockServer::start("b").await;
+    let gw = Gateway::start(&format!(
+        "auth:\n  resource: {RESOURCE}\n  authorization-servers: [{ISSUER}]\n  \
+         jwt: {{ issuer: {ISSUER}, audiences: [{RESOURCE}], jwks: {{ url: http://{idp_addr}/jwks }} }}\n\
+         pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless, auth: required }} ]\n",
+        backend.addr
+    ))
+    .await;
+    let started = Instant::now();
+    let call = Request::tools_call("/mcp", 1, "whoami").header(
+        "Authorization",
+        &format!("Bearer {}", token("alice", "tools")),
+    );
+    let resp = tokio::time::timeout(Duration::from_secs(15), call.send(gw.addr))
+        .await
+        .expect("an answer within 15 s (today's main gave none in 5 minutes)");
+    let took = started.elapsed();
+    assert_eq!(resp.status(), 503, "{}", resp.text());
+    let v = resp.json();
+    assert_eq!(v["error"]["code"], -32025, "{v}");
+    assert_eq!(v["id"], 1);
+    // the documented default, 5 s, and not much more
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(8),
+        "answered after {took:?}"
+    );
+    assert_eq!(backend.count(), 0);
 }

@@ -90,7 +90,13 @@ async fn with_background_moves_off_the_next_call_moves_its_session() {
     let open = sessions(&[&gw]).await;
     let on_a = open.iter().filter(|(_, pod)| pod == "a").count();
     a.die().await;
-    tokio::time::sleep(Duration::from_millis(500)).await; // probed down long since
+    // the event a background move starts from: the health checks have marked the pod down
+    let up = format!("mcpgw_backend_up{{pool=\"legacy\",backend=\"{}\"}}", a.addr);
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.metric(&up).await == 0.0,
+        "the health checks marked the dead pod down"
+    );
     assert_eq!(gw.metric("mcpgw_session_moves_started_total").await, 0.0);
     for (i, (sid, _)) in open.iter().enumerate() {
         assert_eq!(

@@ -5,7 +5,7 @@
 //! 2026-07-28 client on a legacy backend), not rounds of the pool's read timeout; the stalled
 //! legacy call is cancelled upstream (`notifications/cancelled`).
 
-use mcp_gateway_tests::{Gateway, MockServer, Request};
+use mcp_gateway_tests::{assert_eventually, Gateway, MockServer, Request};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -98,14 +98,11 @@ async fn a_modern_call_on_a_legacy_backend_ends_at_the_routes_deadline() {
     assert_past_deadline(&resp.json(), 2, "reverse", took);
     // closing its answer stream does not stop a legacy server's tool: the call is cancelled
     // the legacy way, in its backend session
-    let until = Instant::now() + Duration::from_secs(10);
-    while legacy.count_method("notifications/cancelled") == 0 {
-        assert!(
-            Instant::now() < until,
-            "no notifications/cancelled reached the backend"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_eventually!(
+        Duration::from_secs(10),
+        legacy.count_method("notifications/cancelled") > 0,
+        "a notifications/cancelled reached the backend"
+    );
     let resp = modern(3, 1).send(gw.addr).await;
     assert_eq!(resp.tool_text(), "l", "{}", resp.text());
 }

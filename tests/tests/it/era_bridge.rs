@@ -366,8 +366,7 @@ async fn bridged_calls_are_balanced_per_request_and_a_dead_pod_costs_nothing() {
         names.contains(&"a".to_owned()) && names.contains(&"b".to_owned()),
         "{names:?}"
     );
-    a.kill();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    a.die().await;
     for i in 10..20 {
         let resp = in_session(&sid, &call(i, "whoami", json!({})))
             .send(gw.addr)

@@ -85,7 +85,14 @@ async fn an_inconclusive_probe_is_not_cached_and_is_asked_again() {
     for status in [503, 401] {
         let mock = EraMock::start(status).await;
         let addr = mock.addr.to_string();
-        let gw = Gateway::start(&pools(&[("p", addr.clone())], "")).await;
+        // a witness in a pool of its own that keeps answering `status`: probed on the same
+        // backoff schedule as `mock` was, it shows when `mock` would have been asked again
+        let witness = EraMock::start(status).await;
+        let gw = Gateway::start(&pools(
+            &[("p", addr.clone()), ("w", witness.addr.to_string())],
+            "",
+        ))
+        .await;
         assert_eventually!(
             Duration::from_secs(10),
             mock.discovers() >= 3,
@@ -113,8 +120,12 @@ async fn an_inconclusive_probe_is_not_cached_and_is_asked_again() {
             era_of(&gw, &addr).await.as_deref() == Some("modern"),
             "found modern after {status}"
         );
-        let asked = mock.discovers();
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let (asked, witnessed) = (mock.discovers(), witness.discovers());
+        assert_eventually!(
+            Duration::from_secs(30),
+            witness.discovers() > witnessed.max(asked),
+            "the witness was probed again, past the {asked} probes `mock` got ({status})"
+        );
         assert_eq!(
             mock.discovers(),
             asked,

@@ -2,6 +2,7 @@
 //! to backends that serve them, new legacy sessions only to backends that keep sessions, and
 //! a pool with no backend of the needed era answers -32005.
 
+use mcp_gateway_tests::mock::era::EraMock;
 use mcp_gateway_tests::{assert_eventually, open_session, Gateway, MockServer, Request};
 use serde_json::Value;
 use std::time::Duration;
@@ -19,6 +20,18 @@ async fn eras_known(gw: &Gateway, n: usize) -> bool {
         .filter(|b| b["era"].is_string())
         .count();
     known == n
+}
+
+/// The era `/admin/backends` shows for the backend at `addr` (`None`: not known yet).
+async fn era_of(gw: &Gateway, addr: &str) -> Option<String> {
+    let (_, body) = gw.admin_get("/admin/backends").await;
+    let view: Value = serde_json::from_str(&body).unwrap();
+    view["pools"]
+        .as_array()?
+        .iter()
+        .flat_map(|p| p["backends"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["address"] == addr)
+        .and_then(|b| b["era"].as_str().map(str::to_owned))
 }
 
 fn config(backends: &[&MockServer], mode: &str) -> String {
@@ -130,18 +143,33 @@ async fn a_new_legacy_session_on_a_pool_probed_modern_only_is_bridged() {
 #[tokio::test]
 async fn a_declared_era_is_used_without_probing() {
     let legacy = MockServer::legacy("legacy", 0, V).await;
+    // a witness beside it: a pool with `era: detect` whose backend never answers conclusively,
+    // so the era service probes it again and again (with its backoff)
+    let witness = EraMock::start(503).await;
     let yaml = format!(
-        "pools:\n  p: {{ backends: [{}], era: modern }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
-        legacy.addr
+        "pools:\n  p: {{ backends: [{}], era: modern }}\n  w: {{ backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p }}, {{ path: /w, pool: w }} ]\n",
+        legacy.addr, witness.addr
     );
     let gw = Gateway::start(&yaml).await;
-    assert!(eras_known(&gw, 1).await, "declared: known at once");
-    // declared modern: the 2026-07-28 request goes there (and the legacy pod refuses it)
+    assert_eq!(
+        era_of(&gw, &legacy.addr.to_string()).await.as_deref(),
+        Some("modern"),
+        "declared: known at once"
+    );
+    // declared modern: the 2026-07-28 request goes there (and the legacy pod refuses it, an
+    // answer that in a detecting pool would have the backend probed again)
     let resp = Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
     assert_eq!(resp.status(), 400);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // the era service has run since: it probed the witness again after that answer
+    let probed = "mcpgw_era_probes_total{pool=\"w\"}";
+    let before = gw.metric(probed).await;
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.metric(probed).await > before,
+        "the era service probed the witness pool again after the refused request"
+    );
     assert_eq!(
-        gw.metric("mcpgw_era_probes_total").await,
+        gw.metric("mcpgw_era_probes_total{pool=\"p\"}").await,
         0.0,
         "nothing probed in a pool with a declared era"
     );

@@ -11,7 +11,7 @@
 use mcp_gateway_tests::machine;
 use mcp_gateway_tests::redis::RedisServer;
 use mcp_gateway_tests::ticker::{open_stream, TickerServer};
-use mcp_gateway_tests::{Gateway, Request};
+use mcp_gateway_tests::{assert_eventually, Gateway, Request};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const V: &str = "2025-11-25";
@@ -93,7 +93,12 @@ async fn measure(fsync: &'static str) -> (Vec<f64>, Vec<f64>) {
     let (direct_sid, relayed_sid) = (session_held_by(&a).await, session_held_by(&a).await);
     let direct = latencies(&a, &direct_sid).await;
     let relayed = latencies(&b, &relayed_sid).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // b reads the held stream live before the ticks start: its reader waits in XREAD BLOCK
+    assert_eventually!(
+        Duration::from_secs(10),
+        redis.blocked_clients() >= 1,
+        "b's relay reads the held stream on Redis"
+    );
     let call = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"ticks","arguments":{{"count":{EVENTS},"interval_ms":10}}}}}}"#
     );

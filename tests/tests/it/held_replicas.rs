@@ -14,7 +14,7 @@ use mcp_gateway_tests::machine;
 use mcp_gateway_tests::redis::RedisServer;
 use mcp_gateway_tests::rr_proxy::RrProxy;
 use mcp_gateway_tests::ticker::{open_stream, Event, TickerServer};
-use mcp_gateway_tests::{Gateway, MockServer, Request};
+use mcp_gateway_tests::{assert_eventually, Gateway, MockServer, Request};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -83,7 +83,19 @@ async fn two_replicas_open_one_backend_get_for_a_session_and_both_clients_read_i
     let (sa, _ra) = open_stream(session_get(&sid, None), a.addr).await;
     let (sb, _rb) = open_stream(session_get(&sid, None), b.addr).await;
     assert_eq!((sa, sb), (200, 200));
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // a relays b's stream through Redis: its reader waits in XREAD BLOCK, and comes round
+    // once (where a reader that found nothing looks for the lease, to take the stream over)
+    assert_eventually!(
+        Duration::from_secs(10),
+        redis.blocked_clients() >= 1,
+        "a's relay reads the held stream on Redis"
+    );
+    let reads = redis.command_calls("xread");
+    assert_eventually!(
+        Duration::from_secs(10),
+        redis.command_calls("xread") > reads,
+        "a's relay came round to another read"
+    );
     assert_eq!(
         gets(),
         1,

@@ -8,7 +8,7 @@
 use mcp_gateway_tests::harness::workspace;
 use mcp_gateway_tests::interop::{self, SERVERS};
 use mcp_gateway_tests::machine;
-use mcp_gateway_tests::Gateway;
+use mcp_gateway_tests::{assert_eventually, Gateway};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,14 +52,10 @@ async fn every_client_server_and_mode_works_or_fails_as_documented() {
     assert!(mismatches.is_empty(), "{}\n{table}", mismatches.join("\n"));
 
     // Every session a client opened was ended (the SDKs send DELETE on close).
-    let mut open = 0.0;
-    for _ in 0..50 {
-        open = gw.metric("mcpgw_sessions_active").await;
-        if open == 0.0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(open, 0.0, "sessions left open after every client closed");
+    assert_eventually!(
+        Duration::from_secs(5),
+        gw.metric("mcpgw_sessions_active").await == 0.0,
+        "every session ended once every client closed"
+    );
     assert!(gw.metric("mcpgw_sessions_created_total").await > 0.0);
 }

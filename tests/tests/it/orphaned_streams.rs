@@ -4,7 +4,8 @@
 //! that closes its connection frees its slot at once, and a held stream nobody reads is closed
 //! upstream at the end of the resume window. The backend is the real FastMCP 1.30.0 server,
 //! whose idle GET stream carries nothing (a backend sending keep-alives would have let the old
-//! code notice the client at its next write).
+//! code notice the client at its next write). A sessionless GET relayed from a raw backend
+//! whose SSE stream stays quiet frees its slot and upstream connection the same way.
 
 use mcp_gateway_tests::{assert_eventually, open_session, Gateway, PythonPeer, Request};
 use std::time::Duration;
@@ -88,4 +89,64 @@ async fn a_held_stream_nobody_reads_is_closed_upstream_after_the_window() {
         gw.metric("mcpgw_held_streams").await == 1.0,
         "reopened"
     );
+}
+
+#[tokio::test]
+async fn a_closed_sessionless_get_frees_its_stream_slot_and_upstream_connection_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A backend that answers every GET with an SSE stream on which it never writes, and counts
+    // the connections the gateway closes.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let closed = Arc::new(AtomicUsize::new(0));
+    let counter = closed.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    .await;
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    let gw = Gateway::start(&format!(
+        "limits: {{ max-streams: 2 }}\npools: {{ p: {{ backends: [{addr}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: auto }} ]\n"
+    ))
+    .await;
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        gw.addr
+    );
+    for i in 0..4 {
+        let mut s = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+        s.write_all(get.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(3), s.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("GET {i}: no answer head"))
+            .unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]);
+        assert!(
+            head.starts_with("HTTP/1.1 200"),
+            "GET {i}: a slot was still held: {head}"
+        );
+        drop(s);
+        let want = i + 1;
+        assert_eventually!(
+            Duration::from_secs(3),
+            closed.load(Ordering::SeqCst) >= want,
+            "GET {i}: the upstream stream of a client that left is closed"
+        );
+    }
 }

@@ -80,6 +80,7 @@ async fn a_principal_at_its_share_is_refused_while_another_still_opens_its_own()
                 std::time::Instant::now() < deadline,
                 "call {i} neither ran nor was answered"
             );
+            // the poll interval of this bounded wait for either event
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }

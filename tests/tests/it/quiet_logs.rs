@@ -74,6 +74,7 @@ async fn a_healthy_minute_of_real_load_logs_nothing_above_info() {
             v1.call_text("whoami", json!({})).await;
             v2.call_text("whoami", json!({})).await;
             calls += 2;
+            // the clients' pace is the behaviour: SDK sessions calling beside the load
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         assert!(v1.close().await && v2.close().await);
@@ -197,7 +198,9 @@ async fn a_store_outage_warns_once_not_once_per_request() {
     for (i, sid) in sids.iter().enumerate() {
         assert_eq!(call(sid, i).send(gw.addr).await.status(), 200);
     }
-    // every session's next use is due to be recorded; the store goes away
+    // every session's next use is due to be recorded; the store goes away. Time passing is the
+    // point: a use is recorded at most once a second, by the clock, and nothing but the clock
+    // says when the next one is due
     tokio::time::sleep(Duration::from_millis(1100)).await;
     redis.kill().await;
     let mut served = 0;

@@ -111,6 +111,7 @@ async fn a_real_client_sees_the_in_flight_cap_while_another_call_runs() {
         if held == 4 {
             break;
         }
+        // samples 100 ms apart: "held" is four in a row, a call in flight for 300 ms
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(held, 4, "the long call never showed as in flight");

@@ -166,20 +166,23 @@ async fn a_parked_call_nobody_retries_is_cancelled_upstream_and_its_state_expire
     assert_eq!(late.status(), 400);
     assert_eq!(late.json()["error"]["data"]["reason"], "expired");
     // the backend's elicitation was cancelled for the client
-    let mut seen = String::new();
-    for i in 0..50 {
-        let outcomes = call(3 + i, "outcomes_seen", caps.clone(), json!({}))
-            .send(gw.addr)
-            .await;
-        seen = outcomes.json()["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if !seen.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let mut seen: String;
+    let mut id = 2;
+    assert_eventually!(
+        Duration::from_secs(5),
+        {
+            id += 1;
+            let outcomes = call(id, "outcomes_seen", caps.clone(), json!({}))
+                .send(gw.addr)
+                .await;
+            seen = outcomes.json()["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            !seen.is_empty()
+        },
+        "the backend saw an outcome of its elicitation"
+    );
     assert_eq!(seen, "cancel", "the elicitation was cancelled upstream");
 }
 

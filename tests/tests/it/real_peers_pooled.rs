@@ -197,11 +197,19 @@ async fn a_legacy_backend_killed_under_2026_load_loses_at_most_the_calls_in_flig
         .arg(&json)
         .kill_on_drop(true)
         .output();
+    // the kill comes once the load is on (100 calls answered: about a second of it; the load
+    // runs 8 s on its own clock), and the second it came in is kept for the timeline below
+    let spawned = std::time::Instant::now();
     let kill = async {
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eventually!(
+            Duration::from_secs(8),
+            gw.metric("mcpgw_requests_total").await >= 100.0,
+            "the load's calls are answered"
+        );
         a.kill().await;
+        spawned.elapsed().as_secs()
     };
-    let (out, ()) = tokio::join!(load, kill);
+    let (out, kill_second) = tokio::join!(load, kill);
     let out = out.expect("mcp-load ran");
     assert!(
         out.status.success(),
@@ -228,7 +236,7 @@ async fn a_legacy_backend_killed_under_2026_load_loses_at_most_the_calls_in_flig
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["t"].as_u64().unwrap() >= 5)
+        .filter(|t| t["t"].as_u64().unwrap() >= kill_second + 2)
         .map(|t| t["failed"].as_u64().unwrap())
         .sum();
     assert_eq!(late, 0, "{}", v["timeline"]);

@@ -3,8 +3,12 @@
 //! `ClientSession` and the 2.3.0 `Client` (legacy and auto modes). Backends are SIGKILLed and
 //! restarted; the clients must not notice. Needs `scripts/setup-peers`.
 
-use mcp_gateway_tests::{open_session, Gateway, PythonPeer, ReplClient, Request};
+use mcp_gateway_tests::{
+    assert_eventually, open_session, Gateway, PythonPeer, ReplClient, Request,
+};
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 struct Pods {
@@ -174,26 +178,42 @@ async fn twenty_sessions_under_load_see_no_failure_for_calls_started_after_a_kil
         clients.push(c.await.unwrap());
     }
     let start = Instant::now();
-    let kill_at = Duration::from_millis(1500);
+    let answered = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = clients
         .into_iter()
         .map(|mut client| {
+            let (answered, stop) = (answered.clone(), stop.clone());
             tokio::spawn(async move {
                 let mut calls = Vec::new();
-                while start.elapsed() < Duration::from_secs(5) {
+                while !stop.load(Ordering::SeqCst) {
                     let at = start.elapsed();
                     let answer = client
                         .cmd(json!({"op": "call", "name": "whoami", "args": {}}))
                         .await;
                     calls.push((at, start.elapsed(), answer));
+                    answered.fetch_add(1, Ordering::SeqCst);
                 }
                 (calls, client)
             })
         })
         .collect();
-    tokio::time::sleep(kill_at).await;
+    // the kill comes once the load is on (two calls a client answered), and the load goes on
+    // until as many calls again were answered after it
+    assert_eventually!(
+        Duration::from_secs(30),
+        answered.load(Ordering::SeqCst) >= 40,
+        "the 20 clients' calls are answered"
+    );
     pods.kill("pod-1").await;
     let killed_at = start.elapsed();
+    let at_kill = answered.load(Ordering::SeqCst);
+    assert_eventually!(
+        Duration::from_secs(30),
+        answered.load(Ordering::SeqCst) >= at_kill + 60,
+        "calls are answered after the kill"
+    );
+    stop.store(true, Ordering::SeqCst);
     let mut after = 0;
     for w in workers {
         let (calls, client) = w.await.unwrap();
@@ -276,19 +296,13 @@ async fn delete_and_expiry_remove_real_sessions() {
         1.0
     );
     let sid = open_session(gw.addr).await;
-    let mut expired = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if gw
-            .metric("mcpgw_sessions_ended_total{reason=\"expired\"}")
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.metric("mcpgw_sessions_ended_total{reason=\"expired\"}")
             .await
-            == 1.0
-        {
-            expired = true;
-            break;
-        }
-    }
-    assert!(expired, "the idle session expired");
+            == 1.0,
+        "the idle session expired"
+    );
     let resp = legacy_call(&sid, 5, "whoami").send(gw.addr).await;
     assert_eq!(resp.json()["error"]["data"]["reason"], "expired");
 }

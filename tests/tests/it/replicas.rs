@@ -196,18 +196,25 @@ async fn a_redis_outage_serves_the_sessions_a_replica_holds_refuses_the_rest_and
     assert_eq!(gw.admin_get("/readyz").await.0, 200);
     redis.kill().await;
     // the session this replica serves goes on from the copy it holds, past the 2 s in which a
-    // copy is used without asking Redis (docs/failover.md, "When the session store fails")
-    for i in 0..6 {
-        let resp = whoami(&sid, i).send(gw.addr).await;
-        assert_eq!(
-            resp.status(),
-            200,
-            "{}",
-            String::from_utf8_lossy(&resp.body)
-        );
-        assert_eq!(resp.tool_text(), "a");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    // copy is used without asking Redis (docs/failover.md, "When the session store fails"):
+    // until the replica has asked the dead store and served the copy instead
+    let mut i = 0;
+    assert_eventually!(
+        Duration::from_secs(10),
+        {
+            let resp = whoami(&sid, i).send(gw.addr).await;
+            i += 1;
+            assert_eq!(
+                resp.status(),
+                200,
+                "{}",
+                String::from_utf8_lossy(&resp.body)
+            );
+            assert_eq!(resp.tool_text(), "a");
+            gw.metric("mcpgw_store_fallbacks_total{op=\"get\"}").await > 0.0
+        },
+        "the replica asked the dead store and served the session from its copy"
+    );
     // a session it cannot read gets 503 + Retry-After, never a new session
     let resp = whoami(&foreign, 7).send(gw.addr).await;
     assert_eq!(resp.status(), 503);
@@ -264,8 +271,19 @@ async fn an_expired_session_is_deleted_upstream_by_exactly_one_replica() {
         "both replicas sweep; three sessions expire"
     );
     assert_eq!(upstream_deletes(&a), 3);
-    // both replicas go on sweeping (every 250 ms): no session is claimed twice
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // both replicas go on sweeping (every 250 ms): each takes the expired sessions from the
+    // store twice more, so a sweep began on each after the ones that ended the three, and no
+    // session is claimed twice
+    let sweeps = r#"mcpgw_store_duration_seconds_count{op="take_expired"}"#;
+    for gw in &replicas {
+        let swept = gw.metric(sweeps).await;
+        assert_eventually!(
+            Duration::from_secs(10),
+            gw.metric(sweeps).await >= swept + 2.0,
+            "replica {} swept twice more",
+            gw.addr
+        );
+    }
     assert_eq!(upstream_deletes(&a), 3, "one DELETE per expired session");
     for (i, sid) in sids.iter().enumerate() {
         let resp = whoami(sid, i as u64).send(replicas[i % 2].addr).await;
@@ -303,9 +321,14 @@ async fn a_replica_killed_under_load_fails_only_the_calls_it_had_in_flight() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("mcp-load");
-    // the load runs on its own clock: the kill comes 4 s into it
+    // the kill comes while the load is on: once the replica to be killed has served 150 of its
+    // requests (about 3 s into it: the load runs on its own clock, 100 a second for 8 s)
     let started = front.elapsed();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eventually!(
+        Duration::from_secs(8),
+        front.served(1) >= 150,
+        "the second replica serves its share of the load"
+    );
     let killed_at = front.elapsed();
     drop(replicas.pop()); // SIGKILL the second replica
     let killed_by = front.elapsed();

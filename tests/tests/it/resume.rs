@@ -189,8 +189,19 @@ async fn an_answer_whose_client_left_is_read_to_the_end_and_replayed() {
     let first = progress_call(&sid, 4, 300).read_first_event(gw.addr).await;
     let primed = events(&first);
     let priming_id = primed[0].0.clone().expect("priming id");
-    // the answer ends upstream without anyone reading; then the client comes back
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // the answer ends upstream without anyone reading (its exchange, counted in flight on the
+    // backend while it lives, is over); then the client comes back
+    let inflight = "mcpgw_backend_inflight_requests";
+    assert_eq!(
+        gw.metric(inflight).await,
+        1.0,
+        "the answer goes on upstream"
+    );
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.metric(inflight).await == 0.0,
+        "the answer nobody reads ended upstream"
+    );
     let rest = resume(&sid, &priming_id).send(gw.addr).await;
     let rest = events(&rest.text());
     assert_eq!(rest.len(), 5, "4 progress + the result: {rest:?}");
@@ -221,7 +232,14 @@ async fn a_backend_that_dies_mid_answer_ends_the_replay_with_outcome_unknown() {
     let sid = open_session(gw.addr).await;
     let first = progress_call(&sid, 20, 200).read_first_event(gw.addr).await;
     let priming_id = events(&first)[0].0.clone().expect("priming id");
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // progress is buffered before the backend dies
+    let buffered = "mcpgw_resume_buffered_bytes";
+    let primed = gw.metric(buffered).await;
+    assert_eventually!(
+        Duration::from_secs(10),
+        gw.metric(buffered).await > primed,
+        "a progress event was buffered after the priming one"
+    );
     server.kill().await;
     let rest = resume(&sid, &priming_id).send(gw.addr).await;
     let rest = events(&rest.text());

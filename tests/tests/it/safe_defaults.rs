@@ -124,6 +124,7 @@ async fn a_killed_backend_reads_down_until_it_answers_again() {
     let since = std::time::Instant::now();
     while since.elapsed() < Duration::from_secs(3) {
         assert_eq!(gw.metric(&up).await, 0.0, "still down: nothing answers");
+        // looks spread past the 2 s cooldown: that the mark outlasts it is the behaviour
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let _again = MockServer::start_on("b", port).await;

@@ -8,7 +8,7 @@
 use mcp_gateway_tests::client::Connection;
 use mcp_gateway_tests::machine;
 use mcp_gateway_tests::redis_ha::{RedisCluster, RedisSentinel, MASTER_NAME};
-use mcp_gateway_tests::{open_session, Gateway, MockServer, Request};
+use mcp_gateway_tests::{assert_eventually, open_session, Gateway, MockServer, Request};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -86,6 +86,7 @@ fn load(
                             ));
                         }
                     }
+                    // the load's pace is the behaviour: a call every EVERY per session
                     tokio::time::sleep_until(next).await;
                 }
             })
@@ -94,8 +95,9 @@ fn load(
     (tally, tasks)
 }
 
-/// Opens the sessions, runs the load, calls `fault` two seconds in, keeps the load on until
-/// `fault` returned and three seconds more; returns the tally.
+/// Opens the sessions, runs the load, calls `fault` once every session has made ten calls (two
+/// seconds of load), keeps the load on until `fault` returned and fifteen calls a session more
+/// (three seconds); returns the tally.
 async fn under_load<F, Fut>(gw: &Gateway, mocks: &[&MockServer], fault: F) -> Tally
 where
     F: FnOnce() -> Fut,
@@ -107,11 +109,21 @@ where
     }
     let stop = Arc::new(AtomicBool::new(false));
     let (tally, tasks) = load(gw.addr, &sids, &stop);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let calls = || tally.lock().unwrap().calls;
+    assert_eventually!(
+        Duration::from_secs(30),
+        calls() >= SESSIONS * 10,
+        "the load made ten calls a session"
+    );
     let started = Instant::now();
     fault().await;
     eprintln!("store failover took {:?}", started.elapsed());
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let at_fault = calls();
+    assert_eventually!(
+        Duration::from_secs(30),
+        calls() >= at_fault + SESSIONS * 15,
+        "the load made fifteen calls a session after the failover"
+    );
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
         t.await.expect("load task");

@@ -64,6 +64,7 @@ async fn a_real_client_keeps_its_session_while_the_master_holding_it_fails_over(
         count_call(&mut client, &mut n).await;
         tokio::select! {
             _ = &mut failover, if over.is_none() => over = Some(Instant::now()),
+            // the calls' pace is the behaviour: one every 100 ms through the failover
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
     }

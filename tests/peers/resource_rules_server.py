@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Backend for the gateway's round-3 hostile tests (runs under .venv-mcp1 OR .venv-mcp2).
 
-Usage: round3_server.py --port P --name NAME [--gzip] [--json]
+Usage: resource_rules_server.py --port P --name NAME [--gzip] [--json]
 
 Under mcp 1.30.0: FastMCP in its default stateful mode; under mcp 2.3.0: MCPServer with sessions
 (a 2026-07-28 request is served statelessly). Both at http://127.0.0.1:P/mcp, with:

@@ -4,7 +4,14 @@
 //! documented JSON-RPC error at connect time, not hang and not end in a bare HTTP error. The
 //! elicit server's cells (issue 17) instead open new sessions that call a tool at once whose
 //! server sends `elicitation/create` / `sampling/createMessage` on the session's GET stream, and
-//! must get the client's answer back every time.
+//! must get the client's answer back every time. What each cell must do is one table,
+//! [`EXPECTED`] (`expected.rs`), against which docs/interoperability.md is checked.
+
+mod expected;
+
+pub use expected::{
+    expected, expected_summary, expected_table, Expect, ELICIT_ANSWERS, EXPECTED, SESSION_REQUIRED,
+};
 
 use crate::harness::{Gateway, PythonPeer, ReplClient};
 use serde_json::{json, Value};
@@ -55,8 +62,6 @@ pub const SERVERS: [Server; 5] = [
 ];
 /// Every client, in table order.
 pub const CLIENTS: [Client; 4] = [Client::Py1, Client::Py2Auto, Client::Py2Legacy, Client::Ts];
-/// The JSON-RPC code a stateless route answers when its backend opens a session.
-pub const SESSION_REQUIRED: i64 = -32007;
 /// New sessions per tool (`ask`, `sample`) in an elicit server cell, each calling at once.
 pub const ELICIT_SESSIONS: usize = 5;
 /// How long the elicit server's tools wait for the client's answer before failing (a request
@@ -87,11 +92,6 @@ impl Server {
             Server::Everything => "everything",
             Server::Elicit => "elicit",
         }
-    }
-
-    /// Whether it keeps legacy sessions (and so cannot sit behind a stateless route).
-    fn needs_sessions(self) -> bool {
-        self != Server::Stateless2
     }
 
     /// Starts one replica.
@@ -165,35 +165,6 @@ impl Client {
     }
 }
 
-/// What a cell must do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
-    /// List, call with progress, end the session.
-    Works,
-    /// List, then get this many tool calls answered whose server asked the client something
-    /// (each in a new session, called as soon as it is connected), end the sessions.
-    Answers(usize),
-    /// Be refused at connect with this JSON-RPC code.
-    Refused(i64),
-}
-
-/// The documented behaviour: a session-keeping server behind a stateless route refuses every
-/// client that needs a session (-32007); everything else works. The 2.3.0 auto client's
-/// `server/discover` probe succeeds on every stateless route: natively on the 2.3.0 default
-/// server, through the reverse era bridge (pooled backend sessions) on the session-only ones.
-/// Through the other modes every elicit server call gets the client's answer (the bridged
-/// 2.3.0 auto client's too, as `input_required` rounds).
-pub fn expected(client: Client, server: Server, mode: &str) -> Expect {
-    let stateless_client = client == Client::Py2Auto;
-    if mode == "stateless" && server.needs_sessions() && !stateless_client {
-        Expect::Refused(SESSION_REQUIRED)
-    } else if server == Server::Elicit {
-        Expect::Answers(ELICIT_SESSIONS * ELICIT_TOOLS.len())
-    } else {
-        Expect::Works
-    }
-}
-
 /// What a cell did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -222,8 +193,18 @@ impl Outcome {
     /// Whether it is what `expect` asks for.
     pub fn meets(&self, expect: Expect) -> bool {
         match (self, expect) {
-            (Outcome::Worked { progress, .. }, Expect::Works) => *progress >= 3,
-            (Outcome::Worked { answered, .. }, Expect::Answers(want)) => *answered == want,
+            (
+                Outcome::Worked {
+                    protocol, progress, ..
+                },
+                Expect::Works(want),
+            ) => protocol == want && *progress >= 3,
+            (
+                Outcome::Worked {
+                    protocol, answered, ..
+                },
+                Expect::Answers(version, want),
+            ) => protocol == version && *answered == want,
             (Outcome::Refused { code, .. }, Expect::Refused(want)) => *code == want,
             _ => false,
         }
@@ -362,28 +343,23 @@ pub fn gateway_config(pools: &[(Server, Vec<String>)]) -> String {
 /// One row of results: a server behind a route mode, each client's outcome.
 pub type Row = (Server, &'static str, Vec<(Client, Outcome)>);
 
-/// The matrix as a Markdown table (a failed expectation is marked `MISMATCH`).
+/// The matrix as a Markdown table in the doc's layout (a failed expectation is marked
+/// `MISMATCH`).
 pub fn table(rows: &[Row]) -> String {
-    let mut out = String::from("| server | route mode |");
-    for c in CLIENTS {
-        let _ = write!(out, " {} |", c.label());
-    }
-    out.push_str("\n|---|---|");
-    out.push_str(&"---|".repeat(CLIENTS.len()));
-    out.push('\n');
-    for (server, mode, cells) in rows {
-        let _ = write!(out, "| {} | {mode} |", server.label());
-        for (client, outcome) in cells {
-            let mark = if outcome.meets(expected(*client, *server, mode)) {
-                ""
-            } else {
-                " MISMATCH"
-            };
-            let _ = write!(out, " {}{mark} |", outcome.short());
-        }
-        out.push('\n');
-    }
-    out
+    expected::markdown(rows.iter().map(|(server, mode, cells)| {
+        let cells = cells
+            .iter()
+            .map(|(client, outcome)| {
+                let mark = if outcome.meets(expected(*client, *server, mode)) {
+                    ""
+                } else {
+                    " MISMATCH"
+                };
+                format!("{}{mark}", outcome.short())
+            })
+            .collect();
+        (*server, *mode, cells)
+    }))
 }
 
 /// Runs the whole matrix through `gw` (routes from [`gateway_config`]), a few cells at a time.

@@ -1,4 +1,4 @@
-//! Hostile clients, round 3 (issue 26), against real SDK backends: rules on resource URIs read
+//! Resource rules (issue 26), against real SDK backends: rules on resource URIs read
 //! the URI the backend will look up (FastMCP 1.30.0 normalizes it with pydantic `AnyUrl`), the
 //! resource and template lists are filtered, and a backend that compresses its answers
 //! (Starlette's `GZipMiddleware` before a 2.3.0 server) neither slips a list past the filter
@@ -11,13 +11,13 @@ use std::net::SocketAddr;
 
 const RESOURCE_RULE: &str = "    authz:\n      - { match: { method: resources/read, name: \"admin://*\" }, require: { scope: admin } }\n      - { match: { method: tools/call, name: \"admin_*\" }, require: { scope: admin } }\n";
 
-async fn round3_server(venv: &str, name: &str, gzip: bool) -> PythonPeer {
+async fn resource_rules_server(venv: &str, name: &str, gzip: bool) -> PythonPeer {
     let mut args = vec!["--port", "0", "--name", name];
     if gzip {
         // JSON answers: Starlette never compresses `text/event-stream`.
         args.extend(["--gzip", "--json"]);
     }
-    PythonPeer::start(venv, "round3_server.py", &args).await
+    PythonPeer::start(venv, "resource_rules_server.py", &args).await
 }
 
 async fn gateway(backend: &PythonPeer, mode: &str) -> Gateway {
@@ -79,7 +79,7 @@ fn entries(answer: &Value, field: &str, key: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_resource_rule_holds_however_the_client_spells_the_uri_fastmcp_normalizes() {
-    let backend = round3_server("mcp1", "fastmcp", false).await;
+    let backend = resource_rules_server("mcp1", "fastmcp", false).await;
     let gw = gateway(&backend, "auto").await;
     let user = token("alice", "tools");
     let sid = open(gw.addr, &user).await;
@@ -118,7 +118,7 @@ async fn a_resource_rule_holds_however_the_client_spells_the_uri_fastmcp_normali
 
 #[tokio::test]
 async fn resource_and_template_lists_show_only_what_the_caller_may_read() {
-    let backend = round3_server("mcp1", "fastmcp", false).await;
+    let backend = resource_rules_server("mcp1", "fastmcp", false).await;
     let gw = gateway(&backend, "auto").await;
     let user = token("alice", "tools");
     let sid = open(gw.addr, &user).await;
@@ -148,7 +148,7 @@ async fn resource_and_template_lists_show_only_what_the_caller_may_read() {
 
 #[tokio::test]
 async fn a_gzip_backend_neither_slips_a_list_past_the_filter_nor_loses_the_session() {
-    let backend = round3_server("mcp2", "gzipped", true).await;
+    let backend = resource_rules_server("mcp2", "gzipped", true).await;
     for mode in ["stateful", "auto", "stateless"] {
         let gw = gateway(&backend, mode).await;
         let user = token("alice", "tools");

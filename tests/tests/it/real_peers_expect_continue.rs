@@ -1,4 +1,4 @@
-//! `Expect: 100-continue`, round 3 (issue 26): on a session route to a real FastMCP 1.30.0
+//! `Expect: 100-continue` (issue 26): on a session route to a real FastMCP 1.30.0
 //! backend (uvicorn answers `Expect` with its own `100 Continue`) the client gets one `100
 //! Continue` and then the answer, and a declared size over `max-body-bytes` gets 413 at once,
 //! without waiting for a body the client holds back. Raw TCP; needs `scripts/setup-peers`.

@@ -1,7 +1,9 @@
-//! Hostile framing, round 3 (issue 26): every body or head framing the gateway cannot trust is
-//! answered with a JSON-RPC error -32026 and the connection closed, on session routes and on the
-//! fast path alike (a bad chunk size, a `Transfer-Encoding` spelled oddly next to a
-//! `Content-Length`, `Content-Length: +5`). Raw TCP: the framing is the point.
+//! Request framing the gateway cannot trust (issues 15 and 26): every body or head framing it
+//! cannot trust is answered with a JSON-RPC error (-32026, or -32027 for a head too large) and
+//! the connection closed, on session routes and on the fast path alike (two differing
+//! `Content-Length`s, a bad chunk size, a `Transfer-Encoding` spelled oddly next to a
+//! `Content-Length`, `Content-Length: +5`, 5,000 headers). Raw TCP: the framing is the point.
+//! `Content-Length` lists: `content_length_lists.rs`.
 
 use mcp_gateway_tests::wire::{read_body, read_head, Head};
 use mcp_gateway_tests::{Gateway, MockServer};
@@ -108,4 +110,47 @@ async fn every_framing_error_is_answered_32026_and_the_connection_closed_on_ever
         0,
         "a call reached the backend"
     );
+}
+
+#[tokio::test]
+async fn framing_the_gateway_cannot_trust_gets_a_json_rpc_error_and_a_closed_connection() {
+    let backend = MockServer::start("b").await;
+    let gw = Gateway::start(&config(&backend, "stateless")).await;
+    let host = format!("Host: {}\r\n", gw.addr);
+    let cases: Vec<(&str, Vec<u8>, u16, i64)> = vec![
+        (
+            "two differing Content-Lengths",
+            format!("POST /mcp HTTP/1.1\r\n{host}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{{}}").into_bytes(),
+            400,
+            -32026,
+        ),
+        (
+            "Transfer-Encoding: xchunked",
+            format!("POST /mcp HTTP/1.1\r\n{host}Transfer-Encoding: xchunked\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n").into_bytes(),
+            400,
+            -32026,
+        ),
+        (
+            "5,000 headers",
+            format!("POST /mcp HTTP/1.1\r\n{host}{}\r\n", "X-A: b\r\n".repeat(5000)).into_bytes(),
+            431,
+            -32027,
+        ),
+        (
+            "a 1 MiB header",
+            format!("POST /mcp HTTP/1.1\r\n{host}X-Big: {}\r\n\r\n", "a".repeat(1 << 20)).into_bytes(),
+            431,
+            -32027,
+        ),
+    ];
+    for (what, bytes, status, code) in cases {
+        let (got, body, closed) = raw_answer(gw.addr, &bytes)
+            .await
+            .unwrap_or_else(|| panic!("{what}: closed or silent, no answer"));
+        assert_eq!(got, status, "{what}: {body}");
+        assert_eq!(body["error"]["code"], code, "{what}");
+        assert!(body["error"]["data"]["kind"].is_string(), "{what}");
+        assert!(closed, "{what}: the connection closes after the answer");
+    }
+    assert_eq!(backend.count(), 0, "nothing reached the backend");
 }
