@@ -1,45 +1,17 @@
-//! The client side both bridges write: how serving a bridged request ended ([`Failed`],
-//! [`Served`]), an answer's JSON body or SSE stream, `202 Accepted`, and the list filter a
+//! The client side both bridges write: what serving a bridged request came to ([`Served`];
+//! a failure is the gateway's one `crate::error::Fail`), an answer's JSON body or SSE stream
+//! (ended by a gateway error: `GatewayError::event`), `202 Accepted`, and the list filter a
 //! route's `authz` rules apply to a bridged list answer.
 
 use crate::error::GatewayError;
 use crate::upstream::Backend;
 use bytes::Bytes;
 use mcp_wire::headers::MCP_SESSION_ID;
-use mcp_wire::sse;
+use mcp_wire::{sse, RequestId};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// How serving a bridged request failed.
-pub enum Failed {
-    /// Answer the client with this error (nothing was written yet).
-    Answer(GatewayError),
-    /// Writing to the client failed.
-    Io(Box<pingora::Error>),
-    /// The reverse bridge's `initialize` on `backend` opened no session (nothing was
-    /// written yet): it is no legacy session server, and the request may go to it as it is.
-    /// Answered with `refusal` by a caller that does not act on it.
-    NotLegacy {
-        /// The backend that answered `initialize` without a session.
-        backend: Arc<crate::upstream::Backend>,
-        /// The answer for a caller that cannot pass the request through.
-        refusal: GatewayError,
-    },
-}
-
-impl From<GatewayError> for Failed {
-    fn from(e: GatewayError) -> Self {
-        Failed::Answer(e)
-    }
-}
-
-impl From<Box<pingora::Error>> for Failed {
-    fn from(e: Box<pingora::Error>) -> Self {
-        Failed::Io(e)
-    }
-}
 
 /// A bridged request served: the backend that answered last, if any did.
 #[derive(Default)]
@@ -82,6 +54,16 @@ pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
     head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
     head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
     session.write_response_header(Box::new(head), false).await
+}
+
+/// Ends an SSE answer the client reads with the gateway error `err` as its last event
+/// (`GatewayError::event`).
+pub(super) async fn end_with_error(
+    session: &mut Session,
+    err: &GatewayError,
+    id: &RequestId,
+) -> Result<()> {
+    session.write_response_body(Some(err.event(id)), true).await
 }
 
 /// One message as an SSE event.

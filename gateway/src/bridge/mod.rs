@@ -25,7 +25,7 @@ pub mod legacy_clients;
 pub mod metrics;
 pub mod modern_clients;
 
-pub use client::{Failed, ListFilter, Served};
+pub use client::{ListFilter, Served};
 
 use crate::upstream::attempt::Engine;
 use metrics::BridgeMetrics;

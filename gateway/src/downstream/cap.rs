@@ -138,18 +138,7 @@ pub fn refusal(refused: Refused) -> Vec<u8> {
         Refused::Gateway(limit) => GatewayError::overloaded("gateway", "connections", limit),
         Refused::Client(limit) => GatewayError::client_connections(limit),
     };
-    let (status, headers, body) = error.to_http(&RequestId::null());
-    let mut out = format!("HTTP/1.1 {status} Service Unavailable\r\n");
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str(&format!(
-        "content-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    ));
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&body);
-    bytes
+    error.to_raw_http(&RequestId::null())
 }
 
 /// Writes the refusal (within a second: a client that does not read is not waited for) and

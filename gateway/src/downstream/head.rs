@@ -140,19 +140,7 @@ impl Watch {
 
 /// The answer written for a refused head: the JSON-RPC error, then the connection closes.
 pub(super) fn refusal(error: &GatewayError) -> Vec<u8> {
-    let (status, headers, body) = error.to_http(&RequestId::null());
-    let reason = http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("Error");
-    let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
-    for (k, v) in headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str("connection: close\r\n\r\n");
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&body);
-    bytes
+    error.to_raw_http(&RequestId::null())
 }
 
 /// What the bytes just read mean for the head in progress.

@@ -1,5 +1,8 @@
-//! How a gateway error is written: the JSON-RPC error body (the request's id verbatim, `data`
-//! with `kind` and `retryAfterMs`) and the HTTP status and headers around it.
+//! How a gateway error is written, the one writer of every path: the JSON-RPC error body (the
+//! request's id verbatim, `data` with `kind` and `retryAfterMs`), the HTTP status and headers
+//! around it (`proxy/respond.rs` writes them to a pingora session), the whole HTTP/1.1 answer
+//! for a connection answered before pingora reads it (`listener/`), and the last SSE event of
+//! an answer the client already reads (relayed answers, both era bridges).
 
 use super::GatewayError;
 use bytes::Bytes;
@@ -51,6 +54,29 @@ impl GatewayError {
     /// refuses: code and message only (a backend's SDK reads nothing more).
     pub fn to_backend(&self, id: &Value) -> String {
         mcp_wire::messages::error_to_backend(id, self.kind.code(), &self.message)
+    }
+
+    /// The error as the last event of an SSE answer the client already reads.
+    pub fn event(&self, id: &RequestId) -> Bytes {
+        mcp_wire::sse::event(&self.body(id))
+    }
+
+    /// The whole HTTP/1.1 answer with `connection: close`, for a connection answered before
+    /// pingora reads it (the listener's refusals): [`GatewayError::to_http`] on the wire.
+    pub fn to_raw_http(&self, id: &RequestId) -> Vec<u8> {
+        let (status, headers, body) = self.to_http(id);
+        let reason = http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Error");
+        let mut out = format!("HTTP/1.1 {status} {reason}\r\n");
+        for (k, v) in headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        out.push_str("connection: close\r\n\r\n");
+        let mut bytes = out.into_bytes();
+        bytes.extend_from_slice(&body);
+        bytes
     }
 
     /// HTTP status, headers and body of the answer. Headers are (name, value) pairs.

@@ -3,7 +3,10 @@
 //! understands and a `data` object with machine-readable details.
 
 mod constructors;
+mod fail;
 mod http;
+
+pub(crate) use fail::Fail;
 
 use mcp_wire::InspectError;
 use serde_json::{Map, Value};

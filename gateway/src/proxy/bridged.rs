@@ -5,13 +5,13 @@
 //! unknown until probed again). The bridge owns the behaviour.
 
 use super::ctx::RequestCtx;
-use super::relay::{end_with_error, within};
+use super::relay::end_with_error;
 use super::stateless::{forward_any, Outbound};
 use super::{Gateway, Handled};
-use crate::bridge::modern_clients::{self, Target};
-use crate::bridge::Failed;
+use crate::bridge::modern_clients::{self, Pooled, Target};
 use crate::error::GatewayError;
 use crate::routing::Route;
+use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use mcp_wire::RequestId;
@@ -62,19 +62,18 @@ pub(super) async fn forward(
         .flatten()
         .filter(|info| info.method.as_deref() != Some("subscriptions/listen"))
         .and_then(|info| route.deadline(info.method.as_deref(), info.name.as_deref()));
-    let until = deadline.map(|d| tokio::time::Instant::now() + d);
+    let until = deadline::start(deadline);
     let serve = modern_clients::serve(&gw.bridge, session, to, &body, &id);
     let Some(served) = within(until, serve).await else {
         let e = GatewayError::bridged_deadline(&pool.name, "reverse", deadline.unwrap_or_default());
         return past_deadline(session, e, &id).await;
     };
-    let served = match served {
-        Ok(served) => served,
-        Err(Failed::NotLegacy { backend, .. }) => {
+    let served = match served? {
+        Pooled::Served(served) => served,
+        Pooled::NoSession(backend) => {
             pool.opened_no_session(&backend);
             return pass_through(gw, session, ctx, route, pool, body).await;
         }
-        Err(e) => return Err(e.into()),
     };
     if served.backend.is_some() {
         ctx.backend = served.backend;

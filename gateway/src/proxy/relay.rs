@@ -4,6 +4,7 @@
 
 use crate::error::GatewayError;
 use crate::upstream::client::Exchange;
+use crate::upstream::deadline::within;
 use bytes::{Bytes, BytesMut};
 use mcp_wire::headers::MCP_SESSION_ID;
 use pingora::http::ResponseHeader;
@@ -150,43 +151,6 @@ pub async fn relay(
     }
 }
 
-/// Runs `fut` until the optional deadline; `None` when the deadline passed first. A plain
-/// future, not an `async fn`: one of those would hold `fut` twice (as its argument and as
-/// the future it awaits), and the requests it wraps are the largest futures on the path.
-pub fn within<F: std::future::Future>(until: Option<Instant>, fut: F) -> Within<F> {
-    match until {
-        Some(at) => Within::Timed {
-            fut: tokio::time::timeout_at(at, fut),
-        },
-        None => Within::Free { fut },
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A future run until an optional deadline ([`within`]).
-    #[project = WithinProj]
-    pub enum Within<F> {
-        /// With a deadline.
-        Timed { #[pin] fut: tokio::time::Timeout<F> },
-        /// Without.
-        Free { #[pin] fut: F },
-    }
-}
-
-impl<F: std::future::Future> std::future::Future for Within<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        match self.project() {
-            WithinProj::Timed { fut } => fut.poll(cx).map(Result::ok),
-            WithinProj::Free { fut } => fut.poll(cx).map(Some),
-        }
-    }
-}
-
 /// Ends a relayed answer that cannot complete. Before the client got the head (an answer the
 /// gateway read whole and could not use: cut short, or in a coding it cannot decode), `err` is
 /// the whole answer (`Fail::Answer`: written with the request's id like any gateway error,
@@ -209,6 +173,7 @@ pub async fn end_with_error(
             Error::explain(ErrorType::Custom("answer-cut-midway"), err.message.clone()).into(),
         );
     }
-    let event = mcp_wire::sse::event(&err.body(id));
-    Ok(session.write_response_body(Some(event), true).await?)
+    Ok(session
+        .write_response_body(Some(err.event(id)), true)
+        .await?)
 }

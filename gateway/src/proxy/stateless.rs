@@ -11,12 +11,13 @@
 //! streams back as it arrives. Also here: a stateless route refuses backend sessions, and
 //! never passes on a client's session id.
 
-use super::relay::{client_response, end_with_error, read_body, relay, within, Relayed};
+use super::relay::{client_response, end_with_error, read_body, relay, Relayed};
 use super::{check, ctx::RequestCtx, Gateway, Handled};
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::attempt::{Pick, Step};
 use crate::upstream::client::CallError;
+use crate::upstream::deadline::{self, within};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
@@ -25,7 +26,6 @@ use mcp_wire::{inspect_body, RequestId};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use std::sync::Arc;
-use tokio::time::Instant;
 
 /// Reads the body, routes it (by its method and name), applies the per-tool rate and the
 /// deadline, forwards it, and answers the client. `check`: compare body and MCP headers.
@@ -143,7 +143,7 @@ pub(super) async fn forward_any(
     pool: &Arc<Pool>,
     out: Outbound<'_>,
 ) -> Handled {
-    let until = out.deadline.map(|d| Instant::now() + d);
+    let until = deadline::start(out.deadline);
     let timed_out = |ctx: &RequestCtx| {
         let backend = ctx.tried.last().map(|a| a.to_string()).unwrap_or_default();
         GatewayError::deadline(&pool.name, &backend, out.deadline.unwrap_or_default())

@@ -1,9 +1,10 @@
 //! The upstream attempt engine: the one place that decides which backend to try next, how
 //! often to retry, what is safe to repeat, when a backend is marked failed, and that records
 //! upstream latency. Every gateway-driven request goes through [`Engine::send`] (one attempt)
-//! and [`Engine::each_backend`] (the one "pick → try → mark → next" loop); pingora's own
-//! pipeline (the stateless fast path) asks [`Engine::next_backend`] and
-//! [`Engine::connect_failed`] from its phases, so both follow the same policy.
+//! and [`Engine::each_backend`] (the one "pick → try → mark → next" loop, [`Attempts`]: the
+//! era bridges drive it themselves where an attempt holds the client's session); pingora's
+//! own pipeline (the stateless fast path) asks [`Engine::next_backend`] and
+//! [`Engine::connect_failed`] from its phases, so all follow the same policy.
 //!
 //! Failover rules (pingora's `failover.md`): a request whose connection failed never reached
 //! the backend and may go to another one; a request whose connection broke afterwards may
@@ -12,6 +13,7 @@
 
 use super::client::{CallError, Exchange, UpstreamClient};
 use super::metrics::UpstreamMetrics;
+pub use super::pick::Pick;
 use super::request::{self, Target};
 use super::{Backend, Pool};
 use crate::error::GatewayError;
@@ -27,50 +29,6 @@ const OWN_ANSWER_LIMIT: usize = 1024 * 1024;
 /// How long a best-effort notification (a cancellation) may take in the background.
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How the next backend is chosen.
-pub enum Pick<'a> {
-    /// By the pool's balancing algorithm, at most `retries` more after the first attempt.
-    Request,
-    /// By the pool's balancing algorithm among the backends that serve requests of this era
-    /// (or whose era is not known yet), at most `retries` more after the first attempt.
-    Serving(Era),
-    /// For a new session: the fewest sessions (counts from the session store) among the
-    /// backends that serve legacy sessions, at most `retries` more after the first attempt.
-    Session {
-        /// Sessions per backend.
-        counts: &'a [(SocketAddr, usize)],
-    },
-    /// For a session moving off its backend: every other backend that serves legacy sessions
-    /// once, fewest sessions first, then `last_resort` (the backend it leaves, which may be the only one).
-    Move {
-        /// Sessions per backend.
-        counts: &'a [(SocketAddr, usize)],
-        /// Tried after every other backend.
-        last_resort: Option<Arc<Backend>>,
-    },
-}
-
-impl Pick<'_> {
-    /// The pick for a sessionless request of `era`: a 2026-07-28 request only to backends that
-    /// serve it; a legacy-era one (no session: a stateless route) to any backend, as before
-    /// eras were known.
-    pub fn sessionless(era: Era) -> Pick<'static> {
-        match era {
-            Era::Stateless => Pick::Serving(Era::Stateless),
-            Era::Legacy => Pick::Request,
-        }
-    }
-
-    /// The protocol era the picked backend must serve (`None`: any).
-    pub fn era(&self) -> Option<Era> {
-        match self {
-            Pick::Request => None,
-            Pick::Serving(era) => Some(*era),
-            Pick::Session { .. } | Pick::Move { .. } => Some(Era::Legacy),
-        }
-    }
-}
-
 /// One attempt in progress (boxed: the futures of a retry loop borrow from their caller, and
 /// must stay `Send` for pingora's phases).
 pub type Attempt<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Step<T>> + Send + 'a>>;
@@ -85,10 +43,83 @@ pub enum Step<T> {
     /// The connection broke after the request went out (or while its answer was read): the
     /// backend is marked failed; the next one is tried.
     Lost,
+    /// The connection broke after a request that is not safe to repeat went out: the backend
+    /// is marked failed, and the loop stops with -32013 (the request's outcome is unknown).
+    Unknown,
     /// The backend answered but cannot take this: the next one is tried, nothing is marked.
     Refused,
     /// Stop trying, with this answer for the client.
     Stop(GatewayError),
+}
+
+impl<T> Step<T> {
+    /// A connection that broke after the request went out: the next backend when the request
+    /// is safe to repeat ([`mcp_wire::messages::safe_to_repeat`]), else the end ([`Step::Unknown`]).
+    pub fn lost(repeatable: bool) -> Step<T> {
+        if repeatable {
+            Step::Lost
+        } else {
+            Step::Unknown
+        }
+    }
+}
+
+/// One request's way through the pool: which backend next (by its [`Pick`], within the
+/// pool's `retries`), what an attempt's [`Step`] means for its backend, and the error when
+/// none is left. [`Engine::each_backend`] runs it over a closure; a caller whose attempts
+/// hold more than a closure can lend (the client's session while a bridged answer streams)
+/// runs the same loop itself: `while let Some(b) = attempts.next() { ... attempts.settle(&b, step) }`.
+pub struct Attempts<'a> {
+    engine: &'a Engine,
+    pool: &'a Pool,
+    pick: Pick<'a>,
+    tried: &'a mut Vec<SocketAddr>,
+}
+
+impl Iterator for Attempts<'_> {
+    type Item = Arc<Backend>;
+
+    /// The next backend to try (recorded as tried), or `None` when the policy says stop.
+    fn next(&mut self) -> Option<Arc<Backend>> {
+        let backend = self
+            .engine
+            .next_backend(self.pool, &self.pick, self.tried.as_slice())?;
+        self.tried.push(backend.addr);
+        Some(backend)
+    }
+}
+
+impl Attempts<'_> {
+    /// What the attempt on `backend` came to: `Some` to end with, `None` to try the next
+    /// backend. A lost connection marks the backend failed (a refused one was marked by
+    /// [`Engine::send`]): once per failure.
+    pub fn settle<T>(&self, backend: &Backend, step: Step<T>) -> Option<Result<T, GatewayError>> {
+        match step {
+            Step::Done(done) => Some(Ok(done)),
+            Step::Stop(err) => Some(Err(err)),
+            Step::Lost => {
+                self.pool.mark_failed(backend);
+                None
+            }
+            Step::Unknown => {
+                self.pool.mark_failed(backend);
+                let err = GatewayError::backend_lost(&self.pool.name, &backend.label);
+                Some(Err(err))
+            }
+            Step::Unreachable | Step::Refused => None,
+        }
+    }
+
+    /// The backends tried so far, in order.
+    pub fn tried(&self) -> &[SocketAddr] {
+        self.tried.as_slice()
+    }
+
+    /// The error when no (more) backend is left: [`Engine::exhausted`].
+    pub fn exhausted(&self) -> GatewayError {
+        self.engine
+            .exhausted(self.pool, &self.pick, self.tried.len())
+    }
 }
 
 /// Sends gateway-driven requests upstream and holds the failover policy.
@@ -140,7 +171,13 @@ impl Engine {
             Pick::Session { counts } if tried.len() <= pool.retries => {
                 pool.select_for_session(tried, counts)
             }
-            Pick::Request | Pick::Serving(_) | Pick::Session { .. } => None,
+            Pick::Among(only) if tried.len() <= pool.retries => {
+                let members = pool.backends();
+                let mut exclude = tried.to_vec();
+                exclude.extend(members.iter().filter(|b| !only(b)).map(|b| b.addr));
+                pool.select(&exclude)
+            }
+            Pick::Request | Pick::Serving(_) | Pick::Session { .. } | Pick::Among(_) => None,
             Pick::Move {
                 counts,
                 last_resort,
@@ -226,6 +263,21 @@ impl Engine {
         }
     }
 
+    /// The backends of `pool` by `pick` for one request, recorded in `tried` ([`Attempts`]).
+    pub fn attempts<'a>(
+        &'a self,
+        pool: &'a Pool,
+        pick: Pick<'a>,
+        tried: &'a mut Vec<SocketAddr>,
+    ) -> Attempts<'a> {
+        Attempts {
+            engine: self,
+            pool,
+            pick,
+            tried,
+        }
+    }
+
     /// The one retry loop: picks backends by `pick` (recording them in `tried`) and runs
     /// `attempt` on each until one is done, one says stop, or the policy runs out (then
     /// -32011 backend-unavailable).
@@ -236,18 +288,14 @@ impl Engine {
         tried: &mut Vec<SocketAddr>,
         mut attempt: impl FnMut(Arc<Backend>) -> Attempt<'a, T>,
     ) -> Result<T, GatewayError> {
-        while let Some(backend) = self.next_backend(pool, &pick, tried) {
-            tried.push(backend.addr);
-            match attempt(backend.clone()).await {
-                Step::Done(done) => return Ok(done),
-                Step::Lost => {
-                    pool.mark_failed(&backend);
-                }
-                Step::Unreachable | Step::Refused => {}
-                Step::Stop(err) => return Err(err),
+        let mut attempts = self.attempts(pool, pick, tried);
+        while let Some(backend) = attempts.next() {
+            let step = attempt(backend.clone()).await;
+            if let Some(end) = attempts.settle(&backend, step) {
+                return end;
             }
         }
-        Err(self.exhausted(pool, &pick, tried.len()))
+        Err(attempts.exhausted())
     }
 
     /// A request of the era probe (`upstream/era.rs`): one attempt, the whole (bounded) answer
@@ -417,82 +465,5 @@ pub struct BackendSession {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::parse;
-
-    /// A pool of one backend nobody listens on, with a 10 s failure cooldown.
-    fn dead_pool() -> Arc<Pool> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let yaml = format!(
-            "pools: {{ p: {{ backends: [127.0.0.1:{port}], retries: 0, failure-cooldown-ms: 10000 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n"
-        );
-        Arc::new(Pool::new(&parse(&yaml).unwrap().pools[0]))
-    }
-
-    fn engine() -> Engine {
-        Engine::new(crate::metrics::scratch(UpstreamMetrics::register))
-    }
-
-    #[tokio::test]
-    async fn a_refused_backend_is_marked_once_when_the_connection_failed() {
-        let (engine, pool) = (engine(), dead_pool());
-        let marked_at = std::sync::Mutex::new(0);
-        let (e, p, m) = (&engine, &pool, &marked_at);
-        let _ = engine
-            .each_backend(p, Pick::Request, &mut Vec::new(), |b| {
-                Box::pin(async move {
-                    let req = request::own(
-                        http::Method::GET,
-                        Target {
-                            path: "/mcp",
-                            host: &b.host,
-                        },
-                        None,
-                        None,
-                        0,
-                    )
-                    .unwrap();
-                    let sent = e.send(p, &b, &req, Bytes::new(), true).await;
-                    assert!(matches!(sent, Err(CallError::Connect(_))));
-                    *m.lock().unwrap() =
-                        b.failed_until_ms.load(std::sync::atomic::Ordering::Relaxed);
-                    // The attempt goes on a while after the refusal (a timeout, a log line).
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    Step::<()>::Unreachable
-                })
-            })
-            .await;
-        let until = pool.backends()[0]
-            .failed_until_ms
-            .load(std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(
-            until,
-            *marked_at.lock().unwrap(),
-            "the cooldown counts from the refusal, marked once"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_message_that_cannot_be_built_is_not_a_refused_connection() {
-        let (engine, pool) = (engine(), dead_pool());
-        let backend = pool.backends()[0].clone();
-        let session = BackendSession {
-            id: "bad\nid".into(),
-            path: "/mcp".into(),
-            protocol_version: "2025-06-18".into(),
-        };
-        let sent = engine
-            .post_in_session(&pool, &backend, &session, "{}".into())
-            .await;
-        assert!(
-            matches!(sent, Err(PostError::Unbuilt(_))),
-            "a header the gateway may not send is no connection failure"
-        );
-        assert!(!backend.is_failed());
-    }
-}
+#[path = "attempt_tests.rs"]
+mod tests;

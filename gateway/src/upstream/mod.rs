@@ -6,12 +6,14 @@
 pub mod attempt;
 mod balance;
 pub mod client;
+pub mod deadline;
 pub mod deaths;
 pub mod discovery;
 pub mod encoding;
 pub mod era;
 pub mod health;
 pub mod metrics;
+mod pick;
 pub mod request;
 mod tls;
 

@@ -4,8 +4,9 @@
 
 use super::listen;
 use crate::bridge::client::start_stream;
-use crate::bridge::{Bridge, Failed, Served};
+use crate::bridge::{Bridge, Served};
 use crate::config::DualBackends;
+use crate::error::Fail;
 use crate::session::{Lookup, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
 use crate::upstream::Pool;
@@ -23,7 +24,7 @@ pub(super) async fn get(
     session: &mut Session,
     (pool, dual): (&Arc<Pool>, DualBackends),
     rec: SessionRecord,
-) -> Result<Served, Failed> {
+) -> Result<Served, Fail> {
     let keep_alive = bridge.keep_alive();
     let mut events = bridge.live.stream(&rec.id);
     let uris = rec.settings.subscriptions.iter().map(|u| u.to_string());

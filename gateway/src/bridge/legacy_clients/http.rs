@@ -9,9 +9,9 @@ use super::serves_bridged;
 use super::upstream::Upstream;
 use crate::bridge::answer::Messages;
 use crate::bridge::client::{accepted, start_stream, write_event, write_json};
-use crate::bridge::{Bridge, Failed, ListFilter, Served};
+use crate::bridge::{Bridge, ListFilter, Served};
 use crate::config::DualBackends;
-use crate::error::GatewayError;
+use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
 use crate::session::SettingChange;
 use crate::session::{BridgedOpening, Caller, GoneReason, SessionManager, SessionRecord};
@@ -68,7 +68,7 @@ pub(super) async fn initialize(
     params: Option<Arc<str>>,
     id: &RequestId,
     quota: Quota,
-) -> Result<Served, Failed> {
+) -> Result<Served, Fail> {
     let params = params.unwrap_or_else(|| "{}".into());
     let init = ClientInit::parse(&params)
         .map_err(|e| GatewayError::invalid_request(&format!("initialize: {e}")))?;
@@ -125,7 +125,7 @@ pub(super) async fn post(
     body: &Bytes,
     id: &RequestId,
     repeatable: bool,
-) -> Result<Served, Failed> {
+) -> Result<Served, Fail> {
     let msg: Value =
         serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
     let served = match msg.get("method").and_then(Value::as_str) {
@@ -247,7 +247,7 @@ enum Next {
 }
 
 impl Bridged<'_> {
-    async fn serve(self, session: &mut Session) -> Result<Served, Failed> {
+    async fn serve(self, session: &mut Session) -> Result<Served, Fail> {
         let init = ClientInit::parse(&self.rec.init_params)
             .map_err(|e| GatewayError::internal(format!("stored initialize: {e}")))?;
         let level = self
@@ -380,7 +380,7 @@ pub(super) async fn delete(
     session: &mut Session,
     pool: &Pool,
     rec: SessionRecord,
-) -> Result<Served, Failed> {
+) -> Result<Served, Fail> {
     sessions
         .end(pool, &rec.id, GoneReason::Deleted, "deleted")
         .await?;

@@ -30,10 +30,10 @@ pub(super) use listen::Listens;
 pub(super) use live::Live;
 pub(super) use upstream::Discovered;
 
-use super::{Bridge, Failed, Served};
+use super::{Bridge, Served};
 use crate::bridge::metrics::BridgeMetrics;
 use crate::config::DualBackends;
-use crate::error::GatewayError;
+use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
 use crate::session::{Caller, SessionManager, SessionRecord};
 use crate::upstream::{Backend, BackendState, Pool};
@@ -96,7 +96,7 @@ pub async fn serve(
     session: &mut Session,
     to: Target<'_>,
     request: Request<'_>,
-) -> Result<Served, Failed> {
+) -> Result<Served, Fail> {
     match request {
         Request::Initialize {
             caller,

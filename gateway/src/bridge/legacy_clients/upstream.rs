@@ -1,12 +1,12 @@
 //! Where a bridged request goes: balanced on its own over the backends that serve bridged
-//! requests (a refused connection tries the next; a lost one only when the request is safe
-//! to repeat), and the `server/discover` result each backend gave, reused for later
-//! `initialize`s.
+//! requests, by the attempt engine (`Pick::Among`: a refused connection tries the next; a
+//! lost one only when the request is safe to repeat), and the `server/discover` result each
+//! backend gave, reused for later `initialize`s.
 
 use super::serves_bridged;
 use crate::config::DualBackends;
 use crate::error::GatewayError;
-use crate::upstream::attempt::Engine;
+use crate::upstream::attempt::{Engine, Pick, Step};
 use crate::upstream::client::{CallError, Exchange};
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
@@ -39,19 +39,6 @@ pub(super) struct Upstream<'a> {
 }
 
 impl Upstream<'_> {
-    /// The next backend for a bridged request, not in `tried`, by the pool's balancing.
-    fn pick(&self, tried: &[SocketAddr]) -> Option<Arc<Backend>> {
-        let mut exclude = tried.to_vec();
-        exclude.extend(
-            self.pool
-                .backends()
-                .iter()
-                .filter(|b| !serves_bridged(b, self.dual))
-                .map(|b| b.addr),
-        );
-        self.pool.select(&exclude)
-    }
-
     fn head(&self, backend: &Backend, req: &ModernRequest) -> Result<RequestHeader, GatewayError> {
         let target = Target {
             path: self.path,
@@ -79,28 +66,30 @@ impl Upstream<'_> {
         req: &ModernRequest,
         repeatable: bool,
     ) -> Result<Sent, GatewayError> {
-        let body = Bytes::from(req.body.clone());
+        let body = &Bytes::from(req.body.clone());
+        let dual = self.dual;
+        let bridged = move |b: &Backend| serves_bridged(b, dual);
+        let (engine, pool) = (self.engine, self.pool);
         let mut tried = Vec::new();
-        while tried.len() <= self.pool.retries {
-            let Some(backend) = self.pick(&tried) else {
-                break;
-            };
-            tried.push(backend.addr);
-            let head = self.head(&backend, req)?;
-            match self
-                .engine
-                .send(self.pool, &backend, &head, body.clone(), repeatable)
-                .await
-            {
-                Ok(exchange) => return Ok(Sent { exchange, backend }),
-                Err(CallError::Connect(_)) => continue,
-                Err(CallError::Lost(_)) if repeatable => continue,
-                Err(CallError::Lost(_)) => {
-                    return Err(GatewayError::backend_lost(&self.pool.name, &backend.label))
-                }
-            }
-        }
-        Err(GatewayError::unavailable(&self.pool.name, tried.len()))
+        let pick = Pick::Among(&bridged);
+        engine
+            .each_backend(pool, pick, &mut tried, |backend| {
+                Box::pin(async move {
+                    let head = match self.head(&backend, req) {
+                        Ok(head) => head,
+                        Err(e) => return Step::Stop(e),
+                    };
+                    match engine
+                        .send(pool, &backend, &head, body.clone(), repeatable)
+                        .await
+                    {
+                        Ok(exchange) => Step::Done(Sent { exchange, backend }),
+                        Err(CallError::Connect(_)) => Step::Unreachable,
+                        Err(CallError::Lost(_)) => Step::lost(repeatable),
+                    }
+                })
+            })
+            .await
     }
 }
 

@@ -13,11 +13,12 @@
 //! there); the connection lost after the retry was sent → -32013 (its outcome is unknown).
 //! Counted as `forwarded` or `forward-failed` in `mcpgw_mrtr_events_total`.
 
-use super::serve::{end_stream, One};
+use super::serve::One;
 use crate::auth::Credentials;
 use crate::bridge::advertise::Advertise;
-use crate::bridge::{Failed, Served};
-use crate::error::GatewayError;
+use crate::bridge::client::end_with_error;
+use crate::bridge::Served;
+use crate::error::{Fail, GatewayError};
 use crate::upstream::client::CallError;
 use mcp_wire::headers::MCPGW_FORWARDED;
 use pingora::prelude::*;
@@ -50,7 +51,7 @@ impl One<'_> {
         &self,
         session: &mut Session,
         holder: &str,
-    ) -> Result<Served, Failed> {
+    ) -> Result<Served, Fail> {
         let pool = &self.to.pool.name;
         let count = |event: &str| {
             self.metrics()
@@ -125,7 +126,7 @@ impl One<'_> {
                     tracing::debug!(holder, error = %e, "the holder's answer broke off");
                     if sse {
                         let lost = GatewayError::backend_lost(pool, "the replica holding the call");
-                        end_stream(session, lost.body(self.id)).await?;
+                        end_with_error(session, &lost, self.id).await?;
                     }
                     return Ok(Served::default());
                 }
@@ -136,7 +137,7 @@ impl One<'_> {
     }
 
     /// The client's request head as it came, its credential back, marked as forwarded.
-    fn forwarded_head(&self, session: &Session) -> Result<pingora::http::RequestHeader, Failed> {
+    fn forwarded_head(&self, session: &Session) -> Result<pingora::http::RequestHeader, Fail> {
         let credentials = session.req_header().extensions.get::<Credentials>();
         let credentials = credentials.cloned();
         // (a clone of the head does not keep its extensions)

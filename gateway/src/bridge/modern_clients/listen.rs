@@ -13,11 +13,12 @@
 //! client going away ends the backend session (DELETE); the backend's GET stream ending ends
 //! the client's stream without a result (an abrupt end: the client re-listens and refetches).
 
-use super::serve::{end_stream, served, One};
+use super::serve::{end_stream, served, One, Pooled};
 use super::{open, AcquireError, Entry, Key};
 use crate::bridge::client::{start_stream, write_event};
-use crate::bridge::{Failed, Served};
-use crate::error::GatewayError;
+use crate::bridge::Served;
+use crate::error::{Fail, GatewayError};
+use crate::upstream::attempt::{Pick, Step};
 use crate::upstream::request::{self, Target};
 use bytes::Bytes;
 use mcp_wire::translate::listen;
@@ -47,7 +48,7 @@ const LIST_CHANGES: [(&str, &str, &str); 3] = [
 
 impl One<'_> {
     /// Serves a `subscriptions/listen` request on a backend session held for it.
-    pub(super) async fn listen(&self, session: &mut Session) -> Result<Served, Failed> {
+    pub(super) async fn listen(&self, session: &mut Session) -> Result<Pooled, Fail> {
         let wanted = self
             .msg
             .get("params")
@@ -55,7 +56,10 @@ impl One<'_> {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let entry = self.held_session().await?;
+        let entry = match self.held_session().await? {
+            Ok(entry) => entry,
+            Err(not_legacy) => return Ok(not_legacy),
+        };
         let result = self.serve_listen(session, &entry, &wanted).await;
         let engine = &self.bridge.engine;
         engine.spawn_delete_session(
@@ -63,38 +67,36 @@ impl One<'_> {
             entry.backend.clone(),
             entry.session.clone(),
         );
-        result
+        result.map(Pooled::Served)
     }
 
     /// A backend session of its own for the stream, on a backend picked by the pool's
-    /// balancing (a refused one: the next).
-    async fn held_session(&self) -> Result<Arc<Entry>, Failed> {
+    /// balancing (a refused one: the next, as the attempt engine rules), or the backend that
+    /// opened none ([`Pooled::NoSession`]).
+    async fn held_session(&self) -> Result<Result<Arc<Entry>, Pooled>, GatewayError> {
         let pool = self.to.pool;
-        let params = self.init.without_capabilities();
+        let params = &self.init.without_capabilities();
+        let engine = &self.bridge.engine;
         let mut tried = Vec::new();
-        loop {
-            let Some(backend) = pool.select_serving(&tried, Some(Era::Legacy)) else {
-                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
-            };
-            if tried.len() > pool.retries {
-                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
-            }
-            let key = Key {
-                backend: backend.addr,
-                path: self.to.path.into(),
-                principal: self.to.principal.map(|p| p.id.clone()),
-                digest: self.init.digest,
-            };
-            let engine = &self.bridge.engine;
-            match open::open(engine, pool, &backend, key, &params, self.to.principal).await {
-                Ok(entry) => return Ok(entry),
-                Err(AcquireError::Unreachable) => tried.push(backend.addr),
-                Err(AcquireError::Answer(e)) => return Err(e.into()),
-                Err(AcquireError::NoSession(refusal)) => {
-                    return Err(Failed::NotLegacy { backend, refusal })
-                }
-            }
-        }
+        let pick = Pick::Serving(Era::Legacy);
+        engine
+            .each_backend(pool, pick, &mut tried, |backend| {
+                Box::pin(async move {
+                    let key = Key {
+                        backend: backend.addr,
+                        path: self.to.path.into(),
+                        principal: self.to.principal.map(|p| p.id.clone()),
+                        digest: self.init.digest,
+                    };
+                    match open::open(engine, pool, &backend, key, params, self.to.principal).await {
+                        Ok(entry) => Step::Done(Ok(entry)),
+                        Err(AcquireError::Unreachable) => Step::Unreachable,
+                        Err(AcquireError::Answer(e)) => Step::Stop(e),
+                        Err(AcquireError::NoSession) => Step::Done(Err(Pooled::NoSession(backend))),
+                    }
+                })
+            })
+            .await
     }
 
     async fn serve_listen(
@@ -102,7 +104,7 @@ impl One<'_> {
         session: &mut Session,
         entry: &Arc<Entry>,
         wanted: &Map<String, Value>,
-    ) -> Result<Served, Failed> {
+    ) -> Result<Served, Fail> {
         let caps = entry.init_result.get("capabilities");
         let mut honoured = Map::new();
         for (flag, cap, _) in LIST_CHANGES {
@@ -209,7 +211,7 @@ impl One<'_> {
     }
 
     /// The GET stream of `entry`'s session, as messages.
-    async fn get_stream(&self, entry: &Entry) -> Result<crate::bridge::answer::Messages, Failed> {
+    async fn get_stream(&self, entry: &Entry) -> Result<crate::bridge::answer::Messages, Fail> {
         let target = Target {
             path: &entry.session.path,
             host: &entry.backend.host,

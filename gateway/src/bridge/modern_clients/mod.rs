@@ -30,7 +30,7 @@ mod side;
 mod stray;
 
 pub use park::Parking;
-pub use serve::{serve, Target};
+pub use serve::{serve, Pooled, Target};
 
 use crate::bridge::config::{BridgeConfig, PooledSessions};
 use crate::bridge::metrics::BridgeMetrics;
@@ -200,8 +200,8 @@ pub(crate) enum AcquireError {
     /// Answer the client with this.
     Answer(GatewayError),
     /// The backend answered `initialize` without a session: no legacy session server (the
-    /// caller passes the request through; this is the answer when it cannot).
-    NoSession(GatewayError),
+    /// caller passes the request through, `serve::Pooled::NoSession`).
+    NoSession,
 }
 
 impl Sessions {

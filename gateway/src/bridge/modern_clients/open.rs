@@ -83,13 +83,8 @@ pub(super) async fn open(
     else {
         // a server that keeps no session is no legacy session server: the caller sends the
         // request to it as it is (this bridge only speaks sessions)
-        return Err(AcquireError::NoSession(GatewayError::untranslatable(
-            &pool.name,
-            &format!(
-                "the backend {} opened no session at the bridge's initialize (no Mcp-Session-Id)",
-                backend.label
-            ),
-        )));
+        tracing::debug!(backend = %backend.label, "no Mcp-Session-Id at the bridge's initialize");
+        return Err(AcquireError::NoSession);
     };
     let version = legacy::negotiated(&result).unwrap_or(BACKEND_VERSION);
     let session = BackendSession {

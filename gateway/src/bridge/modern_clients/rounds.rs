@@ -6,9 +6,9 @@
 
 use super::park::Parked;
 use super::serve::{end_stream, served, unix_ms, Attempt, One};
-use crate::bridge::client::write_json;
-use crate::bridge::{Failed, Served};
-use crate::error::GatewayError;
+use crate::bridge::client::{end_with_error, write_json};
+use crate::bridge::Served;
+use crate::error::{Fail, GatewayError};
 use mcp_wire::messages;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::rounds::{required_capability, InputRequest};
@@ -29,7 +29,7 @@ impl One<'_> {
         parked: Parked,
         params: Value,
         streaming: &mut bool,
-    ) -> Result<Attempt, Failed> {
+    ) -> Result<Attempt, Fail> {
         let entry = parked.used.0.clone();
         let parking = &self.bridge.parking;
         let request = InputRequest {
@@ -47,7 +47,7 @@ impl One<'_> {
             let mut e = GatewayError::missing_client_capability(&request.method, required.1);
             e.status = Some(400);
             if *streaming {
-                end_stream(session, e.body(self.id)).await?;
+                end_with_error(session, &e, self.id).await?;
                 return Ok(Attempt::Done(served(&entry.backend)));
             }
             return Err(e.into());
@@ -63,7 +63,7 @@ impl One<'_> {
                 parking.end_upstream(full.call, refusal, "too many calls wait for input");
                 let e = GatewayError::parked_calls_full(full.scope, full.limit);
                 if *streaming {
-                    end_stream(session, e.body(self.id)).await?;
+                    end_with_error(session, &e, self.id).await?;
                     return Ok(Attempt::Done(served(&entry.backend)));
                 }
                 return Err(e.into());
@@ -104,12 +104,12 @@ impl One<'_> {
         session: &mut Session,
         sealed: &str,
         responses: Option<&serde_json::Map<String, Value>>,
-    ) -> Result<Served, Failed> {
+    ) -> Result<Served, Fail> {
         let parking = &self.bridge.parking;
         let digest = mrtr::request_digest(self.msg);
         let refused = |reason: &str, detail: &str| {
             parking.refused_state(&self.to.pool.name);
-            Failed::from(GatewayError::bad_request_state(reason, detail))
+            Fail::from(GatewayError::bad_request_state(reason, detail))
         };
         let state = parking
             .sealer(self.to.config.request_state_key)
@@ -177,7 +177,9 @@ impl One<'_> {
             .await?;
         match read {
             Attempt::Done(served) => Ok(served),
-            Attempt::Again => {
+            Attempt::Lost | Attempt::Forgotten | Attempt::Unreachable => {
+                // one attempt, outside the engine's loop: its backend is marked here
+                entry.pool.mark_failed(&entry.backend);
                 Err(GatewayError::backend_lost(&entry.pool.name, &entry.backend.label).into())
             }
         }

@@ -15,21 +15,22 @@
 //! its answer goes to the backend as the response to its request, and the call's answer is read
 //! on. A client without the capability gets -32021 (HTTP 400), and the backend a refusal.
 //!
-//! Failures: a refused connection tries the next backend; a backend that forgot the session
-//! (404) gets a new one and the request again (it never ran); a connection lost mid-answer
-//! drops the pooled session, and the request is repeated only when it is safe to repeat (an
-//! in-flight `tools/call` gets -32013).
+//! Failures, as the attempt engine rules (`Engine::attempts`, `Pick::Serving` legacy): a
+//! refused connection tries the next backend; a backend that forgot the session (404) gets a
+//! new one and the request again (it never ran); a connection lost mid-answer drops the pooled
+//! session, and the request is repeated only when it is safe to repeat (an in-flight
+//! `tools/call` gets -32013).
 
 use super::park::Parked;
 use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
-use crate::bridge::client::{accepted, start_stream, write_event, write_json};
+use crate::bridge::client::{accepted, end_with_error, start_stream, write_event, write_json};
 use crate::bridge::config::BridgeConfig;
 use crate::bridge::Bridge;
-use crate::bridge::{Failed, ListFilter, Served};
-use crate::error::GatewayError;
-use crate::upstream::attempt::Engine;
+use crate::bridge::{ListFilter, Served};
+use crate::error::{Fail, GatewayError};
+use crate::upstream::attempt::{Engine, Pick, Step};
 use crate::upstream::client::CallError;
 use crate::upstream::request;
 use crate::upstream::{Backend, Pool};
@@ -74,6 +75,15 @@ pub struct Target<'a> {
     pub filter: Option<&'a ListFilter<'a>>,
 }
 
+/// How the reverse bridge took a request it did not fail.
+pub enum Pooled {
+    /// Served on the pool's legacy backends.
+    Served(Served),
+    /// The backend picked for it answered the bridge's `initialize` without a session: it is
+    /// no legacy session server, and the request may go to it as it is (nothing was written).
+    NoSession(Arc<Backend>),
+}
+
 /// Serves one 2026-07-28 request (its body read and checked) on the pool's legacy backends.
 pub async fn serve(
     bridge: &Bridge,
@@ -81,18 +91,18 @@ pub async fn serve(
     to: Target<'_>,
     body: &Bytes,
     id: &RequestId,
-) -> Result<Served, Failed> {
+) -> Result<Pooled, Fail> {
     let msg: Value =
         serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
     let Some(method) = msg.get("method").and_then(Value::as_str) else {
         // a response from a 2026-07-28 client has no request of the gateway's to answer
         accepted(session).await?;
-        return Ok(Served::default());
+        return Ok(Pooled::Served(Served::default()));
     };
     if msg.get("id").is_none() {
         // 2026-07-28 notifications have nothing to say to a backend session
         accepted(session).await?;
-        return Ok(Served::default());
+        return Ok(Pooled::Served(Served::default()));
     }
     if SESSION_METHODS.contains(&method) {
         // it would re-initialize (or re-set) the backend session others use
@@ -141,8 +151,13 @@ pub(super) struct One<'a> {
 pub(super) enum Attempt {
     /// Answered (or the client went away): done.
     Done(Served),
-    /// Try again (another backend in `tried`, or a fresh session on the same one).
-    Again,
+    /// The backend forgot the pooled session (the request never ran): again in a fresh one.
+    Forgotten,
+    /// The backend refused the connection (marked failed by `Engine::send`).
+    Unreachable,
+    /// The connection broke after the request went out: `Step::lost` (the attempt engine
+    /// marks the backend, and repeats the request only when it is safe to).
+    Lost,
 }
 
 impl One<'_> {
@@ -154,24 +169,41 @@ impl One<'_> {
         &self.bridge.metrics
     }
 
-    async fn run(&self, session: &mut Session) -> Result<Served, Failed> {
+    async fn run(&self, session: &mut Session) -> Result<Pooled, Fail> {
         if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
-            return self.resume(session, state, responses).await;
+            let served = self.resume(session, state, responses).await?;
+            return Ok(Pooled::Served(served));
         }
         if self.method == "subscriptions/listen" {
             return self.listen(session).await;
         }
-        let pool = self.to.pool;
         let mut tried = Vec::new();
-        let mut forgotten = 0;
+        let pick = Pick::Serving(Era::Legacy);
+        let mut attempts = self.engine().attempts(self.to.pool, pick, &mut tried);
+        // (driven here, not by `each_backend`: every attempt writes to the client's session)
         let mut streaming = false;
-        loop {
-            if tried.len() > pool.retries || forgotten > MAX_FORGOTTEN {
-                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
+        while let Some(backend) = attempts.next() {
+            let before = attempts.tried().len() - 1;
+            let step = self.on(session, &backend, before, &mut streaming).await;
+            if let Some(end) = attempts.settle(&backend, step) {
+                return end?;
             }
-            let Some(backend) = pool.select_serving(&tried, Some(Era::Legacy)) else {
-                return Err(GatewayError::unavailable(&pool.name, tried.len()).into());
-            };
+        }
+        Err(attempts.exhausted().into())
+    }
+
+    /// The request on `backend` (tried after `before` others), in a pooled session taken or
+    /// opened there, and again in a fresh one when the backend forgot it (the request never
+    /// ran), at most [`MAX_FORGOTTEN`] times more.
+    async fn on(
+        &self,
+        session: &mut Session,
+        backend: &Arc<Backend>,
+        before: usize,
+        streaming: &mut bool,
+    ) -> Step<Result<Pooled, Fail>> {
+        let pool = self.to.pool;
+        for _ in 0..=MAX_FORGOTTEN {
             let key = Key {
                 backend: backend.addr,
                 path: self.to.path.into(),
@@ -182,7 +214,7 @@ impl One<'_> {
             let acquired = sessions
                 .acquire(
                     pool,
-                    &backend,
+                    backend,
                     key,
                     &self.init.params,
                     self.to.principal,
@@ -191,43 +223,29 @@ impl One<'_> {
                 )
                 .await;
             let used = match acquired {
-                Ok(a) => a,
-                Err(AcquireError::Unreachable) => {
-                    tried.push(backend.addr);
-                    continue;
-                }
-                Err(AcquireError::Answer(e)) => return Err(e.into()),
-                Err(AcquireError::NoSession(refusal)) => {
-                    return Err(Failed::NotLegacy { backend, refusal })
+                Ok(a) => a.into_inner(),
+                Err(AcquireError::Unreachable) => return Step::Unreachable,
+                Err(AcquireError::Answer(e)) => return Step::Stop(e),
+                Err(AcquireError::NoSession) => {
+                    return Step::Done(Ok(Pooled::NoSession(backend.clone())))
                 }
             };
-            let used = used.into_inner();
-            let entry = used.0.clone();
             if self.method == "server/discover" {
-                let result = legacy::discover_result(&entry.init_result);
-                write_json(session, 200, None, messages::result(self.id, &result)).await?;
-                return Ok(Served {
-                    backend: Some(backend),
-                });
+                let result = legacy::discover_result(&used.0.init_result);
+                let body = messages::result(self.id, &result);
+                let written = write_json(session, 200, None, body).await;
+                let done = written.map(|()| Pooled::Served(served(backend)));
+                return Step::Done(done.map_err(Fail::from));
             }
-            let outcome = self
-                .attempt(session, used, &mut streaming, &mut forgotten)
-                .await?;
-            match outcome {
-                Attempt::Done(served) => return Ok(served),
-                Attempt::Again => {
-                    if entry.is_gone() && !self.forgot(&entry) {
-                        tried.push(backend.addr);
-                    }
-                }
+            match self.attempt(session, used, streaming).await {
+                Ok(Attempt::Done(served)) => return Step::Done(Ok(Pooled::Served(served))),
+                Ok(Attempt::Forgotten) => continue,
+                Ok(Attempt::Unreachable) => return Step::Unreachable,
+                Ok(Attempt::Lost) => return Step::lost(self.repeatable),
+                Err(e) => return Step::Done(Err(e)),
             }
         }
-    }
-
-    /// Whether the last attempt's session was forgotten by a backend that still answers (the
-    /// same backend may take the request again).
-    fn forgot(&self, entry: &Entry) -> bool {
-        !entry.backend.is_failed()
+        Step::Stop(GatewayError::unavailable(&pool.name, before))
     }
 
     /// The request's head in `entry`'s backend session.
@@ -270,8 +288,7 @@ impl One<'_> {
         session: &mut Session,
         used: InUse,
         streaming: &mut bool,
-        forgotten: &mut usize,
-    ) -> Result<Attempt, Failed> {
+    ) -> Result<Attempt, Fail> {
         let entry = &used.0.clone();
         let pool = &entry.pool;
         let backend = &entry.backend;
@@ -295,13 +312,12 @@ impl One<'_> {
             Err(CallError::Connect(_)) => {
                 cancel.disarm();
                 sessions.drop_entry(entry);
-                return Ok(Attempt::Again);
+                return Ok(Attempt::Unreachable);
             }
             Err(CallError::Lost(_)) => {
                 cancel.disarm();
                 sessions.drop_entry(entry);
-                pool.mark_failed(backend);
-                return self.lost(backend);
+                return Ok(self.lost());
             }
         };
         let status = exchange.header().status.as_u16();
@@ -309,8 +325,7 @@ impl One<'_> {
             // the backend forgot the session (restarted, expired it): the request never ran
             cancel.disarm();
             sessions.drop_entry(entry);
-            *forgotten += 1;
-            return Ok(Attempt::Again);
+            return Ok(Attempt::Forgotten);
         }
         let messages = crate::bridge::answer::Messages::new(exchange);
         let call = (up_id, cancel);
@@ -331,7 +346,7 @@ impl One<'_> {
         status: u16,
         streaming: &mut bool,
         strays: Option<super::stray::Strays>,
-    ) -> Result<Attempt, Failed> {
+    ) -> Result<Attempt, Fail> {
         let entry = &used.0.clone();
         let pool = &entry.pool;
         let backend = &entry.backend;
@@ -347,13 +362,14 @@ impl One<'_> {
                 Err(_) => {
                     cancel.disarm();
                     sessions.drop_entry(entry);
-                    pool.mark_failed(backend);
                     if *streaming {
+                        // the client heard part of the answer: it ends here, with -32013
+                        pool.mark_failed(backend);
                         let e = GatewayError::backend_lost(&pool.name, &backend.label);
-                        end_stream(session, e.body(self.id)).await?;
+                        end_with_error(session, &e, self.id).await?;
                         return Ok(Attempt::Done(served(backend)));
                     }
-                    return self.lost(backend);
+                    return Ok(self.lost());
                 }
             };
             let Some(raw) = next else { break None };
@@ -442,14 +458,14 @@ impl One<'_> {
         Ok(Attempt::Done(served(backend)))
     }
 
-    /// A lost connection: the request again when that is safe, else -32013.
-    fn lost(&self, backend: &Backend) -> Result<Attempt, Failed> {
-        if self.repeatable {
-            return Ok(Attempt::Again);
+    /// A lost connection, counted when the request is not safe to repeat (its outcome is
+    /// unknown: -32013); the attempt engine marks the backend and repeats what is safe to.
+    fn lost(&self) -> Attempt {
+        if !self.repeatable {
+            let method = mcp_wire::method_label(Some(self.method));
+            self.engine().count_lost(&self.to.pool.name, method);
         }
-        let method = mcp_wire::method_label(Some(self.method));
-        self.engine().count_lost(&self.to.pool.name, method);
-        Err(GatewayError::backend_lost(&self.to.pool.name, &backend.label).into())
+        Attempt::Lost
     }
 }
 

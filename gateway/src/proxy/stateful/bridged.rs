@@ -5,27 +5,16 @@
 
 use super::call::Call;
 use crate::bridge::legacy_clients::{self, Request, Target};
-use crate::bridge::Failed;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
-use crate::proxy::relay::within;
-use crate::proxy::{Fail, Gateway, Handled};
+use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{Caller, SessionRecord};
+use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use mcp_wire::RequestId;
 use pingora::prelude::*;
 use std::sync::Arc;
-
-impl From<Failed> for Fail {
-    fn from(f: Failed) -> Self {
-        match f {
-            Failed::Answer(e) => Fail::Answer(e),
-            Failed::Io(e) => Fail::Io(e),
-            Failed::NotLegacy { refusal, .. } => Fail::Answer(refusal),
-        }
-    }
-}
 
 /// A legacy `initialize` on a route whose backends are bridged.
 pub(super) async fn initialize(
@@ -116,7 +105,7 @@ async fn serve(
         max_subscriptions: ctx.state.config.sessions.max_subscriptions,
     };
     let deadline = call.and_then(|c| route.deadline(c.method.as_deref(), c.name.as_deref()));
-    let until = deadline.map(|d| tokio::time::Instant::now() + d);
+    let until = deadline::start(deadline);
     let done = legacy_clients::serve(&gw.bridge, &gw.sessions, session, to, request);
     let Some(done) = within(until, done).await else {
         let e = GatewayError::bridged_deadline(&pool.name, "forward", deadline.unwrap_or_default());

@@ -8,12 +8,13 @@ use crate::error::ErrorKind;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::relay::{
-    client_response, end_with_error, relay, rewritten_body, within, write_whole, Relayed,
+    client_response, end_with_error, relay, rewritten_body, write_whole, Relayed,
 };
 use crate::proxy::{Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord};
 use crate::stream::{AnswerOf, StreamOpened};
+use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -32,7 +33,7 @@ pub(super) async fn call(
     call: Call,
 ) -> Handled {
     let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
-    let until = deadline.map(|d| tokio::time::Instant::now() + d);
+    let until = deadline::start(deadline);
     let past_deadline = |rec: &SessionRecord| {
         let backend = rec.binding.backend.to_string();
         GatewayError::deadline(&pool.name, &backend, deadline.unwrap_or_default())
