@@ -1,4 +1,5 @@
 use super::*;
+use mcp_wire::BackendEra;
 use crate::config::parse;
 
 fn pool(balance: &str, n: usize) -> Arc<Pool> {
