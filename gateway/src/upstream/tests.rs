@@ -1,6 +1,6 @@
 use super::*;
-use mcp_wire::BackendEra;
 use crate::config::parse;
+use mcp_wire::BackendEra;
 
 fn pool(balance: &str, n: usize) -> Arc<Pool> {
     let backends: Vec<String> = (0..n).map(|i| format!("127.0.0.1:{}", 9000 + i)).collect();
