@@ -99,7 +99,12 @@ impl<'a> Scanner<'a> {
 
     /// Where the scanner is, as a person reads it: `line L column C` (both from 1).
     fn position(&self) -> String {
-        let upto = &self.b[..self.i.min(self.b.len())];
+        self.position_of(self.i)
+    }
+
+    /// Where byte `at` is, as a person reads it (only for errors: it counts lines).
+    fn position_of(&self, at: usize) -> String {
+        let upto = &self.b[..at.min(self.b.len())];
         let line = 1 + upto.iter().filter(|&&b| b == b'\n').count();
         let column = upto.len() - upto.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
         format!("line {line} column {}", column + 1)
@@ -220,12 +225,15 @@ impl<'a> Scanner<'a> {
     /// A string or `null`; anything else is the wrong type for `what`.
     fn string_or_null(&mut self, what: &str) -> Result<Option<Cow<'a, str>>, Refused> {
         self.ws();
-        let at = self.position();
+        let start = self.i;
         match self.peek() {
             Some(b'"') => self.string().map(Some),
             _ => match self.value()? {
                 Found::Null => Ok(None),
-                _ => Err(shape(&format!("{what} must be a string or null"), at)),
+                _ => Err(shape(
+                    &format!("{what} must be a string or null"),
+                    self.position_of(start),
+                )),
             },
         }
     }
