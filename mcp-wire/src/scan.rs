@@ -445,13 +445,19 @@ impl<'a> Scanner<'a> {
                         .error("control character (\\u0000-\\u001F) found while parsing a string"))
                 }
                 _ => {
-                    // the plain bytes up to the next quote, escape or control character
+                    // the plain bytes up to the next quote or escape (memchr's vector search),
+                    // then one vectorizable look for a control character among them
                     let rest = &self.b[self.i..];
-                    let run = rest
-                        .iter()
-                        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-                        .unwrap_or(rest.len());
-                    self.i += run;
+                    let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                    let plain = &rest[..run];
+                    // no early exit, so it compiles to a vector loop; the position only when
+                    // there is one (the error path)
+                    let controls = plain.iter().fold(false, |any, &c| any | (c < 0x20));
+                    self.i += if controls {
+                        plain.iter().position(|&c| c < 0x20).unwrap_or(run)
+                    } else {
+                        run
+                    };
                 }
             }
         }
