@@ -3,6 +3,7 @@
 //! read are skipped by the scanner without being parsed (so `1e400` or 20-digit integers in
 //! `arguments` cost nothing and survive untouched).
 
+use crate::scan::{self, Refused};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -88,159 +89,47 @@ pub enum InspectError {
     NotAMessage(String),
 }
 
-#[derive(Deserialize)]
-struct Wire<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<WireParams<'a>>,
-}
+/// Nesting of arrays and objects refused (serde_json's own limit).
+pub use crate::scan::MAX_DEPTH;
 
-/// `params`, read in the same pass as the envelope (MCP params are always an object).
-#[derive(Deserialize, Default)]
-struct WireParams<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    uri: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "_meta")]
-    meta: Option<WireMeta<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-struct WireMeta<'a> {
-    #[serde(borrow, default, rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<Cow<'a, str>>,
-}
-
-/// Nesting of arrays and objects refused: serde_json's own limit (it accepts 127 levels), far
-/// below what breaks a backend's parser (100,000 levels made the Python SDK answer 500).
-pub const MAX_DEPTH: usize = 128;
-
-/// What serde_json's skipping of unread fields does not check and a full parse does: UTF-8
-/// throughout, nesting depth, and `\u` escapes that are lone UTF-16 surrogates. One pass over
-/// the bytes, no allocation; a body that fails is never forwarded.
-fn well_formed(body: &[u8]) -> Result<(), InspectError> {
-    std::str::from_utf8(body).map_err(|e| InspectError::Parse(format!("invalid UTF-8: {e}")))?;
-    let (mut depth, mut in_string, mut i) = (0usize, false, 0usize);
-    // a high surrogate escape just ended; the next thing must be its low half
-    let mut want_low = false;
-    while i < body.len() {
-        if in_string {
-            if want_low && !body[i..].starts_with(b"\\u") {
-                return Err(lone_surrogate());
-            }
-            if !want_low {
-                // a string's bytes up to its next quote or escape need no look (most of a
-                // message is strings)
-                match memchr::memchr2(b'"', b'\\', &body[i..]) {
-                    Some(skip) => i += skip,
-                    None => break,
-                }
-            }
-            match body[i] {
-                b'"' => in_string = false,
-                b'\\' if body.get(i + 1) == Some(&b'u') => {
-                    let unit = body
-                        .get(i + 2..i + 6)
-                        .and_then(|h| std::str::from_utf8(h).ok())
-                        .and_then(|h| u16::from_str_radix(h, 16).ok());
-                    match unit {
-                        Some(0xD800..=0xDBFF) if !want_low => want_low = true,
-                        Some(0xDC00..=0xDFFF) if want_low => want_low = false,
-                        Some(0xD800..=0xDFFF) => return Err(lone_surrogate()),
-                        _ if want_low => return Err(lone_surrogate()),
-                        _ => {}
-                    }
-                    i += 6;
-                    continue;
-                }
-                b'\\' => i += 1,
-                _ => {}
-            }
-            i += 1;
-            continue;
-        }
-        match body[i] {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth >= MAX_DEPTH {
-                    return Err(InspectError::Parse(format!(
-                        "nested {MAX_DEPTH} levels deep or more"
-                    )));
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    Ok(())
-}
-
-fn lone_surrogate() -> InspectError {
-    InspectError::Parse("a \\u escape that is a lone UTF-16 surrogate".into())
-}
-
-/// Reads the routing-relevant fields of one JSON-RPC message.
+/// Reads the routing-relevant fields of one JSON-RPC message, checking the whole body in the
+/// same pass (`scan.rs`).
 pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
-    well_formed(body)?;
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    match first {
-        Some(b'[') => {
-            // Still make sure it is JSON, so garbage starting with '[' gets -32700.
-            serde_json::from_slice::<serde::de::IgnoredAny>(body)
-                .map_err(|e| InspectError::Parse(e.to_string()))?;
-            return Err(InspectError::Batch);
-        }
-        Some(b'{') => {}
-        _ => {
-            return match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
-                Ok(_) => Err(InspectError::NotAMessage("not a JSON object".into())),
-                Err(e) => Err(InspectError::Parse(e.to_string())),
-            }
-        }
-    }
-    let wire: Wire = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
-            // serde's own text quotes the offending value (`invalid type: string "…"`): it
-            // would carry a client's secret into the answer and the capture record.
-            InspectError::NotAMessage(format!(
-                "`id`, `method` or `params` has the wrong type (params must be an object) at line {}, column {}",
-                e.line(),
-                e.column()
-            ))
-        } else {
-            InspectError::Parse(e.to_string())
-        }
+    let env = scan::scan(body).map_err(|refused| match refused {
+        Refused::Syntax(detail) => InspectError::Parse(detail),
+        Refused::Array => InspectError::Batch,
+        Refused::NotObject => InspectError::NotAMessage("not a JSON object".into()),
+        Refused::Shape(detail) => InspectError::NotAMessage(detail),
     })?;
-    if let Some(id) = wire.id {
-        if !valid_id(id) {
-            return Err(InspectError::NotAMessage(
-                "id must be a string or a number".into(),
-            ));
+    let id = match env.id {
+        None => None,
+        Some(text) => {
+            // the scan checked it: this only gives the borrowed text its type
+            let raw: &RawValue =
+                serde_json::from_str(text).map_err(|e| InspectError::Parse(e.to_string()))?;
+            if !valid_id(raw) {
+                return Err(InspectError::NotAMessage(
+                    "id must be a string or a number".into(),
+                ));
+            }
+            Some(raw)
         }
-    }
-    let params = wire.params.unwrap_or_default();
-    let method_is = |m: &str| wire.method.as_deref() == Some(m);
+    };
+    let method_is = |m: &str| env.method.as_deref() == Some(m);
     let name = if method_is("resources/read")
         || method_is("resources/subscribe")
         || method_is("resources/unsubscribe")
     {
-        params.uri
+        env.uri
     } else {
-        params.name
+        env.name
     };
-    let has_meta = params.meta.is_some();
     Ok(BodyInfo {
-        id: wire.id,
-        method: wire.method,
+        id,
+        method: env.method,
         name,
-        meta_protocol_version: params.meta.and_then(|m| m.protocol_version),
-        has_meta,
+        meta_protocol_version: env.protocol_version,
+        has_meta: env.has_meta,
     })
 }
 

@@ -91,25 +91,41 @@ fn message() -> impl Strategy<Value = Value> {
     )
 }
 
-/// Top-level or `params` keys that appear more than once (serde_json's `Value` keeps the last;
-/// a JSON-RPC message with two ids is not one message).
+/// A field the gateway reads that appears more than once in its object (serde_json's `Value`
+/// keeps the last; a JSON-RPC message with two ids is not one message): `id`, `method`,
+/// `params` at the top, `name`, `uri`, `_meta` in `params`, the protocol version in `_meta`.
+/// Keys the gateway does not read may repeat (they are the backend's to judge).
 fn has_duplicate_keys(body: &[u8]) -> bool {
-    struct Keys(bool);
-    impl<'de> serde::Deserialize<'de> for Keys {
+    const TOP: &[&str] = &["id", "method", "params"];
+    const PARAMS: &[&str] = &["name", "uri", "_meta"];
+    const META: &[&str] = &["io.modelcontextprotocol/protocolVersion"];
+    struct Keys<const LEVEL: u8>(bool);
+    fn known(level: u8) -> &'static [&'static str] {
+        match level {
+            0 => TOP,
+            1 => PARAMS,
+            _ => META,
+        }
+    }
+    impl<'de, const LEVEL: u8> serde::Deserialize<'de> for Keys<LEVEL> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl<'de> Visitor<'de> for V {
-                type Value = Keys;
+            struct V<const LEVEL: u8>;
+            impl<'de, const LEVEL: u8> Visitor<'de> for V<LEVEL> {
+                type Value = Keys<LEVEL>;
                 fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                     f.write_str("anything")
                 }
-                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Keys<LEVEL>, A::Error> {
                     let mut seen = std::collections::HashSet::new();
                     let mut dup = false;
                     while let Some(k) = map.next_key::<String>()? {
-                        dup |= !seen.insert(k.clone());
-                        if k == "params" || k == "_meta" {
-                            dup |= map.next_value::<Keys>()?.0;
+                        if known(LEVEL).contains(&k.as_str()) {
+                            dup |= !seen.insert(k.clone());
+                        }
+                        if LEVEL == 0 && k == "params" {
+                            dup |= map.next_value::<Keys<1>>()?.0;
+                        } else if LEVEL == 1 && k == "_meta" {
+                            dup |= map.next_value::<Keys<2>>()?.0;
                         } else {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -119,33 +135,33 @@ fn has_duplicate_keys(body: &[u8]) -> bool {
                 fn visit_seq<A: serde::de::SeqAccess<'de>>(
                     self,
                     mut s: A,
-                ) -> Result<Keys, A::Error> {
+                ) -> Result<Keys<LEVEL>, A::Error> {
                     while s.next_element::<IgnoredAny>()?.is_some() {}
-                    Ok(Keys(false))
+                    Ok(Keys::<LEVEL>(false))
                 }
-                fn visit_str<E>(self, _: &str) -> Result<Keys, E> {
-                    Ok(Keys(false))
+                fn visit_str<E>(self, _: &str) -> Result<Keys<LEVEL>, E> {
+                    Ok(Keys::<LEVEL>(false))
                 }
-                fn visit_bool<E>(self, _: bool) -> Result<Keys, E> {
-                    Ok(Keys(false))
+                fn visit_bool<E>(self, _: bool) -> Result<Keys<LEVEL>, E> {
+                    Ok(Keys::<LEVEL>(false))
                 }
-                fn visit_i64<E>(self, _: i64) -> Result<Keys, E> {
-                    Ok(Keys(false))
+                fn visit_i64<E>(self, _: i64) -> Result<Keys<LEVEL>, E> {
+                    Ok(Keys::<LEVEL>(false))
                 }
-                fn visit_u64<E>(self, _: u64) -> Result<Keys, E> {
-                    Ok(Keys(false))
+                fn visit_u64<E>(self, _: u64) -> Result<Keys<LEVEL>, E> {
+                    Ok(Keys::<LEVEL>(false))
                 }
-                fn visit_f64<E>(self, _: f64) -> Result<Keys, E> {
-                    Ok(Keys(false))
+                fn visit_f64<E>(self, _: f64) -> Result<Keys<LEVEL>, E> {
+                    Ok(Keys::<LEVEL>(false))
                 }
-                fn visit_unit<E>(self) -> Result<Keys, E> {
-                    Ok(Keys(false))
+                fn visit_unit<E>(self) -> Result<Keys<LEVEL>, E> {
+                    Ok(Keys::<LEVEL>(false))
                 }
             }
-            d.deserialize_any(V)
+            d.deserialize_any(V::<LEVEL>)
         }
     }
-    serde_json::from_slice::<Keys>(body).is_ok_and(|k| k.0)
+    serde_json::from_slice::<Keys<0>>(body).is_ok_and(|k| k.0)
 }
 
 /// serde_json's verdict: `Some(true)` one JSON-RPC message, `Some(false)` not one, `None` when
