@@ -419,6 +419,7 @@ impl ProxyHttp for Gateway {
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
         telemetry::finish(session, ctx);
         ctx.native = None;
+        // the request's slots free first: whoever reads `mcpgw_open_streams` at 0 finds it free
         ctx.admitted.permit = Default::default();
         if let Outcome::Answered(kind) = ctx.outcome {
             if kind.is_rejection() {

@@ -148,5 +148,16 @@ async fn a_closed_sessionless_get_frees_its_stream_slot_and_upstream_connection_
             closed.load(Ordering::SeqCst) >= want,
             "GET {i}: the upstream stream of a client that left is closed"
         );
+        // the event the next GET needs: the request ended and gave its slot back (the gauge
+        // falls once the slot is free); waiting on the upstream close alone raced with it
+        let mut open = f64::MAX;
+        for _ in 0..300 {
+            open = gw.metric("mcpgw_open_streams{route=\"/mcp\"}").await;
+            if open == 0.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await; // the poll interval
+        }
+        assert_eq!(open, 0.0, "GET {i}: the stream's slot is given back");
     }
 }
