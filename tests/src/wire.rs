@@ -142,3 +142,23 @@ pub async fn read_body<R: AsyncRead + Unpin>(
         }
     }
 }
+
+/// Reads one response head and body within `limit`; `None` when none came whole in time.
+pub async fn response<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    limit: std::time::Duration,
+) -> Option<(Head, Vec<u8>)> {
+    tokio::time::timeout(limit, async {
+        let head = read_head(reader, false).await.ok()??;
+        let body = read_body(reader, &head, false).await.ok()?;
+        Some((head, body))
+    })
+    .await
+    .ok()?
+}
+
+/// A body parsed as JSON, or a panic that shows the body.
+pub fn json(body: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)))
+}

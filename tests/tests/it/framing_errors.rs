@@ -5,7 +5,7 @@
 //! `Content-Length`, `Content-Length: +5`, 5,000 headers). Raw TCP: the framing is the point.
 //! `Content-Length` lists: `content_length_lists.rs`.
 
-use mcp_gateway_tests::wire::{read_body, read_head, Head};
+use mcp_gateway_tests::wire::response;
 use mcp_gateway_tests::{Gateway, MockServer};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -17,16 +17,6 @@ fn config(backend: &MockServer, mode: &str) -> String {
         "pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: {mode} }} ]\n",
         backend.addr
     )
-}
-
-async fn response(reader: &mut BufReader<TcpStream>, limit: Duration) -> Option<(Head, Vec<u8>)> {
-    tokio::time::timeout(limit, async {
-        let head = read_head(reader, false).await.ok()??;
-        let body = read_body(reader, &head, false).await.ok()?;
-        Some((head, body))
-    })
-    .await
-    .ok()?
 }
 
 async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {

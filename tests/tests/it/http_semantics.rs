@@ -4,7 +4,7 @@
 //! where the bytes matter. Slow clients: `slow_clients.rs`; framing: `framing_errors.rs`.
 
 use mcp_gateway_tests::client::META;
-use mcp_gateway_tests::wire::{read_body, read_head, Head};
+use mcp_gateway_tests::wire::{json, read_head, response};
 use mcp_gateway_tests::{open_session, Gateway, MockServer, Request};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
@@ -15,22 +15,6 @@ fn config(backend: &MockServer, mode: &str, extra: &str) -> String {
         "{extra}pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: {mode} }} ]\n",
         backend.addr
     )
-}
-
-/// Reads one response head and body within `limit`.
-async fn response(reader: &mut BufReader<TcpStream>, limit: Duration) -> Option<(Head, Vec<u8>)> {
-    tokio::time::timeout(limit, async {
-        let head = read_head(reader, false).await.ok()??;
-        let body = read_body(reader, &head, false).await.ok()?;
-        Some((head, body))
-    })
-    .await
-    .ok()?
-}
-
-fn json(body: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(body)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)))
 }
 
 #[tokio::test]
