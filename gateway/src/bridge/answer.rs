@@ -83,6 +83,27 @@ impl Messages {
         }
     }
 
+    /// Reads on until the response to `id`: `true` when it came, `false` when the answer ended
+    /// without it or the backend asked another question first (the call will not end by
+    /// itself); notifications are passed over.
+    pub(super) async fn response_to(&mut self, id: &str) -> Result<bool, Broken> {
+        while let Some(raw) = self.next().await? {
+            let Some(p) = mcp_wire::translate::result::peek(&raw) else {
+                continue;
+            };
+            if p.request {
+                return Ok(false);
+            }
+            if p.response {
+                let m: serde_json::Value = serde_json::from_slice(&raw).map_err(|_| Broken)?;
+                if m.get("id").and_then(serde_json::Value::as_str) == Some(id) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// Gives the connection back when the answer was read to its end; otherwise drops it
     /// (closing it, which is how a 2026-07-28 request is cancelled).
     pub(super) async fn finish(mut self, engine: &Engine) {

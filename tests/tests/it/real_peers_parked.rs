@@ -121,6 +121,45 @@ async fn parked_calls_are_bounded_per_principal_and_in_all() {
     park(&gw, 7, two, "127.0.0.1").await;
 }
 
+/// A refusal answers the backend's request and cancels the call only if it does not end by
+/// itself: a cancellation racing the tool's own answer ended the whole FastMCP 1.30 session,
+/// with the calls still parked on it (1 run in 6 failed; 12 refusals in a row, all but always).
+#[tokio::test]
+async fn refused_calls_leave_the_calls_parked_beside_them_in_one_backend_session() {
+    let (_peer, gw) = setup(true, "{ max-per-principal: 1 }").await;
+    let one = Some("k-one");
+    let parked = park(&gw, 1, one, "127.0.0.1").await;
+    for id in 2..14 {
+        let resp = send(call(id, "ask", json!({}), one), &gw, "127.0.0.1").await;
+        assert_over(&resp, "principal", 1);
+    }
+    let all_refused = ["error"; 12].join(",");
+    assert_eventually!(
+        Duration::from_secs(10),
+        outcomes(&gw, one).await == all_refused,
+        "every refused call's elicitation was answered with an error upstream"
+    );
+    let good = json!({"action": "accept", "content": {"name": "ada"}});
+    let resp = send(
+        call(20, "ask", answer(&parked, good), one),
+        &gw,
+        "127.0.0.1",
+    )
+    .await;
+    assert_eq!(
+        resp.json()["result"]["content"][0]["text"],
+        "hello ada",
+        "the parked call outlived the refusals beside it: {}",
+        resp.text()
+    );
+    assert_eq!(
+        gw.metric("mcpgw_pooled_session_events_total{event=\"opened\",pool=\"p\"}")
+            .await,
+        1.0,
+        "one backend session served them all"
+    );
+}
+
 #[tokio::test]
 async fn anonymous_callers_parked_calls_count_by_peer_address() {
     // the defaults: 8 parked calls per principal or anonymous address

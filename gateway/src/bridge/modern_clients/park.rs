@@ -22,6 +22,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// How long a call ended upstream may take to answer by itself before it is cancelled.
+const ENDS_WITHIN: Duration = Duration::from_secs(2);
+
 /// How often expired parked calls are looked for.
 const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
@@ -170,26 +173,40 @@ impl Parking {
         Some(call)
     }
 
-    /// Ends a call upstream that will not be resumed: `answer` to the backend's request, then
-    /// `notifications/cancelled` (`reason`), in order, and only then the call dropped (its
-    /// answer stream closed, its pooled session freed: an anonymous caller's closed, after
-    /// these reached it).
+    /// Ends a call upstream that will not be resumed: `answer` to the backend's request first
+    /// (its tool goes on with it and usually ends at once), then its answer read for up to
+    /// [`ENDS_WITHIN`]; only a call still running then is cancelled (`reason`). A cancellation
+    /// sent at once would race the tool's own answer, and FastMCP 1.30 ends the whole backend
+    /// session, with every other call parked on it, when the two meet (issue 32's CI run).
+    /// Then the call is dropped (its pooled session freed: an anonymous caller's closed).
     pub(super) fn end_upstream(&self, call: Parked, answer: String, reason: &str) {
         let engine = self.inner.engine.clone();
-        let entry = call.used.0.clone();
         let cancel = mcp_wire::messages::cancelled(&call.up_id, reason);
         tokio::spawn(async move {
-            for message in [answer, cancel] {
+            let Parked {
+                used,
+                mut messages,
+                up_id,
+                strays,
+                ..
+            } = call;
+            let entry = used.0.clone();
+            let post = |message: String| {
                 let sent =
                     engine.post_in_session(&entry.pool, &entry.backend, &entry.session, message);
-                if tokio::time::timeout(Duration::from_secs(2), sent)
-                    .await
-                    .is_err()
-                {
-                    break;
+                tokio::time::timeout(Duration::from_secs(2), sent)
+            };
+            if post(answer).await.is_ok() {
+                let ended = tokio::time::timeout(ENDS_WITHIN, messages.response_to(&up_id)).await;
+                if matches!(ended, Ok(Ok(true))) {
+                    messages.finish(&engine).await;
+                } else {
+                    let _ = post(cancel).await;
+                    drop(messages);
                 }
             }
-            drop(call);
+            drop(strays);
+            drop(used);
         });
     }
 
