@@ -12,6 +12,7 @@ pub mod capture;
 pub mod config;
 pub mod demo;
 pub(crate) mod error;
+pub(crate) mod federation;
 pub(crate) mod fetch;
 pub(crate) mod listener;
 pub mod logging;
