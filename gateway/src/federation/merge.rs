@@ -8,7 +8,8 @@
 //! item (annotations, `_meta`, icons, output schemas) passes through.
 
 use super::cursor::{Page, Position};
-use super::names::{Collision, Kind, NameMap};
+use super::names::{Collision, NameMap};
+use crate::config::Kind;
 use serde_json::{Map, Value};
 
 /// One of the four list methods.

@@ -1,5 +1,6 @@
 use super::*;
-use crate::federation::names::{Filter, Member, Prefix, Resolved};
+use crate::config::{Filter, Member, Prefix};
+use crate::federation::names::Resolved;
 use serde_json::json;
 
 fn member(name: &str, prefix: Prefix) -> Member {
