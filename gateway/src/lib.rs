@@ -13,6 +13,7 @@ pub mod config;
 pub mod demo;
 pub(crate) mod downstream;
 pub(crate) mod error;
+pub(crate) mod federation;
 pub(crate) mod fetch;
 pub mod logging;
 pub mod metrics;

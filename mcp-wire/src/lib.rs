@@ -15,6 +15,7 @@ pub mod era;
 pub mod headers;
 pub mod inspect;
 pub mod messages;
+pub mod rewrite;
 mod scan;
 pub mod sse;
 pub mod translate;

@@ -6,6 +6,7 @@ mod capture;
 mod file;
 mod hardening;
 mod internal;
+mod member_names;
 mod pattern;
 mod pools;
 pub(crate) mod problems;
@@ -15,6 +16,7 @@ mod sentinel;
 mod sessions;
 mod tracing;
 mod validate;
+mod virtual_server;
 
 pub use crate::bridge::advertise::Advertise;
 pub use crate::bridge::config::{BridgeConfig, ParkedBounds, PooledSessions};
@@ -26,9 +28,11 @@ pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
+pub use member_names::{static_collisions, Filter, Kind, Member, Prefix, MAX_NAME_CHARS};
 pub use pattern::Pattern;
 pub use sessions::{RedisConfig, ResumeConfig, SentinelConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
+pub use virtual_server::{MemberConfig, VirtualServer, DEFAULT_SEPARATOR};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.
 pub fn parse(yaml: &str) -> Result<Config, Vec<ConfigError>> {

@@ -1,0 +1,128 @@
+//! What a virtual server's members listed, and where an exposed name leads: to one member and
+//! its own name, or to none. How a member exposes its names is the config's
+//! (`config/member_names.rs`); this map adds what the lists said.
+//!
+//! - Names of `never` members are known only from their lists: [`NameMap::resolve`] says
+//!   [`Resolved::NeedLists`] when it cannot decide without them.
+//! - A name exposed by two members at run time goes to the member listed first in the config
+//!   (the rule is [`first_member_wins`]); the later one's item is left out and counted.
+
+use crate::config::{Kind, Member, Prefix};
+use std::collections::HashMap;
+
+/// Two members exposing one name at run time: who kept it, who was left out (config indices).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collision {
+    /// The name both expose.
+    pub exposed: String,
+    /// The member that keeps it (listed first in the config).
+    pub kept: usize,
+    /// The member whose item is left out of the lists.
+    pub left_out: usize,
+}
+
+/// Where an exposed name leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// To this member (its index in the config) and its own name.
+    Member(usize, String),
+    /// To no member that can be known without the `never` members' lists.
+    NeedLists,
+    /// To no member.
+    Unknown,
+}
+
+/// The members of one virtual server, in config order, and what their lists exposed last.
+#[derive(Debug, Clone, Default)]
+pub struct NameMap {
+    members: Vec<Member>,
+    /// Exposed name → (member, own name), from the members' last lists, per kind.
+    listed: HashMap<(Kind, String), (usize, String)>,
+}
+
+impl NameMap {
+    /// A map of these members (config order: earlier members win run-time collisions).
+    pub fn new(members: Vec<Member>) -> NameMap {
+        NameMap {
+            members,
+            listed: HashMap::new(),
+        }
+    }
+
+    /// The members, in config order.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// Records what member `index` listed of `kind` (its own names), replacing what it listed
+    /// before. Returns the collisions: names two members expose, and which one kept it.
+    pub fn learn(&mut self, index: usize, kind: Kind, own_names: &[&str]) -> Vec<Collision> {
+        self.listed
+            .retain(|(k, _), (member, _)| !(*k == kind && *member == index));
+        let mut collisions = Vec::new();
+        for own in own_names {
+            let Some(exposed) = self.members[index].expose(kind, own) else {
+                continue;
+            };
+            let key = (kind, exposed);
+            let holder = self.listed.get(&key).map(|(holder, _)| *holder);
+            if let Some(holder) = holder {
+                let (kept, left_out) = if first_member_wins(index, holder) {
+                    (index, holder)
+                } else {
+                    (holder, index)
+                };
+                collisions.push(Collision {
+                    exposed: key.1.clone(),
+                    kept,
+                    left_out,
+                });
+                if kept != index {
+                    continue;
+                }
+            }
+            self.listed.insert(key, (index, (*own).to_owned()));
+        }
+        collisions
+    }
+
+    /// Forgets what member `index` listed (it is down, or was removed).
+    pub fn forget(&mut self, index: usize) {
+        self.listed.retain(|_, (member, _)| *member != index);
+    }
+
+    /// The member and own name behind an exposed name. What the lists say wins; otherwise a
+    /// prefixed member whose prefix and filters admit the name; otherwise, when a `never`
+    /// member could own it, the lists are needed.
+    pub fn resolve(&self, kind: Kind, exposed: &str) -> Resolved {
+        if let Some((member, own)) = self.listed.get(&(kind, exposed.to_owned())) {
+            return Resolved::Member(*member, own.clone());
+        }
+        let prefixed =
+            |m: &Member| matches!(m.prefix, Prefix::Literal(_)) && kind != Kind::Resource;
+        for (i, m) in self.members.iter().enumerate().filter(|(_, m)| prefixed(m)) {
+            if let Some(own) = m.own(kind, exposed) {
+                return Resolved::Member(i, own);
+            }
+        }
+        if self
+            .members
+            .iter()
+            .any(|m| !prefixed(m) && m.own(kind, exposed).is_some())
+        {
+            Resolved::NeedLists
+        } else {
+            Resolved::Unknown
+        }
+    }
+}
+
+/// The run-time collision rule: of two members exposing the same name, the one listed first in
+/// the config keeps it. `true` when `challenger` takes the name from `holder`.
+pub fn first_member_wins(challenger: usize, holder: usize) -> bool {
+    challenger < holder
+}
+
+#[cfg(test)]
+#[path = "names_tests.rs"]
+mod tests;
