@@ -39,22 +39,26 @@ pub struct ReloadService {
     path: PathBuf,
     state: Arc<ArcSwap<State>>,
     metrics: ReloadMetrics,
+    /// The file's modification time when the running config was read (taken when the
+    /// service is built, right after the config was loaded, not when it starts: a change in
+    /// between would otherwise be taken as the baseline and never reloaded).
+    loaded: Option<SystemTime>,
 }
 
 impl ReloadService {
     /// Reloads `path` into `state`.
     pub fn new(path: PathBuf, state: Arc<ArcSwap<State>>, metrics: ReloadMetrics) -> ReloadService {
+        let loaded = modified(&path);
         ReloadService {
             path,
             state,
             metrics,
+            loaded,
         }
     }
 
     fn modified(&self) -> Option<SystemTime> {
-        std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
-            .ok()
+        modified(&self.path)
     }
 
     /// Loads the file and swaps it in if it is valid. Returns whether it was applied.
@@ -91,6 +95,11 @@ impl ReloadService {
     }
 }
 
+/// `path`'s modification time (through symlinks, as a ConfigMap mounts it).
+fn modified(path: &std::path::Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
 #[async_trait]
 impl BackgroundService for ReloadService {
     async fn start(&self, mut shutdown: ShutdownWatch) {
@@ -102,7 +111,7 @@ impl BackgroundService for ReloadService {
                 None
             }
         };
-        let mut seen = self.modified();
+        let mut seen = self.loaded;
         loop {
             let sighup = async {
                 match hangup.as_mut() {
