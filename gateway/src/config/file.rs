@@ -350,8 +350,9 @@ pub struct FileRoute {
     pub path: Option<String>,
     /// Request path prefix (this or `path`).
     pub path_prefix: Option<String>,
-    /// stateless (default), stateful (gateway-owned sessions) or auto (per request by era).
-    #[schemars(extend("enum" = ["stateless", "stateful", "auto", null]))]
+    /// stateless (default), stateful (gateway-owned sessions), auto (per request by era) or
+    /// virtual (a virtual server: `members`, no `pool`).
+    #[schemars(extend("enum" = ["stateless", "stateful", "auto", "virtual", null]))]
     pub mode: Option<String>,
     /// The pool requests go to unless a rule matches.
     pub pool: Option<String>,
@@ -381,6 +382,18 @@ pub struct FileRoute {
     /// (default: code points) or `folded` (NFKC, then lowercase, on both sides).
     #[schemars(extend("enum" = ["exact", "folded", null]))]
     pub name_match: Option<String>,
+    /// `mode: virtual`: the `serverInfo` the virtual server answers with.
+    pub server_info: Option<super::virtual_server::FileServerInfo>,
+    /// `mode: virtual`: what joins a member's name to its items' names in default prefixes.
+    /// Default `__`.
+    pub separator: Option<String>,
+    /// `mode: virtual`: the virtual server's `instructions`. Default: the members' own,
+    /// joined under headings.
+    pub instructions: Option<String>,
+    /// `mode: virtual`: the member servers, in priority order (an earlier member keeps a
+    /// name two of them expose).
+    #[serde(default)]
+    pub members: Vec<super::virtual_server::FileMember>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

@@ -355,6 +355,9 @@ pub struct RouteConfig {
     pub dual_backends: DualBackends,
     /// How rules compare names and URIs (`name-match`). Default: exact.
     pub name_match: NameMatch,
+    /// `mode: virtual`: the virtual server this route serves (its members; `mode` and `pool`
+    /// are then its first member's, unused).
+    pub virtual_server: Option<super::VirtualServer>,
 }
 
 /// A routing rule: globs on method and name, and the pool they send to.

@@ -84,6 +84,7 @@ fn reference_config_parses_to_expected_struct() {
             capture: None,
             dual_backends: DualBackends::Native,
             name_match: NameMatch::Exact,
+            virtual_server: None,
         }],
         auth: None,
         listen_tls: None,

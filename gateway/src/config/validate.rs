@@ -289,7 +289,7 @@ fn route_config(
         &at,
         &route.unknown,
         "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz, capture, \
-         dual-backends",
+         dual-backends, name-match, server-info, separator, instructions, members",
     );
     let path = match (&route.path, &route.path_prefix) {
         (Some(path), None) => PathMatch::Exact(path.clone()),
@@ -315,18 +315,20 @@ fn route_config(
             );
         }
     }
+    let is_virtual = route.mode.as_deref() == Some("virtual");
     let mode = match route.mode.as_deref().unwrap_or("stateless") {
-        "stateless" => Mode::Stateless,
+        "stateless" | "virtual" => Mode::Stateless,
         "stateful" => Mode::Stateful,
         "auto" => Mode::Auto,
         other => {
             p.add(
                 format!("{at}.mode"),
-                format!("unknown `{other}` (stateless, stateful, auto)"),
+                format!("unknown `{other}` (stateless, stateful, auto, virtual)"),
             );
             Mode::Stateless
         }
     };
+    let virtual_server = virtual_keys(p, &at, route, is_virtual, pools);
     let dual_backends = match route.dual_backends.as_deref() {
         None | Some("native") => DualBackends::Native,
         Some("bridge") => DualBackends::Bridge,
@@ -349,7 +351,24 @@ fn route_config(
             NameMatch::Exact
         }
     };
-    let pool = pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools);
+    let pool = match &virtual_server {
+        Some(v) => {
+            if route.pool.is_some() {
+                p.add(
+                    format!("{at}.pool"),
+                    "a virtual route has no pool of its own: each member names its pool",
+                );
+            }
+            if !route.rules.is_empty() {
+                p.add(
+                    format!("{at}.rules"),
+                    "a virtual route routes by name to its members: rules are not taken here",
+                );
+            }
+            v.members.first().map_or(0, |m| m.pool)
+        }
+        None => pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools),
+    };
     let rules = route
         .rules
         .iter()
@@ -392,7 +411,40 @@ fn route_config(
             .and_then(|c| super::capture::capture_config(p, &at, c)),
         dual_backends,
         name_match,
+        virtual_server,
     }
+}
+
+/// A virtual route's keys, validated (`None` on other routes, which must not carry them).
+fn virtual_keys(
+    p: &mut Problems,
+    at: &str,
+    route: &FileRoute,
+    is_virtual: bool,
+    pools: &BTreeMap<&str, usize>,
+) -> Option<super::VirtualServer> {
+    if !is_virtual {
+        let given = [
+            ("server-info", route.server_info.is_some()),
+            ("separator", route.separator.is_some()),
+            ("instructions", route.instructions.is_some()),
+            ("members", !route.members.is_empty()),
+        ];
+        for (key, _) in given.iter().filter(|(_, set)| *set) {
+            p.add(
+                format!("{at}.{key}"),
+                "only a route with `mode: virtual` takes it",
+            );
+        }
+        return None;
+    }
+    let keys = super::virtual_server::VirtualKeys {
+        server_info: route.server_info.as_ref(),
+        separator: route.separator.as_deref(),
+        instructions: route.instructions.as_deref(),
+        members: &route.members,
+    };
+    Some(super::virtual_server::virtual_server(p, at, keys, pools))
 }
 
 fn pool_ref(

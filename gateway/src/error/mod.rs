@@ -131,6 +131,10 @@ pub enum ErrorKind {
     /// backend to a 2026-07-28 client. Sent to the backend like [`Self::ServerRequestRefused`].
     /// JSON-RPC -32601 (method not found, as the client would answer it).
     ServerRequestNotBridged,
+    /// A virtual server: no member exposes this tool or prompt name, or owns this resource
+    /// URI (unknown, filtered out by the member's `include`/`exclude`, or its member is not
+    /// answering lists). -32037, HTTP 200 (a server's own answer to a call of an unknown name).
+    UnknownName,
 }
 
 impl ErrorKind {
@@ -174,6 +178,7 @@ impl ErrorKind {
             ErrorKind::SubscriptionLimit => -32036,
             ErrorKind::ServerRequestRefused => -32603,
             ErrorKind::ServerRequestNotBridged => -32601,
+            ErrorKind::UnknownName => -32037,
         }
     }
 
@@ -222,6 +227,7 @@ impl ErrorKind {
             // answers to a backend's request, in the body of a POST the gateway sends: no
             // HTTP answer of their own
             ErrorKind::ServerRequestRefused | ErrorKind::ServerRequestNotBridged => 200,
+            ErrorKind::UnknownName => 200,
         }
     }
 
@@ -279,6 +285,7 @@ impl ErrorKind {
             ErrorKind::SubscriptionLimit => "subscription-limit",
             ErrorKind::ServerRequestRefused => "server-request-refused",
             ErrorKind::ServerRequestNotBridged => "server-request-not-bridged",
+            ErrorKind::UnknownName => "unknown-name",
         }
     }
 

@@ -64,6 +64,7 @@ fn every_kind_has_a_distinct_code() {
         SubscriptionLimit,
         ServerRequestRefused,
         ServerRequestNotBridged,
+        UnknownName,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

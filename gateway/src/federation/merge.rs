@@ -119,6 +119,7 @@ pub fn merge(
             Some(Value::String(c)) if !c.is_empty() => Page::Next(c),
             _ => Page::Done,
         };
+        let continuing = before.members.contains_key(&member);
         merged.position.members.insert(member, next);
         let items = match result.remove(list.key()) {
             Some(Value::Array(items)) => items,
@@ -139,9 +140,13 @@ pub fn merge(
             exposed_items.push((own, item));
         }
         let owns: Vec<&str> = exposed_items.iter().map(|(own, _)| own.as_str()).collect();
-        merged
-            .collisions
-            .extend(map.learn(index, list.kind(), &owns));
+        // a later page of this member adds to its earlier ones; a first page replaces them
+        let learnt = if continuing {
+            map.learn_more(index, list.kind(), &owns)
+        } else {
+            map.learn(index, list.kind(), &owns)
+        };
+        merged.collisions.extend(learnt);
         kept.push((index, exposed_items));
     }
     let losers: Vec<(usize, String)> = merged

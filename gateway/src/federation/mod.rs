@@ -4,7 +4,6 @@
 //! at once (`cursor.rs`), and the merging of members' list answers (`merge.rs`).
 // The virtual route that uses these lands with the proxy's dispatch (issue 33); until then the
 // module is built and tested on its own.
-#![allow(dead_code)]
 
 pub(crate) mod cursor;
 pub(crate) mod merge;

@@ -59,6 +59,12 @@ impl NameMap {
     pub fn learn(&mut self, index: usize, kind: Kind, own_names: &[&str]) -> Vec<Collision> {
         self.listed
             .retain(|(k, _), (member, _)| !(*k == kind && *member == index));
+        self.learn_more(index, kind, own_names)
+    }
+
+    /// Records a later page of what member `index` lists of `kind`, adding to its earlier
+    /// pages. Returns the collisions, as [`NameMap::learn`].
+    pub fn learn_more(&mut self, index: usize, kind: Kind, own_names: &[&str]) -> Vec<Collision> {
         let mut collisions = Vec::new();
         for own in own_names {
             let Some(exposed) = self.members[index].expose(kind, own) else {
@@ -66,7 +72,7 @@ impl NameMap {
             };
             let key = (kind, exposed);
             let holder = self.listed.get(&key).map(|(holder, _)| *holder);
-            if let Some(holder) = holder {
+            if let Some(holder) = holder.filter(|h| *h != index) {
                 let (kept, left_out) = if first_member_wins(index, holder) {
                     (index, holder)
                 } else {
@@ -84,11 +90,6 @@ impl NameMap {
             self.listed.insert(key, (index, (*own).to_owned()));
         }
         collisions
-    }
-
-    /// Forgets what member `index` listed (it is down, or was removed).
-    pub fn forget(&mut self, index: usize) {
-        self.listed.retain(|_, (member, _)| *member != index);
     }
 
     /// The member and own name behind an exposed name. What the lists say wins; otherwise a

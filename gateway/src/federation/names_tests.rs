@@ -76,8 +76,16 @@ fn bare_names_need_the_lists_then_resolve_from_them() {
         map.resolve(Kind::Tool, "whoami"),
         Resolved::Member(0, "whoami".into())
     );
-    map.forget(0);
+    // a member that lists nothing more is forgotten
+    map.learn(0, Kind::Tool, &[]);
     assert_eq!(map.resolve(Kind::Tool, "whoami"), Resolved::NeedLists);
+    // a later page adds to the earlier ones
+    map.learn(0, Kind::Tool, &["whoami"]);
+    map.learn_more(0, Kind::Tool, &["echo"]);
+    assert_eq!(
+        map.resolve(Kind::Tool, "whoami"),
+        Resolved::Member(0, "whoami".into())
+    );
 }
 
 #[test]

@@ -35,6 +35,11 @@ pub struct RequestMetrics {
     pub requests_by_eras: IntCounterVec,
     /// `mcpgw_open_streams{route}`: server→client SSE streams (GET) open right now.
     pub open_streams: IntGaugeVec,
+    /// `mcpgw_virtual_member_events_total{route,member,event}`: a virtual route's members:
+    /// `routed` (a call sent to the member), `left-out` (it failed or missed its deadline,
+    /// and an answer was merged without it), `collision` (an item of it left out: an earlier
+    /// member exposes the name), and `unknown-name` (member `-`: a call no member takes).
+    pub virtual_members: IntCounterVec,
     /// The era families' children, resolved once.
     eras: Arc<EraMetrics>,
 }
@@ -82,6 +87,11 @@ impl RequestMetrics {
                 "mcpgw_open_streams",
                 "Server-to-client SSE streams (GET) open right now",
                 &["route"],
+            ),
+            virtual_members: families.counter(
+                "mcpgw_virtual_member_events_total",
+                "Virtual routes' members: calls routed, answers merged without them, collisions",
+                &["route", "member", "event"],
             ),
         }
     }

@@ -25,6 +25,7 @@ mod steps;
 mod telemetry;
 mod trace;
 mod verdict;
+mod virtual_route;
 
 use crate::admission::metrics::AdmissionMetrics;
 use crate::bridge::metrics::BridgeMetrics;
@@ -83,6 +84,25 @@ impl Gateway {
             sessions,
             streams,
             captures: Default::default(),
+        }
+    }
+}
+
+impl Gateway {
+    /// The end of a request the gateway drove: an error answered in the one place.
+    async fn answered(
+        &self,
+        session: &mut Session,
+        ctx: &mut RequestCtx,
+        handled: Handled,
+    ) -> Result<bool> {
+        match handled {
+            Ok(()) => Ok(true),
+            Err(Fail::Answer(e)) => {
+                Box::pin(respond::answer(session, ctx, &e)).await;
+                Ok(true)
+            }
+            Err(Fail::Io(e)) => client_gone_is_done(e, ctx),
         }
     }
 }
@@ -152,7 +172,16 @@ impl ProxyHttp for Gateway {
         verdict::install(modules);
     }
 
+    fn allow_spawning_subrequest(&self, _session: &Session, ctx: &RequestCtx) -> bool {
+        // a virtual route asks its members through subrequests (`virtual_route::fanout`)
+        ctx.state.router.has_virtual()
+    }
+
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+        if let Some(ask) = virtual_route::take_ask(session) {
+            let served = Box::pin(virtual_route::serve_ask(self, session, ctx, ask)).await;
+            return self.answered(session, ctx, served).await;
+        }
         ctx.otel = crate::telemetry::start(session.req_header());
         let otel = ctx.otel.clone();
         // the longest silence while the client sends its body (`client-timeouts.body-s`)
@@ -174,16 +203,13 @@ impl ProxyHttp for Gateway {
                 ));
                 telemetry::within(otel, forward).await
             }
+            Ok(Plan::Virtual(route)) => {
+                let serve = Box::pin(virtual_route::serve(self, session, ctx, route));
+                telemetry::within(otel, serve).await
+            }
             Err(e) => Err(Fail::Answer(e)),
         };
-        match handled {
-            Ok(()) => Ok(true),
-            Err(Fail::Answer(e)) => {
-                Box::pin(respond::answer(session, ctx, &e)).await;
-                Ok(true)
-            }
-            Err(Fail::Io(e)) => client_gone_is_done(e, ctx),
-        }
+        self.answered(session, ctx, handled).await
     }
 
     async fn upstream_peer(

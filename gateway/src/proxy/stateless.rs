@@ -50,24 +50,56 @@ pub(super) async fn forward_buffered(
     ctx.request_id = Some(info.request_id());
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     super::steps::classify(ctx, &route, method, name)?;
-    let listen = method == Some("subscriptions/listen");
-    let pool = route.pool_for(method, name);
-    let deadline = route.deadline(method, name);
+    let routed = Routed::of(&route, method, name);
     drop(info);
-    let pool = state.pool(pool)?;
+    forward_body(gw, session, ctx, &route, body, routed).await
+}
+
+/// Where a read and classified request goes on its route.
+pub(super) struct Routed {
+    /// Index into the config's pools.
+    pub pool: usize,
+    /// Deadline for the whole exchange.
+    pub deadline: Option<std::time::Duration>,
+    /// A `subscriptions/listen` (its filter is checked first).
+    pub listen: bool,
+}
+
+impl Routed {
+    /// Where a request of `method` and `name` goes on `route`.
+    pub(super) fn of(route: &Route, method: Option<&str>, name: Option<&str>) -> Routed {
+        Routed {
+            pool: route.pool_for(method, name),
+            deadline: route.deadline(method, name),
+            listen: method == Some("subscriptions/listen"),
+        }
+    }
+}
+
+/// Forwards a read and classified body on `route`: to the reverse bridge when the pool's
+/// backends are legacy and the request is 2026-07-28, else to any backend of the pool.
+pub(super) async fn forward_body(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: &Arc<Route>,
+    body: Bytes,
+    routed: Routed,
+) -> Handled {
+    let pool = ctx.state.pool(routed.pool)?;
     let bridged = super::bridged::takes(ctx, &pool);
-    if listen {
-        check_listen(ctx, &route, &body, bridged)?;
+    if routed.listen {
+        check_listen(ctx, route, &body, bridged)?;
     }
     if bridged {
-        return super::bridged::forward(gw, session, ctx, &route, &pool, body).await;
+        return super::bridged::forward(gw, session, ctx, route, &pool, body).await;
     }
     let out = Outbound {
-        route: &route,
+        route,
         body,
         // A stateless call may have effects: never sent twice.
         repeatable: false,
-        deadline,
+        deadline: routed.deadline,
         stateless: true,
     };
     forward_any(gw, session, ctx, &pool, out).await

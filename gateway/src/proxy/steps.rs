@@ -20,6 +20,8 @@ pub(super) enum Plan {
     Native,
     /// A stateful (or auto, legacy-era) route: the session manager.
     Stateful(Arc<Route>),
+    /// A virtual route: its members (`virtual_route`).
+    Virtual(Arc<Route>),
     /// Read the body first (the pool depends on it, or the exchange runs under a deadline);
     /// `check`: compare it with the MCP headers.
     Buffered {
@@ -144,6 +146,9 @@ fn plan(
     route: Arc<Route>,
     headers: &McpHeaders<'_>,
 ) -> Result<Plan, GatewayError> {
+    if route.members.is_some() {
+        return Ok(Plan::Virtual(route));
+    }
     match route.mode {
         Mode::Stateful => return Ok(Plan::Stateful(route)),
         Mode::Auto if ctx.era == Era::Legacy => return Ok(Plan::Stateful(route)),

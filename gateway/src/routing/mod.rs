@@ -1,6 +1,10 @@
 //! Path routes and `Mcp-Method`/`Mcp-Name` rules, compiled once from config. A rule on a
 //! resource URI reads it as the backend will (`auth::resource_uri`, shared with authorization).
 
+mod members;
+
+pub use members::Members;
+
 use crate::auth::resource_uri;
 use crate::config::Pattern;
 use crate::config::{Config, Mode, PathMatch, RouteConfig};
@@ -30,6 +34,8 @@ pub struct Route {
     pub dual_backends: crate::config::DualBackends,
     /// Its children of the per-request metric families, resolved on first use.
     pub metrics: crate::metrics::RouteMetrics,
+    /// `mode: virtual`: its members.
+    pub members: Option<Members>,
 }
 
 #[derive(Debug)]
@@ -76,6 +82,7 @@ impl Route {
             check_headers: rc.check_headers,
             dual_backends: rc.dual_backends,
             metrics: Default::default(),
+            members: None,
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc.limits.tool_timeouts.clone(),
@@ -178,9 +185,18 @@ impl Router {
                 .routes
                 .iter()
                 .enumerate()
-                .map(|(i, r)| std::sync::Arc::new(Route::compile(i, r)))
+                .map(|(i, r)| {
+                    let mut route = Route::compile(i, r);
+                    route.members = Members::compile(i, r, config);
+                    std::sync::Arc::new(route)
+                })
                 .collect(),
         }
+    }
+
+    /// Whether any route is virtual (its requests may ask members through subrequests).
+    pub fn has_virtual(&self) -> bool {
+        self.routes.iter().any(|r| r.members.is_some())
     }
 
     /// The first route taking this path (query excluded).

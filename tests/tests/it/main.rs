@@ -87,3 +87,4 @@ mod store_paused_delete;
 mod subscription_bounds;
 mod traces;
 mod undecodable_answers;
+mod virtual_servers;

@@ -1,0 +1,55 @@
+//! The errors a virtual route answers itself (the table in docs/errors.md; the one writer
+//! is `error/http.rs`).
+
+use crate::error::{ErrorKind, GatewayError};
+use crate::federation::cursor::Refusal;
+
+impl GatewayError {
+    /// No member exposes `name` (a tool or prompt) or owns it (a resource URI).
+    pub fn unknown_name(server: &str, kind: &str, name: &str) -> Self {
+        Self::new(
+            ErrorKind::UnknownName,
+            format!("The virtual server `{server}` has no {kind} `{name}`: list them to see the names it exposes"),
+        )
+        .with("server", server)
+        .with("nameKind", kind)
+        .with("name", name)
+        .with("reason", "unknown-name")
+    }
+
+    /// A list request's `cursor` that this virtual server did not give this caller.
+    pub fn bad_cursor(refusal: Refusal) -> Self {
+        let detail = match refusal {
+            Refusal::Forged => "it was not issued by this gateway, or was changed",
+            Refusal::OtherServer => "it was issued by another virtual server",
+            Refusal::OtherPrincipal => "it was issued to another caller",
+        };
+        Self::new(
+            ErrorKind::InvalidParams,
+            format!("Invalid params: the cursor cannot be used: {detail}; start again without one"),
+        )
+        .with("reason", refusal.reason())
+    }
+
+    /// A legacy (2025-era) client on a virtual route: this build serves virtual servers to
+    /// 2026-07-28 clients only.
+    pub fn virtual_needs_modern(method: &str) -> Self {
+        Self::new(
+            ErrorKind::InvalidRequest,
+            format!("Invalid request: this virtual server takes 2026-07-28 requests (`MCP-Protocol-Version: 2026-07-28` and `_meta`); `{method}` of a session-era client is not served on virtual routes yet"),
+        )
+        .with("method", method)
+        .with("reason", "legacy-client-on-virtual-route")
+    }
+
+    /// A method a virtual route does not serve (yet): `subscriptions/listen`, the tasks
+    /// methods.
+    pub fn not_on_virtual_route(method: &str) -> Self {
+        Self::new(
+            ErrorKind::NotBridged,
+            format!("`{method}` is not served on virtual routes yet: call it on a plain route of the member's pool"),
+        )
+        .with("method", method)
+        .with("reason", "not-on-virtual-route")
+    }
+}

@@ -1,0 +1,148 @@
+//! Asking one member from inside a client's request, for what the gateway merges itself
+//! (`server/discover`, the four lists, the lists a bare name is looked up in): a pingora
+//! subrequest of the client's request (its head copied, no body of its own), served by the
+//! gateway's own pipeline on the member's route, so every member answers exactly as a plain
+//! route of its pool and mode would (the reverse bridge for legacy members, the attempt
+//! engine's retries, identity headers); its answer is read whole, bounded, from the
+//! subrequest's channel, within the member's deadline.
+
+use super::super::ctx::RequestCtx;
+use super::super::stateless::{forward_body, Routed};
+use super::super::{Gateway, Handled};
+use crate::auth::Principal;
+use crate::routing::Route;
+use bytes::{Bytes, BytesMut};
+use mcp_wire::headers::{MCP_METHOD, MCP_NAME};
+use mcp_wire::{inspect_body, method_label, Era};
+use pingora::prelude::*;
+use pingora::protocols::http::HttpTask;
+use pingora::proxy::subrequest::Ctx as SubrequestCtx;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest member answer read (a list page, a discover result).
+const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
+
+/// What a member is asked, carried into the subrequest.
+pub(crate) struct Ask {
+    /// The member's route.
+    pub(super) route: Arc<Route>,
+    /// The request body the member gets.
+    pub(super) body: Bytes,
+    /// The caller (authenticated on the virtual route).
+    pub(super) principal: Option<Arc<Principal>>,
+    /// The client's era.
+    pub(super) era: Era,
+}
+
+/// A member's whole answer.
+pub(super) struct Answer {
+    /// Its HTTP status.
+    pub(super) status: u16,
+    /// Its `Content-Type`.
+    pub(super) content_type: Option<String>,
+    /// Its body.
+    pub(super) body: Bytes,
+}
+
+/// Asks a member, within `deadline`: its answer, or why there is none (`deadline`,
+/// `too-large`, `failed`: the reason a list counts it left out with).
+pub(super) async fn ask(
+    session: &Session,
+    ask: Ask,
+    deadline: Duration,
+) -> Result<Answer, &'static str> {
+    let spawner = session.subrequest_spawner.as_ref().ok_or("failed")?;
+    let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
+    let ctx = SubrequestCtx::builder().user_ctx(user).build();
+    let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
+    let task = tokio::spawn(prepared.run());
+    let read = async {
+        let mut answer = Answer {
+            status: 0,
+            content_type: None,
+            body: Bytes::new(),
+        };
+        let mut body = BytesMut::new();
+        while let Some(t) = handle.rx.recv().await {
+            let end = match t {
+                HttpTask::Header(head, end) => {
+                    answer.status = head.status.as_u16();
+                    answer.content_type = head
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    end
+                }
+                HttpTask::Body(chunk, end) => {
+                    let chunk = chunk.unwrap_or_default();
+                    if body.len() + chunk.len() > ANSWER_LIMIT {
+                        return Err("too-large");
+                    }
+                    body.extend_from_slice(&chunk);
+                    end
+                }
+                HttpTask::Done => true,
+                HttpTask::Failed(_) => return Err("failed"),
+                HttpTask::UpgradedBody(..) | HttpTask::Trailer(_) => false,
+            };
+            if end {
+                break;
+            }
+        }
+        answer.body = body.freeze();
+        if answer.status == 0 {
+            return Err("failed");
+        }
+        Ok(answer)
+    };
+    let answered = tokio::time::timeout(deadline, read).await;
+    // a member past its deadline is given up: its request dropped (closed upstream)
+    task.abort();
+    answered.map_err(|_| "deadline")?
+}
+
+/// The member request of a subrequest this gateway made ([`ask`]), taken once.
+pub(in crate::proxy) fn take(session: &mut Session) -> Option<Ask> {
+    let ctx = session.subrequest_ctx.as_mut()?.user_ctx_mut()?;
+    ctx.downcast_mut::<Option<Ask>>()?.take()
+}
+
+/// Serves a member request in its subrequest: on the member's route, as a plain route of its
+/// pool would (the caller was authenticated, authorized and admitted on the virtual route).
+pub(in crate::proxy) async fn serve(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    ask: Ask,
+) -> Handled {
+    ctx.route = Some(ask.route.clone());
+    ctx.principal = ask.principal;
+    ctx.era = ask.era;
+    let info = inspect_body(&ask.body).map_err(crate::error::GatewayError::from)?;
+    ctx.request_id = Some(info.request_id());
+    ctx.method_label = method_label(info.method.as_deref());
+    let routed = Routed::of(&ask.route, info.method.as_deref(), info.name.as_deref());
+    // the head is the client's (its body headers cleared): it must describe this body
+    let head = session.req_header_mut();
+    let described = head
+        .insert_header(http::header::CONTENT_TYPE, "application/json")
+        .and_then(|()| match info.method.as_deref() {
+            Some(m) => head.insert_header(MCP_METHOD, m),
+            None => Ok(()),
+        });
+    described.map_err(|_| crate::error::GatewayError::internal("a member request's head"))?;
+    match info.name.as_deref() {
+        Some(name) => {
+            let value = mcp_wire::headers::encode_value(name);
+            head.insert_header(MCP_NAME, value)
+                .map_err(|_| crate::error::GatewayError::internal("a member request's head"))?;
+        }
+        None => {
+            head.remove_header(MCP_NAME);
+        }
+    }
+    drop(info);
+    forward_body(gw, session, ctx, &ask.route, ask.body, routed).await
+}

@@ -1,0 +1,258 @@
+//! What a virtual server answers from all its members at once: `server/discover` (its own
+//! `serverInfo` and `instructions`, the members' capabilities joined) and the four lists,
+//! merged (`federation::merge`) under one sealed cursor that carries every member's own.
+//! Members are asked concurrently, each within the route's member deadline; one that fails
+//! or misses it is left out of that answer, counted and logged, never the whole answer.
+
+use super::fanout::{self, Answer, Ask};
+use super::Virtual;
+use crate::federation::cursor::{Page, Position};
+use crate::federation::merge::{merge, List, Part};
+use crate::sync::lock;
+use mcp_wire::sse;
+use serde_json::{json, Map, Value};
+
+/// The `_meta` key of a 2026-07-28 result's server.
+const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// How many pages of each member a name lookup reads at most.
+const LOOKUP_PAGES: usize = 20;
+
+impl Virtual<'_> {
+    /// The member's answer's `result`, or why there is none (its label in the metric).
+    fn result_of(answer: Result<Answer, &'static str>) -> Result<Map<String, Value>, &'static str> {
+        let answer = answer?;
+        let messages = sse::messages(answer.content_type.as_deref(), &answer.body);
+        for m in messages.iter().rev() {
+            let Ok(v) = serde_json::from_slice::<Value>(m) else {
+                continue;
+            };
+            if v.get("method").is_some() {
+                continue; // a notification or request on the way
+            }
+            return match v.get("result") {
+                Some(Value::Object(r)) => Ok(r.clone()),
+                _ => Err("error"),
+            };
+        }
+        Err("no-answer")
+    }
+
+    /// Asks every member in `members` for `body(member)`, concurrently: their results.
+    async fn ask_all(
+        &self,
+        members: &[usize],
+        body: impl Fn(usize) -> bytes::Bytes,
+    ) -> Vec<(usize, Result<Map<String, Value>, &'static str>)> {
+        let asks = members.iter().map(|&i| {
+            let ask = Ask {
+                route: self.members.routes[i].clone(),
+                body: body(i),
+                principal: self.principal.clone(),
+                era: self.era,
+            };
+            async move {
+                let answer = fanout::ask(self.session, ask, self.deadline).await;
+                (i, Self::result_of(answer))
+            }
+        });
+        futures_util::future::join_all(asks).await
+    }
+
+    /// Counts and logs the members left out of an answer.
+    fn left_out(&self, left_out: &[(usize, &'static str)]) {
+        for (i, reason) in left_out {
+            let member = self.member_name(*i);
+            self.count(member, "left-out");
+            tracing::warn!(route = %self.route.label, member, reason, "a virtual server's member was left out of an answer");
+        }
+    }
+
+    /// The `server/discover` result: the virtual server's own `serverInfo` and
+    /// `instructions` (configured, or the members' joined under headings), the capabilities
+    /// any member has.
+    pub(super) async fn discover(&self, body: &bytes::Bytes) -> Value {
+        let all: Vec<usize> = (0..self.members.routes.len()).collect();
+        let answers = self.ask_all(&all, |_| body.clone()).await;
+        let mut capabilities = Map::new();
+        let mut instructions = Vec::new();
+        let mut left_out = Vec::new();
+        for (i, answer) in answers {
+            let result = match answer {
+                Ok(r) => r,
+                Err(reason) => {
+                    left_out.push((i, reason));
+                    continue;
+                }
+            };
+            if let Some(Value::Object(caps)) = result.get("capabilities") {
+                for key in ["tools", "prompts", "resources", "completions", "logging"] {
+                    if caps.contains_key(key) {
+                        // no list-changed or subscriptions of its own yet: plain presence
+                        capabilities.insert(key.into(), json!({}));
+                    }
+                }
+            }
+            if let Some(text) = result.get("instructions").and_then(Value::as_str) {
+                instructions.push(format!("## {}\n\n{text}", self.member_name(i)));
+            }
+        }
+        self.left_out(&left_out);
+        let server = &self.members.server;
+        let instructions = server
+            .instructions
+            .clone()
+            .or_else(|| (!instructions.is_empty()).then(|| instructions.join("\n\n")));
+        let mut result = json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": capabilities,
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "_meta": {SERVER_INFO: self.server_info()},
+        });
+        if let Some(text) = instructions {
+            result["instructions"] = Value::String(text);
+        }
+        result
+    }
+
+    /// The merged page of `list` that `msg` asks for (its `params.cursor`: the virtual
+    /// server's own, or none for the first page).
+    pub(super) async fn list(
+        &self,
+        list: List,
+        msg: &Value,
+    ) -> Result<Value, crate::error::GatewayError> {
+        let before = match msg.pointer("/params/cursor").and_then(Value::as_str) {
+            Some(cursor) => self
+                .members
+                .cursors
+                .open(cursor, &self.route.label, self.principal_key())
+                .map_err(crate::error::GatewayError::bad_cursor)?,
+            None => Position::default(),
+        };
+        let first = msg.pointer("/params/cursor").is_none();
+        let asked: Vec<usize> = (0..self.members.routes.len())
+            .filter(|&i| first || before.next_of(self.member_name(i)).is_some())
+            .collect();
+        let merged = self.page(list, msg, &before, &asked).await;
+        self.left_out(&merged.left_out);
+        for c in &merged.collisions {
+            self.count(self.member_name(c.left_out), "collision");
+        }
+        let mut result = json!({
+            "resultType": "complete",
+            list.key(): merged.items,
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "_meta": {SERVER_INFO: self.server_info()},
+        });
+        if !merged.position.finished() {
+            let cursor = self.members.cursors.seal(
+                &self.route.label,
+                self.principal_key(),
+                &merged.position,
+            );
+            result["nextCursor"] = Value::String(cursor);
+        }
+        Ok(result)
+    }
+
+    /// One merged page: `asked` members asked for their next page after `before`.
+    async fn page(
+        &self,
+        list: List,
+        msg: &Value,
+        before: &Position,
+        asked: &[usize],
+    ) -> crate::federation::merge::Merged {
+        let body = |i: usize| {
+            let mut m = msg.clone();
+            let params = m
+                .as_object_mut()
+                .map(|o| o.entry("params").or_insert_with(|| json!({})));
+            if let Some(Value::Object(params)) = params {
+                match before.next_of(self.member_name(i)) {
+                    Some(c) => params.insert("cursor".into(), Value::String(c.to_owned())),
+                    None => params.remove("cursor"),
+                };
+            }
+            bytes::Bytes::from(serde_json::to_vec(&m).unwrap_or_default())
+        };
+        let answers = self.ask_all(asked, body).await;
+        let parts = answers
+            .into_iter()
+            .map(|(i, r)| (i, r.map_or_else(Part::Failed, Part::Listed)))
+            .collect();
+        let mut names = lock(&self.members.names);
+        merge(&mut names, list, before, parts)
+    }
+
+    /// Reads every member's `list` (up to [`LOOKUP_PAGES`] pages each) so the names map knows
+    /// what each exposes now.
+    pub(super) async fn learn(&self, list: List, msg: &Value) {
+        let request = lookup_request(list, msg);
+        let mut position = Position::default();
+        let mut asked: Vec<usize> = (0..self.members.routes.len()).collect();
+        for _ in 0..LOOKUP_PAGES {
+            if asked.is_empty() {
+                break;
+            }
+            let merged = self.page(list, &request, &position, &asked).await;
+            self.left_out(&merged.left_out);
+            position = merged.position;
+            asked.retain(|&i| {
+                matches!(
+                    position.members.get(self.member_name(i)),
+                    Some(Page::Next(_))
+                )
+            });
+        }
+    }
+
+    /// Every member's resource templates (their own `uriTemplate`s the member's resource
+    /// filter keeps), members in config order: where a URI no list names is looked for.
+    pub(super) async fn templates(&self, msg: &Value) -> Vec<(usize, String)> {
+        let request = lookup_request(List::Templates, msg);
+        let all: Vec<usize> = (0..self.members.routes.len()).collect();
+        let body = bytes::Bytes::from(serde_json::to_vec(&request).unwrap_or_default());
+        let answers = self.ask_all(&all, |_| body.clone()).await;
+        let mut found = Vec::new();
+        for (i, answer) in answers {
+            let Ok(result) = answer else { continue };
+            let filter = self.members.server.members[i]
+                .names
+                .filter(crate::config::Kind::Resource);
+            let listed = result.get("resourceTemplates").and_then(Value::as_array);
+            for t in listed.into_iter().flatten() {
+                if let Some(template) = t.get("uriTemplate").and_then(Value::as_str) {
+                    if filter.keeps(template) {
+                        found.push((i, template.to_owned()));
+                    }
+                }
+            }
+        }
+        found.sort_by_key(|(i, _)| *i);
+        found
+    }
+}
+
+/// A first-page request of `list` carrying the client's `_meta` (its era's envelope).
+fn lookup_request(list: List, msg: &Value) -> Value {
+    let mut request = json!({"jsonrpc": "2.0", "id": 0, "method": method_of(list), "params": {}});
+    if let Some(meta) = msg.pointer("/params/_meta") {
+        request["params"]["_meta"] = meta.clone();
+    }
+    request
+}
+
+/// The list method of `list`.
+fn method_of(list: List) -> &'static str {
+    match list {
+        List::Tools => "tools/list",
+        List::Prompts => "prompts/list",
+        List::Resources => "resources/list",
+        List::Templates => "resources/templates/list",
+    }
+}

@@ -1,0 +1,232 @@
+//! Virtual routes (`mode: virtual`): many MCP servers, the members, behind one endpoint, for
+//! 2026-07-28 clients (every request routed on its own; legacy sessions on virtual routes are
+//! refused with -32600 `legacy-client-on-virtual-route` in this build).
+//!
+//! - `server/discover` and the four lists are the gateway's own answers, merged from every
+//!   member (`lists.rs`), each member asked through a subrequest of the client's request
+//!   (`fanout.rs`);
+//! - a call (`tools/call`, `prompts/get`, `resources/read`, `completion/complete`) is
+//!   authorized on the exposed name, its member found (`calls.rs`), the member's own name
+//!   put back in the body (`mcp_wire::rewrite`, every other byte kept) and in `Mcp-Name`,
+//!   and the request served on the member's route exactly as a plain route of its pool
+//!   serves it (the reverse bridge for legacy members, `input_required` rounds included:
+//!   a retry names the same tool, so it reaches the same member); the answer streams back
+//!   untouched.
+
+mod calls;
+mod errors;
+mod fanout;
+mod lists;
+
+pub(in crate::proxy) use fanout::{serve as serve_ask, take as take_ask};
+
+use super::check;
+use super::ctx::RequestCtx;
+use super::relay::{read_body, write_whole};
+use super::stateless::{forward_body, Routed};
+use super::{Gateway, Handled};
+use crate::auth::Principal;
+use crate::error::GatewayError;
+use crate::federation::merge::List;
+use crate::routing::{Members, Route};
+use bytes::Bytes;
+use calls::Named;
+use mcp_wire::headers::MCP_NAME;
+use mcp_wire::{inspect_body, Era};
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora_prometheus::prometheus::IntCounterVec;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A member's deadline for what the gateway merges, unless the route sets `limits.timeout-ms`.
+const MEMBER_DEADLINE: Duration = Duration::from_secs(10);
+
+/// One request on a virtual route, while the gateway asks its members.
+pub(super) struct Virtual<'a> {
+    session: &'a Session,
+    route: &'a Route,
+    members: &'a Members,
+    principal: Option<Arc<Principal>>,
+    era: Era,
+    deadline: Duration,
+    events: &'a IntCounterVec,
+}
+
+impl Virtual<'_> {
+    fn member_name(&self, i: usize) -> &str {
+        &self.members.server.members[i].names.name
+    }
+
+    /// The caller a cursor is given to (`""`: anonymous).
+    fn principal_key(&self) -> &str {
+        self.principal.as_deref().map_or("", |p| &*p.id)
+    }
+
+    fn server_info(&self) -> Value {
+        let server = &self.members.server;
+        json!({"name": server.name, "version": server.version})
+    }
+
+    fn count(&self, member: &str, event: &str) {
+        self.events
+            .with_label_values(&[&self.route.label, member, event])
+            .inc();
+    }
+}
+
+/// Serves one request on a virtual route.
+pub(super) async fn serve(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: Arc<Route>,
+) -> Handled {
+    let members = route
+        .members
+        .as_ref()
+        .ok_or_else(|| GatewayError::internal("a virtual route without members"))?;
+    let http_method = session.req_header().method.clone();
+    if http_method != http::Method::POST {
+        if ctx.era != Era::Stateless {
+            return Err(GatewayError::virtual_needs_modern(http_method.as_str()).into());
+        }
+        return Err(GatewayError::method_not_allowed(http_method.as_str(), "POST").into());
+    }
+    let body = read_body(session, ctx.state.config.max_body_bytes).await?;
+    ctx.capture_request(&body);
+    let legacy = ctx.era != Era::Stateless;
+    let info = if route.check_headers && !legacy {
+        check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
+            ctx.request_id = rejected.id;
+            rejected.error
+        })?
+    } else {
+        inspect_body(&body)?
+    };
+    ctx.request_id = Some(info.request_id());
+    let method = info.method.as_deref().map(str::to_owned);
+    let has_id = info.id.is_some();
+    drop(info);
+    if legacy {
+        let method = method.as_deref().unwrap_or("a response");
+        return Err(GatewayError::virtual_needs_modern(method).into());
+    }
+    let Some(method) = method else {
+        // a response: 2026-07-28 has none to send (input goes in a retry)
+        return accepted(session).await;
+    };
+    if !has_id {
+        // a 2026-07-28 notification: nothing a member waits for
+        return accepted(session).await;
+    }
+    let msg: Value =
+        serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let v = Virtual {
+        session,
+        route: &route,
+        members,
+        principal: ctx.principal.clone(),
+        era: ctx.era,
+        deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
+        events: &gw.metrics.virtual_members,
+    };
+    let id = ctx
+        .request_id
+        .clone()
+        .unwrap_or_else(mcp_wire::RequestId::null);
+    let result = if method == "server/discover" {
+        super::steps::classify(ctx, &route, Some(&method), None)?;
+        v.discover(&body).await
+    } else if let Some(list) = List::of_method(&method) {
+        super::steps::classify(ctx, &route, Some(&method), None)?;
+        v.list(list, &msg).await?
+    } else if let Some(named) = Named::of(&method, &msg) {
+        super::steps::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
+        let Some((member, own)) = v.resolve(&named, &msg).await else {
+            v.count("-", "unknown-name");
+            let server = &members.server.name;
+            return Err(
+                GatewayError::unknown_name(server, named.kind_word(), &named.exposed).into(),
+            );
+        };
+        v.count(v.member_name(member), "routed");
+        drop(v);
+        return call(
+            gw,
+            session,
+            ctx,
+            (&route, members),
+            (member, own),
+            &named,
+            body,
+            &method,
+        )
+        .await;
+    } else {
+        return Err(GatewayError::not_on_virtual_route(&method).into());
+    };
+    let mut body = mcp_wire::messages::result(&id, &result);
+    if let Some(list) = ctx.filter.take() {
+        let json = Some("application/json");
+        let principal = ctx.principal.as_deref();
+        if let Some(filtered) = route
+            .guard
+            .filter_answer(principal, Some(list), json, &body)
+        {
+            body = filtered;
+        }
+    }
+    ctx.capture_response(&body);
+    let mut head = ResponseHeader::build(200, Some(2)).map_err(super::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")
+        .map_err(super::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())
+        .map_err(super::Fail::Io)?;
+    write_whole(session, head, body).await?;
+    Ok(())
+}
+
+/// A call on its member's route: the member's own name in the body and in `Mcp-Name`.
+#[allow(clippy::too_many_arguments)]
+async fn call(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    (_route, members): (&Arc<Route>, &Members),
+    (member, own): (usize, String),
+    named: &Named,
+    body: Bytes,
+    method: &str,
+) -> Handled {
+    let body = if own == named.exposed {
+        body
+    } else {
+        let path = mcp_wire::rewrite::name_path(method, named.ref_type.as_deref())
+            .ok_or_else(|| GatewayError::internal("no name path for a routed method"))?;
+        let rewritten = mcp_wire::rewrite::replace_string(&body, path, &own)
+            .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
+        Bytes::from(rewritten)
+    };
+    let header = session.req_header().headers.contains_key(MCP_NAME);
+    if header {
+        let value = mcp_wire::headers::encode_value(&own);
+        session
+            .req_header_mut()
+            .insert_header(MCP_NAME, value)
+            .map_err(|_| GatewayError::internal("Mcp-Name could not be set"))?;
+    }
+    let route = members.routes[member].clone();
+    let routed = Routed::of(&route, Some(method), Some(&own));
+    forward_body(gw, session, ctx, &route, body, routed).await
+}
+
+/// 202 Accepted, no body.
+async fn accepted(session: &mut Session) -> Handled {
+    let mut head = ResponseHeader::build(202, Some(1)).map_err(super::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, "0")
+        .map_err(super::Fail::Io)?;
+    write_whole(session, head, Bytes::new()).await?;
+    Ok(())
+}

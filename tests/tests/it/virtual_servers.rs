@@ -1,0 +1,176 @@
+//! Issue 33, virtual servers for 2026-07-28 clients: one route (`mode: virtual`) in front of two
+//! FastMCP 1.30.0 servers (legacy, reached through the reverse bridge; both expose `whoami`)
+//! and one PyPI `mcp` 2.3.0 server (2026-07-28), asked with raw 2026-07-28 requests: the
+//! merged `server/discover` and `tools/list` (prefixes, `never`, renames, include/exclude),
+//! calls routed to the member owning the name with its own name restored, paging through a
+//! member that pages itself, and the refusals (unknown or filtered names, forged cursors,
+//! legacy clients).
+
+use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
+use serde_json::{json, Value};
+
+const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}"#;
+
+fn rpc(id: u64, method: &str, mut params: Value) -> Request {
+    params["_meta"] = serde_json::from_str(META).unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut r = Request::post("/hub", body.to_string())
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method);
+    if let Some(name) = body["params"]["name"].as_str() {
+        r = r.header("Mcp-Name", name);
+    }
+    r
+}
+
+struct Hub {
+    _peers: Vec<PythonPeer>,
+    gw: Gateway,
+}
+
+async fn hub(members: &str) -> Hub {
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let b = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "b"]).await;
+    let m = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", "0", "--name", "m"],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  a: {{ era: legacy, backends: [{}] }}\n  b: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    server-info: {{ name: hub, version: 1.0.0 }}\n    members:\n{members}",
+        a.addr(),
+        b.addr(),
+        m.addr()
+    );
+    Hub {
+        _peers: vec![a, b, m],
+        gw: Gateway::start(&yaml).await,
+    }
+}
+
+const MEMBERS: &str = r#"      - { name: a, pool: a, upstream-path: /mcp, prefix: never }
+      - { name: b, pool: b, upstream-path: /mcp }
+      - name: m
+        pool: m
+        upstream-path: /mcp
+        prefix: "m."
+        tools: { exclude: ["admin_*"], rename: { report_sales: sales } }
+"#;
+
+fn names(v: &Value) -> Vec<String> {
+    v["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {v}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn text(resp: &Response) -> String {
+    let v = resp.json();
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {v}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn lists_merge_every_member_and_calls_reach_the_member_that_owns_the_name() {
+    let hub = hub(MEMBERS).await;
+    let gw = &hub.gw;
+    let discover = rpc(1, "server/discover", json!({})).send(gw.addr).await;
+    assert_eq!(discover.status(), 200, "{}", discover.text());
+    let d = discover.json();
+    assert_eq!(d["id"], 1);
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "hub"
+    );
+    assert!(d["result"]["capabilities"]["tools"].is_object(), "{d}");
+
+    let list = rpc(2, "tools/list", json!({})).send(gw.addr).await;
+    assert_eq!(list.status(), 200, "{}", list.text());
+    let tools = names(&list.json());
+    // a: bare names; b: `b__` before each; m: `m.`, renamed, `admin_*` left out
+    for name in [
+        "whoami",
+        "count",
+        "b__whoami",
+        "b__count",
+        "m.whoami",
+        "m.sales",
+        "m.echo_size",
+    ] {
+        assert!(tools.contains(&name.to_owned()), "{name} in {tools:?}");
+    }
+    for hidden in ["m.admin_reset", "m.report_sales", "b__m.whoami"] {
+        assert!(!tools.contains(&hidden.to_owned()), "{hidden} in {tools:?}");
+    }
+    assert!(list.json()["result"].get("nextCursor").is_none());
+
+    for (name, backend) in [("whoami", "a"), ("b__whoami", "b"), ("m.whoami", "m")] {
+        let resp = rpc(3, "tools/call", json!({"name": name, "arguments": {}}))
+            .send(gw.addr)
+            .await;
+        assert_eq!(resp.status(), 200, "{}", resp.text());
+        assert_eq!(text(&resp), backend, "{name} reached its member");
+    }
+    let renamed = rpc(
+        4,
+        "tools/call",
+        json!({"name": "m.sales", "arguments": {"region": "eu"}}),
+    )
+    .send(gw.addr)
+    .await;
+    assert_eq!(text(&renamed), "m:report:eu", "{}", renamed.text());
+    let routed = gw
+        .metric("mcpgw_virtual_member_events_total{event=\"routed\",member=\"m\",route=\"/hub\"}")
+        .await;
+    assert_eq!(routed, 2.0);
+}
+
+#[tokio::test]
+async fn unknown_filtered_and_forged_names_get_json_rpc_errors_with_the_id() {
+    let hub = hub(MEMBERS).await;
+    let gw = &hub.gw;
+    // names no member exposes: filtered out, renamed away, bare and unknown to every list
+    for name in ["nope", "m.admin_reset", "m.report_sales"] {
+        let resp = rpc(7, "tools/call", json!({"name": name, "arguments": {}}))
+            .send(gw.addr)
+            .await;
+        assert_eq!(resp.status(), 200, "{}", resp.text());
+        let v = resp.json();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["error"]["code"], -32037, "{name}: {v}");
+        assert_eq!(v["error"]["data"]["reason"], "unknown-name", "{v}");
+        assert_eq!(v["error"]["data"]["name"], name, "{v}");
+    }
+    // a prefixed name goes to its member, which answers for a tool it does not have
+    let resp = rpc(7, "tools/call", json!({"name": "b__nope", "arguments": {}}))
+        .send(gw.addr)
+        .await;
+    let v = resp.json();
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert_eq!(text(&resp), "Unknown tool: nope", "b's own name reached b");
+    let forged = rpc(8, "tools/list", json!({"cursor": "AAAA"}))
+        .send(gw.addr)
+        .await;
+    assert_eq!(forged.status(), 400, "{}", forged.text());
+    let v = forged.json();
+    assert_eq!(v["id"], 8);
+    assert_eq!(v["error"]["code"], -32602);
+    assert_eq!(v["error"]["data"]["reason"], "forged-cursor", "{v}");
+    // a legacy client's initialize is refused clearly
+    let init = json!({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
+    let resp = Request::post("/hub", init.to_string()).send(gw.addr).await;
+    assert_eq!(resp.status(), 400, "{}", resp.text());
+    let v = resp.json();
+    assert_eq!(v["id"], 9);
+    assert_eq!(
+        v["error"]["data"]["reason"], "legacy-client-on-virtual-route",
+        "{v}"
+    );
+}
