@@ -174,3 +174,130 @@ async fn unknown_filtered_and_forged_names_get_json_rpc_errors_with_the_id() {
         "{v}"
     );
 }
+
+/// Runs `tests/peers/virtual_client_v2.py` (PyPI mcp 2.3.0 pinned to 2026-07-28): its verdict.
+async fn pinned_client(url: &str, tools: &[&str]) -> Value {
+    use mcp_gateway_tests::harness::{python, workspace};
+    let out = tokio::process::Command::new(python("mcp2"))
+        .arg(workspace().join("tests/peers/virtual_client_v2.py"))
+        .args(["--url", url])
+        .args(tools)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
+        .await
+        .expect("the client finished in 90 s")
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let verdict: Value = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no verdict: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(out.status.success(), "{verdict}");
+    verdict
+}
+
+/// The issue's real-peer tour with a real client: FastMCP 1.30.0 with a resource, a prompt and
+/// an eliciting tool (bare names), a second FastMCP (prefixed, its `whoami` colliding with the
+/// first's), a 2026-07-28 server (a literal prefix) and a 2026-07-28 server that pages its own
+/// tools/list, 3 to a page: the client pages through the merged list, every call reaches its
+/// member, and the elicitation of a legacy member reaches it as an `input_required` round
+/// (answered and retried to the same member).
+#[tokio::test]
+async fn a_pinned_2026_client_pages_calls_reads_and_answers_an_elicitation_across_members() {
+    let conf = PythonPeer::start(
+        "mcp1",
+        "pooled_server.py",
+        &["--port", "0", "--name", "conf"],
+    )
+    .await;
+    let fast = PythonPeer::start(
+        "mcp1",
+        "legacy_server.py",
+        &["--port", "0", "--name", "fast"],
+    )
+    .await;
+    let m = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", "0", "--name", "m"],
+    )
+    .await;
+    let paged =
+        PythonPeer::start("mcp2", "paged_server.py", &["--port", "0", "--name", "pg"]).await;
+    let yaml = format!(
+        "pools:\n  conf: {{ era: legacy, backends: [{}] }}\n  fast: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n  pg: {{ backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    server-info: {{ name: hub, version: 1.0.0 }}\n    members:\n{}",
+        conf.addr(),
+        fast.addr(),
+        m.addr(),
+        paged.addr(),
+        r#"      - { name: conf, pool: conf, prefix: never }
+      - { name: fast, pool: fast }
+      - { name: m, pool: m, prefix: "m.", tools: { include: ["whoami", "report_*"] } }
+      - { name: pg, pool: pg }
+"#
+    );
+    let gw = Gateway::start(&yaml).await;
+    let url = format!("http://{}/hub", gw.addr);
+    let v = pinned_client(
+        &url,
+        &[
+            "whoami",
+            "fast__whoami",
+            "m.whoami",
+            "pg__t05",
+            "m.report_sales",
+        ],
+    )
+    .await;
+    let tools: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let paged: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| t.starts_with("pg__"))
+        .collect();
+    assert_eq!(
+        paged,
+        ["pg__t00", "pg__t01", "pg__t02", "pg__t03", "pg__t04", "pg__t05", "pg__t06"],
+        "{v}"
+    );
+    assert!(
+        v["pages"].as_u64().unwrap() >= 3,
+        "the member's 3 pages make as many merged ones: {v}"
+    );
+    for t in [
+        "whoami",
+        "ask",
+        "fast__whoami",
+        "m.whoami",
+        "m.report_sales",
+    ] {
+        assert!(tools.contains(&t), "{t} in {tools:?}");
+    }
+    assert!(
+        !tools.contains(&"m.echo_size"),
+        "m's include keeps only its globs: {tools:?}"
+    );
+    assert_eq!(v["calls"]["whoami"], "conf");
+    assert_eq!(v["calls"]["fast__whoami"], "fast");
+    assert_eq!(v["calls"]["m.whoami"], "m");
+    assert_eq!(v["calls"]["pg__t05"], "pg:t05");
+    assert_eq!(v["calls"]["m.report_sales"], "m:report:all");
+    assert_eq!(v["resource"], "hello from conf");
+    assert_eq!(v["prompt"], "Hello, ada, from conf");
+    assert_eq!(v["ask"], "hello ada", "{v}");
+    assert_eq!(v["elicited"].as_array().map(Vec::len), Some(1), "{v}");
+}
