@@ -301,3 +301,142 @@ async fn a_pinned_2026_client_pages_calls_reads_and_answers_an_elicitation_acros
     assert_eq!(v["ask"], "hello ada", "{v}");
     assert_eq!(v["elicited"].as_array().map(Vec::len), Some(1), "{v}");
 }
+
+/// A whole member down (its only pod SIGKILLed) and back on the same port: its tools leave
+/// the merged list (counted `left-out`), a call to one gets the gateway's JSON-RPC error
+/// naming the member, the other members answer throughout, and its tools return with it.
+#[tokio::test]
+async fn a_member_that_is_down_leaves_the_lists_its_calls_name_it_and_it_comes_back() {
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let mut m = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", "0", "--name", "m"],
+    )
+    .await;
+    let port = m.addr().rsplit(':').next().unwrap().to_owned();
+    let yaml = format!(
+        "pools:\n  a: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a }}\n      - {{ name: m, pool: m }}\n",
+        a.addr(),
+        m.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let listed = |v: &Value, name: &str| names(v).contains(&name.to_owned());
+    let list = rpc(1, "tools/list", json!({})).send(gw.addr).await.json();
+    assert!(
+        listed(&list, "m__whoami") && listed(&list, "a__whoami"),
+        "{list}"
+    );
+    m.kill().await;
+    let list = rpc(2, "tools/list", json!({})).send(gw.addr).await.json();
+    assert!(!listed(&list, "m__whoami"), "m's tools left: {list}");
+    assert!(listed(&list, "a__whoami"), "a still listed: {list}");
+    let left_out =
+        "mcpgw_virtual_member_events_total{event=\"left-out\",member=\"m\",route=\"/hub\"}";
+    assert!(gw.metric(left_out).await >= 1.0);
+    let resp = rpc(
+        3,
+        "tools/call",
+        json!({"name": "m__whoami", "arguments": {}}),
+    )
+    .send(gw.addr)
+    .await;
+    let v = resp.json();
+    assert_eq!(v["id"], 3, "{v}");
+    assert_eq!(v["error"]["code"], -32011, "{v}");
+    assert_eq!(v["error"]["data"]["member"], "m", "{v}");
+    let resp = rpc(
+        4,
+        "tools/call",
+        json!({"name": "a__whoami", "arguments": {}}),
+    )
+    .send(gw.addr)
+    .await;
+    assert_eq!(text(&resp), "a", "the other member never noticed");
+    let _m = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", &port, "--name", "m"],
+    )
+    .await;
+    mcp_gateway_tests::assert_eventually!(
+        std::time::Duration::from_secs(10),
+        listed(
+            &rpc(5, "tools/list", json!({})).send(gw.addr).await.json(),
+            "m__whoami"
+        ),
+        "m's tools came back with it"
+    );
+    let resp = rpc(
+        6,
+        "tools/call",
+        json!({"name": "m__whoami", "arguments": {}}),
+    )
+    .send(gw.addr)
+    .await;
+    assert_eq!(text(&resp), "m");
+}
+
+/// Policy reads the exposed names: an `authz` rule on `m.*` (scope `admin`, which neither API
+/// key has) refuses a call of `m.whoami` with 403 -32024 and filters `m.*` out of the merged
+/// list, while the bare names of the other member stay callable; a merged cursor is the
+/// caller's own (another principal's use of it is refused by name).
+#[tokio::test]
+async fn authz_rules_and_cursors_read_the_exposed_names_and_the_caller() {
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let m = PythonPeer::start("mcp2", "paged_server.py", &["--port", "0", "--name", "m"]).await;
+    let yaml = format!(
+        "{}pools:\n  a: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, prefix: never }}\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n    authz:\n      - {{ match: {{ method: tools/call, name: \"m.*\" }}, require: {{ scope: admin }} }}\n",
+        super::pooled_bridge::keys_yaml(),
+        a.addr(),
+        m.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let as_one = |r: Request| r.header("X-Api-Key", "k-one");
+    let refused = as_one(rpc(
+        1,
+        "tools/call",
+        json!({"name": "m.t00", "arguments": {}}),
+    ))
+    .send(gw.addr)
+    .await;
+    assert_eq!(refused.status(), 403, "{}", refused.text());
+    assert_eq!(refused.json()["error"]["code"], -32024);
+    let allowed = as_one(rpc(
+        2,
+        "tools/call",
+        json!({"name": "whoami", "arguments": {}}),
+    ))
+    .send(gw.addr)
+    .await;
+    assert_eq!(text(&allowed), "a");
+    let list = as_one(rpc(3, "tools/list", json!({})))
+        .send(gw.addr)
+        .await
+        .json();
+    let tools = names(&list);
+    assert!(tools.contains(&"whoami".to_owned()), "{tools:?}");
+    assert!(
+        tools.iter().all(|t| !t.starts_with("m.")),
+        "m.* filtered: {tools:?}"
+    );
+    let cursor = list["result"]["nextCursor"]
+        .as_str()
+        .expect("m pages")
+        .to_owned();
+    let theirs = rpc(4, "tools/list", json!({"cursor": cursor}))
+        .header("X-Api-Key", "k-two")
+        .send(gw.addr)
+        .await;
+    assert_eq!(theirs.status(), 400, "{}", theirs.text());
+    assert_eq!(
+        theirs.json()["error"]["data"]["reason"],
+        "cursor-of-another-caller"
+    );
+    let mine = as_one(rpc(5, "tools/list", json!({"cursor": cursor})))
+        .send(gw.addr)
+        .await;
+    assert_eq!(mine.status(), 200, "{}", mine.text());
+}

@@ -219,7 +219,13 @@ async fn call(
     }
     let route = members.routes[member].clone();
     let routed = Routed::of(&route, Some(method), Some(&own));
-    forward_body(gw, session, ctx, &route, body, routed).await
+    let served = forward_body(gw, session, ctx, &route, body, routed).await;
+    // what the gateway answers for the member (none of its backends left, say) names it
+    let name = &members.server.members[member].names.name;
+    served.map_err(|fail| match fail {
+        super::Fail::Answer(e) => super::Fail::Answer(e.with("member", name.as_str())),
+        io => io,
+    })
 }
 
 /// 202 Accepted, no body.
