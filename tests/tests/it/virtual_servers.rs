@@ -440,3 +440,45 @@ async fn authz_rules_and_cursors_read_the_exposed_names_and_the_caller() {
         .await;
     assert_eq!(mine.status(), 200, "{}", mine.text());
 }
+
+/// A reload adds a member and removes another without a restart: the next merged list has the
+/// new member's items and not the removed one's, and a call of a removed member's name is
+/// -32037.
+#[tokio::test]
+async fn a_reload_adds_and_removes_members() {
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let m = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", "0", "--name", "m"],
+    )
+    .await;
+    let config = |members: &str| {
+        format!(
+            "pools:\n  a: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
+             routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n{members}",
+            a.addr(),
+            m.addr()
+        )
+    };
+    let gw = Gateway::start(&config("      - { name: a, pool: a }\n")).await;
+    let list = |id| rpc(id, "tools/list", json!({}));
+    let tools = names(&list(1).send(gw.addr).await.json());
+    assert!(tools.contains(&"a__whoami".to_owned()) && !tools.iter().any(|t| t.starts_with("m__")));
+    gw.rewrite_config(&config("      - { name: m, pool: m }\n"));
+    mcp_gateway_tests::assert_eventually!(
+        std::time::Duration::from_secs(10),
+        names(&list(2).send(gw.addr).await.json()).contains(&"m__whoami".to_owned()),
+        "the added member's tools are listed"
+    );
+    let tools = names(&list(3).send(gw.addr).await.json());
+    assert!(!tools.iter().any(|t| t.starts_with("a__")), "{tools:?}");
+    let gone = rpc(
+        4,
+        "tools/call",
+        json!({"name": "a__whoami", "arguments": {}}),
+    )
+    .send(gw.addr)
+    .await;
+    assert_eq!(gone.json()["error"]["code"], -32037, "{}", gone.text());
+}
