@@ -11,10 +11,14 @@ use serde_json::{json, Value};
 
 const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}"#;
 
-fn rpc(id: u64, method: &str, mut params: Value) -> Request {
+fn rpc(id: u64, method: &str, params: Value) -> Request {
+    rpc_on("/hub", id, method, params)
+}
+
+fn rpc_on(path: &str, id: u64, method: &str, mut params: Value) -> Request {
     params["_meta"] = serde_json::from_str(META).unwrap();
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut r = Request::post("/hub", body.to_string())
+    let mut r = Request::post(path, body.to_string())
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", method);
     if let Some(name) = body["params"]["name"].as_str() {
@@ -162,6 +166,18 @@ async fn unknown_filtered_and_forged_names_get_json_rpc_errors_with_the_id() {
     assert_eq!(v["id"], 8);
     assert_eq!(v["error"]["code"], -32602);
     assert_eq!(v["error"]["data"]["reason"], "forged-cursor", "{v}");
+    // a call naming nothing, a method the route does not serve
+    let nameless = rpc(10, "tools/call", json!({"arguments": {}}))
+        .send(gw.addr)
+        .await;
+    assert_eq!(nameless.status(), 400, "{}", nameless.text());
+    assert_eq!(nameless.json()["error"]["code"], -32602);
+    let listen = rpc(11, "subscriptions/listen", json!({"notifications": {}}))
+        .send(gw.addr)
+        .await;
+    let v = listen.json();
+    assert_eq!(v["id"], 11);
+    assert_eq!(v["error"]["data"]["reason"], "not-on-virtual-route", "{v}");
     // a legacy client's initialize is refused clearly
     let init = json!({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
@@ -388,7 +404,7 @@ async fn authz_rules_and_cursors_read_the_exposed_names_and_the_caller() {
     let m = PythonPeer::start("mcp2", "paged_server.py", &["--port", "0", "--name", "m"]).await;
     let yaml = format!(
         "{}pools:\n  a: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
-         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, prefix: never }}\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n    authz:\n      - {{ match: {{ method: tools/call, name: \"m.*\" }}, require: {{ scope: admin }} }}\n",
+         routes:\n  - path: /other\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, prefix: never }}\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n    authz:\n      - {{ match: {{ method: tools/call, name: \"m.*\" }}, require: {{ scope: admin }} }}\n",
         super::pooled_bridge::keys_yaml(),
         a.addr(),
         m.addr()
@@ -434,6 +450,14 @@ async fn authz_rules_and_cursors_read_the_exposed_names_and_the_caller() {
     assert_eq!(
         theirs.json()["error"]["data"]["reason"],
         "cursor-of-another-caller"
+    );
+    let elsewhere = as_one(rpc_on("/other", 6, "tools/list", json!({"cursor": cursor})))
+        .send(gw.addr)
+        .await;
+    assert_eq!(elsewhere.status(), 400, "{}", elsewhere.text());
+    assert_eq!(
+        elsewhere.json()["error"]["data"]["reason"],
+        "cursor-of-another-virtual-server"
     );
     let mine = as_one(rpc(5, "tools/list", json!({"cursor": cursor})))
         .send(gw.addr)

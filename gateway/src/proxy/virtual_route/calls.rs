@@ -12,6 +12,14 @@ use crate::federation::names::Resolved;
 use crate::sync::lock;
 use serde_json::Value;
 
+/// The methods routed to one member by what they name.
+pub(super) const ROUTED: [&str; 4] = [
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "completion/complete",
+];
+
 /// What a call names: its kind, the exposed name, and the `ref` type of a completion.
 pub(super) struct Named {
     pub(super) kind: Kind,
@@ -20,8 +28,29 @@ pub(super) struct Named {
 }
 
 impl Named {
+    /// What a request of `method` names, from what the body check read (`params.name`, or
+    /// `params.uri`), without parsing the body again; a completion's `ref` is read from
+    /// `body`. `None` when it names nothing a member owns.
+    pub(super) fn read(method: &str, name: Option<&str>, body: &[u8]) -> Option<Named> {
+        let kind = match method {
+            "tools/call" => Kind::Tool,
+            "prompts/get" => Kind::Prompt,
+            "resources/read" => Kind::Resource,
+            "completion/complete" => {
+                let msg: Value = serde_json::from_slice(body).ok()?;
+                return Named::of(method, &msg);
+            }
+            _ => return None,
+        };
+        Some(Named {
+            kind,
+            exposed: name?.to_owned(),
+            ref_type: None,
+        })
+    }
+
     /// What `msg` (of `method`) names; `None` when it names nothing a member owns.
-    pub(super) fn of(method: &str, msg: &Value) -> Option<Named> {
+    fn of(method: &str, msg: &Value) -> Option<Named> {
         let params = msg.get("params")?;
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
         let (kind, exposed, ref_type) = match method {
@@ -59,13 +88,16 @@ impl Named {
 impl Virtual<'_> {
     /// The member and its own name behind `named`, looking in the members' lists when the
     /// map cannot tell.
-    pub(super) async fn resolve(&self, named: &Named, msg: &Value) -> Option<(usize, String)> {
+    pub(super) async fn resolve(&self, named: &Named, body: &[u8]) -> Option<(usize, String)> {
         let resolve = || lock(&self.members.names).resolve(named.kind, &named.exposed);
         match resolve() {
             Resolved::Member(i, own) => return Some((i, own)),
             Resolved::Unknown if named.kind != Kind::Resource => return None,
             Resolved::Unknown | Resolved::NeedLists => {}
         }
+        // the lookups carry the request's `_meta` (its era's envelope): read only now
+        let msg: Value = serde_json::from_slice(body).ok()?;
+        let msg = &msg;
         let list = match named.kind {
             Kind::Tool => List::Tools,
             Kind::Prompt => List::Prompts,

@@ -107,6 +107,7 @@ pub(super) async fn serve(
     };
     ctx.request_id = Some(info.request_id());
     let method = info.method.as_deref().map(str::to_owned);
+    let name = info.name.as_deref().map(str::to_owned);
     let has_id = info.id.is_some();
     drop(info);
     if legacy {
@@ -121,8 +122,6 @@ pub(super) async fn serve(
         // a 2026-07-28 notification: nothing a member waits for
         return accepted(session).await;
     }
-    let msg: Value =
-        serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
     let v = Virtual {
         session,
         route: &route,
@@ -141,10 +140,12 @@ pub(super) async fn serve(
         v.discover(&body).await
     } else if let Some(list) = List::of_method(&method) {
         super::steps::classify(ctx, &route, Some(&method), None)?;
+        let msg: Value =
+            serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
-    } else if let Some(named) = Named::of(&method, &msg) {
+    } else if let Some(named) = Named::read(&method, name.as_deref(), &body) {
         super::steps::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
-        let Some((member, own)) = v.resolve(&named, &msg).await else {
+        let Some((member, own)) = v.resolve(&named, &body).await else {
             v.count("-", "unknown-name");
             let server = &members.server.name;
             return Err(
@@ -164,6 +165,10 @@ pub(super) async fn serve(
             &method,
         )
         .await;
+    } else if calls::ROUTED.contains(&method.as_str()) {
+        let detail =
+            "the request names no tool, prompt or resource (params.name, params.uri or params.ref)";
+        return Err(GatewayError::invalid_params(detail).into());
     } else {
         return Err(GatewayError::not_on_virtual_route(&method).into());
     };
