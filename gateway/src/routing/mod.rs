@@ -175,28 +175,32 @@ impl Route {
 #[derive(Debug)]
 pub struct Router {
     routes: Vec<std::sync::Arc<Route>>,
+    /// Whether any route is virtual (asked on every request: kept, not searched).
+    has_virtual: bool,
 }
 
 impl Router {
     /// Compiles the config's routes.
     pub fn new(config: &Config) -> Router {
+        let routes: Vec<std::sync::Arc<Route>> = config
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut route = Route::compile(i, r);
+                route.members = Members::compile(i, r, config);
+                std::sync::Arc::new(route)
+            })
+            .collect();
         Router {
-            routes: config
-                .routes
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let mut route = Route::compile(i, r);
-                    route.members = Members::compile(i, r, config);
-                    std::sync::Arc::new(route)
-                })
-                .collect(),
+            has_virtual: routes.iter().any(|r| r.members.is_some()),
+            routes,
         }
     }
 
     /// Whether any route is virtual (its requests may ask members through subrequests).
     pub fn has_virtual(&self) -> bool {
-        self.routes.iter().any(|r| r.members.is_some())
+        self.has_virtual
     }
 
     /// The first route taking this path (query excluded).
