@@ -73,7 +73,7 @@ impl Refusal {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Sealed<'a> {
+struct Sealed<'a, T> {
     #[serde(rename = "v")]
     version: u8,
     #[serde(rename = "s", borrow)]
@@ -81,11 +81,14 @@ struct Sealed<'a> {
     #[serde(rename = "p", borrow)]
     principal: std::borrow::Cow<'a, str>,
     #[serde(rename = "c")]
-    position: Position,
+    position: T,
 }
 
 /// A marker in the associated data so a sealed MRTR state never opens as a cursor.
 const PURPOSE: &[u8] = b"mcp-gateway virtual-server cursor v1";
+
+/// The same for a virtual server's session ids.
+const SESSION_PURPOSE: &[u8] = b"mcp-gateway virtual-server session v1";
 
 /// Seals and opens the cursors of virtual servers with one key.
 pub struct CursorSealer {
@@ -115,13 +118,51 @@ impl CursorSealer {
 
     /// The cursor for `position`, given by virtual server `server` to `principal`.
     pub fn seal(&self, server: &str, principal: &str, position: &Position) -> String {
+        self.seal_as(PURPOSE, server, principal, position)
+    }
+
+    /// The position a cursor carries, if virtual server `server` gave it to `principal`.
+    pub fn open(&self, cursor: &str, server: &str, principal: &str) -> Result<Position, Refusal> {
+        self.open_as(PURPOSE, cursor, server, principal)
+    }
+
+    /// A legacy client's session id on virtual server `server`: its members' own session ids
+    /// (member name → the member route's session id; `""` for a member that keeps none),
+    /// sealed for `principal` under another purpose than cursors (one never opens as the
+    /// other).
+    pub fn seal_session(
+        &self,
+        server: &str,
+        principal: &str,
+        members: &BTreeMap<String, String>,
+    ) -> String {
+        self.seal_as(SESSION_PURPOSE, server, principal, members)
+    }
+
+    /// The members' session ids a virtual session id carries.
+    pub fn open_session(
+        &self,
+        id: &str,
+        server: &str,
+        principal: &str,
+    ) -> Result<BTreeMap<String, String>, Refusal> {
+        self.open_as(SESSION_PURPOSE, id, server, principal)
+    }
+
+    fn seal_as<T: Serialize>(
+        &self,
+        purpose: &[u8],
+        server: &str,
+        principal: &str,
+        what: &T,
+    ) -> String {
         let plain = serde_json::to_vec(&Sealed {
             version: 1,
             server: server.into(),
             principal: principal.into(),
-            position: position.clone(),
+            position: what,
         })
-        .expect("a position serializes");
+        .expect("a sealed value serializes");
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
         let sealed = self
             .cipher
@@ -129,7 +170,7 @@ impl CursorSealer {
                 &nonce,
                 Payload {
                     msg: &plain,
-                    aad: PURPOSE,
+                    aad: purpose,
                 },
             )
             .expect("encryption of a small message does not fail");
@@ -138,10 +179,15 @@ impl CursorSealer {
         URL_SAFE_NO_PAD.encode(out)
     }
 
-    /// The position a cursor carries, if virtual server `server` gave it to `principal`.
-    pub fn open(&self, cursor: &str, server: &str, principal: &str) -> Result<Position, Refusal> {
+    fn open_as<T: serde::de::DeserializeOwned>(
+        &self,
+        purpose: &[u8],
+        sealed: &str,
+        server: &str,
+        principal: &str,
+    ) -> Result<T, Refusal> {
         let raw = URL_SAFE_NO_PAD
-            .decode(cursor.as_bytes())
+            .decode(sealed.as_bytes())
             .map_err(|_| Refusal::Forged)?;
         if raw.len() < 12 + 16 {
             return Err(Refusal::Forged);
@@ -153,11 +199,11 @@ impl CursorSealer {
                 Nonce::from_slice(nonce),
                 Payload {
                     msg: ciphertext,
-                    aad: PURPOSE,
+                    aad: purpose,
                 },
             )
             .map_err(|_| Refusal::Forged)?;
-        let sealed: Sealed<'_> = serde_json::from_slice(&plain).map_err(|_| Refusal::Forged)?;
+        let sealed: Sealed<'_, T> = serde_json::from_slice(&plain).map_err(|_| Refusal::Forged)?;
         if sealed.version != 1 {
             return Err(Refusal::Forged);
         }

@@ -113,6 +113,8 @@ pub struct RequestCtx {
     pub otel: Option<opentelemetry::Context>,
     /// The MCP method and name, kept for the span (traces on).
     pub mcp_call: Option<(String, Option<String>)>,
+    /// A member request of a virtual route: its body, given instead of read from the client.
+    pub preset_body: Option<bytes::Bytes>,
 }
 
 impl RequestCtx {
@@ -139,6 +141,7 @@ impl RequestCtx {
             captured: Default::default(),
             otel: None,
             mcp_call: None,
+            preset_body: None,
         }
     }
 

@@ -11,6 +11,18 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use tokio::time::Instant;
 
+/// The request's body: a virtual route's member request carries its own; otherwise the
+/// client's, read whole ([`read_body`]).
+pub async fn request_body(
+    session: &mut Session,
+    ctx: &mut super::ctx::RequestCtx,
+) -> std::result::Result<Bytes, GatewayError> {
+    match ctx.preset_body.take() {
+        Some(body) => Ok(body),
+        None => read_body(session, ctx.state.config.max_body_bytes).await,
+    }
+}
+
 /// Reads the whole request body, refusing more than `max` bytes.
 pub async fn read_body(
     session: &mut Session,

@@ -11,7 +11,7 @@
 //! streams back as it arrives. Also here: a stateless route refuses backend sessions, and
 //! never passes on a client's session id.
 
-use super::relay::{client_response, end_with_error, read_body, relay, Relayed};
+use super::relay::{client_response, end_with_error, relay, Relayed};
 use super::{check, ctx::RequestCtx, Gateway, Handled};
 use crate::error::GatewayError;
 use crate::routing::Route;
@@ -36,8 +36,7 @@ pub(super) async fn forward_buffered(
     route: Arc<Route>,
     check: bool,
 ) -> Handled {
-    let state = ctx.state.clone();
-    let body = read_body(session, state.config.max_body_bytes).await?;
+    let body = super::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
     let info = if check {
         check::check_body(&session.req_header().headers, &body).map_err(|rejected| {

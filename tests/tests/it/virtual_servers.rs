@@ -506,3 +506,104 @@ async fn a_reload_adds_and_removes_members() {
     .await;
     assert_eq!(gone.json()["error"]["code"], -32037, "{}", gone.text());
 }
+
+/// A legacy client (PyPI mcp 1.30.0, `tests/peers/repl_client.py`) on a virtual route: one
+/// client session holding a session per member (two FastMCP 1.30.0 pods behind member `fast`,
+/// one behind `conf` with bare names, a 2026-07-28 server behind `m`). Lists merge, calls
+/// reach their members in their sessions (a counter counts per session), `logging/setLevel`
+/// reaches every member; SIGKILL of the pod holding `fast`'s session: the client keeps its
+/// session, the next `fast` call is answered from the surviving pod (its counter restarts,
+/// its log level replayed), and `conf` and `m` never notice.
+#[tokio::test]
+async fn a_legacy_client_keeps_its_session_when_the_pod_of_one_members_session_dies() {
+    use mcp_gateway_tests::harness::ReplClient;
+    let mut pods = vec![
+        PythonPeer::start(
+            "mcp1",
+            "legacy_server.py",
+            &["--port", "0", "--name", "pod-0"],
+        )
+        .await,
+        PythonPeer::start(
+            "mcp1",
+            "legacy_server.py",
+            &["--port", "0", "--name", "pod-1"],
+        )
+        .await,
+    ];
+    let c = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "c"]).await;
+    let m = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", "0", "--name", "m"],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  fast: {{ era: legacy, backends: [{}, {}] }}\n  conf: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n{}",
+        pods[0].addr(),
+        pods[1].addr(),
+        c.addr(),
+        m.addr(),
+        r#"      - { name: fast, pool: fast, mode: stateful }
+      - { name: conf, pool: conf, mode: stateful, prefix: never }
+      - { name: m, pool: m, mode: stateless, prefix: "m." }
+"#
+    );
+    let gw = Gateway::start(&yaml).await;
+    let mut client = ReplClient::connect("mcp1", &gw.url("/hub"), None).await;
+    let listed = client.cmd(json!({"op": "list"})).await;
+    let tools: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for t in ["fast__whoami", "fast__count", "whoami", "count", "m.whoami"] {
+        assert!(tools.contains(&t), "{t} in {listed}");
+    }
+    let pinned = client.call_text("fast__whoami", json!({})).await;
+    assert!(pinned == "pod-0" || pinned == "pod-1", "{pinned}");
+    assert_eq!(client.call_text("fast__count", json!({})).await, "1");
+    assert_eq!(client.call_text("fast__count", json!({})).await, "2");
+    assert_eq!(
+        client.call_text("count", json!({})).await,
+        "1",
+        "conf counts its own session"
+    );
+    assert_eq!(client.call_text("whoami", json!({})).await, "c");
+    assert_eq!(client.call_text("m.whoami", json!({})).await, "m");
+    let set = client
+        .cmd(json!({"op": "set_level", "level": "debug"}))
+        .await;
+    assert_eq!(set["ok"], true, "{set}");
+    assert_eq!(
+        client.call_text("fast__log_level", json!({})).await,
+        "debug"
+    );
+    // the pod holding fast's session dies
+    let dead = if pinned == "pod-0" { 0 } else { 1 };
+    pods[dead].kill().await;
+    let survivor = client.call_text("fast__whoami", json!({})).await;
+    assert_ne!(
+        survivor, pinned,
+        "fast's session moved to the surviving pod"
+    );
+    assert_eq!(
+        client.call_text("fast__count", json!({})).await,
+        "1",
+        "a new session there"
+    );
+    assert_eq!(
+        client.call_text("fast__log_level", json!({})).await,
+        "debug",
+        "replayed"
+    );
+    assert_eq!(
+        client.call_text("count", json!({})).await,
+        "2",
+        "conf's session never noticed"
+    );
+    assert_eq!(client.call_text("m.whoami", json!({})).await, "m");
+    assert!(client.close().await, "DELETE ends every member session");
+}

@@ -9,7 +9,7 @@ mod events;
 mod in_session;
 mod subscriptions;
 
-use super::relay::{client_response, read_body, relay, write_whole, Relayed};
+use super::relay::{client_response, relay, write_whole, Relayed};
 use super::stateless::{forward_any, Outbound};
 use super::{ctx::RequestCtx, Gateway, Handled};
 use crate::bridge::legacy_clients::{self, bridge_over_if_needed};
@@ -67,7 +67,7 @@ pub(super) async fn handle(
             crate::error::GatewayError::method_not_allowed(method.as_str(), "GET, POST, DELETE");
         return Err(err.into());
     }
-    let body = read_body(session, state.config.max_body_bytes).await?;
+    let body = super::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
     let call = Call::classify(body)?;
     ctx.request_id = Some(call.id.clone());

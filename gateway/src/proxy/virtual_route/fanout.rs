@@ -12,7 +12,7 @@ use super::super::{Gateway, Handled};
 use crate::auth::Principal;
 use crate::routing::Route;
 use bytes::{Bytes, BytesMut};
-use mcp_wire::headers::{MCP_METHOD, MCP_NAME};
+use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
 use mcp_wire::{inspect_body, method_label, Era};
 use pingora::prelude::*;
 use pingora::protocols::http::HttpTask;
@@ -33,12 +33,19 @@ pub(crate) struct Ask {
     pub(super) principal: Option<Arc<Principal>>,
     /// The client's era.
     pub(super) era: Era,
+    /// A legacy client's session on the member's route (its `Mcp-Session-Id` there), if it
+    /// has one.
+    pub(super) session: Option<String>,
+    /// Who admission counts the caller as (a session's client, for the sessions' caps).
+    pub(super) identity: Option<Arc<str>>,
 }
 
 /// A member's whole answer.
 pub(super) struct Answer {
     /// Its HTTP status.
     pub(super) status: u16,
+    /// Its `Mcp-Session-Id` (a member session opened by an `initialize`).
+    pub(super) session_id: Option<String>,
     /// Its `Content-Type`.
     pub(super) content_type: Option<String>,
     /// Its body.
@@ -60,6 +67,7 @@ pub(super) async fn ask(
     let read = async {
         let mut answer = Answer {
             status: 0,
+            session_id: None,
             content_type: None,
             body: Bytes::new(),
         };
@@ -68,6 +76,11 @@ pub(super) async fn ask(
             let end = match t {
                 HttpTask::Header(head, end) => {
                     answer.status = head.status.as_u16();
+                    answer.session_id = head
+                        .headers
+                        .get(MCP_SESSION_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
                     answer.content_type = head
                         .headers
                         .get(http::header::CONTENT_TYPE)
@@ -98,8 +111,10 @@ pub(super) async fn ask(
         Ok(answer)
     };
     let answered = tokio::time::timeout(deadline, read).await;
-    // a member past its deadline is given up: its request dropped (closed upstream)
-    task.abort();
+    if !matches!(answered, Ok(Ok(_))) {
+        // a member past its deadline (or broken) is given up: its request dropped
+        task.abort();
+    }
     answered.map_err(|_| "deadline")?
 }
 
@@ -120,6 +135,10 @@ pub(in crate::proxy) async fn serve(
     ctx.route = Some(ask.route.clone());
     ctx.principal = ask.principal;
     ctx.era = ask.era;
+    ctx.admitted.identity = ask.identity;
+    if ask.era == Era::Legacy {
+        return serve_in_session(gw, session, ctx, ask.route, ask.body, ask.session).await;
+    }
     let info = inspect_body(&ask.body).map_err(crate::error::GatewayError::from)?;
     ctx.request_id = Some(info.request_id());
     ctx.method_label = method_label(info.method.as_deref());
@@ -145,4 +164,139 @@ pub(in crate::proxy) async fn serve(
     }
     drop(info);
     forward_body(gw, session, ctx, &ask.route, ask.body, routed).await
+}
+
+/// A legacy client's member request: on the member's route as a plain route of its mode
+/// serves a session-era request, in the member session `member_session` (none: an
+/// `initialize`, or a member that keeps no session).
+async fn serve_in_session(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: Arc<Route>,
+    body: Bytes,
+    member_session: Option<String>,
+) -> Handled {
+    let internal = |_| crate::error::GatewayError::internal("a member request's head");
+    let head = session.req_header_mut();
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")
+        .map_err(internal)?;
+    match member_session.filter(|s| !s.is_empty()) {
+        Some(sid) => head.insert_header(MCP_SESSION_ID, sid).map_err(internal)?,
+        None => {
+            head.remove_header(MCP_SESSION_ID);
+        }
+    }
+    ctx.preset_body = Some(body);
+    match route.mode {
+        crate::config::Mode::Stateless => {
+            super::super::stateless::forward_buffered(gw, session, ctx, route, false).await
+        }
+        crate::config::Mode::Stateful | crate::config::Mode::Auto => {
+            super::super::stateful::handle(gw, session, ctx, route).await
+        }
+    }
+}
+
+/// Sends `ask` as a subrequest of `session` and writes its answer to the client as it comes:
+/// the head with `Mcp-Session-Id` set to `client_session`, an SSE body event by event through
+/// `event` (a JSON body untouched).
+pub(super) async fn pipe(
+    session: &mut Session,
+    ask: Ask,
+    client_session: &str,
+    mut event: impl FnMut(&[u8]) -> Bytes,
+) -> Handled {
+    let spawner = session
+        .subrequest_spawner
+        .as_ref()
+        .ok_or_else(|| crate::error::GatewayError::internal("no subrequests"))?;
+    let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
+    let ctx = SubrequestCtx::builder().user_ctx(user).build();
+    let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
+    let task = tokio::spawn(prepared.run());
+    // the subrequest ends with the client: dropped before its answer ended, it is cancelled
+    let mut task = AbortOnDrop(Some(task));
+    let mut sse = false;
+    let mut splitter = mcp_wire::sse::EventSplitter::default();
+    let mut started = false;
+    while let Some(t) = handle.rx.recv().await {
+        match t {
+            HttpTask::Header(mut head, end) => {
+                sse = mcp_wire::sse::is_event_stream(
+                    head.headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok()),
+                );
+                if head.headers.contains_key(MCP_SESSION_ID) {
+                    let _ = head.insert_header(MCP_SESSION_ID, client_session);
+                }
+                if sse {
+                    // events are rewritten: their length changes
+                    head.remove_header(&http::header::CONTENT_LENGTH);
+                }
+                session
+                    .write_response_header(head, end)
+                    .await
+                    .map_err(super::super::Fail::Io)?;
+                started = true;
+                if end {
+                    task.disarm();
+                    return Ok(());
+                }
+            }
+            HttpTask::Body(chunk, end) => {
+                let chunk = chunk.unwrap_or_default();
+                let out = if sse {
+                    let mut out = bytes::BytesMut::new();
+                    for e in splitter.push(&chunk) {
+                        out.extend_from_slice(&event(&e));
+                    }
+                    out.freeze()
+                } else {
+                    chunk
+                };
+                if !out.is_empty() || end {
+                    session
+                        .write_response_body(Some(out), end)
+                        .await
+                        .map_err(super::super::Fail::Io)?;
+                }
+                if end {
+                    task.disarm();
+                    return Ok(());
+                }
+            }
+            HttpTask::Done => break,
+            HttpTask::Failed(e) if !started => return Err(super::super::Fail::Io(e)),
+            HttpTask::Failed(_) => break,
+            HttpTask::UpgradedBody(..) | HttpTask::Trailer(_) => {}
+        }
+    }
+    if started {
+        session
+            .write_response_body(None, true)
+            .await
+            .map_err(super::super::Fail::Io)?;
+        Ok(())
+    } else {
+        Err(crate::error::GatewayError::internal("a member answered nothing").into())
+    }
+}
+
+/// Aborts a task when dropped, unless disarmed.
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl AbortOnDrop {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
 }

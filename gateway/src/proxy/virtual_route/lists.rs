@@ -4,7 +4,7 @@
 //! Members are asked concurrently, each within the route's member deadline; one that fails
 //! or misses it is left out of that answer, counted and logged, never the whole answer.
 
-use super::fanout::{self, Answer, Ask};
+use super::fanout::{self, Answer};
 use super::Virtual;
 use crate::federation::cursor::{Page, Position};
 use crate::federation::merge::{merge, List, Part};
@@ -45,12 +45,7 @@ impl Virtual<'_> {
         body: impl Fn(usize) -> bytes::Bytes,
     ) -> Vec<(usize, Result<Map<String, Value>, &'static str>)> {
         let asks = members.iter().map(|&i| {
-            let ask = Ask {
-                route: self.members.routes[i].clone(),
-                body: body(i),
-                principal: self.principal.clone(),
-                era: self.era,
-            };
+            let ask = self.ask_of(i, body(i));
             async move {
                 let answer = fanout::ask(self.session, ask, self.deadline).await;
                 (i, Self::result_of(answer))
@@ -60,7 +55,7 @@ impl Virtual<'_> {
     }
 
     /// Counts and logs the members left out of an answer.
-    fn left_out(&self, left_out: &[(usize, &'static str)]) {
+    pub(super) fn left_out(&self, left_out: &[(usize, &'static str)]) {
         for (i, reason) in left_out {
             let member = self.member_name(*i);
             self.count(member, "left-out");
@@ -141,13 +136,17 @@ impl Virtual<'_> {
         for c in &merged.collisions {
             self.count(self.member_name(c.left_out), "collision");
         }
-        let mut result = json!({
-            "resultType": "complete",
-            list.key(): merged.items,
-            "ttlMs": 0,
-            "cacheScope": "private",
-            "_meta": {SERVER_INFO: self.server_info()},
-        });
+        let mut result = if self.legacy() {
+            json!({list.key(): merged.items})
+        } else {
+            json!({
+                "resultType": "complete",
+                list.key(): merged.items,
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": {SERVER_INFO: self.server_info()},
+            })
+        };
         if !merged.position.finished() {
             let cursor = self.members.cursors.seal(
                 &self.route.label,

@@ -16,6 +16,7 @@
 mod calls;
 mod errors;
 mod fanout;
+mod legacy;
 mod lists;
 
 pub(in crate::proxy) use fanout::{serve as serve_ask, take as take_ask};
@@ -41,7 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A member's deadline for what the gateway merges, unless the route sets `limits.timeout-ms`.
-const MEMBER_DEADLINE: Duration = Duration::from_secs(10);
+pub(super) const MEMBER_DEADLINE: Duration = Duration::from_secs(10);
 
 /// One request on a virtual route, while the gateway asks its members.
 pub(super) struct Virtual<'a> {
@@ -52,6 +53,10 @@ pub(super) struct Virtual<'a> {
     era: Era,
     deadline: Duration,
     events: &'a IntCounterVec,
+    /// A legacy client's member sessions (member name → its session id there).
+    sessions: Option<std::collections::BTreeMap<String, String>>,
+    /// Who admission counts the caller as.
+    identity: Option<Arc<str>>,
 }
 
 impl Virtual<'_> {
@@ -67,6 +72,24 @@ impl Virtual<'_> {
     fn server_info(&self) -> Value {
         let server = &self.members.server;
         json!({"name": server.name, "version": server.version})
+    }
+
+    /// Whether the client is of the session era (answers without the 2026-07-28 keys).
+    fn legacy(&self) -> bool {
+        self.era == Era::Legacy
+    }
+
+    /// A member request: `body` for member `i`, in the client's session there.
+    fn ask_of(&self, i: usize, body: Bytes) -> fanout::Ask {
+        let name = self.member_name(i);
+        fanout::Ask {
+            route: self.members.routes[i].clone(),
+            body,
+            principal: self.principal.clone(),
+            era: self.era,
+            session: self.sessions.as_ref().and_then(|s| s.get(name)).cloned(),
+            identity: self.identity.clone(),
+        }
     }
 
     fn count(&self, member: &str, event: &str) {
@@ -87,11 +110,11 @@ pub(super) async fn serve(
         .members
         .as_ref()
         .ok_or_else(|| GatewayError::internal("a virtual route without members"))?;
+    if ctx.era == Era::Legacy {
+        return legacy::serve(gw, session, ctx, &route, members).await;
+    }
     let http_method = session.req_header().method.clone();
     if http_method != http::Method::POST {
-        if ctx.era != Era::Stateless {
-            return Err(GatewayError::virtual_needs_modern(http_method.as_str()).into());
-        }
         return Err(GatewayError::method_not_allowed(http_method.as_str(), "POST").into());
     }
     let body = read_body(session, ctx.state.config.max_body_bytes).await?;
@@ -130,6 +153,8 @@ pub(super) async fn serve(
         era: ctx.era,
         deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
         events: &gw.metrics.virtual_members,
+        sessions: None,
+        identity: ctx.admitted.identity.clone(),
     };
     let id = ctx
         .request_id
@@ -205,15 +230,7 @@ async fn call(
     body: Bytes,
     method: &str,
 ) -> Handled {
-    let body = if own == named.exposed {
-        body
-    } else {
-        let path = mcp_wire::rewrite::name_path(method, named.ref_type.as_deref())
-            .ok_or_else(|| GatewayError::internal("no name path for a routed method"))?;
-        let rewritten = mcp_wire::rewrite::replace_string(&body, path, &own)
-            .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
-        Bytes::from(rewritten)
-    };
+    let body = own_name(&body, method, named, &own)?;
     let header = session.req_header().headers.contains_key(MCP_NAME);
     if header {
         let value = mcp_wire::headers::encode_value(&own);
@@ -231,6 +248,23 @@ async fn call(
         super::Fail::Answer(e) => super::Fail::Answer(e.with("member", name.as_str())),
         io => io,
     })
+}
+
+/// `body` with the member's own name `own` where the exposed one was (every other byte kept).
+fn own_name(body: &Bytes, method: &str, named: &Named, own: &str) -> Result<Bytes, GatewayError> {
+    if own == named.exposed {
+        return Ok(body.clone());
+    }
+    let method = match method {
+        // the URI of a subscription is where a read's is
+        "resources/subscribe" | "resources/unsubscribe" => "resources/read",
+        m => m,
+    };
+    let path = mcp_wire::rewrite::name_path(method, named.ref_type.as_deref())
+        .ok_or_else(|| GatewayError::internal("no name path for a routed method"))?;
+    let rewritten = mcp_wire::rewrite::replace_string(body, path, own)
+        .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
+    Ok(Bytes::from(rewritten))
 }
 
 /// 202 Accepted, no body.

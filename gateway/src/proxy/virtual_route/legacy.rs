@@ -1,0 +1,386 @@
+//! Legacy (2025-era) clients on a virtual route: one client session, one session per member.
+//!
+//! - The client's `initialize` is sent to every member's route (concurrently, as a subrequest
+//!   each), which opens a session there exactly as a plain route of the member's mode does: a
+//!   gateway session pinned to one backend pod (re-initialized on a surviving pod when that pod
+//!   dies or forgets it, its settings replayed), the reverse bridge's for a 2026-07-28 member.
+//!   The client gets the virtual server's own `InitializeResult` and, as its session id, the
+//!   members' session ids sealed for its principal (`CursorSealer::seal_session`): nothing to
+//!   store, and any replica sharing the session store and the key serves it.
+//! - Notifications (and `logging/setLevel`) go to every member; lists are merged from every
+//!   member's session; a call goes to the member owning its name, in its session there, its
+//!   answer streamed back with the client's session id and every request a member sends within
+//!   it (an elicitation, a sampling request) renumbered `"<member>:<id>"`, so two members never
+//!   collide and the client's answer goes back to the member that asked, with its own id.
+//! - DELETE ends every member session. A member that could not be reached when the session
+//!   began has no session in it: its calls get -32011 with `data.member` and
+//!   `data.reason: member-not-in-session` (a new session includes it again).
+
+use super::calls::Named;
+use super::fanout::{self, pipe};
+use super::Virtual;
+use crate::error::GatewayError;
+use crate::federation::merge::List;
+use crate::routing::{Members, Route};
+use bytes::Bytes;
+use mcp_wire::headers::MCP_SESSION_ID;
+use mcp_wire::{inspect_body, sse};
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+use super::super::ctx::RequestCtx;
+use super::super::relay::{request_body, write_whole};
+use super::super::{Fail, Gateway, Handled};
+
+/// Serves one request of a legacy client on a virtual route.
+pub(super) async fn serve(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    route: &Route,
+    members: &Members,
+) -> Handled {
+    let http_method = session.req_header().method.clone();
+    let sid = session
+        .req_header()
+        .headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if http_method == http::Method::GET {
+        // no server→client stream of its own yet: requests of members arrive within calls
+        return Err(GatewayError::method_not_allowed("GET", "POST, DELETE").into());
+    }
+    let body = if http_method == http::Method::POST {
+        let body = request_body(session, ctx).await?;
+        ctx.capture_request(&body);
+        body
+    } else if http_method == http::Method::DELETE {
+        Bytes::new()
+    } else {
+        let e = GatewayError::method_not_allowed(http_method.as_str(), "POST, DELETE");
+        return Err(e.into());
+    };
+    let (method, name, has_id) = if body.is_empty() {
+        (None, None, false)
+    } else {
+        let info = inspect_body(&body)?;
+        ctx.request_id = Some(info.request_id());
+        let parts = (
+            info.method.as_deref().map(str::to_owned),
+            info.name.as_deref().map(str::to_owned),
+            info.id.is_some(),
+        );
+        parts
+    };
+    let mut v = Virtual {
+        session,
+        route,
+        members,
+        principal: ctx.principal.clone(),
+        era: ctx.era,
+        deadline: route.deadline(None, None).unwrap_or(super::MEMBER_DEADLINE),
+        events: &gw.metrics.virtual_members,
+        sessions: None,
+        identity: ctx.admitted.identity.clone(),
+    };
+    let Some(sid) = sid else {
+        if method.as_deref() != Some("initialize") {
+            let detail = "a session-era request on a virtual route needs the Mcp-Session-Id its initialize answered";
+            return Err(GatewayError::invalid_request(detail).into());
+        }
+        let (head, answer) = initialize(&v, &body).await?;
+        drop(v);
+        ctx.capture_response(&answer);
+        write_whole(session, head, answer).await?;
+        return Ok(());
+    };
+    let opened = members
+        .cursors
+        .open_session(&sid, &route.label, v.principal_key())
+        .map_err(|_| GatewayError::session_not_found("unknown"))?;
+    v.sessions = Some(opened);
+    if http_method == http::Method::DELETE {
+        v.to_all(Bytes::new()).await;
+        drop(v);
+        return answer_empty(session, 200).await;
+    }
+    let id = ctx
+        .request_id
+        .clone()
+        .unwrap_or_else(mcp_wire::RequestId::null);
+    let Some(method) = method else {
+        // the client's answer to a member's request: back to that member, with its own id
+        let (member, own_id) = answer_route(&body, members).ok_or_else(|| {
+            GatewayError::invalid_request("an answer to no request a member of this session sent")
+        })?;
+        let body = with_id(&body, own_id)?;
+        let ask = v.ask_of(member, body);
+        let _ = fanout::ask(v.session, ask, v.deadline).await;
+        drop(v);
+        return answer_empty(session, 202).await;
+    };
+    if !has_id || method == "logging/setLevel" {
+        // a notification, or a setting of the session: every member takes it
+        v.to_all(body.clone()).await;
+        drop(v);
+        if !has_id {
+            return answer_empty(session, 202).await;
+        }
+        return answer_json(session, ctx, mcp_wire::messages::empty_result(&id)).await;
+    }
+    let result = if method == "ping" {
+        json!({})
+    } else if let Some(list) = List::of_method(&method) {
+        super::super::steps::classify(ctx, route, Some(&method), None)?;
+        let msg: Value =
+            serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+        v.list(list, &msg).await?
+    } else if let Some(named) = named(&method, name.as_deref(), &body) {
+        super::super::steps::classify(ctx, route, Some(&method), Some(&named.exposed))?;
+        let Some((member, own)) = v.resolve(&named, &body).await else {
+            v.count("-", "unknown-name");
+            let server = &members.server.name;
+            return Err(
+                GatewayError::unknown_name(server, named.kind_word(), &named.exposed).into(),
+            );
+        };
+        let member_name = v.member_name(member).to_owned();
+        v.count(&member_name, "routed");
+        if v.sessions
+            .as_ref()
+            .is_some_and(|s| !s.contains_key(&member_name))
+        {
+            return Err(member_not_in_session(&member_name).into());
+        }
+        let body = super::own_name(&body, &method, &named, &own)?;
+        let ask = v.ask_of(member, body);
+        drop(v);
+        return pipe(session, ask, &sid, |event| renumber(event, &member_name)).await;
+    } else {
+        return Err(GatewayError::not_on_virtual_route(&method).into());
+    };
+    drop(v);
+    answer_json(session, ctx, mcp_wire::messages::result(&id, &result)).await
+}
+
+/// What a session-era request names (`resources/subscribe` and `unsubscribe` by URI too).
+fn named(method: &str, name: Option<&str>, body: &[u8]) -> Option<Named> {
+    match method {
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let msg: Value = serde_json::from_slice(body).ok()?;
+            let uri = msg.pointer("/params/uri")?.as_str()?;
+            Named::read("resources/read", Some(uri), body)
+        }
+        _ => Named::read(method, name, body),
+    }
+}
+
+impl Virtual<'_> {
+    /// Sends `body` to every member in the client's session there (a notification, a
+    /// setting, a DELETE when empty); what they answer is not the client's.
+    async fn to_all(&self, body: Bytes) {
+        let all: Vec<usize> = (0..self.members.routes.len())
+            .filter(|&i| {
+                let name = self.member_name(i);
+                self.sessions.as_ref().is_none_or(|s| s.contains_key(name))
+            })
+            .collect();
+        let asks = all.iter().map(|&i| {
+            let ask = self.ask_of(i, body.clone());
+            fanout::ask(self.session, ask, self.deadline)
+        });
+        futures_util::future::join_all(asks).await;
+    }
+}
+
+/// The client's `initialize`, sent to every member: the virtual server's answer and the
+/// client's session id (the members' sessions, sealed).
+async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, Bytes), Fail> {
+    let all: Vec<usize> = (0..v.members.routes.len()).collect();
+    let asks = all.iter().map(|&i| {
+        let ask = v.ask_of(i, body.clone());
+        async move { (i, fanout::ask(v.session, ask, v.deadline).await) }
+    });
+    let answers = futures_util::future::join_all(asks).await;
+    let msg: Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let asked = msg
+        .pointer("/params/protocolVersion")
+        .and_then(Value::as_str);
+    let mut sessions = BTreeMap::new();
+    let mut capabilities = Map::new();
+    let mut instructions = Vec::new();
+    let mut versions = Vec::new();
+    let mut left_out = Vec::new();
+    for (i, answer) in answers {
+        let name = v.member_name(i).to_owned();
+        let (session_id, result) = match answer {
+            Ok(a) => {
+                let result = sse::response(a.content_type.as_deref(), &a.body)
+                    .and_then(|m| m.get("result").cloned());
+                match result {
+                    Some(r) => (a.session_id, r),
+                    None => {
+                        left_out.push((i, "error"));
+                        continue;
+                    }
+                }
+            }
+            Err(reason) => {
+                left_out.push((i, reason));
+                continue;
+            }
+        };
+        sessions.insert(name.clone(), session_id.unwrap_or_default());
+        if let Some(Value::Object(caps)) = result.get("capabilities") {
+            for key in ["tools", "prompts", "resources", "completions", "logging"] {
+                if caps.contains_key(key) {
+                    capabilities.insert(key.into(), json!({}));
+                }
+            }
+        }
+        if let Some(text) = result.get("instructions").and_then(Value::as_str) {
+            instructions.push(format!("## {name}\n\n{text}"));
+        }
+        if let Some(version) = result.get("protocolVersion").and_then(Value::as_str) {
+            versions.push(version.to_owned());
+        }
+    }
+    v.left_out(&left_out);
+    if sessions.is_empty() {
+        return Err(GatewayError::unavailable(&v.route.label, left_out.len()).into());
+    }
+    // the version the client asked for when every member took it, else the first member's
+    let version = match asked {
+        Some(a) if versions.iter().all(|x| x == a) => a.to_owned(),
+        _ => versions.first().cloned().unwrap_or_default(),
+    };
+    let server = &v.members.server;
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "serverInfo": {"name": server.name, "version": server.version},
+    });
+    let instructions = server
+        .instructions
+        .clone()
+        .or_else(|| (!instructions.is_empty()).then(|| instructions.join("\n\n")));
+    if let Some(text) = instructions {
+        result["instructions"] = Value::String(text);
+    }
+    let id = mcp_wire::RequestId::from_json(
+        &msg.get("id")
+            .map(Value::to_string)
+            .unwrap_or_else(|| "null".into()),
+    )
+    .unwrap_or_else(mcp_wire::RequestId::null);
+    let answer = mcp_wire::messages::result(&id, &result);
+    let sid = v
+        .members
+        .cursors
+        .seal_session(&v.route.label, v.principal_key(), &sessions);
+    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, answer.len())
+        .map_err(Fail::Io)?;
+    head.insert_header(MCP_SESSION_ID, sid).map_err(Fail::Io)?;
+    Ok((head, answer))
+}
+
+/// A member's SSE event for the client: a request of the member (it has `method` and `id`)
+/// gets the id `"<member>:<its id as JSON>"`; the member's event ids are not passed on (a
+/// virtual session's streams do not resume), the rest is kept.
+fn renumber(event: &[u8], member: &str) -> Bytes {
+    let mut data: Option<Vec<u8>> = None;
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for line in sse::lines(event) {
+        let (field, value) = sse::field(line);
+        match field {
+            b"data" => sse::push_data(&mut data, value),
+            b"id" | b"retry" => {}
+            _ if line.is_empty() => {}
+            _ => kept.push(line),
+        }
+    }
+    let mut out = Vec::with_capacity(event.len() + member.len() + 8);
+    for line in kept {
+        out.extend_from_slice(line);
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(data) = data {
+        let renumbered = serde_json::from_slice::<Value>(&data)
+            .ok()
+            .and_then(|mut m| {
+                let id = m.get("id")?.clone();
+                m.get("method")?;
+                m["id"] = Value::String(format!("{member}:{id}"));
+                serde_json::to_vec(&m).ok()
+            });
+        for line in renumbered
+            .as_deref()
+            .unwrap_or(&data)
+            .split(|b| *b == b'\n')
+        {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    if out.is_empty() {
+        return Bytes::new();
+    }
+    out.extend_from_slice(b"\r\n");
+    Bytes::from(out)
+}
+
+/// Where the client's answer to a member's request goes: the member (index) and the id it
+/// gave its request, from the id [`renumber`] gave it.
+fn answer_route(body: &[u8], members: &Members) -> Option<(usize, Value)> {
+    let msg: Value = serde_json::from_slice(body).ok()?;
+    let id = msg.get("id")?.as_str()?;
+    let (member, own) = id.split_once(':')?;
+    let index = members
+        .server
+        .members
+        .iter()
+        .position(|m| m.names.name == member)?;
+    Some((index, serde_json::from_str(own).ok()?))
+}
+
+/// `body` with its `id` replaced.
+fn with_id(body: &[u8], id: Value) -> Result<Bytes, GatewayError> {
+    let mut msg: Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    msg["id"] = id;
+    Ok(Bytes::from(serde_json::to_vec(&msg).unwrap_or_default()))
+}
+
+/// A call to a member that has no session in the client's session.
+fn member_not_in_session(member: &str) -> GatewayError {
+    GatewayError::unavailable(member, 0)
+        .with("member", member)
+        .with("reason", "member-not-in-session")
+}
+
+async fn answer_empty(session: &mut Session, status: u16) -> Handled {
+    let mut head = ResponseHeader::build(status, Some(1)).map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, "0")
+        .map_err(Fail::Io)?;
+    write_whole(session, head, Bytes::new()).await?;
+    Ok(())
+}
+
+async fn answer_json(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -> Handled {
+    ctx.capture_response(&body);
+    let mut head = ResponseHeader::build(200, Some(2)).map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())
+        .map_err(Fail::Io)?;
+    write_whole(session, head, body).await?;
+    Ok(())
+}
