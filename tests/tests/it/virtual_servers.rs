@@ -607,3 +607,61 @@ async fn a_legacy_client_keeps_its_session_when_the_pod_of_one_members_session_d
     assert_eq!(client.call_text("m.whoami", json!({})).await, "m");
     assert!(client.close().await, "DELETE ends every member session");
 }
+
+/// Elicitation and sampling from two members in one legacy client session (PyPI mcp 1.30.0
+/// client, two FastMCP 1.30.0 members whose first requests both carry id 0): each request
+/// reaches the client renumbered per member, and each answer goes back to the member that
+/// asked, which finishes its call with it.
+#[tokio::test]
+async fn elicitation_and_sampling_from_two_members_reach_one_legacy_client_and_go_back() {
+    use mcp_gateway_tests::harness::{python, workspace};
+    let e1 = PythonPeer::start(
+        "mcp1",
+        "elicit_v1_server.py",
+        &["--port", "0", "--name", "e1"],
+    )
+    .await;
+    let e2 = PythonPeer::start(
+        "mcp1",
+        "elicit_v1_server.py",
+        &["--port", "0", "--name", "e2"],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  e1: {{ era: legacy, backends: [{}] }}\n  e2: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: e1, pool: e1, mode: stateful }}\n      - {{ name: e2, pool: e2, mode: stateful }}\n",
+        e1.addr(),
+        e2.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let out = tokio::process::Command::new(python("mcp1"))
+        .arg(workspace().join("tests/peers/virtual_client_v1.py"))
+        .args(["--url", &gw.url("/hub")])
+        .args(["e1__ask", "e2__ask", "e1__sample", "e2__sample"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
+        .await
+        .expect("the client finished in 90 s")
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no verdict: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(out.status.success(), "{v}");
+    assert_eq!(v["calls"]["e1__ask"], "e1:accept:42", "{v}");
+    assert_eq!(v["calls"]["e2__ask"], "e2:accept:42", "{v}");
+    assert_eq!(v["calls"]["e1__sample"], "e1:hello from the client", "{v}");
+    assert_eq!(v["calls"]["e2__sample"], "e2:hello from the client", "{v}");
+    assert_eq!(v["elicited"], 2);
+    assert_eq!(v["sampled"], 2);
+    assert_eq!(v["server"], "mcp-gateway");
+}
