@@ -178,17 +178,21 @@ async fn unknown_filtered_and_forged_names_get_json_rpc_errors_with_the_id() {
     let v = listen.json();
     assert_eq!(v["id"], 11);
     assert_eq!(v["error"]["data"]["reason"], "not-on-virtual-route", "{v}");
-    // a legacy client's initialize is refused clearly
-    let init = json!({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
-    let resp = Request::post("/hub", init.to_string()).send(gw.addr).await;
+    // a session-era request without the session its initialize answered, a session id the
+    // gateway did not seal
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+    let resp = Request::post("/hub", call.to_string()).send(gw.addr).await;
     assert_eq!(resp.status(), 400, "{}", resp.text());
-    let v = resp.json();
-    assert_eq!(v["id"], 9);
-    assert_eq!(
-        v["error"]["data"]["reason"], "legacy-client-on-virtual-route",
-        "{v}"
-    );
+    assert_eq!(resp.json()["id"], 9);
+    assert_eq!(resp.json()["error"]["code"], -32600);
+    let resp = Request::post("/hub", call.to_string())
+        .header("Mcp-Session-Id", "forged")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 404, "{}", resp.text());
+    assert_eq!(resp.json()["id"], 9);
+    assert_eq!(resp.json()["error"]["code"], -32015);
 }
 
 /// Runs `tests/peers/virtual_client_v2.py` (PyPI mcp 2.3.0 pinned to 2026-07-28): its verdict.
@@ -517,7 +521,7 @@ async fn a_reload_adds_and_removes_members() {
 #[tokio::test]
 async fn a_legacy_client_keeps_its_session_when_the_pod_of_one_members_session_dies() {
     use mcp_gateway_tests::harness::ReplClient;
-    let mut pods = vec![
+    let mut pods = [
         PythonPeer::start(
             "mcp1",
             "legacy_server.py",
@@ -664,4 +668,52 @@ async fn elicitation_and_sampling_from_two_members_reach_one_legacy_client_and_g
     assert_eq!(v["elicited"], 2);
     assert_eq!(v["sampled"], 2);
     assert_eq!(v["server"], "mcp-gateway");
+}
+
+/// The TypeScript SDK client (1.x, `tests/peers/node/repl_client.mjs`) on the same kind of
+/// virtual route: lists, calls in each member's session, SIGKILL of the pod holding one
+/// member's session survived.
+#[tokio::test]
+async fn the_typescript_client_keeps_its_virtual_session_across_a_pod_kill() {
+    use mcp_gateway_tests::harness::ReplClient;
+    let mut pods = [
+        PythonPeer::start(
+            "mcp1",
+            "legacy_server.py",
+            &["--port", "0", "--name", "pod-0"],
+        )
+        .await,
+        PythonPeer::start(
+            "mcp1",
+            "legacy_server.py",
+            &["--port", "0", "--name", "pod-1"],
+        )
+        .await,
+    ];
+    let c = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "c"]).await;
+    let yaml = format!(
+        "pools:\n  fast: {{ era: legacy, backends: [{}, {}] }}\n  conf: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: fast, pool: fast, mode: stateful }}\n      - {{ name: conf, pool: conf, mode: stateful, prefix: never }}\n",
+        pods[0].addr(),
+        pods[1].addr(),
+        c.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let mut client = ReplClient::try_connect_ts(&gw.url("/hub"))
+        .await
+        .unwrap_or_else(|e| panic!("the TypeScript client connects: {e}"));
+    let listed = client.cmd(json!({"op": "list"})).await;
+    assert!(listed.to_string().contains("fast__count"), "{listed}");
+    let pinned = client.call_text("fast__whoami", json!({})).await;
+    assert_eq!(client.call_text("fast__count", json!({})).await, "1");
+    assert_eq!(client.call_text("count", json!({})).await, "1");
+    let dead = if pinned == "pod-0" { 0 } else { 1 };
+    pods[dead].kill().await;
+    assert_ne!(client.call_text("fast__whoami", json!({})).await, pinned);
+    assert_eq!(
+        client.call_text("count", json!({})).await,
+        "2",
+        "conf never noticed"
+    );
+    assert!(client.close().await);
 }

@@ -31,17 +31,6 @@ impl GatewayError {
         .with("reason", refusal.reason())
     }
 
-    /// A legacy (2025-era) client on a virtual route: this build serves virtual servers to
-    /// 2026-07-28 clients only.
-    pub fn virtual_needs_modern(method: &str) -> Self {
-        Self::new(
-            ErrorKind::InvalidRequest,
-            format!("Invalid request: this virtual server takes 2026-07-28 requests (`MCP-Protocol-Version: 2026-07-28` and `_meta`); `{method}` of a session-era client is not served on virtual routes yet"),
-        )
-        .with("method", method)
-        .with("reason", "legacy-client-on-virtual-route")
-    }
-
     /// A method a virtual route does not serve (yet): `subscriptions/listen`, the tasks
     /// methods.
     pub fn not_on_virtual_route(method: &str) -> Self {

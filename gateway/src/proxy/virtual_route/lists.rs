@@ -30,8 +30,11 @@ impl Virtual<'_> {
             if v.get("method").is_some() {
                 continue; // a notification or request on the way
             }
+            let unsupported = v.pointer("/error/code").and_then(Value::as_i64) == Some(-32601);
             return match v.get("result") {
                 Some(Value::Object(r)) => Ok(r.clone()),
+                // a member without that list (no prompts, say) lists nothing: not a failure
+                _ if unsupported => Ok(Map::new()),
                 _ => Err("error"),
             };
         }

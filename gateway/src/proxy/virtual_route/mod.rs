@@ -1,6 +1,6 @@
 //! Virtual routes (`mode: virtual`): many MCP servers, the members, behind one endpoint, for
-//! 2026-07-28 clients (every request routed on its own; legacy sessions on virtual routes are
-//! refused with -32600 `legacy-client-on-virtual-route` in this build).
+//! clients of both eras (a 2026-07-28 client's requests each routed on their own; a legacy
+//! client's session holding one session per member: `legacy.rs`).
 //!
 //! - `server/discover` and the four lists are the gateway's own answers, merged from every
 //!   member (`lists.rs`), each member asked through a subrequest of the client's request
@@ -119,8 +119,7 @@ pub(super) async fn serve(
     }
     let body = read_body(session, ctx.state.config.max_body_bytes).await?;
     ctx.capture_request(&body);
-    let legacy = ctx.era != Era::Stateless;
-    let info = if route.check_headers && !legacy {
+    let info = if route.check_headers {
         check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
             ctx.request_id = rejected.id;
             rejected.error
@@ -133,10 +132,6 @@ pub(super) async fn serve(
     let name = info.name.as_deref().map(str::to_owned);
     let has_id = info.id.is_some();
     drop(info);
-    if legacy {
-        let method = method.as_deref().unwrap_or("a response");
-        return Err(GatewayError::virtual_needs_modern(method).into());
-    }
     let Some(method) = method else {
         // a response: 2026-07-28 has none to send (input goes in a retry)
         return accepted(session).await;
