@@ -7,7 +7,7 @@ Usage: virtual_client_v1.py --url URL TOOL...
 
 Initializes, lists the tools, calls each TOOL (no arguments) in one session, then closes it (DELETE). The last
 stdout line is one JSON object: {"protocol", "server", "tools": [...], "calls": {TOOL: text}, "elicited": N,
-"sampled": N}; exit 0. On failure {"error": "..."} and exit 1.
+"sampled": N, "rooted": N}; exit 0. On failure {"error": "..."} and exit 1.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def leaf(exc: BaseException) -> BaseException:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    seen = {"elicited": 0, "sampled": 0}
+    seen = {"elicited": 0, "sampled": 0, "rooted": 0}
 
     async def on_elicit(_ctx: Any, _params: Any) -> Any:
         seen["elicited"] += 1
@@ -40,8 +40,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         content = types.TextContent(type="text", text="hello from the client")
         return types.CreateMessageResult(role="assistant", content=content, model="fixed", stopReason="endTurn")
 
+    async def on_roots(_ctx: Any) -> Any:
+        seen["rooted"] += 1
+        return types.ListRootsResult(roots=[types.Root(uri="file:///a"), types.Root(uri="file:///b")])
+
     async with streamable_http_client(args.url) as (read, write, _):
-        async with ClientSession(read, write, elicitation_callback=on_elicit, sampling_callback=on_sample) as s:
+        async with ClientSession(
+            read, write, elicitation_callback=on_elicit, sampling_callback=on_sample, list_roots_callback=on_roots
+        ) as s:
             init = await s.initialize()
             out: dict[str, Any] = {"protocol": init.protocolVersion, "server": init.serverInfo.name}
             out["tools"] = sorted(t.name for t in (await s.list_tools()).tools)

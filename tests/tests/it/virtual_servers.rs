@@ -717,3 +717,56 @@ async fn the_typescript_client_keeps_its_virtual_session_across_a_pod_kill() {
     );
     assert!(client.close().await);
 }
+
+/// A legacy client's GET stream on a virtual route merges every member's own: FastMCP 1.30.0
+/// sends `roots/list` and `sampling/createMessage` of `list_roots()` and `create_message()`
+/// there (no call to relate them to), and they reach the client (renumbered) while the call
+/// waits, and its answers go back to the member, which finishes the call.
+#[tokio::test]
+async fn requests_members_send_on_their_own_streams_reach_a_legacy_client_on_the_merged_stream() {
+    use mcp_gateway_tests::harness::{python, workspace};
+    let p = PythonPeer::start("mcp1", "pooled_server.py", &["--port", "0", "--name", "p"]).await;
+    let e = PythonPeer::start(
+        "mcp1",
+        "elicit_v1_server.py",
+        &["--port", "0", "--name", "e"],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  p: {{ era: legacy, backends: [{}] }}\n  e: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: p, pool: p, mode: stateful }}\n      - {{ name: e, pool: e, mode: stateful }}\n",
+        p.addr(),
+        e.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let out = tokio::process::Command::new(python("mcp1"))
+        .arg(workspace().join("tests/peers/virtual_client_v1.py"))
+        .args(["--url", &gw.url("/hub")])
+        .args(["p__roots", "p__sample", "e__ask"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
+        .await
+        .expect("the client finished in 90 s")
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no verdict: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(out.status.success(), "{v}");
+    assert_eq!(v["calls"]["p__roots"], "roots: file:///a,file:///b", "{v}");
+    assert_eq!(
+        v["calls"]["p__sample"], "sampled: hello from the client",
+        "{v}"
+    );
+    assert_eq!(v["calls"]["e__ask"], "e:accept:42", "{v}");
+    assert_eq!(v["rooted"], 1, "{v}");
+}

@@ -179,8 +179,12 @@ async fn serve_in_session(
 ) -> Handled {
     let internal = |_| crate::error::GatewayError::internal("a member request's head");
     let head = session.req_header_mut();
-    head.insert_header(http::header::CONTENT_TYPE, "application/json")
-        .map_err(internal)?;
+    // the member's own event ids are not the client's: a stream there starts afresh
+    head.remove_header(mcp_wire::headers::LAST_EVENT_ID);
+    if head.method == http::Method::POST {
+        head.insert_header(http::header::CONTENT_TYPE, "application/json")
+            .map_err(internal)?;
+    }
     match member_session.filter(|s| !s.is_empty()) {
         Some(sid) => head.insert_header(MCP_SESSION_ID, sid).map_err(internal)?,
         None => {
@@ -299,4 +303,29 @@ impl Drop for AbortOnDrop {
             task.abort();
         }
     }
+}
+
+/// A member subrequest started for a stream the client holds: its tasks, in order, tagged with
+/// `member`, sent to `to` until it ends (then `Ended`).
+pub(super) fn stream_into(
+    session: &Session,
+    ask: Ask,
+    member: usize,
+    to: tokio::sync::mpsc::Sender<(usize, Option<HttpTask>)>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let spawner = session.subrequest_spawner.as_ref()?;
+    let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
+    let ctx = SubrequestCtx::builder().user_ctx(user).build();
+    let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
+    Some(tokio::spawn(async move {
+        let run = tokio::spawn(prepared.run());
+        let _run = AbortOnDrop(Some(run));
+        while let Some(t) = handle.rx.recv().await {
+            let end = t.is_end() || matches!(t, HttpTask::Done | HttpTask::Failed(_));
+            if to.send((member, Some(t))).await.is_err() || end {
+                break;
+            }
+        }
+        let _ = to.send((member, None)).await;
+    }))
 }

@@ -27,6 +27,7 @@ use mcp_wire::headers::MCP_SESSION_ID;
 use mcp_wire::{inspect_body, sse};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
+use pingora::protocols::http::HttpTask;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -50,8 +51,16 @@ pub(super) async fn serve(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if http_method == http::Method::GET {
-        // no server→client stream of its own yet: requests of members arrive within calls
-        return Err(GatewayError::method_not_allowed("GET", "POST, DELETE").into());
+        let Some(sid) = sid else {
+            let detail = "a session's stream needs the Mcp-Session-Id its initialize answered";
+            return Err(GatewayError::invalid_request(detail).into());
+        };
+        let principal = ctx.principal.as_deref().map_or("", |p| &*p.id);
+        let sessions = members
+            .cursors
+            .open_session(&sid, &route.label, principal)
+            .map_err(|_| GatewayError::session_not_found("unknown"))?;
+        return stream(session, ctx, members, &sessions).await;
     }
     let body = if http_method == http::Method::POST {
         let body = request_body(session, ctx).await?;
@@ -164,6 +173,115 @@ pub(super) async fn serve(
     };
     drop(v);
     answer_json(session, ctx, mcp_wire::messages::result(&id, &result)).await
+}
+
+/// How often a member's stream that ended at once is opened again in a row before the client's
+/// stream goes on without it.
+const QUICK_ENDS: u32 = 5;
+
+/// The client's GET stream: every member's own stream in the client's session there, opened
+/// as a subrequest each and merged, event by event, each member's requests renumbered as in
+/// a call; a member's stream that ends (its pod died, its session moved) is opened again
+/// (after 500 ms), so its later notifications and requests still reach the client.
+async fn stream(
+    session: &mut Session,
+    ctx: &RequestCtx,
+    members: &Members,
+    sessions: &BTreeMap<String, String>,
+) -> Handled {
+    let name = |i: usize| members.server.members[i].names.name.as_str();
+    let ask = |i: usize| fanout::Ask {
+        route: members.routes[i].clone(),
+        body: Bytes::new(),
+        principal: ctx.principal.clone(),
+        era: mcp_wire::Era::Legacy,
+        session: sessions.get(name(i)).cloned(),
+        identity: ctx.admitted.identity.clone(),
+    };
+    let held: Vec<usize> = (0..members.routes.len())
+        .filter(|&i| sessions.get(name(i)).is_some_and(|s| !s.is_empty()))
+        .collect();
+    if held.is_empty() {
+        // no member keeps a session: nothing of theirs to stream
+        return Err(GatewayError::method_not_allowed("GET", "POST, DELETE").into());
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let (again_tx, mut again) = tokio::sync::mpsc::channel::<usize>(8);
+    let n = members.routes.len();
+    let mut tasks = Tasks((0..n).map(|_| None).collect());
+    let mut splitters: Vec<sse::EventSplitter> = (0..n).map(|_| Default::default()).collect();
+    let mut streaming = vec![false; n];
+    let mut quick_ends = vec![0u32; n];
+    let mut opened_at = vec![std::time::Instant::now(); n];
+    for &i in &held {
+        tasks.0[i] = fanout::stream_into(session, ask(i), i, tx.clone());
+    }
+    // the members' streams being read, or about to be opened again
+    let mut live = held.len();
+    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::CACHE_CONTROL, "no-cache")
+        .map_err(Fail::Io)?;
+    session
+        .write_response_header(Box::new(head), false)
+        .await
+        .map_err(Fail::Io)?;
+    while live > 0 {
+        tokio::select! {
+            Some(i) = again.recv() => {
+                splitters[i] = Default::default();
+                opened_at[i] = std::time::Instant::now();
+                tasks.0[i] = fanout::stream_into(session, ask(i), i, tx.clone());
+            }
+            Some((i, task)) = rx.recv() => match task {
+                Some(HttpTask::Header(h, end)) => {
+                    let ct = h.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+                    streaming[i] = h.status.as_u16() == 200 && sse::is_event_stream(ct) && !end;
+                }
+                Some(HttpTask::Body(Some(chunk), _)) if streaming[i] => {
+                    for event in splitters[i].push(&chunk) {
+                        let out = renumber(&event, name(i));
+                        if !out.is_empty() {
+                            session.write_response_body(Some(out), false).await.map_err(Fail::Io)?;
+                        }
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    // the member's stream ended: opened again, unless it keeps ending at once
+                    let quick = opened_at[i].elapsed() < std::time::Duration::from_secs(1);
+                    quick_ends[i] = if quick { quick_ends[i] + 1 } else { 0 };
+                    if streaming[i] && quick_ends[i] < QUICK_ENDS {
+                        let again_tx = again_tx.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                            let _ = again_tx.send(i).await;
+                        });
+                    } else {
+                        live -= 1;
+                    }
+                    streaming[i] = false;
+                }
+            },
+        }
+    }
+    session
+        .write_response_body(None, true)
+        .await
+        .map_err(Fail::Io)?;
+    Ok(())
+}
+
+/// The members' stream tasks of one client stream: stopped with it.
+struct Tasks(Vec<Option<tokio::task::JoinHandle<()>>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in self.0.iter_mut().filter_map(Option::take) {
+            task.abort();
+        }
+    }
 }
 
 /// What a session-era request names (`resources/subscribe` and `unsubscribe` by URI too).
