@@ -325,3 +325,40 @@ async fn server_initiated_requests_on_the_get_stream_pass_every_time_through_two
     assert!(failing.is_empty(), "not every check passes: {failing:?}");
     assert_eq!(through.len(), 2 * REPEAT, "{through:?}");
 }
+
+/// Issue 33: a virtual route whose only member is the fixture server (bare names) gives the
+/// suite's results of the fixture itself, check for check.
+#[tokio::test]
+async fn a_virtual_route_of_the_fixture_server_alone_gives_the_same_results_as_direct() {
+    // the scenarios repeat to catch races: never beside an exclusive test
+    let _machine = machine::shared().await;
+    let server = fixture_server().await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  p: {{ backends: [{}] }}\nroutes:\n\
+         \x20 - {{ path: /hub, mode: virtual, upstream-path: /mcp, members: [ {{ name: fixture, pool: p, mode: stateful, prefix: never }} ] }}\n",
+        server.addr()
+    ))
+    .await;
+    let plan = Plan {
+        default_suite: true,
+        repeated: &SERVER_INITIATED,
+    };
+    let out = workspace().join("target/conformance/virtual");
+    let direct = results(
+        &format!("http://{}/mcp", server.addr()),
+        &out.join("direct"),
+        &plan,
+    )
+    .await;
+    let through = results(&gw.url("/hub"), &out.join("virtual"), &plan).await;
+    let diffs = conformance::differences(&direct, &through);
+    let table = conformance::summary(
+        "fixture",
+        &[("direct", &direct), ("gateway virtual", &through)],
+    );
+    println!(
+        "| server | run | checks | passed | failed | other |\n|---|---|---|---|---|---|\n{table}"
+    );
+    let _ = std::fs::write(out.join("summary.md"), &table);
+    assert!(diffs.is_empty(), "results differ:\n{}", diffs.join("\n"));
+}

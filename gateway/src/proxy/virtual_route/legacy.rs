@@ -492,10 +492,23 @@ async fn answer_empty(session: &mut Session, status: u16) -> Handled {
     Ok(())
 }
 
+/// The gateway's own answer to a session-era request: one SSE event when the client accepts a
+/// stream (as the session servers it stands for answer), else JSON.
 async fn answer_json(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -> Handled {
     ctx.capture_response(&body);
+    let stream = session
+        .req_header()
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"));
+    let (content_type, body) = if stream {
+        ("text/event-stream", sse::event(&body))
+    } else {
+        ("application/json", body)
+    };
     let mut head = ResponseHeader::build(200, Some(2)).map_err(Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, "application/json")
+    head.insert_header(http::header::CONTENT_TYPE, content_type)
         .map_err(Fail::Io)?;
     head.insert_header(http::header::CONTENT_LENGTH, body.len())
         .map_err(Fail::Io)?;
