@@ -7,7 +7,9 @@
 //! - `GET /admin/backends`: every backend with its state, sessions and requests in flight;
 //! - `POST /admin/backends/drain?pool=P&backend=IP:PORT` (and `/undrain`): no new sessions on
 //!   it; its sessions move after the pool's `drain-timeout-s`;
-//! - `GET /admin/sessions`: session counts per backend; `GET /admin/sessions/ID`: one session.
+//! - `GET /admin/sessions`: session counts per backend; `GET /admin/sessions/ID`: one session;
+//! - `GET /admin/virtual`: each virtual route's members: pool, mode, backends up, and how many
+//!   tools, prompts and resources each exposes (as its lists said last).
 //!
 //! Who may call what (browsers never; `/admin/*` with the token) is `admin_auth.rs`.
 
@@ -80,6 +82,51 @@ impl AdminApp {
             pools.push(json!({"pool": pool.name, "backends": backends}));
         }
         json!({ "pools": pools })
+    }
+
+    fn virtual_json(&self) -> Value {
+        use crate::config::Kind;
+        let state = self.state.load_full();
+        let mut routes = Vec::new();
+        for route in state.router.routes() {
+            let Some(members) = &route.members else {
+                continue;
+            };
+            let names = crate::sync::lock(&members.names);
+            let list: Vec<Value> = members
+                .server
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let pool = state.pools.get(m.pool);
+                    let backends = pool.map_or(0, |p| p.backends().len());
+                    let up = pool.map_or(0, |p| {
+                        let all = p.backends();
+                        all.iter()
+                            .filter(|b| b.state() == crate::upstream::BackendState::Up)
+                            .count()
+                    });
+                    json!({
+                        "name": m.names.name,
+                        "pool": pool.map(|p| p.name.clone()),
+                        "mode": format!("{:?}", m.mode).to_lowercase(),
+                        "state": if up > 0 { "up" } else { "down" },
+                        "backends": backends,
+                        "backendsUp": up,
+                        "tools": names.count(i, Kind::Tool),
+                        "prompts": names.count(i, Kind::Prompt),
+                        "resources": names.count(i, Kind::Resource),
+                    })
+                })
+                .collect();
+            routes.push(json!({
+                "route": route.label,
+                "server": {"name": members.server.name, "version": members.server.version},
+                "members": list,
+            }));
+        }
+        json!({ "virtual": routes })
     }
 
     async fn sessions_json(&self) -> Value {
@@ -219,6 +266,7 @@ impl ServeHttp for AdminApp {
             "/admin/backends/drain" if post => self.drain(&query, true),
             "/admin/backends/undrain" if post => self.drain(&query, false),
             "/admin/sessions" => reply_json(200, &self.sessions_json().await),
+            "/admin/virtual" => reply_json(200, &self.virtual_json()),
             p if p.starts_with("/admin/sessions/") => {
                 match self.session_json(&p["/admin/sessions/".len()..]).await {
                     Some(v) => reply_json(200, &v),

@@ -92,6 +92,14 @@ impl NameMap {
         collisions
     }
 
+    /// How many names of `kind` member `index` exposes, as its lists said last.
+    pub fn count(&self, index: usize, kind: Kind) -> usize {
+        self.listed
+            .iter()
+            .filter(|((k, _), (member, _))| *k == kind && *member == index)
+            .count()
+    }
+
     /// The member and own name behind an exposed name. What the lists say wins; otherwise a
     /// prefixed member whose prefix and filters admit the name; otherwise, when a `never`
     /// member could own it, the lists are needed.

@@ -198,6 +198,11 @@ impl Router {
         }
     }
 
+    /// The routes, in match order.
+    pub fn routes(&self) -> &[std::sync::Arc<Route>] {
+        &self.routes
+    }
+
     /// Whether any route is virtual (its requests may ask members through subrequests).
     pub fn has_virtual(&self) -> bool {
         self.has_virtual

@@ -374,6 +374,22 @@ async fn a_member_that_is_down_leaves_the_lists_its_calls_name_it_and_it_comes_b
     .send(gw.addr)
     .await;
     assert_eq!(text(&resp), "a", "the other member never noticed");
+    // the admin API shows each member's state and what it exposes
+    let (status, body) = gw.admin_get("/admin/virtual").await;
+    assert_eq!(status, 200, "{body}");
+    let view: Value = serde_json::from_str(&body).unwrap();
+    let member = |name: &str| {
+        view["virtual"][0]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {view}"))
+    };
+    assert_eq!(member("m")["state"], "down", "{view}");
+    assert_eq!(member("a")["state"], "up", "{view}");
+    assert!(member("a")["tools"].as_u64().unwrap() > 0, "{view}");
     let _m = PythonPeer::start(
         "mcp2",
         "stateless_server.py",
