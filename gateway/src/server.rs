@@ -84,6 +84,10 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     sessions.observe(&observer);
     sessions.configure(&config.sessions);
 
+    let connections = metrics
+        .requests
+        .client_connections
+        .with_label_values::<&str>(&[]);
     let proxy = pingora::proxy::http_proxy(
         &server.configuration,
         Gateway::new(
@@ -96,7 +100,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     );
     let mut proxy = Service::new(
         "mcp-gateway".into(),
-        crate::downstream::Guarded::new(proxy, state.clone()),
+        crate::downstream::Guarded::new(proxy, state.clone(), connections),
     );
     let listen = config.listen.to_string();
     match &config.listen_tls {

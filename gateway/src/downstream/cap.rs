@@ -14,6 +14,7 @@
 use crate::error::GatewayError;
 use mcp_wire::RequestId;
 use pingora::protocols::Stream;
+use pingora_prometheus::prometheus::IntGauge;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,17 +43,23 @@ type Clients = Arc<Mutex<HashMap<IpAddr, usize>>>;
 pub struct Open {
     all: Arc<AtomicUsize>,
     clients: Clients,
+    /// `mcpgw_client_connections`: the connections admitted and open now.
+    gauge: Option<IntGauge>,
 }
 
 /// One counted connection; uncounted on drop.
 pub struct Held {
     all: Arc<AtomicUsize>,
     client: Option<(IpAddr, Clients)>,
+    gauge: Option<IntGauge>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.all.fetch_sub(1, Ordering::Relaxed);
+        if let Some(g) = self.gauge.take() {
+            g.dec();
+        }
         if let Some((ip, clients)) = self.client.take() {
             let mut clients = crate::sync::lock(&clients);
             if let Some(n) = clients.get_mut(&ip) {
@@ -99,6 +106,7 @@ impl Open {
         let mut held = Held {
             all: self.all.clone(),
             client: None,
+            gauge: None,
         };
         if let Some(max) = limit.filter(|max| now >= *max) {
             return Err(Refused::Gateway(max));
@@ -115,7 +123,19 @@ impl Open {
             *n += 1;
             held.client = Some((ip, self.clients.clone()));
         }
+        if let Some(g) = &self.gauge {
+            g.inc();
+            held.gauge = Some(g.clone());
+        }
         Ok(held)
+    }
+
+    /// No connection open yet; the admitted ones shown in `gauge`.
+    pub fn counted_in(gauge: IntGauge) -> Open {
+        Open {
+            gauge: Some(gauge),
+            ..Open::default()
+        }
     }
 
     /// How many are open.

@@ -70,12 +70,17 @@ pub struct Guarded<A> {
 }
 
 impl<A> Guarded<A> {
-    /// Guards `inner`'s connections with the timeouts of the running config.
-    pub fn new(inner: A, timeouts: Arc<dyn CurrentTimeouts>) -> Guarded<A> {
+    /// Guards `inner`'s connections with the timeouts of the running config, counting the
+    /// connections open in `connections` (`mcpgw_client_connections`).
+    pub fn new(
+        inner: A,
+        timeouts: Arc<dyn CurrentTimeouts>,
+        connections: pingora_prometheus::prometheus::IntGauge,
+    ) -> Guarded<A> {
         Guarded {
             inner: Arc::new(inner),
             timeouts,
-            open: cap::Open::default(),
+            open: cap::Open::counted_in(connections),
         }
     }
 }

@@ -35,6 +35,9 @@ pub struct RequestMetrics {
     pub requests_by_eras: IntCounterVec,
     /// `mcpgw_open_streams{route}`: server→client SSE streams (GET) open right now.
     pub open_streams: IntGaugeVec,
+    /// `mcpgw_client_connections`: client connections admitted and open now (within
+    /// `limits.max-connections`).
+    pub client_connections: IntGaugeVec,
     /// `mcpgw_virtual_member_events_total{route,member,event}`: a virtual route's members:
     /// `routed` (a call sent to the member), `left-out` (it failed or missed its deadline,
     /// and an answer was merged without it), `collision` (an item of it left out: an earlier
@@ -87,6 +90,11 @@ impl RequestMetrics {
                 "mcpgw_open_streams",
                 "Server-to-client SSE streams (GET) open right now",
                 &["route"],
+            ),
+            client_connections: families.gauge(
+                "mcpgw_client_connections",
+                "Client connections admitted and open right now",
+                &[],
             ),
             virtual_members: families.counter(
                 "mcpgw_virtual_member_events_total",

@@ -3,7 +3,7 @@
 //! (`data.reason: "connections"`) before it sends anything, and closed; a slot comes back as
 //! soon as a connection closes.
 
-use mcp_gateway_tests::{assert_eventually, ports, Gateway, MockServer, Request};
+use mcp_gateway_tests::{assert_eventually, Gateway, MockServer, Request};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -27,13 +27,13 @@ async fn connections_over_the_bound_are_answered_503_and_closed_until_one_leaves
     for _ in 0..3 {
         idle.push(TcpStream::connect(gw.addr).await.expect("connect"));
     }
-    // the gateway has accepted them all before one more comes (each is admitted, and
-    // counted, as soon as its task first runs); then every slot is taken: the next gets the
-    // JSON-RPC error and the end of the stream
+    // the gateway has admitted them all before one more comes (each is counted as its task
+    // first runs, which may be after a later connection's: tokio runs the newest task first),
+    // then every slot is taken: the next gets the JSON-RPC error and the end of the stream
     assert_eventually!(
         Duration::from_secs(10),
-        ports::accepted(gw.pid(), gw.addr.port()) == 3,
-        "the gateway accepted the 3 connections"
+        gw.metric("mcpgw_client_connections").await == 3.0,
+        "the gateway admitted the 3 connections"
     );
     let mut over = TcpStream::connect(gw.addr).await.expect("connect");
     let answer = read_all(&mut over).await;

@@ -786,3 +786,138 @@ async fn requests_members_send_on_their_own_streams_reach_a_legacy_client_on_the
     assert_eq!(v["calls"]["e__ask"], "e:accept:42", "{v}");
     assert_eq!(v["rooted"], 1, "{v}");
 }
+
+/// A member that goes away (its only pod SIGKILLed; health checks mark it down) and comes
+/// back: a legacy client's session stream gets `notifications/tools/list_changed` each time,
+/// as from a server whose own list changed (the virtual server says `listChanged: true`).
+#[tokio::test]
+async fn a_member_coming_and_going_sends_list_changed_on_the_session_stream() {
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let mut b =
+        PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "b"]).await;
+    let port = b.addr().rsplit(':').next().unwrap().to_owned();
+    let health = "health: { path: /mcp, interval-ms: 200, timeout-ms: 500, fall: 1, rise: 1 }";
+    let yaml = format!(
+        "pools:\n  a: {{ era: legacy, backends: [{}] }}\n  b: {{ era: legacy, backends: [{}], {health} }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, mode: stateful }}\n      - {{ name: b, pool: b, mode: stateful }}\n",
+        a.addr(),
+        b.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let resp = Request::post("/hub", init.to_string())
+        .header("Accept", "application/json, text/event-stream")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    let v = resp.json();
+    assert_eq!(
+        v["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{v}"
+    );
+    let sid = resp
+        .head
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = Request::post("/hub", initialized.to_string())
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 202, "{}", resp.text());
+    let (head, mut stream) = Request::bare("GET", "/hub")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Accept", "text/event-stream")
+        .send_for_head(gw.addr)
+        .await;
+    assert_eq!(head.status, 200);
+    b.kill().await;
+    let told = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        list_changed(&mut stream),
+    )
+    .await;
+    assert_eq!(told, Ok(true), "list_changed when b went away");
+    let _b = PythonPeer::start(
+        "mcp1",
+        "legacy_server.py",
+        &["--port", &port, "--name", "b"],
+    )
+    .await;
+    let told = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        list_changed(&mut stream),
+    )
+    .await;
+    assert_eq!(told, Ok(true), "list_changed when b came back");
+}
+
+/// Both eras inside one legacy client session: a TypeScript SDK v2 server (2026-07-28 only)
+/// as a member beside a FastMCP 1.30.0 one; its `ask` answers `input_required` twice, which
+/// reach the session-era client as two elicitations (renumbered for the member) and go back
+/// as the retries the server expects (the era bridge of the member's route), while the other
+/// member's elicitation is answered within its own call.
+#[tokio::test]
+async fn a_legacy_client_answers_a_2026_members_input_required_rounds_as_elicitations() {
+    use mcp_gateway_tests::harness::{python, workspace};
+    let ts = PythonPeer::modern_ts("ts", false).await;
+    let e = PythonPeer::start(
+        "mcp1",
+        "elicit_v1_server.py",
+        &["--port", "0", "--name", "e"],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  ts: {{ era: modern, backends: [{}] }}\n  e: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: ts, pool: ts, mode: stateful }}\n      - {{ name: e, pool: e, mode: stateful }}\n",
+        ts.addr(),
+        e.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let out = tokio::process::Command::new(python("mcp1"))
+        .arg(workspace().join("tests/peers/virtual_client_v1.py"))
+        .args(["--url", &gw.url("/hub")])
+        .args(["ts__whoami", "ts__ask", "e__ask"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
+        .await
+        .expect("the client finished in 90 s")
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no verdict: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(out.status.success(), "{v}");
+    assert_eq!(v["calls"]["ts__whoami"], "ts", "{v}");
+    assert_eq!(v["calls"]["ts__ask"], "answers:42,42", "{v}");
+    assert_eq!(v["calls"]["e__ask"], "e:accept:42", "{v}");
+    assert_eq!(v["elicited"], 3, "{v}");
+}
+
+/// Reads a session stream until `notifications/tools/list_changed` (`true`) or its end.
+async fn list_changed(stream: &mut tokio::io::BufReader<tokio::net::TcpStream>) -> bool {
+    use tokio::io::AsyncBufReadExt;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if stream.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return false;
+        }
+        if line.contains("notifications/tools/list_changed") {
+            return true;
+        }
+    }
+}

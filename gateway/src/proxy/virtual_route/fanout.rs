@@ -318,6 +318,8 @@ pub(super) fn stream_into(
     let ctx = SubrequestCtx::builder().user_ctx(user).build();
     let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
     Some(tokio::spawn(async move {
+        // the input side stays open: closed, the subrequest reads it as the client leaving
+        let _input = handle.tx.clone();
         let run = tokio::spawn(prepared.run());
         let _run = AbortOnDrop(Some(run));
         while let Some(t) = handle.rx.recv().await {

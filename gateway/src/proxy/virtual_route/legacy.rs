@@ -223,12 +223,30 @@ async fn stream(
         .map_err(Fail::Io)?;
     head.insert_header(http::header::CACHE_CONTROL, "no-cache")
         .map_err(Fail::Io)?;
+    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")
+        .map_err(Fail::Io)?;
     session
         .write_response_header(Box::new(head), false)
         .await
         .map_err(Fail::Io)?;
+    // a member coming or going changes the merged lists: the client is told, as a server whose
+    // own lists changed tells it
+    let mut up = members_up(ctx, members);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while live > 0 {
         tokio::select! {
+            _ = tick.tick() => {
+                let now = members_up(ctx, members);
+                if now != up {
+                    up = now;
+                    for method in LIST_CHANGED {
+                        let note = json!({"jsonrpc": "2.0", "method": method});
+                        let event = sse::event(note.to_string().as_bytes());
+                        session.write_response_body(Some(event), false).await.map_err(Fail::Io)?;
+                    }
+                }
+            }
             Some(i) = again.recv() => {
                 splitters[i] = Default::default();
                 opened_at[i] = std::time::Instant::now();
@@ -271,6 +289,29 @@ async fn stream(
         .await
         .map_err(Fail::Io)?;
     Ok(())
+}
+
+/// The notifications a client's stream gets when a member comes or goes.
+const LIST_CHANGED: [&str; 3] = [
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+];
+
+/// Whether each member has a backend that may take work (up: not failed, not draining).
+fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
+    members
+        .server
+        .members
+        .iter()
+        .map(|m| {
+            ctx.state.pools.get(m.pool).is_some_and(|p| {
+                p.backends()
+                    .iter()
+                    .any(|b| b.state() == crate::upstream::BackendState::Up)
+            })
+        })
+        .collect()
 }
 
 /// The members' stream tasks of one client stream: stopped with it.
@@ -356,7 +397,26 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
         if let Some(Value::Object(caps)) = result.get("capabilities") {
             for key in ["tools", "prompts", "resources", "completions", "logging"] {
                 if caps.contains_key(key) {
-                    capabilities.insert(key.into(), json!({}));
+                    // the session's stream says when a member comes or goes
+                    let changes = matches!(key, "tools" | "prompts" | "resources");
+                    let mut cap = if changes {
+                        json!({"listChanged": true})
+                    } else {
+                        json!({})
+                    };
+                    let subscribes = caps.get(key).and_then(|c| c.get("subscribe"));
+                    if key == "resources" && subscribes == Some(&Value::Bool(true)) {
+                        cap["subscribe"] = Value::Bool(true);
+                    }
+                    match capabilities.get_mut(key) {
+                        Some(Value::Object(held)) if cap.get("subscribe").is_some() => {
+                            held.insert("subscribe".into(), Value::Bool(true));
+                        }
+                        Some(_) => {}
+                        None => {
+                            capabilities.insert(key.into(), cap);
+                        }
+                    }
                 }
             }
         }
