@@ -197,9 +197,20 @@ async fn unknown_filtered_and_forged_names_get_json_rpc_errors_with_the_id() {
 
 /// Runs `tests/peers/virtual_client_v2.py` (PyPI mcp 2.3.0 pinned to 2026-07-28): its verdict.
 async fn pinned_client(url: &str, tools: &[&str]) -> Value {
+    client("mcp2", "virtual_client_v2.py", url, tools).await
+}
+
+/// Runs `tests/peers/virtual_client_v1.py` (PyPI mcp 1.30.0, a session): its verdict.
+async fn session_client(url: &str, tools: &[&str]) -> Value {
+    client("mcp1", "virtual_client_v1.py", url, tools).await
+}
+
+/// Runs a client script of `tests/peers` under `venv` calling `tools` at `url`; its verdict
+/// (the last JSON line), which must say it succeeded.
+async fn client(venv: &str, script: &str, url: &str, tools: &[&str]) -> Value {
     use mcp_gateway_tests::harness::{python, workspace};
-    let out = tokio::process::Command::new(python("mcp2"))
-        .arg(workspace().join("tests/peers/virtual_client_v2.py"))
+    let out = tokio::process::Command::new(python(venv))
+        .arg(workspace().join("tests/peers").join(script))
         .args(["--url", url])
         .args(tools)
         .kill_on_drop(true)
@@ -634,7 +645,6 @@ async fn a_legacy_client_keeps_its_session_when_the_pod_of_one_members_session_d
 /// asked, which finishes its call with it.
 #[tokio::test]
 async fn elicitation_and_sampling_from_two_members_reach_one_legacy_client_and_go_back() {
-    use mcp_gateway_tests::harness::{python, workspace};
     let e1 = PythonPeer::start(
         "mcp1",
         "elicit_v1_server.py",
@@ -654,29 +664,11 @@ async fn elicitation_and_sampling_from_two_members_reach_one_legacy_client_and_g
         e2.addr()
     );
     let gw = Gateway::start(&yaml).await;
-    let out = tokio::process::Command::new(python("mcp1"))
-        .arg(workspace().join("tests/peers/virtual_client_v1.py"))
-        .args(["--url", &gw.url("/hub")])
-        .args(["e1__ask", "e2__ask", "e1__sample", "e2__sample"])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
-        .await
-        .expect("the client finished in 90 s")
-        .expect("run the client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no verdict: {stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-    assert!(out.status.success(), "{v}");
+    let v = session_client(
+        &gw.url("/hub"),
+        &["e1__ask", "e2__ask", "e1__sample", "e2__sample"],
+    )
+    .await;
     assert_eq!(v["calls"]["e1__ask"], "e1:accept:42", "{v}");
     assert_eq!(v["calls"]["e2__ask"], "e2:accept:42", "{v}");
     assert_eq!(v["calls"]["e1__sample"], "e1:hello from the client", "{v}");
@@ -740,7 +732,6 @@ async fn the_typescript_client_keeps_its_virtual_session_across_a_pod_kill() {
 /// waits, and its answers go back to the member, which finishes the call.
 #[tokio::test]
 async fn requests_members_send_on_their_own_streams_reach_a_legacy_client_on_the_merged_stream() {
-    use mcp_gateway_tests::harness::{python, workspace};
     let p = PythonPeer::start("mcp1", "pooled_server.py", &["--port", "0", "--name", "p"]).await;
     let e = PythonPeer::start(
         "mcp1",
@@ -755,29 +746,7 @@ async fn requests_members_send_on_their_own_streams_reach_a_legacy_client_on_the
         e.addr()
     );
     let gw = Gateway::start(&yaml).await;
-    let out = tokio::process::Command::new(python("mcp1"))
-        .arg(workspace().join("tests/peers/virtual_client_v1.py"))
-        .args(["--url", &gw.url("/hub")])
-        .args(["p__roots", "p__sample", "e__ask"])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
-        .await
-        .expect("the client finished in 90 s")
-        .expect("run the client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no verdict: {stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-    assert!(out.status.success(), "{v}");
+    let v = session_client(&gw.url("/hub"), &["p__roots", "p__sample", "e__ask"]).await;
     assert_eq!(v["calls"]["p__roots"], "roots: file:///a,file:///b", "{v}");
     assert_eq!(
         v["calls"]["p__sample"], "sampled: hello from the client",
@@ -863,7 +832,6 @@ async fn a_member_coming_and_going_sends_list_changed_on_the_session_stream() {
 /// member's elicitation is answered within its own call.
 #[tokio::test]
 async fn a_legacy_client_answers_a_2026_members_input_required_rounds_as_elicitations() {
-    use mcp_gateway_tests::harness::{python, workspace};
     let ts = PythonPeer::modern_ts("ts", false).await;
     let e = PythonPeer::start(
         "mcp1",
@@ -878,29 +846,7 @@ async fn a_legacy_client_answers_a_2026_members_input_required_rounds_as_elicita
         e.addr()
     );
     let gw = Gateway::start(&yaml).await;
-    let out = tokio::process::Command::new(python("mcp1"))
-        .arg(workspace().join("tests/peers/virtual_client_v1.py"))
-        .args(["--url", &gw.url("/hub")])
-        .args(["ts__whoami", "ts__ask", "e__ask"])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
-        .await
-        .expect("the client finished in 90 s")
-        .expect("run the client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!(
-                "no verdict: {stdout}\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-    assert!(out.status.success(), "{v}");
+    let v = session_client(&gw.url("/hub"), &["ts__whoami", "ts__ask", "e__ask"]).await;
     assert_eq!(v["calls"]["ts__whoami"], "ts", "{v}");
     assert_eq!(v["calls"]["ts__ask"], "answers:42,42", "{v}");
     assert_eq!(v["calls"]["e__ask"], "e:accept:42", "{v}");
