@@ -88,3 +88,4 @@ mod subscription_bounds;
 mod traces;
 mod undecodable_answers;
 mod virtual_servers;
+mod virtual_servers_replicas;
