@@ -18,6 +18,7 @@ mod errors;
 mod fanout;
 mod legacy;
 mod lists;
+mod stream;
 
 pub(in crate::proxy) use fanout::{serve as serve_ask, take as take_ask};
 
@@ -134,11 +135,11 @@ pub(super) async fn serve(
     drop(info);
     let Some(method) = method else {
         // a response: 2026-07-28 has none to send (input goes in a retry)
-        return accepted(session).await;
+        return answer_empty(session, 202).await;
     };
     if !has_id {
         // a 2026-07-28 notification: nothing a member waits for
-        return accepted(session).await;
+        return answer_empty(session, 202).await;
     }
     let v = Virtual {
         session,
@@ -192,25 +193,22 @@ pub(super) async fn serve(
     } else {
         return Err(GatewayError::not_on_virtual_route(&method).into());
     };
-    let mut body = mcp_wire::messages::result(&id, &result);
-    if let Some(list) = ctx.filter.take() {
-        let json = Some("application/json");
-        let principal = ctx.principal.as_deref();
-        if let Some(filtered) = route
-            .guard
-            .filter_answer(principal, Some(list), json, &body)
-        {
-            body = filtered;
-        }
-    }
-    ctx.capture_response(&body);
-    let mut head = ResponseHeader::build(200, Some(2)).map_err(super::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, "application/json")
-        .map_err(super::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, body.len())
-        .map_err(super::Fail::Io)?;
-    write_whole(session, head, body).await?;
-    Ok(())
+    let body = filtered(&route, ctx, mcp_wire::messages::result(&id, &result));
+    answer(session, ctx, body).await
+}
+
+/// A merged list answer as the route's `authz` rules let the caller see it (the exposed
+/// names); any other answer as it is.
+fn filtered(route: &Route, ctx: &mut RequestCtx, body: Bytes) -> Bytes {
+    let Some(list) = ctx.filter.take() else {
+        return body;
+    };
+    let principal = ctx.principal.as_deref();
+    let json = Some("application/json");
+    route
+        .guard
+        .filter_answer(principal, Some(list), json, &body)
+        .unwrap_or(body)
 }
 
 /// A call on its member's route: the member's own name in the body and in `Mcp-Name`.
@@ -262,11 +260,36 @@ fn own_name(body: &Bytes, method: &str, named: &Named, own: &str) -> Result<Byte
     Ok(Bytes::from(rewritten))
 }
 
-/// 202 Accepted, no body.
-async fn accepted(session: &mut Session) -> Handled {
-    let mut head = ResponseHeader::build(202, Some(1)).map_err(super::Fail::Io)?;
+/// An answer with no body (202 to a notification, 200 to a DELETE).
+async fn answer_empty(session: &mut Session, status: u16) -> Handled {
+    let mut head = ResponseHeader::build(status, Some(1)).map_err(super::Fail::Io)?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")
         .map_err(super::Fail::Io)?;
     write_whole(session, head, Bytes::new()).await?;
+    Ok(())
+}
+
+/// The gateway's own answer `body` (captured): one SSE event to a session-era client that
+/// accepts a stream (as the session servers it stands for answer), else JSON.
+async fn answer(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -> Handled {
+    ctx.capture_response(&body);
+    let stream = ctx.era == Era::Legacy
+        && session
+            .req_header()
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/event-stream"));
+    let (content_type, body) = if stream {
+        ("text/event-stream", mcp_wire::sse::event(&body))
+    } else {
+        ("application/json", body)
+    };
+    let mut head = ResponseHeader::build(200, Some(2)).map_err(super::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, content_type)
+        .map_err(super::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())
+        .map_err(super::Fail::Io)?;
+    write_whole(session, head, body).await?;
     Ok(())
 }

@@ -1,0 +1,228 @@
+//! A legacy client's streams on a virtual route: its GET stream, every member's own stream
+//! in the client's session there merged into one, with the list-changed notifications when a
+//! member comes or goes; and the ids of the requests members send (on any stream), renumbered
+//! per member so two members never collide, and the way the client's answers go back.
+
+use super::fanout;
+use crate::error::GatewayError;
+use crate::routing::Members;
+use bytes::Bytes;
+use mcp_wire::sse;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::protocols::http::HttpTask;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use super::super::ctx::RequestCtx;
+use super::super::{Fail, Handled};
+
+/// How often a member's stream that ended at once is opened again in a row before the client's
+/// stream goes on without it.
+const QUICK_ENDS: u32 = 5;
+
+/// The client's GET stream: every member's own stream in the client's session there, opened
+/// as a subrequest each and merged, event by event, each member's requests renumbered as in
+/// a call; a member's stream that ends (its pod died, its session moved) is opened again
+/// (after 500 ms), so its later notifications and requests still reach the client.
+pub(super) async fn stream(
+    session: &mut Session,
+    ctx: &RequestCtx,
+    members: &Members,
+    sessions: &BTreeMap<String, String>,
+) -> Handled {
+    let name = |i: usize| members.server.members[i].names.name.as_str();
+    let ask = |i: usize| fanout::Ask {
+        route: members.routes[i].clone(),
+        body: Bytes::new(),
+        principal: ctx.principal.clone(),
+        era: mcp_wire::Era::Legacy,
+        session: sessions.get(name(i)).cloned(),
+        identity: ctx.admitted.identity.clone(),
+    };
+    let held: Vec<usize> = (0..members.routes.len())
+        .filter(|&i| sessions.get(name(i)).is_some_and(|s| !s.is_empty()))
+        .collect();
+    if held.is_empty() {
+        // no member keeps a session: nothing of theirs to stream
+        return Err(GatewayError::method_not_allowed("GET", "POST, DELETE").into());
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let (again_tx, mut again) = tokio::sync::mpsc::channel::<usize>(8);
+    let n = members.routes.len();
+    let mut tasks = Tasks((0..n).map(|_| None).collect());
+    let mut splitters: Vec<sse::EventSplitter> = (0..n).map(|_| Default::default()).collect();
+    let mut streaming = vec![false; n];
+    let mut quick_ends = vec![0u32; n];
+    let mut opened_at = vec![std::time::Instant::now(); n];
+    for &i in &held {
+        tasks.0[i] = fanout::stream_into(session, ask(i), i, tx.clone());
+    }
+    // the members' streams being read, or about to be opened again
+    let mut live = held.len();
+    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::CACHE_CONTROL, "no-cache")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")
+        .map_err(Fail::Io)?;
+    session
+        .write_response_header(Box::new(head), false)
+        .await
+        .map_err(Fail::Io)?;
+    // a member coming or going changes the merged lists: the client is told, as a server whose
+    // own lists changed tells it
+    let mut up = members_up(ctx, members);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while live > 0 {
+        tokio::select! {
+            _ = tick.tick() => {
+                let now = members_up(ctx, members);
+                if now != up {
+                    up = now;
+                    for method in LIST_CHANGED {
+                        let note = json!({"jsonrpc": "2.0", "method": method});
+                        let event = sse::event(note.to_string().as_bytes());
+                        session.write_response_body(Some(event), false).await.map_err(Fail::Io)?;
+                    }
+                }
+            }
+            Some(i) = again.recv() => {
+                splitters[i] = Default::default();
+                opened_at[i] = std::time::Instant::now();
+                tasks.0[i] = fanout::stream_into(session, ask(i), i, tx.clone());
+            }
+            Some((i, task)) = rx.recv() => match task {
+                Some(HttpTask::Header(h, end)) => {
+                    let ct = h.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+                    streaming[i] = h.status.as_u16() == 200 && sse::is_event_stream(ct) && !end;
+                }
+                Some(HttpTask::Body(Some(chunk), _)) if streaming[i] => {
+                    for event in splitters[i].push(&chunk) {
+                        let out = renumber(&event, name(i));
+                        if !out.is_empty() {
+                            session.write_response_body(Some(out), false).await.map_err(Fail::Io)?;
+                        }
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    // the member's stream ended: opened again, unless it keeps ending at once
+                    let quick = opened_at[i].elapsed() < std::time::Duration::from_secs(1);
+                    quick_ends[i] = if quick { quick_ends[i] + 1 } else { 0 };
+                    if streaming[i] && quick_ends[i] < QUICK_ENDS {
+                        let again_tx = again_tx.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                            let _ = again_tx.send(i).await;
+                        });
+                    } else {
+                        live -= 1;
+                    }
+                    streaming[i] = false;
+                }
+            },
+        }
+    }
+    session
+        .write_response_body(None, true)
+        .await
+        .map_err(Fail::Io)?;
+    Ok(())
+}
+
+/// The notifications a client's stream gets when a member comes or goes.
+const LIST_CHANGED: [&str; 3] = [
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+];
+
+/// Whether each member has a backend that may take work (up: not failed, not draining).
+fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
+    members
+        .server
+        .members
+        .iter()
+        .map(|m| {
+            ctx.state.pools.get(m.pool).is_some_and(|p| {
+                p.backends()
+                    .iter()
+                    .any(|b| b.state() == crate::upstream::BackendState::Up)
+            })
+        })
+        .collect()
+}
+
+/// The members' stream tasks of one client stream: stopped with it.
+struct Tasks(Vec<Option<tokio::task::JoinHandle<()>>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in self.0.iter_mut().filter_map(Option::take) {
+            task.abort();
+        }
+    }
+}
+
+/// A member's SSE event for the client: a request of the member (it has `method` and `id`)
+/// gets the id `"<member>:<its id as JSON>"`; the member's event ids are not passed on (a
+/// virtual session's streams do not resume), the rest is kept.
+pub(super) fn renumber(event: &[u8], member: &str) -> Bytes {
+    let mut data: Option<Vec<u8>> = None;
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for line in sse::lines(event) {
+        let (field, value) = sse::field(line);
+        match field {
+            b"data" => sse::push_data(&mut data, value),
+            b"id" | b"retry" => {}
+            _ if line.is_empty() => {}
+            _ => kept.push(line),
+        }
+    }
+    let mut out = Vec::with_capacity(event.len() + member.len() + 8);
+    for line in kept {
+        out.extend_from_slice(line);
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(data) = data {
+        let renumbered = serde_json::from_slice::<Value>(&data)
+            .ok()
+            .and_then(|mut m| {
+                let id = m.get("id")?.clone();
+                m.get("method")?;
+                m["id"] = Value::String(format!("{member}:{id}"));
+                serde_json::to_vec(&m).ok()
+            });
+        for line in renumbered
+            .as_deref()
+            .unwrap_or(&data)
+            .split(|b| *b == b'\n')
+        {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    if out.is_empty() {
+        return Bytes::new();
+    }
+    out.extend_from_slice(b"\r\n");
+    Bytes::from(out)
+}
+
+/// Where the client's answer to a member's request goes: the member (index) and the id it
+/// gave its request, from the id [`renumber`] gave it.
+pub(super) fn answer_route(body: &[u8], members: &Members) -> Option<(usize, Value)> {
+    let msg: Value = serde_json::from_slice(body).ok()?;
+    let id = msg.get("id")?.as_str()?;
+    let (member, own) = id.split_once(':')?;
+    let index = members
+        .server
+        .members
+        .iter()
+        .position(|m| m.names.name == member)?;
+    Some((index, serde_json::from_str(own).ok()?))
+}
