@@ -8,6 +8,8 @@
 //! - `POST /admin/backends/drain?pool=P&backend=IP:PORT` (and `/undrain`): no new sessions on
 //!   it; its sessions move after the pool's `drain-timeout-s`;
 //! - `GET /admin/sessions`: session counts per backend; `GET /admin/sessions/ID`: one session;
+//! - `GET /admin/tasks`: the task records this replica holds, per pool and backend (also in
+//!   `/admin/backends`, as each backend's `tasks`);
 //! - `GET /admin/virtual`: each virtual route's members: pool, mode, backends up, and how many
 //!   tools, prompts and resources each exposes (as its lists said last).
 //!
@@ -34,6 +36,8 @@ pub struct AdminApp {
     registry: Registry,
     /// Upstream's families whose backend gauges a scrape sets.
     upstream: UpstreamMetrics,
+    /// Where tasks live.
+    tasks: Arc<crate::tasks::Tasks>,
 }
 
 impl AdminApp {
@@ -45,6 +49,7 @@ impl AdminApp {
         streams: Arc<Streams>,
         registry: Registry,
         upstream: UpstreamMetrics,
+        tasks: Arc<crate::tasks::Tasks>,
     ) -> AdminApp {
         AdminApp {
             state,
@@ -52,7 +57,19 @@ impl AdminApp {
             streams,
             registry,
             upstream,
+            tasks,
         }
+    }
+
+    fn tasks_json(&self) -> Value {
+        self.tasks.sweep();
+        let records: Vec<Value> = self
+            .tasks
+            .per_backend()
+            .into_iter()
+            .map(|(pool, backend, n)| json!({"pool": pool, "backend": backend.to_string(), "tasks": n}))
+            .collect();
+        json!({ "tasks": records })
     }
 
     /// Sessions per backend of a pool, from the session store (empty if it fails).
@@ -63,8 +80,15 @@ impl AdminApp {
     async fn backends_json(&self) -> Value {
         let state = self.state.load_full();
         let mut pools = Vec::new();
+        let tasks = self.tasks.per_backend();
         for pool in &state.pools {
             let counts = self.session_counts(&pool.name).await;
+            let tasks_of = |addr| {
+                tasks
+                    .iter()
+                    .find(|(p, b, _)| *p == pool.name && *b == addr)
+                    .map_or(0, |(_, _, n)| *n)
+            };
             let backends: Vec<Value> = pool
                 .backends()
                 .iter()
@@ -75,6 +99,7 @@ impl AdminApp {
                         "era": b.era().map(|e| e.as_str()),
                         "sessions": sessions_of(&counts, b.addr),
                         "inflight": b.inflight(),
+                        "tasks": tasks_of(b.addr),
                         "drainingForMs": b.draining_for().map(|d| d.as_millis() as u64),
                     })
                 })
@@ -267,6 +292,7 @@ impl ServeHttp for AdminApp {
             "/admin/backends/undrain" if post => self.drain(&query, false),
             "/admin/sessions" => reply_json(200, &self.sessions_json().await),
             "/admin/virtual" => reply_json(200, &self.virtual_json()),
+            "/admin/tasks" => reply_json(200, &self.tasks_json()),
             p if p.starts_with("/admin/sessions/") => {
                 match self.session_json(&p["/admin/sessions/".len()..]).await {
                     Some(v) => reply_json(200, &v),

@@ -27,5 +27,6 @@ pub(crate) mod session_hash;
 pub(crate) mod state;
 pub(crate) mod stream;
 pub(crate) mod sync;
+pub(crate) mod tasks;
 pub(crate) mod telemetry;
 pub(crate) mod upstream;

@@ -58,6 +58,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         tombstone: config.sessions.idle_timeout,
     };
     let mut events: Option<Arc<dyn StreamStore>> = None;
+    let mut shared_tasks: Option<Arc<dyn crate::tasks::store::TaskStore>> = None;
     let store: Arc<dyn SessionStore> = match &config.sessions.store {
         StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
         // measured where it meets the network; a per-replica cache of recent records in front
@@ -65,6 +66,8 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
             let redis = Arc::new(RedisStore::new(redis.clone(), ttl));
             // stream events beside the sessions, so any replica can replay them
             events = Some(RedisEvents::new(redis.clone()));
+            // task records beside them, so any replica routes a task's polls
+            shared_tasks = Some(Arc::new(crate::tasks::RedisTasks(redis.clone())));
             let measured = Arc::new(Instrumented::new(redis, metrics.store.clone()));
             Arc::new(Cached::measured(measured, metrics.store.clone()))
         }
@@ -84,6 +87,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     sessions.observe(&observer);
     sessions.configure(&config.sessions);
 
+    let tasks = crate::tasks::Tasks::new(shared_tasks, metrics.tasks.clone());
     let connections = metrics
         .requests
         .client_connections
@@ -96,6 +100,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
             streams.clone(),
             metrics.requests.clone(),
             metrics.bridge.clone(),
+            tasks.clone(),
         ),
     );
     let mut proxy = Service::new(
@@ -161,7 +166,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         }
     }
     if let Some(admin) = config.admin {
-        let app = AdminApp::new(state, sessions, streams, registry, metrics.upstream);
+        let app = AdminApp::new(state, sessions, streams, registry, metrics.upstream, tasks);
         let mut service = Service::new("admin".into(), app);
         service.add_tcp(&admin.to_string());
         service.threads = Some(1);
@@ -189,6 +194,8 @@ pub struct Families {
     pub bridge: BridgeMetrics,
     /// The config reload's.
     pub reloads: ReloadMetrics,
+    /// The task records'.
+    pub tasks: crate::tasks::metrics::TaskMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -206,6 +213,7 @@ impl Families {
             streams: StreamMetrics::register(&families),
             bridge: BridgeMetrics::register(&families),
             reloads: ReloadMetrics::register(&families),
+            tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

@@ -60,7 +60,8 @@ pub struct BodyInfo<'a> {
     pub id: Option<&'a RawValue>,
     /// `method`; `None` for responses the client sends to server requests.
     pub method: Option<Cow<'a, str>>,
-    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    /// `params.name` (tools/call, prompts/get), `params.uri` (resources/read) or
+    /// `params.taskId` (the task methods: [`TASK_METHODS`]).
     pub name: Option<Cow<'a, str>>,
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
     pub meta_protocol_version: Option<Cow<'a, str>>,
@@ -92,6 +93,15 @@ pub enum InspectError {
 /// Nesting of arrays and objects refused (serde_json's own limit).
 pub use crate::scan::MAX_DEPTH;
 
+/// The methods that name one task by `params.taskId`: the Tasks extension's (2026-07-28,
+/// where `Mcp-Name` must carry the id) and the legacy (2025-11-25) tasks'.
+pub const TASK_METHODS: &[&str] = &["tasks/get", "tasks/update", "tasks/cancel", "tasks/result"];
+
+/// Whether `method` names one task by `params.taskId` ([`TASK_METHODS`]).
+pub fn is_task_method(method: &str) -> bool {
+    TASK_METHODS.contains(&method)
+}
+
 /// Reads the routing-relevant fields of one JSON-RPC message, checking the whole body in the
 /// same pass (`scan.rs`).
 pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
@@ -121,6 +131,8 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
         || method_is("resources/unsubscribe")
     {
         env.uri
+    } else if env.method.as_deref().is_some_and(is_task_method) {
+        env.task_id
     } else {
         env.name
     };

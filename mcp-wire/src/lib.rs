@@ -18,6 +18,7 @@ pub mod messages;
 pub mod rewrite;
 mod scan;
 pub mod sse;
+pub mod tasks;
 pub mod translate;
 pub mod verdict;
 
@@ -44,6 +45,7 @@ pub const KNOWN_METHODS: &[&str] = &[
     "tasks/list",
     "tasks/result",
     "tasks/cancel",
+    "tasks/update",
     "notifications/initialized",
     "notifications/cancelled",
     "notifications/progress",

@@ -60,6 +60,9 @@ pub struct FileConfig {
     /// `bridge`: the era bridge (pooled backend sessions for 2026-07-28 clients on legacy backends).
     #[serde(default)]
     pub bridge: crate::bridge::config::FileBridge,
+    /// `tasks`: where the tasks backends create live, kept so their polls reach the pod that holds them.
+    #[serde(default)]
+    pub tasks: crate::tasks::config::FileTasks,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -296,6 +299,9 @@ pub struct FilePool {
     /// Which protocol era the backends serve: detect (default: probed with `server/discover`), legacy, modern or dual.
     #[schemars(extend("enum" = ["detect", "legacy", "modern", "dual", null]))]
     pub era: Option<String>,
+    /// Where the backends keep their tasks: `own` (default: in each pod's memory, so a task's polls go to the pod that created it, and a task whose pod is gone is answered as lost) or `shared` (in a store every pod reads, so polls are balanced like any request).
+    #[schemars(extend("enum" = ["own", "shared", null]))]
+    pub tasks: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

@@ -51,6 +51,8 @@ pub struct Config {
     pub client_timeouts: super::ClientTimeouts,
     /// The era bridge (`bridge`): pooled backend sessions' bounds.
     pub bridge: super::BridgeConfig,
+    /// `tasks`: the task records.
+    pub tasks: crate::tasks::config::TasksConfig,
 }
 
 /// Gateway-owned sessions.
@@ -222,6 +224,9 @@ pub struct PoolConfig {
     pub tls: Option<super::PoolTls>,
     /// Identity headers sent to the backends. Default: none.
     pub identity_headers: super::IdentityHeaders,
+    /// `tasks: shared`: every backend reads every task (a task's polls are balanced); default
+    /// `own`: a task lives in the pod that created it.
+    pub tasks_shared: bool,
 }
 
 /// A dynamic membership source; the static `backends` are the initial members.

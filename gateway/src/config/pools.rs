@@ -13,7 +13,7 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
          failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
-         discovery, health, tls, identity-headers, era",
+         discovery, health, tls, identity-headers, era, tasks",
     );
     if pool.backends.is_empty() && pool.discovery.is_none() {
         p.add(
@@ -77,6 +77,17 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             .map(|h| super::auth::identity_headers(p, &at, h))
             .unwrap_or_default(),
         health: health(p, &at, pool.health.as_ref()),
+        tasks_shared: match pool.tasks.as_deref() {
+            None | Some("own") => false,
+            Some("shared") => true,
+            Some(other) => {
+                p.add(
+                    format!("{at}.tasks"),
+                    format!("unknown `{other}` (own, shared)"),
+                );
+                false
+            }
+        },
     }
 }
 

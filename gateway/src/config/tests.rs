@@ -50,6 +50,7 @@ fn reference_config_parses_to_expected_struct() {
             fall: 2,
             rise: 2,
         }),
+        tasks_shared: false,
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),
@@ -92,6 +93,7 @@ fn reference_config_parses_to_expected_struct() {
         admin_token: None,
         client_timeouts: ClientTimeouts::default(),
         bridge: Default::default(),
+        tasks: Default::default(),
     };
     assert_eq!(config, expected);
 }

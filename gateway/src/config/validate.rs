@@ -16,7 +16,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         for (key, globs) in [
@@ -142,6 +142,7 @@ impl Config {
         let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
         let bridge = crate::bridge::config::validate(&mut p, &file.bridge);
+        let tasks = crate::tasks::config::validate(&mut p, &file.tasks);
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =
@@ -165,6 +166,7 @@ impl Config {
                 admin_token,
                 client_timeouts,
                 bridge,
+                tasks,
             })
         } else {
             Err(p.0)

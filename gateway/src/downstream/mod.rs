@@ -21,7 +21,7 @@
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
 
-mod cap;
+pub(crate) mod cap;
 mod endpoint;
 pub mod guard;
 mod head;

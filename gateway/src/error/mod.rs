@@ -135,6 +135,11 @@ pub enum ErrorKind {
     /// URI (unknown, filtered out by the member's `include`/`exclude`, or its member is not
     /// answering lists). -32037, HTTP 200 (a server's own answer to a call of an unknown name).
     UnknownName,
+    /// A task the gateway recorded cannot be reached: the pod that holds it is gone (it left
+    /// the pool or refuses connections), or it answers that it does not know a task it
+    /// created (it restarted), or (legacy) the session moved to another pod since. -32038,
+    /// HTTP 200 (an answer about one task; every client shows it).
+    TaskLost,
 }
 
 impl ErrorKind {
@@ -179,6 +184,7 @@ impl ErrorKind {
             ErrorKind::ServerRequestRefused => -32603,
             ErrorKind::ServerRequestNotBridged => -32601,
             ErrorKind::UnknownName => -32037,
+            ErrorKind::TaskLost => -32038,
         }
     }
 
@@ -228,6 +234,7 @@ impl ErrorKind {
             // HTTP answer of their own
             ErrorKind::ServerRequestRefused | ErrorKind::ServerRequestNotBridged => 200,
             ErrorKind::UnknownName => 200,
+            ErrorKind::TaskLost => 200,
         }
     }
 
@@ -286,6 +293,7 @@ impl ErrorKind {
             ErrorKind::ServerRequestRefused => "server-request-refused",
             ErrorKind::ServerRequestNotBridged => "server-request-not-bridged",
             ErrorKind::UnknownName => "unknown-name",
+            ErrorKind::TaskLost => "task-lost",
         }
     }
 

@@ -65,6 +65,7 @@ fn every_kind_has_a_distinct_code() {
         ServerRequestRefused,
         ServerRequestNotBridged,
         UnknownName,
+        TaskLost,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

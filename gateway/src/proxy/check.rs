@@ -6,7 +6,15 @@ use mcp_wire::headers::{read_mcp_headers, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VER
 use mcp_wire::{inspect_body, BodyInfo, RequestId};
 
 /// Methods whose `Mcp-Name` mirrors a body field.
-const NAMED_METHODS: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+const NAMED_METHODS: &[&str] = &[
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    // the spec: `Mcp-Name` carries `params.taskId`, so a balancer can route by it
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
 
 /// A body refused by the check: the error to answer and the request's id, when known.
 #[derive(Debug)]

@@ -22,6 +22,7 @@ pub mod respond;
 mod stateful;
 mod stateless;
 mod steps;
+pub(crate) mod tasks;
 mod telemetry;
 mod trace;
 mod verdict;
@@ -61,6 +62,8 @@ pub struct Gateway {
     captures: crate::capture::Captures,
     /// Legacy clients' sessions on 2026-07-28 backends.
     bridge: crate::bridge::Bridge,
+    /// Where the tasks backends created live.
+    tasks: Arc<crate::tasks::Tasks>,
 }
 
 impl Gateway {
@@ -72,6 +75,7 @@ impl Gateway {
         streams: Arc<Streams>,
         metrics: RequestMetrics,
         bridged: BridgeMetrics,
+        tasks: Arc<crate::tasks::Tasks>,
     ) -> Gateway {
         let engine = sessions.engine().clone();
         let rejections = state.load().rejections.clone();
@@ -84,6 +88,7 @@ impl Gateway {
             sessions,
             streams,
             captures: Default::default(),
+            tasks,
         }
     }
 }
@@ -342,8 +347,13 @@ impl ProxyHttp for Gateway {
         &self,
         session: &mut Session,
         upstream: &mut ResponseHeader,
-        _ctx: &mut RequestCtx,
+        ctx: &mut RequestCtx,
     ) -> Result<()> {
+        if let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) {
+            if tasks::watched(ctx) {
+                tasks::watch(self, session, ctx, &native.pool, backend);
+            }
+        }
         if session.req_header().version == http::Version::HTTP_10
             && upstream
                 .headers

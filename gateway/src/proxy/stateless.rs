@@ -49,6 +49,15 @@ pub(super) async fn forward_buffered(
     ctx.request_id = Some(info.request_id());
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     super::steps::classify(ctx, &route, method, name)?;
+    if super::tasks::routes(ctx, method) {
+        let (method, task_id) = (
+            method.unwrap_or_default().to_owned(),
+            name.map(str::to_owned),
+        );
+        drop(info);
+        let task_id = task_id.as_deref();
+        return super::tasks::forward(gw, session, ctx, &route, body, &method, task_id).await;
+    }
     let routed = Routed::of(&route, method, name);
     drop(info);
     forward_body(gw, session, ctx, &route, body, routed).await
@@ -227,6 +236,7 @@ pub(super) async fn forward_any(
         }
     }
     let head = client_response(ex.header(), None);
+    super::tasks::watch(gw, session, ctx, pool, &backend);
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
     let relayed = match ctx.filter.take() {
         Some(list) => {

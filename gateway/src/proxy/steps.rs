@@ -165,7 +165,9 @@ fn plan(
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
-    if has_body && (by_body || bounded || route.guard.reads_body(method)) {
+    // a task's requests go to the pod that holds it (`tasks.rs`), read from the body
+    let task = super::tasks::routes(ctx, method);
+    if has_body && (by_body || bounded || task || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;

@@ -18,10 +18,35 @@ use pingora::modules::http::{HttpModule, HttpModuleBuilder, HttpModules, Module}
 use pingora::prelude::*;
 use std::any::Any;
 
-/// The per-request module: the scan of the answer, when it is one the gateway reads.
+/// The per-request module: the scan of the answer, when it is one the gateway reads; and,
+/// for an answer that may carry a task handle, the answer's first bytes (`proxy/tasks.rs`).
 #[derive(Default)]
 pub struct AnswerVerdict {
     scan: Option<AnswerScan>,
+    tasks: Option<TaskWatch>,
+}
+
+/// The largest answer read for a task handle: a handle is a few hundred bytes; an answer
+/// past this is a result, not a handle.
+const HANDLE_LIMIT: usize = 16 * 1024;
+
+/// An answer watched for a task handle.
+struct TaskWatch {
+    learner: super::tasks::Learner,
+    sse: bool,
+    seen: Vec<u8>,
+}
+
+/// Watches this request's answer for a task handle: recorded by `learner` once the answer
+/// has passed whole (a 200 JSON or SSE answer within [`HANDLE_LIMIT`]).
+pub fn watch_tasks(session: &mut Session, learner: super::tasks::Learner) {
+    if let Some(m) = session.downstream_modules_ctx.get_mut::<AnswerVerdict>() {
+        m.tasks = Some(TaskWatch {
+            learner,
+            sse: false,
+            seen: Vec::new(),
+        });
+    }
 }
 
 #[async_trait]
@@ -33,6 +58,7 @@ impl HttpModule for AnswerVerdict {
     ) -> Result<()> {
         self.scan = None;
         if resp.status.as_u16() != 200 || end_of_stream {
+            self.tasks = None;
             return Ok(());
         }
         let coded = resp
@@ -40,6 +66,7 @@ impl HttpModule for AnswerVerdict {
             .get(http::header::CONTENT_ENCODING)
             .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
         if coded {
+            self.tasks = None;
             return Ok(());
         }
         let content_type = resp
@@ -51,15 +78,34 @@ impl HttpModule for AnswerVerdict {
         } else if content_type.is_some_and(|c| c.trim_start().starts_with("application/json")) {
             Shape::Json
         } else {
+            self.tasks = None;
             return Ok(());
         };
+        if let Some(watch) = self.tasks.as_mut() {
+            watch.sse = shape == Shape::Sse;
+        }
         self.scan = Some(AnswerScan::new(shape));
         Ok(())
     }
 
-    fn response_body_filter(&mut self, body: &mut Option<Bytes>, _end: bool) -> Result<()> {
+    fn response_body_filter(&mut self, body: &mut Option<Bytes>, end: bool) -> Result<()> {
         if let (Some(scan), Some(chunk)) = (self.scan.as_mut(), body.as_ref()) {
             scan.push(chunk);
+        }
+        if let Some(watch) = self.tasks.as_mut() {
+            let chunk = body.as_deref().unwrap_or_default();
+            if watch.seen.len() + chunk.len() > HANDLE_LIMIT {
+                self.tasks = None;
+            } else {
+                watch.seen.extend_from_slice(chunk);
+            }
+        }
+        // the answer is whole when it ends, or (SSE) when its response message has passed
+        let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
+        if whole {
+            if let Some(watch) = self.tasks.take() {
+                watch.learner.learn(watch.sse, &watch.seen);
+            }
         }
         Ok(())
     }

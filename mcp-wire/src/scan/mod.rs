@@ -26,6 +26,9 @@ pub(crate) struct Envelope<'a> {
     pub method: Option<Cow<'a, str>>,
     pub name: Option<Cow<'a, str>>,
     pub uri: Option<Cow<'a, str>>,
+    /// `params.taskId` (the Tasks extension's `tasks/get`, `tasks/update`, `tasks/cancel`, and
+    /// the legacy tasks' methods).
+    pub task_id: Option<Cow<'a, str>>,
     pub has_meta: bool,
     pub protocol_version: Option<Cow<'a, str>>,
 }
@@ -180,11 +183,12 @@ impl<'a> Scanner<'a> {
     }
 
     fn params(&mut self, env: &mut Envelope<'a>) -> Result<(), Refused> {
-        let mut seen = Seen::new(["name", "uri", "_meta"]);
+        let mut seen = Seen::new(["name", "uri", "taskId", "_meta"]);
         self.object(|s, key| {
             match seen.field(&key, s)?.map(|k| seen.names[k]) {
                 Some("name") => env.name = s.string_or_null("params.name")?,
                 Some("uri") => env.uri = s.string_or_null("params.uri")?,
+                Some("taskId") => env.task_id = s.string_or_null("params.taskId")?,
                 Some("_meta") => {
                     s.ws();
                     match s.peek() {

@@ -38,6 +38,11 @@ pub(super) async fn call(
         let backend = rec.binding.backend.to_string();
         GatewayError::deadline(&pool.name, &backend, deadline.unwrap_or_default())
     };
+    let task = (call.method.as_deref(), call.name.as_deref());
+    let created_under = match crate::proxy::tasks::legacy_task_method(task.0) {
+        true => Box::pin(crate::proxy::tasks::legacy_task(gw, ctx, pool, &rec, task)).await?,
+        false => None,
+    };
     let out = Outgoing {
         client: session.req_header(),
         body: call.body.clone(),
@@ -71,6 +76,11 @@ pub(super) async fn call(
         Err(e) => return Err(e.into()),
     };
     ctx.backend = pool.find(rec.binding.backend);
+    if let Some(lost) = crate::proxy::tasks::moved_since(gw, pool, &rec, created_under, task.1) {
+        drop(ex);
+        return Err(lost.into());
+    }
+    crate::proxy::tasks::watch_in_session(gw, session, ctx, pool, &rec);
     if ex.header().status.is_success() && call.is("notifications/initialized") {
         // Before the client hears back (and sends its first call), the session's stream is
         // held, so nothing the server asks can be lost.

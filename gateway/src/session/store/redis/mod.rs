@@ -149,6 +149,24 @@ impl RedisStore {
         format!("{}{name}", self.config.key_prefix)
     }
 
+    /// Keeps a value of another concern beside the sessions, under `<prefix><key>`, for `ttl`
+    /// (the task records, `tasks/store.rs`).
+    pub async fn put_value(&self, key: &str, value: &str, ttl: Duration) -> Result<(), StoreError> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.key(key))
+            .arg(value)
+            .arg("PX")
+            .arg(ttl.as_millis().max(1) as u64);
+        self.query::<()>(&cmd).await
+    }
+
+    /// The value [`RedisStore::put_value`] keeps under `key`, while it lives.
+    pub async fn get_value(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.key(key));
+        self.query(&cmd).await
+    }
+
     fn backends_key(&self, pool: &str) -> String {
         format!("{}backends:{pool}", self.config.key_prefix)
     }

@@ -1,0 +1,282 @@
+//! Where tasks live (issue 34). A backend that answers a request with a task handle (the
+//! Tasks extension's `resultType: "task"`, or a legacy `CreateTaskResult`) keeps that task in
+//! its own memory; the gateway records which backend it was ([`TaskRecord`]), bound to the
+//! caller's principal, for the task's TTL (at most `tasks.max-ttl-s`), so a `tasks/get`,
+//! `tasks/update` or `tasks/cancel` reaches that pod from any replica ([`Tasks::find`]).
+//!
+//! Records live in this replica's bounded map ([`store::LocalTasks`]) and, with
+//! `sessions.store: redis`, in Redis beside the sessions: written when the handle passes
+//! (the answer is never held for it), read by a replica that has no copy. The handle itself
+//! passes through untouched (`mcp_wire::tasks` reads it).
+
+pub mod config;
+pub mod errors;
+pub mod metrics;
+pub mod store;
+
+use crate::session::store::{RedisStore, StoreError};
+use metrics::TaskMetrics;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use store::{LocalTasks, Refused, TaskStore};
+
+/// How long a replica that finds no record waits once before it reads the shared store
+/// again: the replica that saw the handle writes it while the client reads the answer, so a
+/// poll sent at once through another replica can arrive first.
+const SHARED_WRITE_WAIT: Duration = Duration::from_millis(20);
+
+/// Where one task lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The pool of the backend that created it.
+    pub pool: String,
+    /// That backend.
+    pub backend: SocketAddr,
+    /// The principal that created it (`auth`); `None`: an anonymous caller.
+    pub principal: Option<Arc<str>>,
+    /// Whose share of `tasks.max-per-principal` it counts in: the principal, or an anonymous
+    /// caller's peer address (IPv6 by /64).
+    pub owner: Arc<str>,
+    /// When the record expires (ms since the epoch).
+    pub expires_ms: u64,
+    /// A legacy task: the generation of the session binding it was created under (the
+    /// session moved since when the binding is newer).
+    pub generation: Option<u64>,
+}
+
+/// What the gateway knows of a task a request names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// No record: the request goes wherever a request would go.
+    Unknown,
+    /// Another principal's task: answered exactly as an unknown one, never sent to its pod.
+    Foreign,
+    /// The caller's task.
+    Mine(TaskRecord),
+}
+
+/// The key of a task: its scope (the client-facing route's label; for a legacy task, its
+/// gateway session) and the server's id.
+pub fn key(scope: &str, task_id: &str) -> Arc<str> {
+    format!("{scope}\n{task_id}").into()
+}
+
+/// The share a record counts in: the principal, else the caller's address.
+pub fn owner(principal: Option<&Arc<str>>, peer: Option<std::net::IpAddr>) -> Arc<str> {
+    match (principal, peer) {
+        (Some(p), _) => p.clone(),
+        (None, Some(ip)) => format!("peer:{}", crate::downstream::cap::client_of(ip)).into(),
+        (None, None) => "peer:-".into(),
+    }
+}
+
+/// The task records and what they decide.
+pub struct Tasks {
+    local: LocalTasks,
+    shared: Option<Arc<dyn TaskStore>>,
+    metrics: TaskMetrics,
+}
+
+impl Tasks {
+    /// Records in this replica only, or also in `shared`.
+    pub fn new(shared: Option<Arc<dyn TaskStore>>, metrics: TaskMetrics) -> Arc<Tasks> {
+        Arc::new(Tasks {
+            local: LocalTasks::default(),
+            shared,
+            metrics,
+        })
+    }
+
+    /// Records a task handle that just passed (called as the answer streams: never waits).
+    /// `ttl_ms` is the server's, bounded by `max-ttl-s`. Returns whether it was recorded.
+    pub fn learn(
+        self: &Arc<Self>,
+        cfg: &config::TasksConfig,
+        scope: &str,
+        task_id: &str,
+        ttl_ms: Option<u64>,
+        mut record: TaskRecord,
+    ) -> bool {
+        let pool = record.pool.clone();
+        if task_id.is_empty() || task_id.len() > cfg.max_id_bytes {
+            self.metrics.count(&pool, "unrecorded");
+            tracing::debug!(pool, "a task id over tasks.max-id-bytes: not recorded");
+            return false;
+        }
+        let max_ms = cfg.max_ttl.as_millis() as u64;
+        let ttl = Duration::from_millis(ttl_ms.map_or(max_ms, |t| t.min(max_ms)).max(1));
+        let now = crate::session::now_ms();
+        record.expires_ms = now + ttl.as_millis() as u64;
+        let key = key(scope, task_id);
+        let kept = self.local.put(
+            key.clone(),
+            record.clone(),
+            cfg.max_records,
+            cfg.max_per_principal,
+            now,
+        );
+        self.metrics
+            .records
+            .with_label_values::<&str>(&[])
+            .set(self.local.len() as i64);
+        if let Err(why) = kept {
+            self.metrics.count(&pool, "unrecorded");
+            let bound = match why {
+                Refused::Full => "tasks.max-records",
+                Refused::OwnerFull => "tasks.max-per-principal",
+            };
+            tracing::warn!(
+                pool,
+                bound,
+                "a task handle was not recorded: its polls are balanced"
+            );
+            return false;
+        }
+        self.metrics.count(&pool, "created");
+        if let Some(shared) = self.shared.clone() {
+            tokio::spawn(async move {
+                if let Err(e) = shared.put_task(&key, &record, ttl).await {
+                    tracing::warn!(error = %e, "a task record was not written to the shared store");
+                }
+            });
+        }
+        true
+    }
+
+    /// What the gateway knows of the task `task_id` in `scope` for `principal`.
+    pub async fn find(
+        &self,
+        scope: &str,
+        task_id: &str,
+        principal: Option<&Arc<str>>,
+    ) -> Result<Found, StoreError> {
+        let key = key(scope, task_id);
+        let now = crate::session::now_ms();
+        let record = match self.local.get(&key, now) {
+            Ok(Some(r)) => Some(r),
+            Err(()) => {
+                self.expired_one(scope);
+                None
+            }
+            Ok(None) => self.read_shared(&key, now).await?,
+        };
+        Ok(match record {
+            None => Found::Unknown,
+            Some(r) if r.principal.as_ref() != principal => Found::Foreign,
+            Some(r) => Found::Mine(r),
+        })
+    }
+
+    /// Counts one `event` of `pool`.
+    pub fn count(&self, pool: &str, event: &str) {
+        self.metrics.count(pool, event);
+    }
+
+    /// Live records per pool and backend, of this replica (the admin API).
+    pub fn per_backend(&self) -> Vec<(String, SocketAddr, usize)> {
+        self.local.per_backend(crate::session::now_ms())
+    }
+
+    /// Drops expired records (the admin API and tests read counts after it).
+    pub fn sweep(&self) {
+        let n = self.local.sweep(crate::session::now_ms());
+        if n > 0 {
+            self.metrics
+                .events
+                .with_label_values(&["-", "expired"])
+                .inc_by(n as u64);
+        }
+        self.metrics
+            .records
+            .with_label_values::<&str>(&[])
+            .set(self.local.len() as i64);
+    }
+
+    fn expired_one(&self, _scope: &str) {
+        self.metrics
+            .events
+            .with_label_values(&["-", "expired"])
+            .inc();
+        self.metrics
+            .records
+            .with_label_values::<&str>(&[])
+            .set(self.local.len() as i64);
+    }
+
+    async fn read_shared(
+        &self,
+        key: &Arc<str>,
+        now: u64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(shared) = self.shared.as_ref() else {
+            return Ok(None);
+        };
+        let mut found = shared.get_task(key).await?;
+        if found.is_none() {
+            tokio::time::sleep(SHARED_WRITE_WAIT).await;
+            found = shared.get_task(key).await?;
+        }
+        let found = found.filter(|r| r.expires_ms > now);
+        if let Some(r) = &found {
+            // a copy for this replica's next poll (within the bounds, or not at all)
+            let _ = self
+                .local
+                .put(key.clone(), r.clone(), usize::MAX, usize::MAX, now);
+        }
+        Ok(found)
+    }
+}
+
+/// Whether a pod's answer to a request for `task_id` says it does not know the task: a
+/// JSON-RPC error -32602 (invalid params) whose message names the id, as the SDKs answer an id
+/// they never issued (rmcp 3.11: `unknown task: ID`; PyPI `mcp` 1.30: `Task not found: ID`).
+pub fn says_unknown(sse: bool, answer: &[u8], task_id: &str) -> bool {
+    let message = if sse {
+        mcp_wire::sse::response(Some("text/event-stream"), answer)
+    } else {
+        serde_json::from_slice(answer).ok()
+    };
+    let Some(message) = message else {
+        return false;
+    };
+    let error = &message["error"];
+    error["code"].as_i64() == Some(-32602)
+        && error["message"].as_str().is_some_and(|m| {
+            m.contains(task_id) && {
+                let m = m.to_ascii_lowercase();
+                m.contains("unknown") || m.contains("not found")
+            }
+        })
+}
+
+/// Task records in Redis, beside the sessions: one key per task (`<prefix>task:<scope>\n<id>`),
+/// expiring with the record.
+pub struct RedisTasks(pub Arc<RedisStore>);
+
+#[async_trait::async_trait]
+impl TaskStore for RedisTasks {
+    async fn put_task(
+        &self,
+        key: &str,
+        record: &TaskRecord,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let value = serde_json::to_string(record).map_err(|e| StoreError {
+            detail: e.to_string(),
+        })?;
+        self.0.put_value(&format!("task:{key}"), &value, ttl).await
+    }
+
+    async fn get_task(&self, key: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(value) = self.0.get_value(&format!("task:{key}")).await? else {
+            return Ok(None);
+        };
+        serde_json::from_str(&value)
+            .map(Some)
+            .map_err(|e| StoreError {
+                detail: format!("a task record that does not read: {e}"),
+            })
+    }
+}

@@ -1,0 +1,155 @@
+//! Task handles in answers, as the gateway reads them to learn where a task lives.
+//!
+//! - 2026-07-28, the Tasks extension (SEP-2663, `io.modelcontextprotocol/tasks`): a request
+//!   answered with `result.resultType: "task"`, the server's `result.taskId` and `result.ttlMs`
+//!   (milliseconds from creation; `null`: unlimited);
+//! - 2025-11-25, the experimental tasks (SEP-1686): a task-augmented request answered with a
+//!   `CreateTaskResult`, `result.task.taskId` and `result.task.ttl` (milliseconds; `null`:
+//!   unlimited).
+//!
+//! The answer is a JSON body or an SSE stream whose response event carries it; nothing here
+//! changes a byte of it.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// The Tasks extension's identifier (client and server capabilities, `_meta`).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Which protocol's task a handle names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskEra {
+    /// The Tasks extension (2026-07-28).
+    Modern,
+    /// The experimental tasks of 2025-11-25.
+    Legacy,
+}
+
+/// A task handle found in an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handle {
+    /// The server's task id.
+    pub task_id: String,
+    /// Its time-to-live in milliseconds, when the server gave one (`None`: unlimited or not
+    /// said).
+    pub ttl_ms: Option<u64>,
+    /// The protocol the handle is of.
+    pub era: TaskEra,
+}
+
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow, default)]
+    result: Option<Result<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Result<'a> {
+    #[serde(borrow, default)]
+    result_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    task_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    ttl_ms: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    task: Option<LegacyTask<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LegacyTask<'a> {
+    #[serde(borrow, default)]
+    task_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    ttl: Option<&'a RawValue>,
+}
+
+/// A TTL as sent: an integer is kept; anything else (a float, a huge number) reads as "not
+/// said" rather than failing the whole answer.
+fn ms(raw: Option<&RawValue>) -> Option<u64> {
+    raw?.get().parse().ok()
+}
+
+/// The task handle one JSON-RPC response carries, if it is one.
+pub fn handle_in_message(message: &[u8]) -> Option<Handle> {
+    // most answers are not handles: a cheap look before parsing
+    memchr::memmem::find(message, b"task")?;
+    let answer: Answer<'_> = serde_json::from_slice(message).ok()?;
+    let result = answer.result?;
+    if result.result_type.as_deref() == Some("task") {
+        return Some(Handle {
+            task_id: result.task_id?.into_owned(),
+            ttl_ms: ms(result.ttl_ms),
+            era: TaskEra::Modern,
+        });
+    }
+    let task = result.task?;
+    Some(Handle {
+        task_id: task.task_id?.into_owned(),
+        ttl_ms: ms(task.ttl),
+        era: TaskEra::Legacy,
+    })
+}
+
+/// The task handle an answer body carries: a JSON body, or the response event of an SSE
+/// stream (`sse`).
+pub fn handle_in_answer(sse: bool, body: &[u8]) -> Option<Handle> {
+    if !sse {
+        return handle_in_message(body);
+    }
+    let content_type = Some("text/event-stream");
+    crate::sse::messages(content_type, body)
+        .iter()
+        .find_map(|m| handle_in_message(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_modern_handle_is_read_with_its_ttl() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t-1","status":"working","createdAt":"x","lastUpdatedAt":"x","ttlMs":60000,"pollIntervalMs":1000}}"#;
+        let h = handle_in_answer(false, body).unwrap();
+        assert_eq!(h.task_id, "t-1");
+        assert_eq!(h.ttl_ms, Some(60000));
+        assert_eq!(h.era, TaskEra::Modern);
+    }
+
+    #[test]
+    fn an_unlimited_ttl_and_a_legacy_handle() {
+        let body =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t","ttlMs":null}}"#;
+        assert_eq!(handle_in_answer(false, body).unwrap().ttl_ms, None);
+        let legacy = br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"abc","status":"working","ttl":5000}}}"#;
+        let h = handle_in_answer(false, legacy).unwrap();
+        assert_eq!(
+            (h.task_id.as_str(), h.ttl_ms, h.era),
+            ("abc", Some(5000), TaskEra::Legacy)
+        );
+    }
+
+    #[test]
+    fn other_answers_are_not_handles() {
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"task"}]}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","taskId":"t","status":"completed"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"task not found"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":7}}"#,
+            b"not json with task",
+        ] {
+            assert_eq!(handle_in_answer(false, body), None, "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn a_handle_in_an_sse_answer_after_a_notification() {
+        let body = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"resultType\":\"task\",\"taskId\":\"s\",\"ttlMs\":1e3}}\n\n";
+        let h = handle_in_answer(true, body).unwrap();
+        assert_eq!(h.task_id, "s");
+        assert_eq!(h.ttl_ms, None, "a TTL that is not an integer is not said");
+    }
+}
