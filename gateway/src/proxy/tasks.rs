@@ -238,14 +238,18 @@ pub(super) async fn forward(
         .find(&route.label, &task_id, principal.as_ref())
         .await
         .map_err(GatewayError::from)?;
+    let balanced = ctx.state.pool(routed.pool)?;
+    if super::bridged::takes(ctx, &balanced) {
+        return Err(GatewayError::tasks_not_bridged(method).into());
+    }
     let record = match found {
         Found::Unknown => {
-            let pool = ctx.state.pool(routed.pool)?;
+            let pool = balanced;
             gw.tasks.count(&pool.name, "unknown");
             return super::stateless::forward_body(gw, session, ctx, route, body, routed).await;
         }
         Found::Foreign => {
-            let pool = ctx.state.pool(routed.pool)?;
+            let pool = balanced;
             gw.tasks.count(&pool.name, "foreign");
             return as_unknown(gw, session, ctx, route, &pool, body, &task_id).await;
         }

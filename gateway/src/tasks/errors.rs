@@ -55,6 +55,17 @@ impl GatewayError {
         .with("limit", limit as u64)
     }
 
+    /// A Tasks extension method on a pool of legacy backends (the reverse bridge): their
+    /// tasks are another protocol, and no task of theirs was ever handed to this client.
+    pub fn tasks_not_bridged(method: &str) -> Self {
+        Self::new(
+            ErrorKind::NotBridged,
+            format!("`{method}` cannot be bridged to legacy (2025-11-25) servers: the Tasks extension has no translation to their tasks, and no task of theirs was handed out here"),
+        )
+        .with("method", method)
+        .with("reason", "tasks-extension")
+    }
+
     /// A task method without a `params.taskId` string.
     pub fn task_id_missing(method: &str) -> Self {
         Self::new(
