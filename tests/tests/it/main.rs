@@ -69,6 +69,7 @@ mod real_peers_resource_rules;
 mod real_peers_rollout;
 mod real_peers_stateful;
 mod real_peers_stateless;
+mod real_peers_tasks_v1;
 mod real_peers_tls;
 mod replicas;
 mod replicas_real;
