@@ -80,7 +80,8 @@ struct RunArgs {
     /// Connection mode: `reuse` (keep-alive) or `new` (a connection per request).
     #[arg(long, default_value = "reuse", value_parser = ["reuse", "new"])]
     connections: String,
-    /// The tool every call invokes.
+    /// The tool every call invokes; `tasks/get:ID` (stateless dialect): every request polls
+    /// task ID instead.
     #[arg(long, default_value = "whoami")]
     tool: String,
     /// Per-request timeout in milliseconds.

@@ -70,6 +70,26 @@ impl Wire {
                 });
                 self.post(&session_headers(sid.unwrap_or_default()), &body)
             }
+            Dialect::Stateless if self.tool.starts_with("tasks/get:") => {
+                let task_id = &self.tool["tasks/get:".len()..];
+                let body = json!({
+                    "jsonrpc": "2.0", "id": id, "method": "tasks/get",
+                    "params": {
+                        "taskId": task_id,
+                        "_meta": {
+                            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+                            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+                            "io.modelcontextprotocol/clientInfo": {"name": "mcp-load", "version": env!("CARGO_PKG_VERSION")}
+                        }
+                    }
+                });
+                let headers = [
+                    ("MCP-Protocol-Version", STATELESS_VERSION),
+                    ("Mcp-Method", "tasks/get"),
+                    ("Mcp-Name", task_id),
+                ];
+                self.post(&headers, &body)
+            }
             Dialect::Stateless => {
                 let body = json!({
                     "jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -67,6 +67,8 @@ pub struct Native {
     pub body: BytesMut,
     /// Bytes of request body seen.
     pub body_seen: u64,
+    /// A task's request, sent to the pod holding the task (`proxy/tasks.rs`).
+    pub task: Option<Box<crate::proxy::tasks::Pinned>>,
 }
 
 /// What the gateway knows about one request as it moves through the phases.

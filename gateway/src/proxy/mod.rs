@@ -223,8 +223,19 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
         let pool = native(ctx)?.pool.clone();
+        let pinned = native(ctx)?.task.as_ref().map(|t| t.backend.clone());
         let pick = Pick::sessionless(ctx.era);
-        let Some(b) = self.engine.next_backend(&pool, &pick, &ctx.tried) else {
+        let next = match pinned {
+            // a task's request goes to its pod, once
+            Some(b) if ctx.tried.contains(&b.addr) => None,
+            Some(b) => Some(b),
+            None => self.engine.next_backend(&pool, &pick, &ctx.tried),
+        };
+        let Some(b) = next else {
+            if let Some(t) = native(ctx)?.task.as_deref() {
+                let err = tasks::pinned_lost(self, t);
+                return Err(respond::stashed(ctx, err));
+            }
             let err = self.engine.exhausted(&pool, &pick, ctx.tried.len());
             return Err(respond::stashed(ctx, err));
         };
@@ -246,6 +257,13 @@ impl ProxyHttp for Gateway {
             return e;
         };
         self.engine.connect_failed(&native.pool, b);
+        if let Some(t) = native.task.as_deref() {
+            // no other pod knows the task
+            let err = tasks::pinned_lost(self, t);
+            ctx.pending_error = Some(err);
+            e.set_retry(false);
+            return e;
+        }
         // The body has not been read yet: trying another backend is always safe here.
         e.set_retry(self.engine.may_retry(&native.pool, &ctx.tried));
         e
@@ -354,6 +372,9 @@ impl ProxyHttp for Gateway {
                 tasks::watch(self, session, ctx, &native.pool, backend);
             }
         }
+        if let Some(pinned) = ctx.native.as_mut().and_then(|n| n.task.as_deref_mut()) {
+            tasks::hold_answer(pinned, upstream);
+        }
         if session.req_header().version == http::Version::HTTP_10
             && upstream
                 .headers
@@ -410,6 +431,17 @@ impl ProxyHttp for Gateway {
                 Err(respond::stashed(ctx, error))
             }
         }
+    }
+
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestCtx,
+    ) -> Result<Option<std::time::Duration>> {
+        tasks::held_chunk(self, ctx, body, end_of_stream);
+        Ok(None)
     }
 
     /// Errors the gateway answers itself (stashed in the context) and clients that leave are

@@ -122,7 +122,7 @@ async fn read_id(session: &mut Session) -> RequestId {
 }
 
 /// The id of a whole body or of a prefix of one; `null` when it has none.
-fn id_of(body: &[u8]) -> RequestId {
+pub(super) fn id_of(body: &[u8]) -> RequestId {
     inspect::inspect_body(body)
         .map(|info| info.request_id())
         .ok()

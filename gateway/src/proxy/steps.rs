@@ -71,7 +71,12 @@ pub(super) async fn prepare(
     ctx.note_tool(headers.method.as_deref(), headers.name.as_deref());
     gw.metrics.count_era(ctx.era);
     admit(gw, session, ctx, &route)?;
-    let plan = plan(session, ctx, route, &headers)?;
+    let plan = match plan(session, ctx, route, &headers)? {
+        Plan::Native if super::tasks::routes(ctx, headers.method.as_deref()) => {
+            super::tasks::pin(gw, ctx, headers.name.as_deref()).await?
+        }
+        plan => plan,
+    };
     // A tool named only in a header is trusted for the per-tool rate just where the body is
     // checked against that header before anything is forwarded (the fast path with
     // check-headers). Everywhere else the body is read and its tool is the one limited: a
@@ -165,8 +170,10 @@ fn plan(
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
-    // a task's requests go to the pod that holds it (`tasks.rs`), read from the body
-    let task = super::tasks::routes(ctx, method);
+    // a task's requests go to the pod that holds it (`tasks.rs`): decided on `Mcp-Name` on the
+    // fast path, where the body is checked against it before anything is forwarded; from the
+    // body otherwise
+    let task = super::tasks::routes(ctx, method) && !route.check_headers;
     if has_body && (by_body || bounded || task || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }
@@ -185,6 +192,7 @@ fn plan(
         check_body: check,
         body: BytesMut::new(),
         body_seen: 0,
+        task: None,
     });
     Ok(Plan::Native)
 }
