@@ -19,6 +19,7 @@ pub mod ports;
 pub mod redis;
 pub mod redis_ha;
 pub mod rr_proxy;
+pub mod tasks;
 pub mod ticker;
 pub mod wire;
 
