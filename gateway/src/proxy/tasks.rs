@@ -498,6 +498,7 @@ async fn as_unknown(
     let client = session.req_header();
     let path = route.upstream_path(client.uri.path());
     let (path, body_ref, engine) = (&*path, &body, gw.engine.as_ref());
+    let stand_in_ref = stand_in.as_str();
     let pick = Pick::sessionless(ctx.era);
     let sent = engine
         .each_backend(pool, pick, &mut ctx.tried, |b| {
@@ -511,6 +512,9 @@ async fn as_unknown(
                     Err(e) => return Step::Stop(e),
                 };
                 request::identify(&mut req, &pool.identity);
+                // `Mcp-Name` must name the stand-in too (a server checks it against the body)
+                req.remove_header(mcp_wire::headers::MCP_NAME);
+                let _ = req.insert_header(mcp_wire::headers::MCP_NAME, stand_in_ref);
                 match engine.send(pool, &b, &req, body_ref.clone(), true).await {
                     Ok(ex) => Step::Done(ex),
                     Err(CallError::Connect(_)) => Step::Unreachable,

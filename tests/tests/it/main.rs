@@ -86,6 +86,7 @@ mod store_failover;
 mod store_failover_real;
 mod store_paused_delete;
 mod subscription_bounds;
+mod tasks;
 mod tasks_peer;
 mod traces;
 mod undecodable_answers;

@@ -1,0 +1,444 @@
+//! Issue 34: 2026-07-28 tasks (the Tasks extension) on stateless routes, with the real Rust SDK
+//! peer `tasks-server` (rmcp 3.11, tasks in each process's memory): a task's polls reach the
+//! pod that created it through round robin, from any replica; a task whose pod died is
+//! -32038 at once; a `tasks: shared` pool balances; another principal's task is answered as
+//! an unknown one, byte for byte; bad task ids get clear answers. The control run (the same
+//! pods, the gateway's task routing off) shows the failure the routing removes.
+
+use mcp_gateway_tests::auth::{auth_yaml, sha256_hex};
+use mcp_gateway_tests::harness::unique_temp_path;
+use mcp_gateway_tests::redis::RedisServer;
+use mcp_gateway_tests::tasks::{self, TasksPeer};
+use mcp_gateway_tests::{Gateway, Request};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+
+async fn pods(n: usize) -> Vec<TasksPeer> {
+    let mut pods = Vec::new();
+    for i in 0..n {
+        pods.push(TasksPeer::start(&format!("pod-{i}")).await);
+    }
+    pods
+}
+
+fn yaml(pods: &[TasksPeer], extra: &str, pool_extra: &str) -> String {
+    let list: Vec<String> = pods.iter().map(|p| p.addr().to_string()).collect();
+    format!(
+        "{extra}pools:\n  tasks: {{ era: modern, backends: [{}], failure-cooldown-ms: 60000{pool_extra} }}\nroutes:\n  - path: /mcp\n    mode: stateless\n    pool: tasks\n",
+        list.join(", ")
+    )
+}
+
+/// Creates a `slow_task` done after `polls` polls and polls it through `gw` until it
+/// completes (at most `polls + 6` polls): the "unknown task" answers on the way, and whether it
+/// completed.
+async fn create_and_poll(gw: SocketAddr, n: u64, polls: u64) -> (usize, bool) {
+    let handle = tasks::tools_call("/mcp", n, "slow_task", json!({"polls": polls}), true)
+        .send(gw)
+        .await;
+    let id = tasks::task_id(&handle);
+    let mut unknown = 0;
+    for k in 0..=polls + 5 {
+        let got = tasks::tasks_get("/mcp", 1000 + k, &id)
+            .send(gw)
+            .await
+            .json();
+        if got["error"]["code"] == -32602 {
+            unknown += 1;
+            continue;
+        }
+        if got["result"]["status"] == "completed" {
+            return (unknown, true);
+        }
+    }
+    (unknown, false)
+}
+
+#[tokio::test]
+async fn a_hundred_tasks_on_three_round_robin_pods_are_polled_to_the_end_without_one_unknown() {
+    let pods = pods(3).await;
+    let gw = Gateway::start(&yaml(&pods, "", "")).await;
+    let (mut unknown, mut completed) = (0, 0);
+    for n in 0..100 {
+        let (u, done) = create_and_poll(gw.addr, n, 2).await;
+        unknown += u;
+        completed += done as usize;
+    }
+    assert_eq!(unknown, 0, "\"unknown task\" answers through the gateway");
+    assert_eq!(completed, 100);
+    let created = gw
+        .metric("mcpgw_tasks_total{pool=\"tasks\",event=\"created\"}")
+        .await;
+    let routed = gw
+        .metric("mcpgw_tasks_total{pool=\"tasks\",event=\"routed\"}")
+        .await;
+    assert_eq!(created, 100.0);
+    assert_eq!(routed, 300.0, "three polls a task, each to its pod");
+
+    // the control: the same pods and balancing, the gateway's task routing off
+    let control = Gateway::start(&yaml(&pods, "tasks: { enabled: false }\n", "")).await;
+    let (mut unknown, mut completed) = (0, 0);
+    for n in 0..100 {
+        let (u, done) = create_and_poll(control.addr, n, 2).await;
+        unknown += u;
+        completed += done as usize;
+    }
+    println!("control run: {unknown} \"unknown task\" answers; {completed} of 100 tasks completed within 8 polls");
+    assert!(
+        unknown > 100,
+        "round robin alone sends most polls to the wrong pod: {unknown}"
+    );
+}
+
+#[tokio::test]
+async fn an_input_request_is_answered_through_tasks_update_on_the_tasks_pod() {
+    let pods = pods(3).await;
+    let gw = Gateway::start(&yaml(&pods, "", "")).await;
+    let id = tasks::task_id(
+        &tasks::tools_call("/mcp", 1, "ask_task", json!({}), true)
+            .send(gw.addr)
+            .await,
+    );
+    let mut asked = Value::Null;
+    for k in 0..20 {
+        asked = tasks::result(&tasks::tasks_get("/mcp", 10 + k, &id).send(gw.addr).await);
+        if asked["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(asked["status"], "input_required", "{asked}");
+    let update = tasks::tasks_update("/mcp", 40, &id, tasks::ask_response("ada"))
+        .send(gw.addr)
+        .await;
+    assert_eq!(tasks::result(&update)["resultType"], "complete");
+    let end = tasks::poll_to_end(gw.addr, "/mcp", &id, 20).await;
+    let done = end.last().unwrap();
+    assert!(tasks::task_text(done).ends_with(":hello ada"), "{done}");
+    // a task cancelled through the gateway ends cancelled on its pod
+    let long = tasks::task_id(
+        &tasks::tools_call("/mcp", 2, "sleep_task", json!({"ms": 600000}), true)
+            .send(gw.addr)
+            .await,
+    );
+    let cancel = tasks::tasks_cancel("/mcp", 3, &long).send(gw.addr).await;
+    assert_eq!(tasks::result(&cancel)["resultType"], "complete");
+    let end = tasks::poll_to_end(gw.addr, "/mcp", &long, 5).await;
+    assert_eq!(end.last().unwrap()["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_task_whose_pod_was_killed_is_lost_at_once_and_the_other_tasks_go_on() {
+    let mut pods = pods(3).await;
+    let gw = Gateway::start(&yaml(&pods, "", "")).await;
+    let mut ids = Vec::new();
+    let mut holders = Vec::new();
+    for n in 0..6 {
+        let handle = tasks::tools_call("/mcp", n, "slow_task", json!({"polls": 3}), true)
+            .send(gw.addr)
+            .await;
+        holders.push(
+            handle
+                .head
+                .header(tasks::PEER_HEADER)
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        ids.push(tasks::task_id(&handle));
+    }
+    let victim = holders[0].clone();
+    pods.iter_mut()
+        .find(|p| p.name == victim)
+        .unwrap()
+        .kill()
+        .await;
+    for (id, holder) in ids.iter().zip(&holders) {
+        let started = std::time::Instant::now();
+        let got = tasks::tasks_get("/mcp", 50, id).send(gw.addr).await.json();
+        if *holder == victim {
+            assert_eq!(got["error"]["code"], -32038, "{got}");
+            assert_eq!(got["error"]["data"]["reason"], "backend-gone", "{got}");
+            assert_eq!(got["id"], 50, "the request's id: {got}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(1),
+                "at once"
+            );
+            let text = got.to_string();
+            let addr = pods
+                .iter()
+                .find(|p| p.name == victim)
+                .unwrap()
+                .addr()
+                .to_string();
+            assert!(
+                !text.contains(&addr),
+                "the pod's address is never shown: {text}"
+            );
+        } else {
+            assert_eq!(got["result"]["status"], "working", "{got}");
+            let end = tasks::poll_to_end(gw.addr, "/mcp", id, 10).await;
+            assert_eq!(
+                tasks::task_text(end.last().unwrap()),
+                format!("{holder}:done")
+            );
+        }
+    }
+    assert!(
+        gw.metric("mcpgw_tasks_total{pool=\"tasks\",event=\"lost\"}")
+            .await
+            >= 1.0
+    );
+}
+
+#[tokio::test]
+async fn a_pod_restarted_on_its_address_forgot_its_tasks_and_says_so_as_lost() {
+    let mut pod = TasksPeer::start("pod-a").await;
+    let port = pod.port;
+    let gw = Gateway::start(&yaml(std::slice::from_ref(&pod), "", "")).await;
+    let id = tasks::task_id(
+        &tasks::tools_call("/mcp", 1, "slow_task", json!({"polls": 5}), true)
+            .send(gw.addr)
+            .await,
+    );
+    pod.kill().await;
+    let again =
+        TasksPeer::start_with(TasksPeer::bin(), "pod-a", &["--port", &port.to_string()]).await;
+    let got = tasks::tasks_get("/mcp", 9, &id).send(gw.addr).await;
+    let v = got.json();
+    assert_eq!(v["error"]["code"], -32038, "{v}");
+    assert_eq!(v["error"]["data"]["reason"], "forgotten", "{v}");
+    assert_eq!(v["id"], 9, "{v}");
+    drop(again);
+}
+
+#[tokio::test]
+async fn a_shared_task_pool_balances_the_polls_and_survives_the_creating_pod() {
+    let dir = unique_temp_path("mcpgw-tasks-shared");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut pods = Vec::new();
+    for name in ["pod-a", "pod-b", "pod-c"] {
+        pods.push(TasksPeer::shared(name, &dir).await);
+    }
+    let gw = Gateway::start(&yaml(&pods, "", ", tasks: shared")).await;
+    let handle = tasks::tools_call("/mcp", 1, "slow_task", json!({"polls": 4}), true)
+        .send(gw.addr)
+        .await;
+    let creator = handle
+        .head
+        .header(tasks::PEER_HEADER)
+        .unwrap_or_default()
+        .to_owned();
+    let id = tasks::task_id(&handle);
+    pods.iter_mut()
+        .find(|p| p.name == creator)
+        .unwrap()
+        .kill()
+        .await;
+    let end = tasks::poll_to_end(gw.addr, "/mcp", &id, 10).await;
+    assert_eq!(
+        tasks::task_text(end.last().unwrap()),
+        format!("{creator}:done")
+    );
+    assert!(
+        gw.metric("mcpgw_tasks_total{pool=\"tasks\",event=\"balanced\"}")
+            .await
+            >= 5.0
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn another_principals_task_is_answered_byte_for_byte_as_an_unknown_one() {
+    let pods = pods(2).await;
+    let dir = unique_temp_path("mcpgw-tasks-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.txt");
+    let lines = format!(
+        "{} alice tools\n{} bob tools\n",
+        sha256_hex(b"k-alice"),
+        sha256_hex(b"k-bob")
+    );
+    std::fs::write(&keys, lines).unwrap();
+    let auth = auth_yaml("http://127.0.0.1/mcp").replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    );
+    let gw = Gateway::start(&yaml(&pods, &auth, "")).await;
+    let as_key = |req: Request, key: &str| req.header("X-Api-Key", key);
+    let handle = as_key(
+        tasks::tools_call("/mcp", 1, "slow_task", json!({"polls": 50}), true),
+        "k-alice",
+    )
+    .send(gw.addr)
+    .await;
+    let id = tasks::task_id(&handle);
+    // bob polls alice's task, then a task id no server issued, of the same length
+    let foreign = as_key(tasks::tasks_get("/mcp", 7, &id), "k-bob")
+        .send(gw.addr)
+        .await;
+    let never: String = id
+        .chars()
+        .map(|c| if c == '-' { '-' } else { 'f' })
+        .collect();
+    let unknown = as_key(tasks::tasks_get("/mcp", 7, &never), "k-bob")
+        .send(gw.addr)
+        .await;
+    assert_eq!(
+        foreign.status(),
+        unknown.status(),
+        "{} / {}",
+        foreign.text(),
+        unknown.text()
+    );
+    let same = foreign.text().replace(&id, "ID");
+    assert_eq!(same, unknown.text().replace(&never, "ID"), "byte for byte");
+    assert_eq!(
+        foreign.json()["error"]["code"],
+        -32602,
+        "{}",
+        foreign.text()
+    );
+    // and the task itself was not touched: alice still polls it, at read 1
+    let mine = as_key(tasks::tasks_get("/mcp", 8, &id), "k-alice")
+        .send(gw.addr)
+        .await;
+    assert_eq!(tasks::result(&mine)["status"], "working");
+    assert_eq!(
+        gw.metric("mcpgw_tasks_total{pool=\"tasks\",event=\"foreign\"}")
+            .await,
+        1.0
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn bad_task_ids_get_clear_answers() {
+    let pods = pods(1).await;
+    let gw = Gateway::start(&yaml(&pods, "tasks: { max-id-bytes: 64 }\n", "")).await;
+    let raw = |params: Value, name: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/get", "params": params});
+        Request::post("/mcp", body.to_string())
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tasks/get")
+            .header("Mcp-Name", name)
+    };
+    // not a string
+    let r = raw(json!({"taskId": 7, "_meta": tasks::meta(true)}), "7")
+        .send(gw.addr)
+        .await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json()["error"]["code"], -32600, "{}", r.text());
+    // too long
+    let long = "x".repeat(65);
+    let r = tasks::tasks_get("/mcp", 5, &long).send(gw.addr).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json()["error"]["data"]["reason"],
+        "task-id-too-long",
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.json()["id"], 5);
+    // a huge one is refused the same (not looked up, not recorded)
+    let huge = "y".repeat(16_000);
+    let r = tasks::tasks_get("/mcp", 5, &huge).send(gw.addr).await;
+    assert_eq!(
+        r.json()["error"]["data"]["reason"],
+        "task-id-too-long",
+        "{}",
+        r.text()
+    );
+    // Mcp-Name disagreeing with params.taskId
+    let r = raw(json!({"taskId": "a", "_meta": tasks::meta(true)}), "b")
+        .send(gw.addr)
+        .await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json()["error"]["code"], -32020, "{}", r.text());
+    // missing
+    let r = raw(json!({"_meta": tasks::meta(true)}), "")
+        .send(gw.addr)
+        .await;
+    assert_eq!(r.status(), 400, "{}", r.text());
+    // an update of a finished task: the pod's own answer
+    let id = tasks::task_id(
+        &tasks::tools_call("/mcp", 1, "slow_task", json!({"polls": 0}), true)
+            .send(gw.addr)
+            .await,
+    );
+    tasks::poll_to_end(gw.addr, "/mcp", &id, 3).await;
+    let r = tasks::tasks_update("/mcp", 6, &id, tasks::ask_response("x"))
+        .send(gw.addr)
+        .await;
+    assert_eq!(tasks::result(&r)["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn the_record_store_is_bounded_and_a_task_past_the_bound_is_balanced() {
+    let pods = pods(2).await;
+    let gw = Gateway::start(&yaml(&pods, "tasks: { max-records: 3 }\n", "")).await;
+    for n in 0..5 {
+        tasks::tools_call("/mcp", n, "sleep_task", json!({"ms": 600000}), true)
+            .send(gw.addr)
+            .await;
+    }
+    assert_eq!(
+        gw.metric("mcpgw_tasks_total{pool=\"tasks\",event=\"created\"}")
+            .await,
+        3.0
+    );
+    assert_eq!(
+        gw.metric("mcpgw_tasks_total{pool=\"tasks\",event=\"unrecorded\"}")
+            .await,
+        2.0
+    );
+    assert_eq!(gw.metric("mcpgw_task_records").await, 3.0);
+    let (_, admin) = gw.admin_get("/admin/tasks").await;
+    let listed: Value = serde_json::from_str(&admin).unwrap();
+    let total: u64 = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tasks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 3, "{listed}");
+}
+
+#[tokio::test]
+async fn two_replicas_on_redis_route_a_task_created_through_the_other_and_after_a_restart() {
+    let redis = RedisServer::start().await;
+    let pods = pods(3).await;
+    let store = format!(
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"tk:\" }}\n",
+        redis.url()
+    );
+    let one = Gateway::start(&yaml(&pods, &store, "")).await;
+    let two = Gateway::start(&yaml(&pods, &store, "")).await;
+    for n in 0..10 {
+        let handle = tasks::tools_call("/mcp", n, "slow_task", json!({"polls": 2}), true)
+            .send(one.addr)
+            .await;
+        let id = tasks::task_id(&handle);
+        // polled at once through the other replica, then alternating
+        for k in 0..3 {
+            let via = if k % 2 == 0 { two.addr } else { one.addr };
+            let got = tasks::tasks_get("/mcp", 100 + k, &id)
+                .send(via)
+                .await
+                .json();
+            assert!(got.get("result").is_some(), "poll {k} of task {n}: {got}");
+        }
+    }
+    // a task created, its gateway replaced by a new one: the new one routes it
+    let handle = tasks::tools_call("/mcp", 50, "slow_task", json!({"polls": 3}), true)
+        .send(two.addr)
+        .await;
+    let id = tasks::task_id(&handle);
+    let first = tasks::result(&tasks::tasks_get("/mcp", 60, &id).send(two.addr).await);
+    assert_eq!(first["status"], "working");
+    // (a replica killed within the Redis write's round trip after the handle passed loses
+    // that record: docs/tasks.md)
+    drop(two);
+    let three = Gateway::start(&yaml(&pods, &store, "")).await;
+    let end = tasks::poll_to_end(three.addr, "/mcp", &id, 10).await;
+    assert_eq!(end.last().unwrap()["status"], "completed");
+}
