@@ -442,3 +442,20 @@ async fn two_replicas_on_redis_route_a_task_created_through_the_other_and_after_
     let end = tasks::poll_to_end(three.addr, "/mcp", &id, 10).await;
     assert_eq!(end.last().unwrap()["status"], "completed");
 }
+
+#[tokio::test]
+async fn the_tasks_extension_on_a_pool_of_legacy_backends_is_refused_clearly() {
+    let legacy = mcp_gateway_tests::MockServer::legacy("old", 0, "2025-11-25").await;
+    let yaml = format!(
+        "pools:\n  old: {{ era: legacy, backends: [{}] }}\nroutes:\n  - path: /mcp\n    mode: stateless\n    pool: old\n",
+        legacy.addr
+    );
+    let gw = Gateway::start(&yaml).await;
+    let got = tasks::tasks_get("/mcp", 4, "t-1")
+        .send(gw.addr)
+        .await
+        .json();
+    assert_eq!(got["error"]["code"], -32033, "{got}");
+    assert_eq!(got["error"]["data"]["reason"], "tasks-extension", "{got}");
+    assert_eq!(got["id"], 4);
+}
