@@ -459,3 +459,53 @@ async fn the_tasks_extension_on_a_pool_of_legacy_backends_is_refused_clearly() {
     assert_eq!(got["error"]["data"]["reason"], "tasks-extension", "{got}");
     assert_eq!(got["id"], 4);
 }
+
+#[tokio::test]
+async fn one_principal_creating_tasks_fills_only_its_own_share_of_the_records() {
+    let pods = pods(1).await;
+    let dir = unique_temp_path("mcpgw-tasks-shares");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.txt");
+    let lines = format!(
+        "{} alice tools\n{} bob tools\n",
+        sha256_hex(b"k-alice"),
+        sha256_hex(b"k-bob")
+    );
+    std::fs::write(&keys, lines).unwrap();
+    let auth = auth_yaml("http://127.0.0.1/mcp").replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    );
+    let extra = format!("{auth}tasks: {{ max-per-principal: 2 }}\n");
+    let gw = Gateway::start(&yaml(&pods, &extra, "")).await;
+    let addr = gw.addr;
+    let create = move |n: u64, key: &'static str| async move {
+        tasks::tools_call("/mcp", n, "sleep_task", json!({"ms": 600000}), true)
+            .header("X-Api-Key", key)
+            .send(addr)
+            .await
+    };
+    for n in 0..3 {
+        create(n, "k-alice").await;
+    }
+    let bobs = tasks::task_id(&create(9, "k-bob").await);
+    let count = |event: &'static str| {
+        let name = format!("mcpgw_tasks_total{{pool=\"tasks\",event=\"{event}\"}}");
+        let gw = &gw;
+        async move { gw.metric(&name).await }
+    };
+    assert_eq!(count("created").await, 3.0, "alice's two and bob's one");
+    assert_eq!(
+        count("unrecorded").await,
+        1.0,
+        "alice's third, past her share"
+    );
+    // bob's task is recorded and routed
+    let got = tasks::tasks_get("/mcp", 10, &bobs)
+        .header("X-Api-Key", "k-bob")
+        .send(gw.addr)
+        .await;
+    assert_eq!(tasks::result(&got)["status"], "working");
+    assert_eq!(count("routed").await, 1.0);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,158 @@
+//! A task's request on the fast path, pinned to the pod holding the task; its answer held
+//! only while it may be the pod's "unknown task".
+
+use crate::error::GatewayError;
+use crate::proxy::steps::Plan;
+use crate::proxy::{ctx::RequestCtx, Gateway};
+use crate::tasks::errors::Lost;
+use crate::tasks::{Found, TaskRecord};
+use crate::upstream::encoding;
+use crate::upstream::Backend;
+use bytes::Bytes;
+use pingora::prelude::*;
+use std::sync::Arc;
+
+/// A task's request on the fast path, pinned to the pod holding the task.
+pub struct Pinned {
+    /// The pod.
+    pub backend: Arc<Backend>,
+    /// The task's record.
+    pub record: TaskRecord,
+    /// The task's id (`Mcp-Name`, which the body is checked against).
+    pub task_id: String,
+    /// The answer held back while it may still be the pod's "unknown task" (a small JSON
+    /// answer, or an SSE one of one event): `None` once it streams (or never held).
+    pub held: Option<bytes::BytesMut>,
+    /// The held answer is an event stream.
+    pub sse: bool,
+}
+
+/// The most of a pinned task answer held back to see whether it is the pod's "unknown task"
+/// (an error of a few hundred bytes): past it the answer streams on.
+const HELD_LIMIT: usize = 64 * 1024;
+
+/// A task's request on the fast path (its body will be checked against `Mcp-Name` before
+/// anything is forwarded, so the header names the task the backend will read): an unknown
+/// task stays on the fast path, balanced; the caller's task is pinned to its pod there (or
+/// balanced, for a `tasks: shared` pool); everything rarer (another principal's task, a pod
+/// gone, an id that is missing or too long) takes the buffered path, which reads the body
+/// and answers with the request's id.
+pub(in crate::proxy) async fn pin(
+    gw: &Gateway,
+    ctx: &mut RequestCtx,
+    name: Option<&str>,
+) -> Result<Plan, GatewayError> {
+    let Some(native) = ctx.native.as_ref() else {
+        return Ok(Plan::Native);
+    };
+    let route = native.route.clone();
+    let buffered = |ctx: &mut RequestCtx| {
+        ctx.native = None;
+        Ok(Plan::Buffered {
+            route: route.clone(),
+            check: true,
+        })
+    };
+    let limit = ctx.state.config.tasks.max_id_bytes;
+    let Some(task_id) = name.filter(|id| !id.is_empty() && id.len() <= limit) else {
+        return buffered(ctx);
+    };
+    let principal = ctx.principal.as_ref().map(|p| p.id.clone());
+    let found = gw
+        .tasks
+        .find(&route.label, task_id, principal.as_ref())
+        .await?;
+    let native = ctx.native.as_mut().expect("checked above");
+    let record = match found {
+        Found::Unknown => {
+            gw.tasks.count(&native.pool.name, "unknown");
+            return Ok(Plan::Native);
+        }
+        Found::Foreign => return buffered(ctx),
+        Found::Mine(record) => record,
+    };
+    if record.pool != native.pool.name {
+        return buffered(ctx);
+    }
+    let shared = ctx
+        .state
+        .config
+        .pools
+        .iter()
+        .any(|p| p.name == record.pool && p.tasks_shared);
+    if shared {
+        gw.tasks.count(&native.pool.name, "balanced");
+        return Ok(Plan::Native);
+    }
+    let Some(backend) = native.pool.find(record.backend) else {
+        return buffered(ctx);
+    };
+    native.task = Some(Box::new(Pinned {
+        backend,
+        record,
+        task_id: task_id.to_owned(),
+        held: None,
+        sse: false,
+    }));
+    Ok(Plan::Native)
+}
+
+/// The fast path's pinned task request could not reach its pod: the error to answer.
+pub(crate) fn pinned_lost(gw: &Gateway, pinned: &Pinned) -> GatewayError {
+    gw.tasks.count(&pinned.record.pool, "lost");
+    GatewayError::task_lost(&pinned.record.pool, &pinned.task_id, Lost::BackendGone)
+}
+
+/// The pinned task answer's head: a 200 answer (JSON, or an event stream: the SDKs answer a
+/// `tasks/get` with one event) is held back (sent chunked, its length may change) until it is
+/// known not to be the pod's "unknown task".
+pub(crate) fn hold_answer(pinned: &mut Pinned, upstream: &mut pingora::http::ResponseHeader) {
+    let content_type = upstream
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let sse = mcp_wire::sse::is_event_stream(content_type);
+    let json = content_type.is_some_and(|c| c.trim_start().starts_with("application/json"));
+    if upstream.status.as_u16() != 200 || !(json || sse) || encoding::is_encoded(upstream) {
+        return;
+    }
+    crate::proxy::relay::rewritten_body(upstream);
+    pinned.held = Some(bytes::BytesMut::new());
+    pinned.sse = sse;
+}
+
+/// A chunk of a pinned task answer: held back while it may be "unknown task"; at its end,
+/// the pod's answer, or -32038 `forgotten` in its place.
+pub(crate) fn held_chunk(gw: &Gateway, ctx: &mut RequestCtx, body: &mut Option<Bytes>, end: bool) {
+    let Some(pinned) = ctx.native.as_mut().and_then(|n| n.task.as_mut()) else {
+        return;
+    };
+    let Some(held) = pinned.held.as_mut() else {
+        return;
+    };
+    if let Some(chunk) = body.take() {
+        held.extend_from_slice(&chunk);
+    }
+    if !end && held.len() <= HELD_LIMIT {
+        return;
+    }
+    let answer = pinned.held.take().unwrap_or_default().freeze();
+    if end && crate::tasks::says_unknown(pinned.sse, &answer, &pinned.task_id) {
+        gw.tasks.count(&pinned.record.pool, "lost");
+        let err = GatewayError::task_lost(&pinned.record.pool, &pinned.task_id, Lost::Forgotten);
+        let id = ctx
+            .body_prefix
+            .as_deref()
+            .map_or_else(mcp_wire::RequestId::null, crate::proxy::respond::id_of);
+        ctx.outcome = crate::proxy::ctx::Outcome::Answered(err.kind);
+        *body = Some(match pinned.sse {
+            true => err.event(&id),
+            false => err.to_http(&id).2,
+        });
+        return;
+    }
+    if end {
+        gw.tasks.count(&pinned.record.pool, "routed");
+    }
+    *body = Some(answer);
+}
