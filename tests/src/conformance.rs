@@ -1,6 +1,7 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned in
 //! tests/peers/node) run against a server directly and through the gateway, compared check for
-//! check.
+//! check: 0.1.16 for the 2025-11-25 era, and 0.2.0-alpha.12 (`conformance-2026`, `--suite all`)
+//! for the 2026-07-28 era and the Tasks extension.
 
 use crate::harness::{node, workspace};
 use std::collections::BTreeMap;
@@ -24,8 +25,26 @@ pub const SERVER_INITIATED: [&str; 4] = [
 /// per-scenario `checks.json` files under `out`, and reads them back.
 pub async fn run(url: &str, out: &Path) -> Results {
     let _ = std::fs::remove_dir_all(out);
-    suite(url, out, &[]).await
+    suite(LEGACY_SUITE, url, out, &[]).await
 }
+
+/// Runs the 2026-07-28 suite (`conformance-2026`, 0.2.0-alpha.12) with `--suite all`: every
+/// server scenario, the pending and draft ones and the extensions' (the Tasks extension's)
+/// included.
+pub async fn run_2026(url: &str, out: &Path) -> Results {
+    let _ = std::fs::remove_dir_all(out);
+    suite(
+        SUITE_2026,
+        url,
+        out,
+        &["--suite", "all", "--timeout", "15000"],
+    )
+    .await
+}
+
+/// The suites' packages under tests/peers/node/node_modules.
+const LEGACY_SUITE: &str = "@modelcontextprotocol/conformance";
+const SUITE_2026: &str = "conformance-2026";
 
 /// Runs each of `scenarios` `times` times (`--scenario S`, one suite process each, under
 /// `out/S-k`); the checks of repetition `k` are keyed by scenario `S#k`, so two result sets
@@ -36,7 +55,8 @@ pub async fn run_repeated(url: &str, out: &Path, scenarios: &[&str], times: usiz
     for k in 0..times {
         for scenario in scenarios {
             let dir = out.join(format!("{scenario}-{k}"));
-            for ((s, id), status) in suite(url, &dir, &["--scenario", scenario]).await {
+            for ((s, id), status) in suite(LEGACY_SUITE, url, &dir, &["--scenario", scenario]).await
+            {
                 results.insert((format!("{s}#{k}"), id), status);
             }
         }
@@ -44,10 +64,12 @@ pub async fn run_repeated(url: &str, out: &Path, scenarios: &[&str], times: usiz
     results
 }
 
-async fn suite(url: &str, out: &Path, args: &[&str]) -> Results {
+async fn suite(package: &str, url: &str, out: &Path, args: &[&str]) -> Results {
     std::fs::create_dir_all(out).expect("conformance output dir");
     let cli = workspace()
-        .join("tests/peers/node/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+        .join("tests/peers/node/node_modules")
+        .join(package)
+        .join("dist/index.js");
     let run = tokio::process::Command::new(node())
         .arg(cli)
         .args(["server", "--url", url])
@@ -85,8 +107,16 @@ fn read(out: &Path) -> Results {
         };
         let checks: Vec<serde_json::Value> =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{dir}/checks.json: {e}"));
+        // a scenario may report several checks under one id: the second is `id#2`, and so on
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         for check in checks {
             let id = check["id"].as_str().unwrap_or("?").to_owned();
+            let n = seen.entry(id.clone()).or_insert(0);
+            *n += 1;
+            let id = match *n {
+                1 => id,
+                n => format!("{id}#{n}"),
+            };
             let status = check["status"].as_str().unwrap_or("?").to_owned();
             results.insert((scenario.to_owned(), id), status);
         }

@@ -97,6 +97,10 @@ pub struct RequestCtx {
     pub body_prefix: Option<Bytes>,
     /// An error raised inside a pingora phase, answered by `fail_to_proxy`.
     pub pending_error: Option<GatewayError>,
+    /// pingora's proxy phase began (`upstream_peer` ran): an error from here on ends the
+    /// client's connection whatever `fail_to_proxy` says (pingora reuses it only after an
+    /// error of the request phases), so its answer must say `Connection: close`.
+    pub proxying: bool,
     /// Backends tried, in order.
     pub tried: Vec<SocketAddr>,
     /// The backend that served (or was last tried), for the access log.
@@ -134,6 +138,7 @@ impl RequestCtx {
             request_id: None,
             body_prefix: None,
             pending_error: None,
+            proxying: false,
             tried: Vec::new(),
             backend: None,
             native: None,

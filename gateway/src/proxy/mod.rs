@@ -222,6 +222,7 @@ impl ProxyHttp for Gateway {
         _session: &mut Session,
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
+        ctx.proxying = true;
         let pool = native(ctx)?.pool.clone();
         let pinned = native(ctx)?.task.as_ref().map(|t| t.backend.clone());
         let pick = Pick::sessionless(ctx.era);
@@ -470,6 +471,12 @@ impl ProxyHttp for Gateway {
             .pending_error
             .take()
             .or_else(|| respond::classify(e, ctx));
+        if ctx.proxying {
+            // pingora closes the connection after an error of its proxy phase (it reuses the
+            // client's connection only after the request phases): the answer says so, so the
+            // client does not send its next request into a connection about to close
+            session.set_keepalive(None);
+        }
         let code = match err {
             Some(err) if session.response_written().is_none() => {
                 respond::answer(session, ctx, &err).await

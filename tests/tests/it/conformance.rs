@@ -362,3 +362,83 @@ async fn a_virtual_route_of_the_fixture_server_alone_gives_the_same_results_as_d
     let _ = std::fs::write(out.join("summary.md"), &table);
     assert!(diffs.is_empty(), "results differ:\n{}", diffs.join("\n"));
 }
+
+/// Issue 34: the 2026-07-28 suite (0.2.0-alpha.12, `--suite all`: the Tasks extension's
+/// scenarios, multi round-trip requests, the header checks) against the real rmcp 3.11 server
+/// (`tasks-server`) directly and through the gateway. A `stateless` route changes no check; with
+/// the default listener guard the only difference is the DNS-rebinding scenario, now passing;
+/// an `auto` route passes every check that passes directly (and the legacy scenarios more: it
+/// bridges a legacy client onto the 2026-07-28 server), and its 2026-07-28 and Tasks checks are
+/// the direct ones.
+#[tokio::test]
+async fn the_2026_suite_gives_the_same_results_through_the_gateway_against_rmcp() {
+    let _machine = machine::shared().await;
+    let server = mcp_gateway_tests::tasks::TasksPeer::start("conformance").await;
+    let config = |listener: &str| {
+        format!(
+            "{listener}pools:\n  p: {{ era: modern, backends: [{}] }}\nroutes:\n\
+             \x20 - {{ path: /stateless, mode: stateless, pool: p, upstream-path: /mcp }}\n\
+             \x20 - {{ path: /auto, mode: auto, pool: p, upstream-path: /mcp }}\n",
+            server.addr()
+        )
+    };
+    let out = workspace().join("target/conformance/rmcp-2026");
+    let direct = conformance::run_2026(&server.url(), &out.join("direct")).await;
+    let tasks_passed = direct
+        .iter()
+        .filter(|((s, _), st)| s.starts_with("tasks-") && *st == "SUCCESS")
+        .count();
+    assert!(
+        tasks_passed > 0,
+        "no Tasks check passes directly: {direct:?}"
+    );
+
+    let gw = Gateway::start(&config(TRANSPARENT)).await;
+    let stateless = conformance::run_2026(&gw.url("/stateless"), &out.join("stateless")).await;
+    let diffs = conformance::differences(&direct, &stateless);
+    assert!(diffs.is_empty(), "stateless route:\n{}", diffs.join("\n"));
+
+    let auto = conformance::run_2026(&gw.url("/auto"), &out.join("auto")).await;
+    let modern = |scenario: &str| {
+        scenario.starts_with("tasks-")
+            || scenario.starts_with("input-required-result-")
+            || scenario.starts_with("http-")
+            || matches!(scenario, "server-stateless" | "caching")
+    };
+    let mut gained = Vec::new();
+    for (key, status) in &direct {
+        let through = auto.get(key);
+        if modern(&key.0) || status == "SUCCESS" {
+            assert_eq!(through, Some(status), "auto route, {}/{}", key.0, key.1);
+        }
+    }
+    for (key, status) in &auto {
+        if status == "SUCCESS" && direct.get(key).map(String::as_str) != Some("SUCCESS") {
+            gained.push(format!("{}/{}", key.0, key.1));
+        }
+    }
+
+    let guarded_gw = Gateway::start(&config(LISTENER)).await;
+    let guarded = conformance::run_2026(&guarded_gw.url("/stateless"), &out.join("guarded")).await;
+    for d in conformance::differences(&direct, &guarded) {
+        assert!(
+            d.starts_with("dns-rebinding-protection/")
+                && d.ends_with("through the gateway Some(\"SUCCESS\")"),
+            "unexpected difference with the listener guard: {d}"
+        );
+    }
+    let table = conformance::summary(
+        "tasks-server (rmcp 3.11)",
+        &[
+            ("direct", &direct),
+            ("gateway stateless", &stateless),
+            ("gateway auto", &auto),
+            ("gateway stateless, default listener guard", &guarded),
+        ],
+    );
+    println!(
+        "| server | run | checks | passed | failed | other |\n|---|---|---|---|---|---|\n{table}"
+    );
+    println!("auto route passes beyond direct: {}", gained.join(", "));
+    let _ = std::fs::write(out.join("summary.md"), table);
+}
