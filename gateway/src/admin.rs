@@ -67,7 +67,9 @@ impl AdminApp {
             .tasks
             .per_backend()
             .into_iter()
-            .map(|(pool, backend, n)| json!({"pool": pool, "backend": backend.to_string(), "tasks": n}))
+            .map(|(pool, backend, n, open)| {
+                json!({"pool": pool, "backend": backend.to_string(), "tasks": n, "open": open})
+            })
             .collect();
         json!({ "tasks": records })
     }
@@ -86,8 +88,8 @@ impl AdminApp {
             let tasks_of = |addr| {
                 tasks
                     .iter()
-                    .find(|(p, b, _)| *p == pool.name && *b == addr)
-                    .map_or(0, |(_, _, n)| *n)
+                    .find(|(p, b, _, _)| *p == pool.name && *b == addr)
+                    .map_or((0, 0), |(_, _, n, open)| (*n, *open))
             };
             let backends: Vec<Value> = pool
                 .backends()
@@ -99,7 +101,8 @@ impl AdminApp {
                         "era": b.era().map(|e| e.as_str()),
                         "sessions": sessions_of(&counts, b.addr),
                         "inflight": b.inflight(),
-                        "tasks": tasks_of(b.addr),
+                        "tasks": tasks_of(b.addr).0,
+                        "openTasks": tasks_of(b.addr).1,
                         "drainingForMs": b.draining_for().map(|d| d.as_millis() as u64),
                     })
                 })

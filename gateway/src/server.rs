@@ -138,7 +138,8 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         server.add_service(background_service("config reload", reload));
     }
     if config.pools.iter().any(|p| p.discovery.is_some()) {
-        let discovery = DiscoveryService::new(state.clone(), metrics.upstream.clone());
+        let discovery =
+            DiscoveryService::new(state.clone(), metrics.upstream.clone()).holding(tasks.clone());
         server.add_service(background_service("discovery", discovery));
     }
     // probes only pools with `era: detect`; the gauge of backends by era covers every pool

@@ -105,6 +105,46 @@ pub fn handle_in_answer(sse: bool, body: &[u8]) -> Option<Handle> {
         .find_map(|m| handle_in_message(m))
 }
 
+/// The status a task's answer reports (`result.status`, both eras: a `tasks/get`,
+/// `tasks/cancel` or `tasks/update` answer carries the task), when it says one.
+#[derive(Deserialize)]
+struct StatusAnswer<'a> {
+    #[serde(borrow, default)]
+    result: Option<StatusResult<'a>>,
+}
+
+#[derive(Deserialize)]
+struct StatusResult<'a> {
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
+}
+
+/// Whether one JSON-RPC response reports its task ended: `result.status` is `completed`,
+/// `failed` or `cancelled` (the terminal statuses of both eras).
+pub fn ended_in_message(message: &[u8]) -> bool {
+    if memchr::memmem::find(message, b"status").is_none() {
+        return false;
+    }
+    let Ok(answer) = serde_json::from_slice::<StatusAnswer<'_>>(message) else {
+        return false;
+    };
+    matches!(
+        answer.result.and_then(|r| r.status).as_deref(),
+        Some("completed" | "failed" | "cancelled")
+    )
+}
+
+/// Whether an answer (a JSON body, or an SSE stream when `sse`) to a request naming a task
+/// reports the task ended.
+pub fn ended_in_answer(sse: bool, body: &[u8]) -> bool {
+    if !sse {
+        return ended_in_message(body);
+    }
+    crate::sse::messages(Some("text/event-stream"), body)
+        .iter()
+        .any(|m| ended_in_message(m))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +191,23 @@ mod tests {
         let h = handle_in_answer(true, body).unwrap();
         assert_eq!(h.task_id, "s");
         assert_eq!(h.ttl_ms, None, "a TTL that is not an integer is not said");
+    }
+
+    #[test]
+    fn a_terminal_status_ends_the_task_and_others_do_not() {
+        for (body, ended) in [
+            (&br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","taskId":"t","status":"completed"}}"#[..], true),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"cancelled"}}"#, true),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"failed"}}"#, true),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"working"}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"taskId":"t","status":"input_required"}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"status completed"}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"status completed"}]}}"#, false),
+            (b"status: completed", false),
+        ] {
+            assert_eq!(ended_in_answer(false, body), ended, "{}", String::from_utf8_lossy(body));
+        }
+        let sse = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"taskId\":\"s\",\"status\":\"completed\"}}\n\n";
+        assert!(ended_in_answer(true, sse));
     }
 }

@@ -44,6 +44,10 @@ pub struct TaskRecord {
     /// A legacy task: the generation of the session binding it was created under (the
     /// session moved since when the binding is newer).
     pub generation: Option<u64>,
+    /// Its pod reported it ended (`completed`, `failed`, `cancelled`): its result may still be
+    /// read there until it expires, but a draining pod no longer waits for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended: bool,
 }
 
 /// What the gateway knows of a task a request names.
@@ -174,9 +178,28 @@ impl Tasks {
         self.metrics.count(pool, event);
     }
 
-    /// Live records per pool and backend, of this replica (the admin API).
-    pub fn per_backend(&self) -> Vec<(String, SocketAddr, usize)> {
+    /// Live records per pool and backend, of this replica (the admin API): (pool, backend,
+    /// records, of which not ended).
+    pub fn per_backend(&self) -> Vec<(String, SocketAddr, usize, usize)> {
         self.local.per_backend(crate::session::now_ms())
+    }
+
+    /// A request for the task `task_id` of `scope` was answered with the task ended: its
+    /// record says so (here and in the shared store), so a draining pod stops waiting for it.
+    pub fn ended(self: &Arc<Self>, scope: &str, task_id: &str) {
+        let key = key(scope, task_id);
+        let now = crate::session::now_ms();
+        let Some(record) = self.local.end(&key, now) else {
+            return;
+        };
+        if let Some(shared) = self.shared.clone() {
+            let ttl = Duration::from_millis(record.expires_ms.saturating_sub(now).max(1));
+            tokio::spawn(async move {
+                if let Err(e) = shared.put_task(&key, &record, ttl).await {
+                    tracing::warn!(error = %e, "a task record was not written to the shared store");
+                }
+            });
+        }
     }
 
     /// Drops expired records (the admin API and tests read counts after it).
@@ -226,6 +249,12 @@ impl Tasks {
                 .put(key.clone(), r.clone(), usize::MAX, usize::MAX, now);
         }
         Ok(found)
+    }
+}
+
+impl crate::upstream::HeldWork for Tasks {
+    fn holding(&self, pool: &str) -> std::collections::HashSet<SocketAddr> {
+        self.local.open_backends(pool, crate::session::now_ms())
     }
 }
 

@@ -118,14 +118,46 @@ impl LocalTasks {
         expired.len()
     }
 
-    /// Live records per pool and backend (the admin API).
-    pub fn per_backend(&self, now_ms: u64) -> Vec<(String, std::net::SocketAddr, usize)> {
-        let mut counts: std::collections::BTreeMap<(String, std::net::SocketAddr), usize> =
+    /// Marks the live record under `key` ended; the record as it is now, if there is one
+    /// that was not ended yet.
+    pub fn end(&self, key: &str, now_ms: u64) -> Option<TaskRecord> {
+        let mut record = self.records.get_mut(key)?;
+        if record.ended || record.expires_ms <= now_ms {
+            return None;
+        }
+        record.ended = true;
+        Some(record.clone())
+    }
+
+    /// Live records per pool and backend, and how many of them have not ended (the admin
+    /// API).
+    pub fn per_backend(&self, now_ms: u64) -> Vec<(String, std::net::SocketAddr, usize, usize)> {
+        let mut counts: std::collections::BTreeMap<(String, std::net::SocketAddr), (usize, usize)> =
             Default::default();
         for r in self.records.iter().filter(|r| r.expires_ms > now_ms) {
-            *counts.entry((r.pool.clone(), r.backend)).or_insert(0) += 1;
+            let n = counts.entry((r.pool.clone(), r.backend)).or_default();
+            n.0 += 1;
+            n.1 += usize::from(!r.ended);
         }
-        counts.into_iter().map(|((p, b), n)| (p, b, n)).collect()
+        counts
+            .into_iter()
+            .map(|((p, b), (n, open))| (p, b, n, open))
+            .collect()
+    }
+
+    /// The backends of `pool` holding a live task that has not ended (a draining pod stays
+    /// in its pool while it holds one). One pass over the records: called once per discovery
+    /// round, never per request.
+    pub fn open_backends(
+        &self,
+        pool: &str,
+        now_ms: u64,
+    ) -> std::collections::HashSet<std::net::SocketAddr> {
+        self.records
+            .iter()
+            .filter(|r| r.pool == pool && !r.ended && r.expires_ms > now_ms)
+            .map(|r| r.backend)
+            .collect()
     }
 
     fn uncount(&self, owner: &Arc<str>) {
@@ -154,6 +186,7 @@ mod tests {
             owner: owner.into(),
             expires_ms,
             generation: None,
+            ended: false,
         }
     }
 
@@ -181,6 +214,25 @@ mod tests {
         assert_eq!(t.get("k4", 200), Err(()));
         assert_eq!(t.len(), 0);
         assert!(t.owners.is_empty());
+    }
+
+    #[test]
+    fn an_ended_task_no_longer_holds_its_backend() {
+        let t = LocalTasks::default();
+        t.put("k0".into(), record("a", 100), 4, 3, 0).unwrap();
+        t.put("k1".into(), record("a", 100), 4, 3, 0).unwrap();
+        let pod = "127.0.0.1:1".parse().unwrap();
+        assert!(t.open_backends("p", 0).contains(&pod));
+        assert!(t.end("k0", 0).is_some_and(|r| r.ended));
+        assert!(t.end("k0", 0).is_none(), "ended once");
+        assert!(t.open_backends("p", 0).contains(&pod), "k1 is still open");
+        t.end("k1", 0);
+        assert!(t.open_backends("p", 0).is_empty());
+        assert!(t.open_backends("q", 0).is_empty());
+        assert_eq!(t.per_backend(0), vec![("p".to_owned(), pod, 2, 0)]);
+        // expired records hold nothing
+        t.put("k2".into(), record("a", 100), 4, 3, 0).unwrap();
+        assert!(t.open_backends("p", 100).is_empty());
     }
 
     #[test]

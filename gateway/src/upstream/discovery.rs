@@ -118,12 +118,23 @@ pub fn drop_departed<'a>(
 pub struct DiscoveryService {
     pools: Arc<dyn LivePools>,
     metrics: UpstreamMetrics,
+    held: Option<Arc<dyn super::HeldWork>>,
 }
 
 impl DiscoveryService {
     /// Discovery for the pools in force.
     pub fn new(pools: Arc<dyn LivePools>, metrics: UpstreamMetrics) -> DiscoveryService {
-        DiscoveryService { pools, metrics }
+        DiscoveryService {
+            pools,
+            metrics,
+            held: None,
+        }
+    }
+
+    /// Keeps an undiscovered member in its pool while it holds `held` work.
+    pub fn holding(mut self, held: Arc<dyn super::HeldWork>) -> DiscoveryService {
+        self.held = Some(held);
+        self
     }
 
     /// One round over all pools with a discovery source.
@@ -137,7 +148,12 @@ impl DiscoveryService {
                 tracing::warn!(pool = %pool.name, "discovery source unreadable; keeping members");
                 continue;
             };
-            let change = pool.sync(&found, cfg.drain_timeout);
+            let holding = self
+                .held
+                .as_ref()
+                .map(|h| h.holding(&pool.name))
+                .unwrap_or_default();
+            let change = pool.sync(&found, cfg.drain_timeout, &holding);
             self.record(pool, &change);
         }
         let metrics = &self.metrics;

@@ -70,6 +70,14 @@ pub trait LivePools: Send + Sync {
     fn mcp_path(&self, index: usize) -> String;
 }
 
+/// Work a backend holds that outlives a request, by pool: the tasks it created that have not
+/// ended (implemented by `tasks::Tasks`). A backend that discovery no longer finds stays in
+/// its pool, draining, while it holds some (see [`Pool::sync`]).
+pub trait HeldWork: Send + Sync {
+    /// The backends of `pool` holding work now.
+    fn holding(&self, pool: &str) -> std::collections::HashSet<SocketAddr>;
+}
+
 /// A change of membership.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct MembershipChange {
@@ -152,8 +160,15 @@ impl Pool {
 
     /// Applies a discovered membership: new addresses join at once; members that are no
     /// longer discovered drain (no new sessions; their sessions stay until `drain_timeout`)
-    /// and leave the pool after it; a drained member that is discovered again is undrained.
-    pub fn sync(&self, discovered: &[SocketAddr], drain_timeout: Duration) -> MembershipChange {
+    /// and leave the pool after it, or later while they are `holding` work (tasks that have
+    /// not ended reach their pod until they end or expire); a drained member that is
+    /// discovered again is undrained.
+    pub fn sync(
+        &self,
+        discovered: &[SocketAddr],
+        drain_timeout: Duration,
+        holding: &std::collections::HashSet<SocketAddr>,
+    ) -> MembershipChange {
         let current = self.backends();
         let mut keep: Vec<SocketAddr> = discovered.to_vec();
         for b in current.iter() {
@@ -165,7 +180,8 @@ impl Pool {
                 if !b.discovery_drained.swap(true, Ordering::Relaxed) {
                     b.set_draining(true);
                 }
-                if b.draining_for().is_some_and(|d| d < drain_timeout) {
+                if b.draining_for().is_some_and(|d| d < drain_timeout) || holding.contains(&b.addr)
+                {
                     keep.push(b.addr);
                 }
             }

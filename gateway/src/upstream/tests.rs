@@ -124,19 +124,40 @@ fn membership_changes_keep_the_state_of_backends_that_stay() {
 #[test]
 fn discovery_removals_drain_first_and_leave_after_the_deadline() {
     let p = pool("round-robin", 2);
-    let change = p.sync(&[addr(1), addr(2)], Duration::from_secs(60));
+    let change = p.sync(
+        &[addr(1), addr(2)],
+        Duration::from_secs(60),
+        &Default::default(),
+    );
     assert_eq!(change.added, vec![addr(2)]);
     assert_eq!(change.drained, vec![addr(0)]);
     assert!(change.removed.is_empty());
     let b0 = p.find(addr(0)).unwrap();
     assert_eq!(b0.state(), BackendState::Draining);
     // back in discovery: undrained
-    p.sync(&[addr(0), addr(1), addr(2)], Duration::from_secs(60));
+    p.sync(
+        &[addr(0), addr(1), addr(2)],
+        Duration::from_secs(60),
+        &Default::default(),
+    );
     assert_eq!(b0.state(), BackendState::Up);
     // gone with no drain time: leaves at once
-    let change = p.sync(&[addr(1), addr(2)], Duration::ZERO);
+    let change = p.sync(&[addr(1), addr(2)], Duration::ZERO, &Default::default());
     assert_eq!(change.removed, vec![addr(0)]);
     assert!(p.find(addr(0)).is_none());
+}
+
+#[test]
+fn an_undiscovered_member_holding_tasks_stays_past_the_deadline_until_they_end() {
+    let p = pool("round-robin", 2);
+    let holding: std::collections::HashSet<_> = [addr(0)].into();
+    let change = p.sync(&[addr(1)], Duration::ZERO, &holding);
+    assert!(change.removed.is_empty(), "its tasks hold it: {change:?}");
+    assert_eq!(change.drained, vec![addr(0)]);
+    assert_eq!(p.find(addr(0)).unwrap().state(), BackendState::Draining);
+    // the tasks ended: it leaves
+    let change = p.sync(&[addr(1)], Duration::ZERO, &Default::default());
+    assert_eq!(change.removed, vec![addr(0)]);
 }
 
 #[test]

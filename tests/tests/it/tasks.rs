@@ -509,3 +509,95 @@ async fn one_principal_creating_tasks_fills_only_its_own_share_of_the_records() 
     assert_eq!(count("routed").await, 1.0);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The backends of pool `tasks` as `/admin/backends` lists them.
+async fn backends_of(gw: &Gateway) -> Vec<Value> {
+    let (_, body) = gw.admin_get("/admin/backends").await;
+    let all: Value = serde_json::from_str(&body).unwrap();
+    all["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pool"] == "tasks")
+        .map(|p| p["backends"].as_array().unwrap().clone())
+        .unwrap_or_default()
+}
+
+fn listed(backends: &[Value], addr: SocketAddr) -> Option<&Value> {
+    backends.iter().find(|b| b["address"] == addr.to_string())
+}
+
+#[tokio::test]
+async fn a_pod_gone_from_discovery_keeps_its_tasks_reachable_until_they_end() {
+    let pods = pods(2).await;
+    let file = unique_temp_path("tasks-discovery");
+    let both = format!("{}\n{}\n", pods[0].addr(), pods[1].addr());
+    std::fs::write(&file, &both).unwrap();
+    let gw = Gateway::start(&format!(
+        "pools:\n  tasks: {{ era: modern, backends: [], drain-timeout-s: 1, \
+         discovery: {{ file: {}, interval-ms: 100 }} }}\n\
+         routes:\n  - {{ path: /mcp, mode: stateless, pool: tasks }}\n",
+        file.display()
+    ))
+    .await;
+    mcp_gateway_tests::eventually_async(
+        "both pods join",
+        std::time::Duration::from_secs(5),
+        || async { backends_of(&gw).await.len() == 2 },
+    )
+    .await;
+    // a task that ends after 4 polls, on whichever pod took it
+    let id = tasks::task_id(
+        &tasks::tools_call("/mcp", 1, "slow_task", json!({"polls": 4}), true)
+            .send(gw.addr)
+            .await,
+    );
+    let (_, admin) = gw.admin_get("/admin/tasks").await;
+    let records: Value = serde_json::from_str(&admin).unwrap();
+    let holder: SocketAddr = records["tasks"][0]["backend"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let other = pods
+        .iter()
+        .map(|p| p.addr())
+        .find(|a| *a != holder)
+        .unwrap();
+
+    // the holder leaves discovery (a rollout): it drains, and outlives its drain deadline
+    std::fs::write(&file, format!("{other}\n")).unwrap();
+    mcp_gateway_tests::eventually_async(
+        "the holder drains",
+        std::time::Duration::from_secs(5),
+        || async {
+            listed(&backends_of(&gw).await, holder).is_some_and(|b| b["state"] == "draining")
+        },
+    )
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    let now = backends_of(&gw).await;
+    let held = listed(&now, holder).expect("a pod holding an open task stays in its pool");
+    assert_eq!(held["openTasks"], 1, "{held}");
+
+    // its task is polled to the end there
+    let end = tasks::poll_to_end(gw.addr, "/mcp", &id, 10).await;
+    assert_eq!(end.last().unwrap()["status"], "completed", "{end:?}");
+    assert!(
+        end.iter().all(|r| r["status"].is_string()),
+        "every poll reached the task's pod: {end:?}"
+    );
+    // ended: the next discovery round lets the pod go
+    mcp_gateway_tests::eventually_async(
+        "the holder leaves",
+        std::time::Duration::from_secs(5),
+        || async { listed(&backends_of(&gw).await, holder).is_none() },
+    )
+    .await;
+    assert_eq!(
+        gw.metric("mcpgw_discovery_changes_total{pool=\"tasks\",change=\"removed\"}")
+            .await,
+        1.0
+    );
+    let _ = std::fs::remove_file(file);
+}

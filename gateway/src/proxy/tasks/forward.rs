@@ -136,6 +136,9 @@ async fn pinned(
         return Err(lost(gw, record, task_id, Lost::Forgotten));
     }
     gw.tasks.count(&pool.name, "routed");
+    if mcp_wire::tasks::ended_in_answer(sse, &answer) {
+        gw.tasks.ended(&route.label, task_id);
+    }
     ctx.capture_response(&answer);
     encoding::decoded_head(&mut head, answer.len());
     Ok(write_whole(session, head, answer).await?)

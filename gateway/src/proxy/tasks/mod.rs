@@ -83,6 +83,7 @@ pub(super) fn watch_for(
             principal,
             expires_ms: 0,
             generation,
+            ended: false,
         },
     };
     crate::proxy::verdict::watch_tasks(session, learner);
