@@ -56,7 +56,9 @@ pub(super) async fn forward_buffered(
         );
         drop(info);
         let task_id = task_id.as_deref();
-        return super::tasks::forward(gw, session, ctx, &route, body, &method, task_id).await;
+        let scope = route.label.clone();
+        return super::tasks::forward(gw, session, ctx, &route, &scope, body, &method, task_id)
+            .await;
     }
     let routed = Routed::of(&route, method, name);
     drop(info);

@@ -601,3 +601,137 @@ async fn a_pod_gone_from_discovery_keeps_its_tasks_reachable_until_they_end() {
     );
     let _ = std::fs::remove_file(file);
 }
+
+#[tokio::test]
+async fn tasks_on_a_virtual_route_reach_their_members_pod_and_unknown_or_foreign_ones_look_alike() {
+    // two members, each a pool of two round-robin pods, behind one endpoint
+    let (a, b) = (pods(2).await, pods(2).await);
+    let list = |pods: &[TasksPeer]| {
+        pods.iter()
+            .map(|p| p.addr().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let dir = unique_temp_path("mcpgw-vtasks-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.txt");
+    let lines = format!(
+        "{} alice tools\n{} bob tools\n",
+        sha256_hex(b"k-alice"),
+        sha256_hex(b"k-bob")
+    );
+    std::fs::write(&keys, lines).unwrap();
+    let auth = auth_yaml("http://127.0.0.1/hub").replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    );
+    let gw = Gateway::start(&format!(
+        "{auth}pools:\n  a: {{ era: modern, backends: [{}] }}\n  b: {{ era: modern, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n\
+         \x20     - {{ name: a, pool: a, mode: stateless }}\n\
+         \x20     - {{ name: b, pool: b, mode: stateless }}\n",
+        list(&a),
+        list(&b)
+    ))
+    .await;
+    let alice = |req: Request| req.header("X-Api-Key", "k-alice");
+    let mut ids = Vec::new();
+    for n in 0..10u64 {
+        let member = if n % 2 == 0 { "a" } else { "b" };
+        let tool = format!("{member}__slow_task");
+        let handle = alice(tasks::tools_call(
+            "/hub",
+            n,
+            &tool,
+            json!({"polls": 2}),
+            true,
+        ))
+        .send(gw.addr)
+        .await;
+        ids.push(tasks::task_id(&handle));
+    }
+    for id in &ids {
+        let mut done = false;
+        for k in 0..6 {
+            let got = alice(tasks::tasks_get("/hub", 100 + k, id))
+                .send(gw.addr)
+                .await
+                .json();
+            assert!(got["error"].is_null(), "a poll of {id} failed: {got}");
+            if got["result"]["status"] == "completed" {
+                done = true;
+                break;
+            }
+        }
+        assert!(done, "task {id} completed within 6 polls");
+    }
+    for pool in ["a", "b"] {
+        let routed = gw
+            .metric(&format!(
+                "mcpgw_tasks_total{{pool=\"{pool}\",event=\"routed\"}}"
+            ))
+            .await;
+        assert_eq!(
+            routed, 15.0,
+            "three polls each of five tasks, to their pods ({pool})"
+        );
+    }
+
+    // bob polls alice's task, and a task id no member issued: the same answer
+    let bob = |req: Request| req.header("X-Api-Key", "k-bob");
+    let running = tasks::task_id(
+        &alice(tasks::tools_call(
+            "/hub",
+            50,
+            "a__slow_task",
+            json!({"polls": 50}),
+            true,
+        ))
+        .send(gw.addr)
+        .await,
+    );
+    let foreign = bob(tasks::tasks_get("/hub", 7, &running))
+        .send(gw.addr)
+        .await;
+    let never: String = running
+        .chars()
+        .map(|c| if c == '-' { '-' } else { 'f' })
+        .collect();
+    let unknown = bob(tasks::tasks_get("/hub", 7, &never)).send(gw.addr).await;
+    assert_eq!(foreign.status(), 200);
+    assert_eq!(
+        foreign.text().replace(&running, "ID"),
+        unknown.text().replace(&never, "ID"),
+        "byte for byte"
+    );
+    let err = &foreign.json()["error"];
+    assert_eq!(err["code"], -32037, "{err}");
+    assert_eq!(err["data"]["reason"], "unknown-task", "{err}");
+    // alice's task was not touched
+    let mine = alice(tasks::tasks_get("/hub", 8, &running))
+        .send(gw.addr)
+        .await;
+    assert_eq!(tasks::result(&mine)["status"], "working");
+
+    // the pod holding a member's task killed: lost at once, naming the member
+    let (_, admin) = gw.admin_get("/admin/tasks").await;
+    let records: Value = serde_json::from_str(&admin).unwrap();
+    let holder: SocketAddr = records["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["pool"] == "a" && r["open"] == 1)
+        .map(|r| r["backend"].as_str().unwrap().parse().unwrap())
+        .expect("the running task's record");
+    let mut a = a;
+    let at = a.iter().position(|p| p.addr() == holder).unwrap();
+    a[at].kill().await;
+    let lost = alice(tasks::tasks_get("/hub", 9, &running))
+        .send(gw.addr)
+        .await
+        .json();
+    assert_eq!(lost["error"]["code"], -32038, "{lost}");
+    assert_eq!(lost["error"]["data"]["reason"], "backend-gone", "{lost}");
+    assert_eq!(lost["error"]["data"]["member"], "a", "{lost}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -22,12 +22,15 @@ use std::sync::Arc;
 const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
 
 /// Forwards a read request naming a task (`task_id`, from `params.taskId`) to where the task
-/// lives.
+/// lives, on `route`; the task's record is looked up in `scope` (the client-facing route's
+/// label: `route`'s own, or a virtual route's, whose member `route` is).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
     route: &Arc<Route>,
+    scope: &str,
     body: Bytes,
     method: &str,
     task_id: Option<&str>,
@@ -42,7 +45,7 @@ pub(crate) async fn forward(
     let principal = ctx.principal.as_ref().map(|p| p.id.clone());
     let found = gw
         .tasks
-        .find(&route.label, &task_id, principal.as_ref())
+        .find(scope, &task_id, principal.as_ref())
         .await
         .map_err(GatewayError::from)?;
     let balanced = ctx.state.pool(routed.pool)?;
@@ -83,8 +86,9 @@ pub(crate) async fn forward(
     let Some(backend) = pool.find(record.backend) else {
         return Err(lost(gw, &record, &task_id, Lost::BackendGone));
     };
+    let to = (route.as_ref(), scope);
     pinned(
-        gw, session, ctx, route, &pool, &backend, body, &record, &task_id,
+        gw, session, ctx, to, &pool, &backend, body, &record, &task_id,
     )
     .await
 }
@@ -96,7 +100,7 @@ async fn pinned(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    route: &Route,
+    (route, scope): (&Route, &str),
     pool: &Arc<Pool>,
     backend: &Arc<Backend>,
     body: Bytes,
@@ -137,7 +141,7 @@ async fn pinned(
     }
     gw.tasks.count(&pool.name, "routed");
     if mcp_wire::tasks::ended_in_answer(sse, &answer) {
-        gw.tasks.ended(&route.label, task_id);
+        gw.tasks.ended(scope, task_id);
     }
     ctx.capture_response(&answer);
     encoding::decoded_head(&mut head, answer.len());

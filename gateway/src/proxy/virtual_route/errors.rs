@@ -17,6 +17,19 @@ impl GatewayError {
         .with("reason", "unknown-name")
     }
 
+    /// A task request on a virtual route naming a task no member holds for this caller: none
+    /// was recorded, it expired, or it is another caller's (answered alike, byte for byte).
+    pub fn unknown_task(server: &str, task_id: &str) -> Self {
+        Self::new(
+            ErrorKind::UnknownName,
+            format!("The virtual server `{server}` holds no task `{task_id}` for you: none of its members created it for this caller, or it expired"),
+        )
+        .with("server", server)
+        .with("nameKind", "task")
+        .with("name", task_id)
+        .with("reason", "unknown-task")
+    }
+
     /// A list request's `cursor` that this virtual server did not give this caller.
     pub fn bad_cursor(refusal: Refusal) -> Self {
         let detail = match refusal {
@@ -31,8 +44,8 @@ impl GatewayError {
         .with("reason", refusal.reason())
     }
 
-    /// A method a virtual route does not serve (yet): `subscriptions/listen`, the tasks
-    /// methods.
+    /// A method a virtual route does not serve (yet): `subscriptions/listen`, a legacy
+    /// client's task methods.
     pub fn not_on_virtual_route(method: &str) -> Self {
         Self::new(
             ErrorKind::NotBridged,

@@ -164,6 +164,11 @@ pub(super) async fn serve(
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
+    } else if super::tasks::routes(ctx, Some(&method)) {
+        // `name` is `params.taskId`
+        super::steps::classify(ctx, &route, Some(&method), name.as_deref())?;
+        drop(v);
+        return task(gw, session, ctx, (&route, members), body, &method, name).await;
     } else if let Some(named) = Named::read(&method, name.as_deref(), &body) {
         super::steps::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
         let Some((member, own)) = v.resolve(&named, &body).await else {
@@ -237,6 +242,76 @@ async fn call(
     let served = forward_body(gw, session, ctx, &route, body, routed).await;
     // what the gateway answers for the member (none of its backends left, say) names it
     let name = &members.server.members[member].names.name;
+    served.map_err(|fail| match fail {
+        super::Fail::Answer(e) => super::Fail::Answer(e.with("member", name.as_str())),
+        io => io,
+    })
+}
+
+/// A task's request (`tasks/get`, `tasks/update`, `tasks/cancel`) on the member whose pool
+/// holds the task, as a plain route of that pool serves it (its pod, or -32038 when lost). A
+/// task this caller has no record of, or another caller's, is the virtual server's own
+/// "unknown task" (no one member would answer for all of them).
+async fn task(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    (route, members): (&Arc<Route>, &Members),
+    body: Bytes,
+    method: &str,
+    task_id: Option<String>,
+) -> Handled {
+    let server = &members.server.name;
+    let principal = ctx.principal.as_ref().map(|p| p.id.clone());
+    let found = match task_id.as_deref() {
+        Some(id) if id.len() <= ctx.state.config.tasks.max_id_bytes => gw
+            .tasks
+            .find(&route.label, id, principal.as_ref())
+            .await
+            .map_err(GatewayError::from)?,
+        _ => crate::tasks::Found::Unknown,
+    };
+    let valid = task_id
+        .as_deref()
+        .filter(|id| id.len() <= ctx.state.config.tasks.max_id_bytes);
+    let member = match (&found, valid) {
+        (crate::tasks::Found::Mine(record), _) => members.routes.iter().position(|r| {
+            ctx.state
+                .config
+                .pools
+                .get(r.default_pool)
+                .map(|p| p.name.as_str())
+                == Some(record.pool.as_str())
+        }),
+        (unknown_or_foreign, Some(id)) => {
+            let event = match unknown_or_foreign {
+                crate::tasks::Found::Foreign => "foreign",
+                _ => "unknown",
+            };
+            gw.tasks.count("-", event);
+            return Err(GatewayError::unknown_task(server, id).into());
+        }
+        // a missing or oversized id: the member's path answers it as a plain route does
+        (_, None) => Some(0),
+    };
+    let Some(member) = member else {
+        // its member left the virtual server (a reload): no route of it here any more
+        let id = task_id.unwrap_or_default();
+        return Err(GatewayError::unknown_task(server, &id).into());
+    };
+    let to = members.routes[member].clone();
+    let name = &members.server.members[member].names.name;
+    let served = super::tasks::forward(
+        gw,
+        session,
+        ctx,
+        &to,
+        &route.label,
+        body,
+        method,
+        task_id.as_deref(),
+    )
+    .await;
     served.map_err(|fail| match fail {
         super::Fail::Answer(e) => super::Fail::Answer(e.with("member", name.as_str())),
         io => io,
