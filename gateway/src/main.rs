@@ -82,12 +82,22 @@ enum Command {
     },
 }
 
+/// The backend credentials of `config` that cannot be read (never their values).
+fn secrets(config: &config::Config) -> Vec<String> {
+    server::unreadable_secrets(config)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Validate { file }) => match config::load(&file) {
-            Ok(_) => {
+        Some(Command::Validate { file }) => match config::load(&file).map(|c| secrets(&c)) {
+            Ok(unreadable) => {
                 println!("{}: OK", file.display());
+                // secrets often exist only where the gateway runs (a mounted Secret): said,
+                // not failed (the gateway itself does not start without them)
+                for e in unreadable {
+                    eprintln!("  warning: {e} (the gateway will not start until it can be read)");
+                }
                 ExitCode::SUCCESS
             }
             Err(errors) => {
@@ -115,6 +125,14 @@ fn main() -> ExitCode {
             };
             logging::init(cli.log_json);
             match config::load(&path) {
+                Ok(config) if !secrets(&config).is_empty() => {
+                    let unreadable = secrets(&config);
+                    eprintln!("{}: {} problem(s)", path.display(), unreadable.len());
+                    for e in unreadable {
+                        eprintln!("  {e}");
+                    }
+                    ExitCode::FAILURE
+                }
                 Ok(config) => {
                     tracing::info!(listen = %config.listen, "mcp-gateway starting");
                     give_back_freed();

@@ -31,6 +31,12 @@ use pingora::services::listening::Service;
 use pingora_prometheus::prometheus::Registry;
 use std::sync::Arc;
 
+/// The backend credentials (`upstream-auth`) of `config` that cannot be read now, never their
+/// values: `validate` reports them, and the gateway does not start with them.
+pub fn unreadable_secrets(config: &Config) -> Vec<String> {
+    crate::upstream::credentials::unreadable_in(config)
+}
+
 /// Builds a ready-to-run server for `config`. Callers may add services (the demo adds its
 /// backends) before calling `run_forever`.
 pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server {
@@ -137,6 +143,9 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         let reload = ReloadService::new(path, state.clone(), metrics.reloads.clone());
         server.add_service(background_service("config reload", reload));
     }
+    // always on: a reload may give a pool credentials (pools without any cost nothing)
+    let credentials = crate::upstream::credentials::CredentialsService::new(state.clone());
+    server.add_service(background_service("backend credentials", credentials));
     if config.pools.iter().any(|p| p.discovery.is_some()) {
         let discovery =
             DiscoveryService::new(state.clone(), metrics.upstream.clone()).holding(tasks.clone());

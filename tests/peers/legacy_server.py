@@ -12,6 +12,8 @@ backend after failover starts from scratch.
 
 from __future__ import annotations
 
+import hashlib
+
 import weakref
 from typing import Any
 
@@ -65,6 +67,17 @@ def build_server(name: str) -> FastMCP:
         req = ctx.request_context.request
         sid = req.headers.get("mcp-session-id") if req is not None else None
         return sid or "none"
+
+    @mcp.tool()
+    def header_digest(ctx: Context, name: str) -> str:
+        """The SHA-256 (hex) of every value of request header `name` as received, joined by " | " (or "none").
+
+        Digests, not values: a test checks which secret a backend got without the secret
+        appearing in any answer (so in no log of the answer either)."""
+        req = ctx.request_context.request
+        values = req.headers.getlist(name) if req is not None else []
+        digests = [hashlib.sha256(v.encode()).hexdigest() for v in values]
+        return " | ".join(digests) if digests else "none"
 
     @mcp.tool()
     async def slow_progress(ctx: Context, steps: int = 3, delay_ms: int = 300) -> str:

@@ -10,6 +10,8 @@ Prints "READY <port>" on stdout (flushed) once uvicorn is accepting connections.
 
 from __future__ import annotations
 
+import hashlib
+
 
 import anyio
 
@@ -41,6 +43,17 @@ def build_server(name: str) -> MCPServer:
     def echo_size(text: str) -> str:
         """Return the length of `text` (used with big arguments)."""
         return str(len(text))
+
+    @mcp.tool()
+    def header_digest(ctx: Context, name: str) -> str:
+        """The SHA-256 (hex) of every value of request header `name` as received, joined by " | " (or "none").
+
+        Digests, not values: a test checks which secret a backend got without the secret
+        appearing in any answer (so in no log of the answer either)."""
+        req = ctx.request_context.request
+        values = req.headers.getlist(name) if req is not None else []
+        digests = [hashlib.sha256(v.encode()).hexdigest() for v in values]
+        return " | ".join(digests) if digests else "none"
 
     @mcp.tool()
     async def slow_progress(ctx: Context, steps: int = 3, delay_ms: int = 300) -> str:

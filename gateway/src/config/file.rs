@@ -296,6 +296,8 @@ pub struct FilePool {
     pub tls: Option<super::auth::FilePoolTls>,
     /// `identity-headers`: the caller's identity sent to this pool's backends.
     pub identity_headers: Option<super::auth::FileIdentityHeaders>,
+    /// `upstream-auth`: the credentials this pool's backends get (secrets named by file or environment variable).
+    pub upstream_auth: Option<super::upstream_auth::FileUpstreamAuth>,
     /// Which protocol era the backends serve: detect (default: probed with `server/discover`), legacy, modern or dual.
     #[schemars(extend("enum" = ["detect", "legacy", "modern", "dual", null]))]
     pub era: Option<String>,

@@ -224,6 +224,8 @@ pub struct PoolConfig {
     pub tls: Option<super::PoolTls>,
     /// Identity headers sent to the backends. Default: none.
     pub identity_headers: super::IdentityHeaders,
+    /// `upstream-auth`: the credentials the pool's backends get.
+    pub upstream_auth: super::UpstreamAuth,
     /// `tasks: shared`: every backend reads every task (a task's polls are balanced); default
     /// `own`: a task lives in the pod that created it.
     pub tasks_shared: bool,

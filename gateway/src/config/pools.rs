@@ -13,7 +13,7 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
          failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
-         discovery, health, tls, identity-headers, era, tasks",
+         discovery, health, tls, identity-headers, upstream-auth, era, tasks",
     );
     if pool.backends.is_empty() && pool.discovery.is_none() {
         p.add(
@@ -75,6 +75,11 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             .identity_headers
             .as_ref()
             .map(|h| super::auth::identity_headers(p, &at, h))
+            .unwrap_or_default(),
+        upstream_auth: pool
+            .upstream_auth
+            .as_ref()
+            .map(|a| super::upstream_auth::validate(p, &at, a))
             .unwrap_or_default(),
         health: health(p, &at, pool.health.as_ref()),
         tasks_shared: match pool.tasks.as_deref() {

@@ -43,6 +43,7 @@ fn reference_config_parses_to_expected_struct() {
         discovery: None,
         tls: None,
         identity_headers: Default::default(),
+        upstream_auth: Default::default(),
         health: Some(HealthCheck {
             path: None,
             interval: Duration::from_secs(2),

@@ -304,7 +304,7 @@ impl ProxyHttp for Gateway {
             host: &backend.host,
         };
         let readdressed = request::readdress(upstream, target, client.uri.query());
-        request::identify(upstream, &native.pool.identity);
+        request::identify(upstream, &native.pool);
         readdressed.map_err(|e| respond::stashed(ctx, e))
     }
 

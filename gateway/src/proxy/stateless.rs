@@ -203,7 +203,7 @@ pub(super) async fn forward_any(
             };
             let req = match request::forwarded(client, target, None, len) {
                 Ok(mut req) => {
-                    request::identify(&mut req, &pool.identity);
+                    request::identify(&mut req, pool);
                     req
                 }
                 Err(e) => return Step::Stop(e),

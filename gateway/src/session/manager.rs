@@ -476,6 +476,6 @@ fn in_session_request(
     let len = out.is_post.then_some(out.body.len());
     let session = Some(&*rec.binding.backend_session);
     let mut req = request::forwarded(out.client, target, session, len)?;
-    request::identify(&mut req, &pool.identity);
+    request::identify(&mut req, pool);
     Ok(req)
 }

@@ -92,7 +92,7 @@ impl SessionManager {
                     let len = Some(opening.body.len());
                     let req = match request::forwarded(opening.client, target, None, len) {
                         Ok(mut req) => {
-                            request::identify(&mut req, &pool.identity);
+                            request::identify(&mut req, pool);
                             req
                         }
                         Err(e) => return Step::Stop(e),

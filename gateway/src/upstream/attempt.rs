@@ -242,6 +242,17 @@ impl Engine {
         body: Bytes,
         repeatable: bool,
     ) -> Result<Exchange, CallError> {
+        // every request the gateway sends a backend carries the pool's credentials, its own
+        // (re-initializations, probes, held streams) as much as the client's
+        let with_credentials;
+        let req = if pool.credentials.is_empty() {
+            req
+        } else {
+            let mut own = req.clone();
+            pool.credentials.apply(&mut own);
+            with_credentials = own;
+            &with_credentials
+        };
         let inflight = Pool::track(backend);
         let sent = Instant::now();
         match self

@@ -43,6 +43,7 @@ pub async fn probe(
                 return false;
             }
         }
+        pool.credentials.apply(&mut req);
         match client
             .send(pool.peer(backend), &req, Bytes::new(), true)
             .await

@@ -7,6 +7,7 @@ pub mod attempt;
 mod backend;
 mod balance;
 pub mod client;
+pub mod credentials;
 pub mod deadline;
 pub mod deaths;
 pub mod discovery;
@@ -54,6 +55,8 @@ pub struct Pool {
     pub drain_timeout: Duration,
     /// Identity headers sent instead of the client's token (`identity-headers`).
     pub identity: crate::config::IdentityHeaders,
+    /// The backends' own credentials (`upstream-auth`), read from their secrets.
+    pub credentials: credentials::Credentials,
     /// TLS to the backends (`tls`), ready for pingora's peers.
     tls: Option<tls::PeerTls>,
 }
@@ -112,6 +115,7 @@ impl Pool {
             session_not_found: cfg.session_not_found.clone(),
             drain_timeout: cfg.drain_timeout,
             identity: cfg.identity_headers.clone(),
+            credentials: credentials::Credentials::load(&cfg.name, &cfg.upstream_auth),
             tls: cfg
                 .tls
                 .as_ref()

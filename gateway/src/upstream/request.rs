@@ -131,11 +131,19 @@ pub fn forwarded(
     Ok(req)
 }
 
+/// Sets what a request to one of `pool`'s backends carries from the gateway alone: the pool's
+/// credentials (`upstream-auth`) and its identity headers, each after removing whatever the
+/// client sent under those names in any spelling a backend framework maps onto them.
+pub fn identify(req: &mut RequestHeader, pool: &super::Pool) {
+    pool.credentials.apply(req);
+    identity_headers(req, &pool.identity);
+}
+
 /// Sets a pool's identity headers from the caller (the principal the auth step put into the
 /// client's request head), after removing whatever the client sent under those names in any
 /// spelling a backend framework maps onto them (`auth/identity.rs`: any case, `_` for `-`).
 /// The auth step has refused a principal these headers cannot carry.
-pub fn identify(req: &mut RequestHeader, identity: &crate::config::IdentityHeaders) {
+fn identity_headers(req: &mut RequestHeader, identity: &crate::config::IdentityHeaders) {
     use crate::auth::identity;
     let wanted: Vec<String> = identity.names().map(identity::canonical).collect();
     if wanted.is_empty() {

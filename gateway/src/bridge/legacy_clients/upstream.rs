@@ -45,7 +45,7 @@ impl Upstream<'_> {
             host: &backend.host,
         };
         let mut head = request::forwarded(self.client, target, None, Some(req.body.len()))?;
-        request::identify(&mut head, &self.pool.identity);
+        request::identify(&mut head, self.pool);
         head.remove_header(LAST_EVENT_ID);
         let bad = |h: &str| GatewayError::internal(format!("cannot set {h} upstream"));
         head.insert_header("accept", "application/json, text/event-stream")

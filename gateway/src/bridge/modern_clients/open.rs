@@ -37,7 +37,7 @@ pub(super) async fn open(
     if let Some(p) = principal {
         head.extensions_mut().insert(p.clone());
     }
-    request::identify(&mut head, &pool.identity);
+    request::identify(&mut head, pool);
     let (head, answer) = match engine.call(pool, backend, &head, Bytes::from(body)).await {
         Ok(a) => a,
         Err(CallError::Connect(_)) => return Err(AcquireError::Unreachable),

@@ -260,7 +260,7 @@ impl One<'_> {
         if let Some(p) = self.to.principal {
             head.extensions_mut().insert(p.clone());
         }
-        request::identify(&mut head, &entry.pool.identity);
+        request::identify(&mut head, &entry.pool);
         Ok(head)
     }
 

@@ -114,7 +114,7 @@ async fn pinned(
         host: &backend.host,
     };
     let mut req = request::forwarded(client, target, None, Some(body.len()))?;
-    request::identify(&mut req, &pool.identity);
+    request::identify(&mut req, pool);
     ctx.tried.push(backend.addr);
     ctx.backend = Some(backend.clone());
     let mut ex = match gw.engine.send(pool, backend, &req, body, false).await {
@@ -180,7 +180,7 @@ async fn as_unknown(
                     Ok(req) => req,
                     Err(e) => return Step::Stop(e),
                 };
-                request::identify(&mut req, &pool.identity);
+                request::identify(&mut req, pool);
                 // `Mcp-Name` must name the stand-in too (a server checks it against the body)
                 req.remove_header(mcp_wire::headers::MCP_NAME);
                 let _ = req.insert_header(mcp_wire::headers::MCP_NAME, stand_in_ref);

@@ -1,0 +1,313 @@
+//! The credentials a pool's backends get (`pools.NAME.upstream-auth`, issue 35): headers whose
+//! values are secrets, read from files or environment variables when the pool is built (start,
+//! reload) and, for files, again every second by the credentials service, so a rotated secret
+//! takes effect without a restart.
+//!
+//! A secret never leaves this module but in the header it is sent in: the values are marked
+//! sensitive (`http::HeaderValue::set_sensitive`, so a logged request head shows `Sensitive`),
+//! errors name the pool, the header and where the secret comes from, never its value; capture
+//! records no headers. A client's own headers of these names, in every spelling a backend
+//! framework maps onto them, are dropped before the gateway's are set.
+
+use crate::config::{SecretHeader, SecretSource, UpstreamAuth};
+use arc_swap::ArcSwap;
+use http::{HeaderName, HeaderValue};
+use pingora::http::RequestHeader;
+use std::sync::Arc;
+
+/// A pool's credential headers, as last read.
+#[derive(Debug)]
+pub struct Credentials {
+    sources: Vec<SecretHeader>,
+    /// One value per source (`None`: it could not be read, the header is not sent).
+    values: ArcSwap<Vec<Option<HeaderValue>>>,
+    /// The names to clear from a client's request, canonical (lowercase, `_` as `-`).
+    names: Vec<String>,
+    /// What the last refresh could not read (logged when it changes, not every second).
+    failing: std::sync::Mutex<Vec<Unreadable>>,
+}
+
+/// Why a secret could not be read (never its value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The header it is for.
+    pub header: String,
+    /// Where it is read from, and what went wrong.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the secret for header `{}`: {}",
+            self.header, self.detail
+        )
+    }
+}
+
+impl Credentials {
+    /// Reads every secret of `cfg` once (`pool` names the pool in the log line of one that
+    /// cannot be read: its header is then not sent).
+    pub fn load(pool: &str, cfg: &UpstreamAuth) -> Credentials {
+        let mut failing = Vec::new();
+        let values = cfg
+            .headers
+            .iter()
+            .map(|h| match read(h) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    tracing::error!(pool, header = %e.header, detail = %e.detail, "a backend credential cannot be read: requests to the pool go without it");
+                    failing.push(e);
+                    None
+                }
+            })
+            .collect();
+        Credentials {
+            failing: std::sync::Mutex::new(failing),
+            names: cfg
+                .headers
+                .iter()
+                .map(|h| crate::auth::identity::canonical(&h.name))
+                .collect(),
+            sources: cfg.headers.clone(),
+            values: ArcSwap::from_pointee(values),
+        }
+    }
+
+    /// Whether the pool's backends get any credentials.
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
+    /// The secrets that cannot be read now.
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        self.sources.iter().filter_map(|h| read(h).err()).collect()
+    }
+
+    /// Reads the secret files again; whether a value changed. A secret that cannot be read
+    /// now keeps its last value (a rotation caught midway is not a lost credential); the error
+    /// is returned for the caller to log.
+    pub fn refresh(&self) -> (bool, Vec<Unreadable>) {
+        let old = self.values.load();
+        let mut next = Vec::with_capacity(self.sources.len());
+        let mut problems = Vec::new();
+        for (source, was) in self.sources.iter().zip(old.iter()) {
+            if !matches!(source.source, SecretSource::File(_)) {
+                next.push(was.clone());
+                continue;
+            }
+            match read(source) {
+                Ok(v) => next.push(Some(v)),
+                Err(e) => {
+                    problems.push(e);
+                    next.push(was.clone());
+                }
+            }
+        }
+        let changed = next.iter().zip(old.iter()).any(|(a, b)| {
+            a.as_ref().map(HeaderValue::as_bytes) != b.as_ref().map(HeaderValue::as_bytes)
+        });
+        if changed {
+            self.values.store(Arc::new(next));
+        }
+        (changed, problems)
+    }
+
+    /// Refreshes, logging what changed (a rotation taken, a secret that became unreadable or
+    /// readable again), once per change.
+    pub fn refresh_logged(&self, pool: &str) {
+        let (changed, problems) = self.refresh();
+        if changed {
+            tracing::info!(
+                pool,
+                "a backend credential changed: the next requests carry it"
+            );
+        }
+        let mut failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
+        if *failing != problems {
+            for e in problems.iter().filter(|e| !failing.contains(e)) {
+                tracing::error!(pool, header = %e.header, detail = %e.detail, "a backend credential cannot be read: its last value is kept");
+            }
+            *failing = problems;
+        }
+    }
+
+    /// Sets the credential headers on a request to one of the pool's backends, after dropping
+    /// the client's own of the same names (any case, `_` for `-`).
+    pub fn apply(&self, req: &mut RequestHeader) {
+        if self.sources.is_empty() {
+            return;
+        }
+        let spoofed: Vec<HeaderName> = req
+            .headers
+            .keys()
+            .filter(|k| {
+                self.names
+                    .contains(&crate::auth::identity::canonical(k.as_str()))
+            })
+            .cloned()
+            .collect();
+        for name in spoofed {
+            req.remove_header(&name);
+        }
+        let values = self.values.load();
+        for (source, value) in self.sources.iter().zip(values.iter()) {
+            if let Some(value) = value {
+                let _ = req.insert_header(source.name.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// How often secret files are read again.
+pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads every pool's secret files again every [`REFRESH_EVERY`] (a file is a few bytes: read
+/// whole, compared to the value in use).
+pub struct CredentialsService {
+    pools: Arc<dyn super::LivePools>,
+}
+
+impl CredentialsService {
+    /// The service for the pools in force.
+    pub fn new(pools: Arc<dyn super::LivePools>) -> CredentialsService {
+        CredentialsService { pools }
+    }
+}
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for CredentialsService {
+    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
+        loop {
+            for (_, pool) in self.pools.pools() {
+                if !pool.credentials.is_empty() {
+                    pool.credentials.refresh_logged(&pool.name);
+                }
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tokio::time::sleep(REFRESH_EVERY) => {}
+            }
+        }
+    }
+}
+
+/// Every secret of `config`'s pools that cannot be read now, as `validate` and a start
+/// report them (`pools.NAME.upstream-auth.headers.H: ...`).
+pub fn unreadable_in(config: &crate::config::Config) -> Vec<String> {
+    config
+        .pools
+        .iter()
+        .flat_map(|p| {
+            p.upstream_auth.headers.iter().filter_map(move |h| {
+                read(h).err().map(|e| {
+                    format!(
+                        "pools.{}.upstream-auth.headers.{}: {}",
+                        p.name, e.header, e.detail
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
+/// Reads one secret into its header value (prefix included), marked sensitive.
+fn read(h: &SecretHeader) -> Result<HeaderValue, Unreadable> {
+    let fail = |detail: String| Unreadable {
+        header: h.name.clone(),
+        detail,
+    };
+    let secret = match &h.source {
+        SecretSource::File(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| fail(format!("file {} cannot be read: {e}", path.display())))?;
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            text.to_owned()
+        }
+        SecretSource::Env(var) => {
+            std::env::var(var).map_err(|e| fail(format!("environment variable {var}: {e}")))?
+        }
+    };
+    if secret.is_empty() {
+        return Err(fail(format!("{} is empty", where_from(h))));
+    }
+    let mut value = HeaderValue::from_str(&format!("{}{secret}", h.prefix)).map_err(|_| {
+        fail(format!(
+            "{} holds characters a header value cannot carry",
+            where_from(h)
+        ))
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+fn where_from(h: &SecretHeader) -> String {
+    match &h.source {
+        SecretSource::File(path) => format!("file {}", path.display()),
+        SecretSource::Env(var) => format!("environment variable {var}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(name: &str, path: &std::path::Path) -> SecretHeader {
+        SecretHeader {
+            name: name.into(),
+            source: SecretSource::File(path.into()),
+            prefix: "Bearer ".into(),
+        }
+    }
+
+    #[test]
+    fn a_client_never_chooses_a_credential_header_and_a_rotated_file_is_read_again() {
+        let dir = std::env::temp_dir().join(format!("mcpgw-cred-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("token");
+        std::fs::write(&file, "one\n").unwrap();
+        let creds = Credentials::load(
+            "p",
+            &UpstreamAuth {
+                headers: vec![header("x-api-key", &file)],
+            },
+        );
+        let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        req.insert_header("X_Api_Key", "mine").unwrap();
+        req.append_header("x-api-key", "mine too").unwrap();
+        creds.apply(&mut req);
+        let got: Vec<_> = req
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_bytes()))
+            .collect();
+        assert_eq!(got, vec![("x-api-key", &b"Bearer one"[..])]);
+        assert!(format!("{req:?}").contains("Sensitive"), "{req:?}");
+        assert!(!format!("{req:?}").contains("Bearer one"));
+
+        std::fs::write(&file, "two").unwrap();
+        assert_eq!(creds.refresh(), (true, vec![]));
+        assert!(!creds.refresh().0, "unchanged");
+        let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        creds.apply(&mut req);
+        assert_eq!(req.headers["x-api-key"], "Bearer two");
+
+        // removed midway through a rotation: the last value stays, the error says where
+        std::fs::remove_file(&file).unwrap();
+        let (changed, problems) = creds.refresh();
+        assert!(!changed);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].to_string().contains("header `x-api-key`: file"),
+            "{}",
+            problems[0]
+        );
+        assert!(!problems[0].to_string().contains("two"));
+        let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        creds.apply(&mut req);
+        assert_eq!(req.headers["x-api-key"], "Bearer two");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
