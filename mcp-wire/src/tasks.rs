@@ -122,7 +122,7 @@ struct StatusResult<'a> {
 /// Whether one JSON-RPC response reports its task ended: `result.status` is `completed`,
 /// `failed` or `cancelled` (the terminal statuses of both eras).
 pub fn ended_in_message(message: &[u8]) -> bool {
-    if memchr::memmem::find(message, b"status").is_none() {
+    if !may_be_terminal(message) {
         return false;
     }
     let Ok(answer) = serde_json::from_slice::<StatusAnswer<'_>>(message) else {
@@ -134,9 +134,28 @@ pub fn ended_in_message(message: &[u8]) -> bool {
     )
 }
 
+/// Whether `bytes` name a terminal status at all: most polls find the task working, and this
+/// look is far cheaper than a parse.
+fn may_be_terminal(bytes: &[u8]) -> bool {
+    // one pass: every `"status"` key, and the string value after it
+    memchr::memmem::find_iter(bytes, b"\"status\"").any(|at| {
+        let rest = &bytes[at + 8..];
+        let value = rest
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b':'))
+            .map_or(&[][..], |i| &rest[i..]);
+        [&b"\"completed\""[..], b"\"failed\"", b"\"cancelled\""]
+            .iter()
+            .any(|s| value.starts_with(s))
+    })
+}
+
 /// Whether an answer (a JSON body, or an SSE stream when `sse`) to a request naming a task
 /// reports the task ended.
 pub fn ended_in_answer(sse: bool, body: &[u8]) -> bool {
+    if !may_be_terminal(body) {
+        return false;
+    }
     if !sse {
         return ended_in_message(body);
     }

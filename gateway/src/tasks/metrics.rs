@@ -1,8 +1,20 @@
 //! The task records' metric families: every decision about a task, by pool. Registered by
 //! [`TaskMetrics::register`], held by [`super::Tasks`].
 
-use crate::metrics::Registrar;
-use pingora_prometheus::prometheus::{IntCounterVec, IntGaugeVec};
+use crate::metrics::{Registrar, Resolved};
+use pingora_prometheus::prometheus::{IntCounter, IntCounterVec, IntGaugeVec};
+
+/// The events of `mcpgw_tasks_total`, each a slot of a pool's resolved children.
+const EVENTS: [&str; 8] = [
+    "created",
+    "unrecorded",
+    "routed",
+    "balanced",
+    "unknown",
+    "foreign",
+    "lost",
+    "expired",
+];
 
 /// The task records' families.
 #[derive(Clone)]
@@ -18,6 +30,9 @@ pub struct TaskMetrics {
     /// `mcpgw_task_records`: the task records this replica holds (its own cache in front of
     /// Redis).
     pub records: IntGaugeVec,
+    /// Each pool's `events` children, resolved once (a task request counts one; prometheus'
+    /// `with_label_values` hashes both values and takes the family's lock every time).
+    resolved: std::sync::Arc<dashmap::DashMap<String, Resolved<IntCounter>>>,
 }
 
 impl TaskMetrics {
@@ -34,11 +49,29 @@ impl TaskMetrics {
                 "Task records held by this replica",
                 &[],
             ),
+            resolved: Default::default(),
         }
     }
 
     /// Counts one `event` of `pool`.
     pub fn count(&self, pool: &str, event: &str) {
-        self.events.with_label_values(&[pool, event]).inc();
+        let Some(slot) = EVENTS.iter().position(|e| *e == event) else {
+            self.events.with_label_values(&[pool, event]).inc();
+            return;
+        };
+        let make = || self.events.with_label_values(&[pool, event]);
+        if let Some(children) = self.resolved.get(pool) {
+            if let Some(c) = children.get(slot, make) {
+                c.inc();
+            }
+            return;
+        }
+        let children = self
+            .resolved
+            .entry(pool.to_owned())
+            .or_insert_with(|| Resolved::new(EVENTS.len()));
+        if let Some(c) = children.get(slot, make) {
+            c.inc();
+        }
     }
 }

@@ -64,7 +64,12 @@ pub enum Found {
 /// The key of a task: its scope (the client-facing route's label; for a legacy task, its
 /// gateway session) and the server's id.
 pub fn key(scope: &str, task_id: &str) -> Arc<str> {
-    format!("{scope}\n{task_id}").into()
+    // on every task request: built directly (the formatting machinery costs more than the key)
+    let mut key = String::with_capacity(scope.len() + 1 + task_id.len());
+    key.push_str(scope);
+    key.push('\n');
+    key.push_str(task_id);
+    key.into()
 }
 
 /// The share a record counts in: the principal, else the caller's address.
@@ -262,6 +267,10 @@ impl crate::upstream::HeldWork for Tasks {
 /// JSON-RPC error -32602 (invalid params) whose message names the id, as the SDKs answer an id
 /// they never issued (rmcp 3.11: `unknown task: ID`; PyPI `mcp` 1.30: `Task not found: ID`).
 pub fn says_unknown(sse: bool, answer: &[u8], task_id: &str) -> bool {
+    // most answers are the task: a cheap look for the error code before parsing
+    if memchr::memmem::find(answer, b"-32602").is_none() {
+        return false;
+    }
     let message = if sse {
         mcp_wire::sse::response(Some("text/event-stream"), answer)
     } else {

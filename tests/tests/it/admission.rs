@@ -45,9 +45,11 @@ fn assert_rejection(resp: &Response, status: u16, code: i64, id: u64) -> serde_j
 async fn the_in_flight_cap_refuses_with_503_and_never_reaches_the_backend() {
     let mock = MockServer::start("m").await;
     let gw = Gateway::start(&stateless(&mock, "{}", "{ max-inflight: 2 }")).await;
+    // long calls: all five overlap even when the machine is loaded (with 600 ms the first two
+    // could end before the last ones were admitted)
     let calls: Vec<_> = (0..5)
         .map(|i| {
-            let (req, addr) = (slow(i, 600), gw.addr);
+            let (req, addr) = (slow(i, 3000), gw.addr);
             tokio::spawn(async move { req.send(addr).await })
         })
         .collect();

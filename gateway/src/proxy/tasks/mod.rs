@@ -76,25 +76,26 @@ pub(super) fn watch_for(
         tasks: gw.tasks.clone(),
         config: ctx.state.config.tasks,
         scope,
-        record: TaskRecord {
-            pool: pool.name.clone(),
-            backend,
-            owner: crate::tasks::owner(principal.as_ref(), peer),
-            principal,
-            expires_ms: 0,
-            generation,
-            ended: false,
-        },
+        pool: pool.name.clone(),
+        backend,
+        principal,
+        peer,
+        generation,
     };
     crate::proxy::verdict::watch_tasks(session, learner);
 }
 
-/// What records a handle once the answer carrying it has passed.
+/// What records a handle once the answer carrying it has passed. Most answers carry none:
+/// the record (its owner's share key above all) is made only for one that does.
 pub struct Learner {
     tasks: Arc<crate::tasks::Tasks>,
     config: crate::tasks::config::TasksConfig,
     scope: Arc<str>,
-    record: TaskRecord,
+    pool: String,
+    backend: std::net::SocketAddr,
+    principal: Option<Arc<str>>,
+    peer: Option<std::net::IpAddr>,
+    generation: Option<u64>,
 }
 
 impl Learner {
@@ -105,15 +106,28 @@ impl Learner {
         };
         // a legacy handle counts in a legacy session, a modern one elsewhere
         let legacy = handle.era == mcp_wire::tasks::TaskEra::Legacy;
-        if legacy != self.record.generation.is_some() {
+        if legacy != self.generation.is_some() {
             return;
         }
         let Learner {
             tasks,
             config,
             scope,
-            record,
+            pool,
+            backend,
+            principal,
+            peer,
+            generation,
         } = self;
+        let record = TaskRecord {
+            pool,
+            backend,
+            owner: crate::tasks::owner(principal.as_ref(), peer),
+            principal,
+            expires_ms: 0,
+            generation,
+            ended: false,
+        };
         tasks.learn(&config, &scope, &handle.task_id, handle.ttl_ms, record);
     }
 }
