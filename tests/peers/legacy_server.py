@@ -12,8 +12,6 @@ backend after failover starts from scratch.
 
 from __future__ import annotations
 
-import hashlib
-
 import weakref
 from typing import Any
 
@@ -74,10 +72,7 @@ def build_server(name: str) -> FastMCP:
 
         Digests, not values: a test checks which secret a backend got without the secret
         appearing in any answer (so in no log of the answer either)."""
-        req = ctx.request_context.request
-        values = req.headers.getlist(name) if req is not None else []
-        digests = [hashlib.sha256(v.encode()).hexdigest() for v in values]
-        return " | ".join(digests) if digests else "none"
+        return peer_serve.header_digests(ctx.request_context.request, name)
 
     @mcp.tool()
     async def slow_progress(ctx: Context, steps: int = 3, delay_ms: int = 300) -> str:

@@ -63,3 +63,14 @@ def main(doc: str, make_app: Callable[[str], Any]) -> None:
     except KeyboardInterrupt:
         pass
     sys.exit(0)
+
+
+def header_digests(request: Any, name: str) -> str:
+    """The SHA-256 (hex) of every value of header `name` of a Starlette `request`, joined by
+    " | " ("none" when absent): what the `header_digest` tools answer (digests, not values, so a
+    secret a backend received appears in no answer)."""
+    import hashlib
+
+    values = request.headers.getlist(name) if request is not None else []
+    digests = [hashlib.sha256(v.encode()).hexdigest() for v in values]
+    return " | ".join(digests) if digests else "none"

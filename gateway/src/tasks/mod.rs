@@ -58,7 +58,7 @@ pub enum Found {
     /// Another principal's task: answered exactly as an unknown one, never sent to its pod.
     Foreign,
     /// The caller's task.
-    Mine(TaskRecord),
+    Mine(Arc<TaskRecord>),
 }
 
 /// The key of a task: its scope (the client-facing route's label; for a legacy task, its
@@ -169,7 +169,7 @@ impl Tasks {
                 self.expired_one(scope);
                 None
             }
-            Ok(None) => self.read_shared(&key, now).await?,
+            Ok(None) => self.read_shared(&key, now).await?.map(Arc::new),
         };
         Ok(match record {
             None => Found::Unknown,

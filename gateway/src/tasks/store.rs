@@ -37,7 +37,8 @@ pub enum Refused {
 /// (dropped when met, and swept when the map is full).
 #[derive(Default)]
 pub struct LocalTasks {
-    records: DashMap<Arc<str>, TaskRecord>,
+    /// Shared, so a lookup on every task request copies a pointer, not the record.
+    records: DashMap<Arc<str>, Arc<TaskRecord>>,
     owners: DashMap<Arc<str>, usize>,
     len: AtomicUsize,
 }
@@ -54,7 +55,7 @@ impl LocalTasks {
     ) -> Result<(), Refused> {
         if let Some(mut old) = self.records.get_mut(&key) {
             if old.owner == record.owner {
-                *old = record;
+                *old = Arc::new(record);
                 return Ok(());
             }
         }
@@ -70,7 +71,7 @@ impl LocalTasks {
             }
         }
         *self.owners.entry(record.owner.clone()).or_insert(0) += 1;
-        if let Some(old) = self.records.insert(key, record) {
+        if let Some(old) = self.records.insert(key, Arc::new(record)) {
             self.uncount(&old.owner);
         } else {
             self.len.fetch_add(1, Ordering::Relaxed);
@@ -80,7 +81,7 @@ impl LocalTasks {
 
     /// The live record under `key`; an expired one is dropped (`Err(())` tells the caller it
     /// expired).
-    pub fn get(&self, key: &str, now_ms: u64) -> Result<Option<TaskRecord>, ()> {
+    pub fn get(&self, key: &str, now_ms: u64) -> Result<Option<Arc<TaskRecord>>, ()> {
         let Some(found) = self.records.get(key).map(|r| r.clone()) else {
             return Ok(None);
         };
@@ -125,8 +126,8 @@ impl LocalTasks {
         if record.ended || record.expires_ms <= now_ms {
             return None;
         }
-        record.ended = true;
-        Some(record.clone())
+        Arc::make_mut(&mut record).ended = true;
+        Some(TaskRecord::clone(&record))
     }
 
     /// Live records per pool and backend, and how many of them have not ended (the admin

@@ -29,6 +29,25 @@ fn yaml(pods: &[TasksPeer], extra: &str, pool_extra: &str) -> String {
     )
 }
 
+/// An `auth` section with two API keys, `k-alice` (principal alice) and `k-bob`, for `resource`;
+/// and the directory holding the key file (removed by the test).
+fn two_api_keys(resource: &str) -> (std::path::PathBuf, String) {
+    let dir = unique_temp_path("mcpgw-tasks-keys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys.txt");
+    let lines = format!(
+        "{} alice tools\n{} bob tools\n",
+        sha256_hex(b"k-alice"),
+        sha256_hex(b"k-bob")
+    );
+    std::fs::write(&keys, lines).unwrap();
+    let auth = auth_yaml(resource).replace(
+        "  jwt:",
+        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
+    );
+    (dir, auth)
+}
+
 /// Creates a `slow_task` done after `polls` polls and polls it through `gw` until it
 /// completes (at most `polls + 6` polls): the "unknown task" answers on the way, and whether it
 /// completed.
@@ -250,19 +269,7 @@ async fn a_shared_task_pool_balances_the_polls_and_survives_the_creating_pod() {
 #[tokio::test]
 async fn another_principals_task_is_answered_byte_for_byte_as_an_unknown_one() {
     let pods = pods(2).await;
-    let dir = unique_temp_path("mcpgw-tasks-keys");
-    std::fs::create_dir_all(&dir).unwrap();
-    let keys = dir.join("keys.txt");
-    let lines = format!(
-        "{} alice tools\n{} bob tools\n",
-        sha256_hex(b"k-alice"),
-        sha256_hex(b"k-bob")
-    );
-    std::fs::write(&keys, lines).unwrap();
-    let auth = auth_yaml("http://127.0.0.1/mcp").replace(
-        "  jwt:",
-        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
-    );
+    let (dir, auth) = two_api_keys("http://127.0.0.1/mcp");
     let gw = Gateway::start(&yaml(&pods, &auth, "")).await;
     let as_key = |req: Request, key: &str| req.header("X-Api-Key", key);
     let handle = as_key(
@@ -612,19 +619,7 @@ async fn tasks_on_a_virtual_route_reach_their_members_pod_and_unknown_or_foreign
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let dir = unique_temp_path("mcpgw-vtasks-keys");
-    std::fs::create_dir_all(&dir).unwrap();
-    let keys = dir.join("keys.txt");
-    let lines = format!(
-        "{} alice tools\n{} bob tools\n",
-        sha256_hex(b"k-alice"),
-        sha256_hex(b"k-bob")
-    );
-    std::fs::write(&keys, lines).unwrap();
-    let auth = auth_yaml("http://127.0.0.1/hub").replace(
-        "  jwt:",
-        &format!("  api-keys: {{ file: {} }}\n  jwt:", keys.display()),
-    );
+    let (dir, auth) = two_api_keys("http://127.0.0.1/hub");
     let gw = Gateway::start(&format!(
         "{auth}pools:\n  a: {{ era: modern, backends: [{}] }}\n  b: {{ era: modern, backends: [{}] }}\n\
          routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n\

@@ -17,7 +17,7 @@ pub struct Pinned {
     /// The pod.
     pub backend: Arc<Backend>,
     /// The task's record.
-    pub record: TaskRecord,
+    pub record: Arc<TaskRecord>,
     /// The task's id (`Mcp-Name`, which the body is checked against).
     pub task_id: String,
     /// The answer held back while it may still be the pod's "unknown task" (a small JSON
