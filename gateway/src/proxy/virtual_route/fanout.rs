@@ -24,6 +24,7 @@ use std::time::Duration;
 const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
 
 /// What a member is asked, carried into the subrequest.
+#[derive(Clone)]
 pub(crate) struct Ask {
     /// The member's route.
     pub(super) route: Arc<Route>,

@@ -68,7 +68,8 @@ impl Virtual<'_> {
 
     /// The `server/discover` result: the virtual server's own `serverInfo` and
     /// `instructions` (configured, or the members' joined under headings), the capabilities
-    /// any member has.
+    /// any member has (`listChanged` for the lists, which change as members come and go;
+    /// `resources.subscribe` when a member takes subscriptions).
     pub(super) async fn discover(&self, body: &bytes::Bytes) -> Value {
         let all: Vec<usize> = (0..self.members.routes.len()).collect();
         let answers = self.ask_all(&all, |_| body.clone()).await;
@@ -86,9 +87,13 @@ impl Virtual<'_> {
             if let Some(Value::Object(caps)) = result.get("capabilities") {
                 for key in ["tools", "prompts", "resources", "completions", "logging"] {
                     if caps.contains_key(key) {
-                        // no list-changed or subscriptions of its own yet: plain presence
-                        capabilities.insert(key.into(), json!({}));
+                        capabilities.entry(key).or_insert_with(|| json!({}));
                     }
+                }
+                // a member's resources it takes subscriptions for: listened to on its behalf
+                let subscribe = caps.get("resources").and_then(|r| r.get("subscribe"));
+                if subscribe.and_then(Value::as_bool) == Some(true) {
+                    capabilities["resources"]["subscribe"] = Value::Bool(true);
                 }
             }
             if let Some(text) = result.get("instructions").and_then(Value::as_str) {
@@ -96,6 +101,12 @@ impl Virtual<'_> {
             }
         }
         self.left_out(&left_out);
+        // the merged lists change when a member comes or goes (`subscriptions/listen`)
+        for key in ["tools", "prompts", "resources"] {
+            if let Some(Value::Object(cap)) = capabilities.get_mut(key) {
+                cap.insert("listChanged".into(), Value::Bool(true));
+            }
+        }
         let server = &self.members.server;
         let instructions = server
             .instructions

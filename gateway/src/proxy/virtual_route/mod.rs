@@ -17,6 +17,7 @@ mod calls;
 mod errors;
 mod fanout;
 mod legacy;
+mod listen;
 mod lists;
 mod stream;
 
@@ -164,6 +165,17 @@ pub(super) async fn serve(
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
+    } else if method == "subscriptions/listen" {
+        super::steps::classify(ctx, &route, Some(&method), None)?;
+        // the gateway holds this stream itself: its URIs bounded as a session's are
+        super::stateless::check_listen(ctx, &route, &body, true)?;
+        let msg: Value =
+            serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+        let plan = v.listen_plan(&msg, &body).await;
+        drop(v);
+        let keep_alive = gw.streams.resume_config().keep_alive;
+        let up = || stream::members_up(ctx, members);
+        return plan.serve(session, &id, up, keep_alive).await;
     } else if super::tasks::routes(ctx, Some(&method)) {
         // `name` is `params.taskId`
         super::steps::classify(ctx, &route, Some(&method), name.as_deref())?;

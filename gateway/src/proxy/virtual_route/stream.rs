@@ -60,17 +60,7 @@ pub(super) async fn stream(
     }
     // the members' streams being read, or about to be opened again
     let mut live = held.len();
-    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")
-        .map_err(Fail::Io)?;
-    head.insert_header(http::header::CACHE_CONTROL, "no-cache")
-        .map_err(Fail::Io)?;
-    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")
-        .map_err(Fail::Io)?;
-    session
-        .write_response_header(Box::new(head), false)
-        .await
-        .map_err(Fail::Io)?;
+    start_stream(session).await?;
     // a member coming or going changes the merged lists: the client is told, as a server whose
     // own lists changed tells it
     let mut up = members_up(ctx, members);
@@ -133,15 +123,30 @@ pub(super) async fn stream(
     Ok(())
 }
 
+/// The head of a stream the gateway writes itself (an SSE body, chunked).
+pub(super) async fn start_stream(session: &mut Session) -> Handled {
+    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::CACHE_CONTROL, "no-cache")
+        .map_err(Fail::Io)?;
+    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")
+        .map_err(Fail::Io)?;
+    session
+        .write_response_header(Box::new(head), false)
+        .await
+        .map_err(Fail::Io)
+}
+
 /// The notifications a client's stream gets when a member comes or goes.
-const LIST_CHANGED: [&str; 3] = [
+pub(super) const LIST_CHANGED: [&str; 3] = [
     "notifications/tools/list_changed",
     "notifications/prompts/list_changed",
     "notifications/resources/list_changed",
 ];
 
 /// Whether each member has a backend that may take work (up: not failed, not draining).
-fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
+pub(super) fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
     members
         .server
         .members
@@ -157,7 +162,7 @@ fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
 }
 
 /// The members' stream tasks of one client stream: stopped with it.
-struct Tasks(Vec<Option<tokio::task::JoinHandle<()>>>);
+pub(super) struct Tasks(pub(super) Vec<Option<tokio::task::JoinHandle<()>>>);
 
 impl Drop for Tasks {
     fn drop(&mut self) {

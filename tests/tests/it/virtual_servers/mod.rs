@@ -7,6 +7,7 @@
 //! legacy clients).
 
 mod legacy;
+mod listen;
 mod operations;
 
 use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
@@ -175,10 +176,10 @@ async fn unknown_filtered_and_forged_names_get_json_rpc_errors_with_the_id() {
         .await;
     assert_eq!(nameless.status(), 400, "{}", nameless.text());
     assert_eq!(nameless.json()["error"]["code"], -32602);
-    let listen = rpc(11, "subscriptions/listen", json!({"notifications": {}}))
+    let other = rpc(11, "sampling/createMessage", json!({}))
         .send(gw.addr)
         .await;
-    let v = listen.json();
+    let v = other.json();
     assert_eq!(v["id"], 11);
     assert_eq!(v["error"]["data"]["reason"], "not-on-virtual-route", "{v}");
     // a session-era request without the session its initialize answered, a session id the

@@ -101,14 +101,15 @@ async fn a_member_that_is_down_leaves_the_lists_its_calls_name_it_and_it_comes_b
 /// Policy reads the exposed names: an `authz` rule on `m.*` (scope `admin`, which neither API
 /// key has) refuses a call of `m.whoami` with 403 -32024 and filters `m.*` out of the merged
 /// list, while the bare names of the other member stay callable; a merged cursor is the
-/// caller's own (another principal's use of it is refused by name).
+/// caller's own (another principal's use of it is refused by name); a listen naming a URI a
+/// rule keeps from the caller is refused.
 #[tokio::test]
 async fn authz_rules_and_cursors_read_the_exposed_names_and_the_caller() {
     let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
     let m = PythonPeer::start("mcp2", "paged_server.py", &["--port", "0", "--name", "m"]).await;
     let yaml = format!(
         "{}pools:\n  a: {{ era: legacy, backends: [{}] }}\n  m: {{ backends: [{}] }}\n\
-         routes:\n  - path: /other\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, prefix: never }}\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n    authz:\n      - {{ match: {{ method: tools/call, name: \"m.*\" }}, require: {{ scope: admin }} }}\n",
+         routes:\n  - path: /other\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, prefix: never }}\n      - {{ name: m, pool: m, prefix: \"m.\" }}\n    authz:\n      - {{ match: {{ method: tools/call, name: \"m.*\" }}, require: {{ scope: admin }} }}\n      - {{ match: {{ method: resources/subscribe, name: \"secret://*\" }}, require: {{ scope: admin }} }}\n",
         crate::pooled_bridge::keys_yaml(),
         a.addr(),
         m.addr()
@@ -163,6 +164,15 @@ async fn authz_rules_and_cursors_read_the_exposed_names_and_the_caller() {
         elsewhere.json()["error"]["data"]["reason"],
         "cursor-of-another-virtual-server"
     );
+    // a listen naming a URI the caller may not subscribe to: refused whole, as on a plain route
+    let filter = json!({"notifications": {"toolsListChanged": true,
+        "resourceSubscriptions": ["secret://plans"]}});
+    let listen = as_one(rpc(7, "subscriptions/listen", filter))
+        .send(gw.addr)
+        .await;
+    assert_eq!(listen.status(), 403, "{}", listen.text());
+    assert_eq!(listen.json()["id"], 7);
+    assert_eq!(listen.json()["error"]["code"], -32024);
     let mine = as_one(rpc(5, "tools/list", json!({"cursor": cursor})))
         .send(gw.addr)
         .await;
