@@ -1,5 +1,5 @@
-//! The gateway's own small HTTP(S) fetches (a JWKS document): an http(s) URL parsed, its host
-//! resolved, one GET over a fresh pingora connection, the whole answer read up to a limit. A
+//! The gateway's own small HTTP(S) fetches (a JWKS document, a token): an http(s) URL parsed, its
+//! host resolved, one GET (or a form POST) over a fresh pingora connection, the whole answer read up to a limit. A
 //! leaf below `auth/` and `upstream/`: no pools, no retries, no sessions. The pingora types of
 //! such an exchange stay here, so that `auth/` has none.
 
@@ -52,9 +52,63 @@ pub async fn get(url: &str, accept: &str, limit: usize) -> Result<Answer, String
         .map_err(|e| format!("fetching {url}: {e}"))
 }
 
+/// POSTs the form `body` (`application/x-www-form-urlencoded`) to `url` with the extra
+/// `headers` (an `Authorization` among them is sent, never written in an error) and reads the
+/// whole answer (JSON accepted), failing past `limit` bytes. Errors are for a person and name
+/// the URL, never a header's value or the form.
+pub async fn post_form(
+    url: &str,
+    headers: &[(http::HeaderName, http::HeaderValue)],
+    body: String,
+    limit: usize,
+) -> Result<Answer, String> {
+    let Target {
+        tls,
+        connect,
+        authority,
+        sni,
+        path_and_query,
+    } = target(url)?;
+    let addr = tokio::net::lookup_host(connect.as_str())
+        .await
+        .map_err(|e| format!("resolving {authority}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{authority} has no address"))?;
+    let mut peer = HttpPeer::new(addr, tls, sni);
+    peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
+    peer.options.read_timeout = Some(READ_TIMEOUT);
+    let mut req = RequestHeader::build("POST", path_and_query.as_bytes(), Some(5))
+        .map_err(|e| e.to_string())?;
+    let built = (|| {
+        req.insert_header("host", authority.as_str())?;
+        req.insert_header("accept", "application/json")?;
+        req.insert_header("content-type", "application/x-www-form-urlencoded")?;
+        req.insert_header("content-length", body.len())?;
+        for (name, value) in headers {
+            req.insert_header(name.clone(), value.clone())?;
+        }
+        Ok::<_, Box<pingora::Error>>(())
+    })();
+    built.map_err(|_| "the request head could not be built".to_owned())?;
+    exchange_with(&peer, req, Some(bytes::Bytes::from(body)), limit)
+        .await
+        .map_err(|e| format!("posting to {url}: {e}"))
+}
+
 /// Sends `req` (no body) to `peer` and reads the answer's head and whole body, failing past
 /// `limit` bytes.
 async fn exchange(peer: &HttpPeer, req: RequestHeader, limit: usize) -> Result<Answer, String> {
+    exchange_with(peer, req, None, limit).await
+}
+
+/// Sends `req` and `body` to `peer` and reads the answer's head and whole body, failing past
+/// `limit` bytes.
+async fn exchange_with(
+    peer: &HttpPeer,
+    req: RequestHeader,
+    body: Option<Bytes>,
+    limit: usize,
+) -> Result<Answer, String> {
     let connector = Connector::new(None);
     let (mut session, _) = connector
         .get_http_session(peer)
@@ -64,6 +118,12 @@ async fn exchange(peer: &HttpPeer, req: RequestHeader, limit: usize) -> Result<A
         .write_request_header(Box::new(req))
         .await
         .map_err(|e| e.to_string())?;
+    if let Some(body) = body {
+        session
+            .write_request_body(body, false)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     session
         .finish_request_body()
         .await

@@ -56,10 +56,16 @@ def main(doc: str, make_app: Callable[[str], Any]) -> None:
     p.add_argument("--name", required=True)
     p.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
     p.add_argument("--tls-key", help="... and this key (PEM)")
+    p.add_argument("--require-token", metavar="PEM", help="refuse (401) requests without a valid RS256 JWT bearer token")
+    p.add_argument("--audience", help="... whose aud is this")
+    p.add_argument("--scope", help="... whose scope holds this")
     a = p.parse_args()
     tls = (a.tls_cert, a.tls_key) if a.tls_cert else None
+    app = make_app(a.name)
+    if a.require_token:
+        app = BearerGuard(app, a.require_token, a.audience, a.scope)
     try:
-        anyio.run(serve, make_app(a.name), a.port, a.name, tls)
+        anyio.run(serve, app, a.port, a.name, tls)
     except KeyboardInterrupt:
         pass
     sys.exit(0)
@@ -74,3 +80,84 @@ def header_digests(request: Any, name: str) -> str:
     values = request.headers.getlist(name) if request is not None else []
     digests = [hashlib.sha256(v.encode()).hexdigest() for v in values]
     return " | ".join(digests) if digests else "none"
+
+
+class BearerGuard:
+    """ASGI middleware of a backend that checks the token it receives (issue 35's tests): an
+    `Authorization: Bearer` RS256 JWT signed by the key in `key_pem`, with `audience` in its
+    `aud` and `scope` among its scopes, issued after the last `POST /guard/reject-older`; any
+    other request gets 401 with `WWW-Authenticate: Bearer error="invalid_token"`.
+    `GET /guard/stats` answers {"accepted": n, "refused": n, "subjects": [...]} (no token)."""
+
+    def __init__(self, app: Any, key_pem: str, audience: str | None, scope: str | None) -> None:
+        with open(key_pem, encoding="utf-8") as f:
+            self.key = f.read()
+        self.app, self.audience, self.scope = app, audience, scope
+        self.not_before = 0.0
+        self.stats: dict[str, Any] = {"accepted": 0, "refused": 0, "subjects": []}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        import json
+        import time
+
+        path, method = scope["path"], scope["method"]
+        if path == "/guard/reject-older" and method == "POST":
+            self.not_before = time.time()
+            return await _answer(send, 200, b"{}")
+        if path == "/guard/stats":
+            return await _answer(send, 200, json.dumps(self.stats).encode())
+        headers = dict(scope["headers"])
+        claims = self.verified(headers.get(b"authorization", b"").decode("latin-1"))
+        if claims is None:
+            self.stats["refused"] += 1
+            www = (b"www-authenticate", b'Bearer error="invalid_token"')
+            return await _answer(send, 401, b'{"error":"invalid_token"}', [www])
+        self.stats["accepted"] += 1
+        self.stats["subjects"].append(claims.get("sub"))
+        return await self.app(scope, receive, send)
+
+    def verified(self, authorization: str) -> dict[str, Any] | None:
+        import jwt
+
+        kind, _, token = authorization.partition(" ")
+        if kind.lower() != "bearer" or not token:
+            return None
+        try:
+            claims = jwt.decode(
+                token,
+                self.key,
+                algorithms=["RS256"],
+                audience=self.audience,
+                options={"verify_aud": self.audience is not None},
+                leeway=0,
+            )
+        except jwt.PyJWTError:
+            return None
+        if self.scope and self.scope not in str(claims.get("scope", "")).split():
+            return None
+        if claims.get("iat", 0) < int(self.not_before):
+            return None
+        return claims
+
+
+async def _answer(send: Any, status: int, body: bytes, extra: list | None = None) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+def token_claims(request: Any) -> str:
+    """The claims of the bearer JWT of a Starlette `request` (not verified here: BearerGuard did),
+    as JSON: what the `token_claims` tools answer ("none" without one)."""
+    import json
+
+    import jwt
+
+    value = request.headers.get("authorization", "") if request is not None else ""
+    kind, _, token = value.partition(" ")
+    if kind.lower() != "bearer" or not token:
+        return "none"
+    claims = jwt.decode(token, options={"verify_signature": False})
+    return json.dumps({k: claims.get(k) for k in ("sub", "aud", "scope", "client_id", "act", "iat")})

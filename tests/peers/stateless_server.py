@@ -51,6 +51,11 @@ def build_server(name: str) -> MCPServer:
         return peer_serve.header_digests(ctx.request_context.request, name)
 
     @mcp.tool()
+    def token_claims(ctx: Context) -> str:
+        """The claims of the bearer token this request came with (JSON), or "none"."""
+        return peer_serve.token_claims(ctx.request_context.request)
+
+    @mcp.tool()
     async def slow_progress(ctx: Context, steps: int = 3, delay_ms: int = 300) -> str:
         """Send `steps` progress notifications, delay_ms apart, then return "done"."""
         for i in range(steps):

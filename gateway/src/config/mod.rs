@@ -33,7 +33,9 @@ pub use member_names::{static_collisions, Filter, Kind, Member, Prefix, MAX_NAME
 pub use pattern::Pattern;
 pub use sessions::{RedisConfig, ResumeConfig, SentinelConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
-pub use upstream_auth::{SecretHeader, SecretSource, UpstreamAuth};
+pub use upstream_auth::{
+    ClientAuth, ClientCredentials, OAuthClient, SecretHeader, SecretSource, UpstreamAuth,
+};
 pub use virtual_server::{MemberConfig, VirtualServer, DEFAULT_SEPARATOR};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.

@@ -17,12 +17,37 @@ pub struct FileUpstreamAuth {
     /// Headers set on every request to this pool's backends, each from a secret (`file` or `env`, with an optional `prefix` such as `"Bearer "`). A client's own headers of these names are dropped first, in every spelling, so a client can never choose them.
     #[serde(default)]
     pub headers: BTreeMap<String, FileSecret>,
-    /// OAuth client credentials (RFC 6749 §4.4) for a token the backends accept. Not built yet: refused by `validate`.
-    #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
-    pub client_credentials: Option<serde::de::IgnoredAny>,
+    /// OAuth client credentials (RFC 6749 §4.4): the gateway fetches a token for the pool at the first request that needs it, caches it until shortly before it expires (refreshed in the background), and sends it as `Authorization: Bearer` on every request to the pool's backends.
+    pub client_credentials: Option<FileClientCredentials>,
     /// RFC 8693 token exchange of the caller's token. Not built yet: refused by `validate`.
     #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
     pub token_exchange: Option<serde::de::IgnoredAny>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `upstream-auth.client-credentials` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileClientCredentials {
+    /// The authorization server's token endpoint (`http://` or `https://`).
+    pub token_url: Option<String>,
+    /// The gateway's client id there.
+    pub client_id: Option<String>,
+    /// The client secret: `file` (read again at each token fetch, so a rotated file is used by the next one) or `env`.
+    pub client_secret: Option<FileSecret>,
+    /// The `scope` asked for (space separated), if any.
+    pub scope: Option<String>,
+    /// The `audience` asked for, if any (the backends' identifier at the authorization server).
+    pub audience: Option<String>,
+    /// The `resource` asked for (RFC 8707, as MCP clients name a server), if any.
+    pub resource: Option<String>,
+    /// How the gateway authenticates to the token endpoint: `basic` (HTTP Basic, `client_secret_basic`, the default) or `post` (in the form, `client_secret_post`).
+    pub auth_method: Option<String>,
+    /// How long a token request may take before the call is answered 503. Default 5000.
+    pub timeout_ms: Option<u64>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -64,17 +89,56 @@ pub struct SecretHeader {
     pub prefix: String,
 }
 
+/// How the gateway authenticates to a token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// HTTP Basic (`client_secret_basic`).
+    Basic,
+    /// In the form (`client_secret_post`).
+    Post,
+}
+
+/// A pool's OAuth client: where it asks for tokens and who it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthClient {
+    /// The token endpoint.
+    pub token_url: String,
+    /// The client id.
+    pub client_id: String,
+    /// Where the client secret is read from (at each fetch).
+    pub client_secret: SecretSource,
+    /// How it authenticates.
+    pub auth: ClientAuth,
+    /// How long a token request may take.
+    pub timeout: std::time::Duration,
+}
+
+/// `client-credentials`: the client, and what its tokens are for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    /// The client.
+    pub client: OAuthClient,
+    /// `scope`, as asked for.
+    pub scope: Option<String>,
+    /// `audience`, as asked for.
+    pub audience: Option<String>,
+    /// `resource` (RFC 8707), as asked for.
+    pub resource: Option<String>,
+}
+
 /// A pool's upstream credentials.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UpstreamAuth {
     /// `headers`, in name order.
     pub headers: Vec<SecretHeader>,
+    /// `client-credentials`, if set.
+    pub client_credentials: Option<ClientCredentials>,
 }
 
 impl UpstreamAuth {
     /// Whether the pool's backends get any credentials.
     pub fn is_empty(&self) -> bool {
-        self.headers.is_empty()
+        self.headers.is_empty() && self.client_credentials.is_none()
     }
 }
 
@@ -101,17 +165,16 @@ pub(crate) fn validate(p: &mut Problems, at: &str, file: &FileUpstreamAuth) -> U
         &file.unknown,
         "headers, client-credentials, token-exchange",
     );
-    for (key, set) in [
-        ("client-credentials", file.client_credentials.is_some()),
-        ("token-exchange", file.token_exchange.is_some()),
-    ] {
-        if set {
-            p.add(
-                format!("{at}.{key}"),
-                "not supported yet by this build: use `headers` with a secret file",
-            );
-        }
+    if file.token_exchange.is_some() {
+        p.add(
+            format!("{at}.token-exchange"),
+            "not supported yet by this build: use `client-credentials` or `headers`",
+        );
     }
+    let client_credentials = file
+        .client_credentials
+        .as_ref()
+        .and_then(|cc| client_credentials(p, &format!("{at}.client-credentials"), cc));
     let mut headers = Vec::new();
     for (name, secret) in &file.headers {
         let here = format!("{at}.headers.{name}");
@@ -143,13 +206,110 @@ pub(crate) fn validate(p: &mut Problems, at: &str, file: &FileUpstreamAuth) -> U
             p.add(&here, "given twice (header names are case-insensitive)");
             continue;
         }
+        if lower == "authorization" && file.client_credentials.is_some() {
+            p.add(
+                &here,
+                "`client-credentials` sets Authorization: give one or the other",
+            );
+            continue;
+        }
         headers.push(SecretHeader {
             name: lower,
             source,
             prefix,
         });
     }
-    UpstreamAuth { headers }
+    UpstreamAuth {
+        headers,
+        client_credentials,
+    }
+}
+
+/// Where one secret comes from (`at` names it in problems).
+fn secret_source(p: &mut Problems, at: &str, secret: &FileSecret) -> Option<SecretSource> {
+    p.unknown(at, &secret.unknown, "file, env");
+    if secret.prefix.is_some() {
+        p.add(format!("{at}.prefix"), "a client secret takes no prefix");
+    }
+    match (&secret.file, &secret.env) {
+        (Some(f), None) if !f.is_empty() => Some(SecretSource::File(PathBuf::from(f))),
+        (None, Some(e)) if !e.is_empty() => Some(SecretSource::Env(e.clone())),
+        _ => {
+            p.add(at, "give exactly one of `file` and `env`");
+            None
+        }
+    }
+}
+
+/// The OAuth client of `client-credentials` (and, later, `token-exchange`).
+fn oauth_client(p: &mut Problems, at: &str, cc: &FileClientCredentials) -> Option<OAuthClient> {
+    let token_url = match cc.token_url.as_deref() {
+        Some(u) => match url::Url::parse(u) {
+            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
+                Some(u.to_owned())
+            }
+            _ => {
+                p.add(format!("{at}.token-url"), "not an http(s) URL");
+                None
+            }
+        },
+        None => {
+            p.add(format!("{at}.token-url"), "required");
+            None
+        }
+    };
+    let client_id = match cc.client_id.as_deref() {
+        Some(id) if !id.is_empty() => Some(id.to_owned()),
+        _ => {
+            p.add(format!("{at}.client-id"), "required");
+            None
+        }
+    };
+    let client_secret = match &cc.client_secret {
+        Some(secret) => secret_source(p, &format!("{at}.client-secret"), secret),
+        None => {
+            p.add(format!("{at}.client-secret"), "required");
+            None
+        }
+    };
+    let auth = match cc.auth_method.as_deref() {
+        None | Some("basic") => ClientAuth::Basic,
+        Some("post") => ClientAuth::Post,
+        Some(other) => {
+            p.add(
+                format!("{at}.auth-method"),
+                format!("`{other}`: give `basic` or `post`"),
+            );
+            ClientAuth::Basic
+        }
+    };
+    let timeout = std::time::Duration::from_millis(cc.timeout_ms.unwrap_or(5000).max(1));
+    Some(OAuthClient {
+        token_url: token_url?,
+        client_id: client_id?,
+        client_secret: client_secret?,
+        auth,
+        timeout,
+    })
+}
+
+fn client_credentials(
+    p: &mut Problems,
+    at: &str,
+    cc: &FileClientCredentials,
+) -> Option<ClientCredentials> {
+    p.unknown(
+        at,
+        &cc.unknown,
+        "token-url, client-id, client-secret, scope, audience, resource, auth-method, timeout-ms",
+    );
+    let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+    Some(ClientCredentials {
+        client: oauth_client(p, at, cc)?,
+        scope: nonempty(&cc.scope),
+        audience: nonempty(&cc.audience),
+        resource: nonempty(&cc.resource),
+    })
 }
 
 #[cfg(test)]
@@ -189,7 +349,7 @@ mod tests {
     #[test]
     fn bad_entries_are_named() {
         let (auth, problems) = parse(
-            "headers: { host: { env: A }, x-a: { env: A, file: /f }, x-b: {}, x-c: { env: A, extra: 1 } }\nclient-credentials: { token-url: x }",
+            "headers: { host: { env: A }, x-a: { env: A, file: /f }, x-b: {}, x-c: { env: A, extra: 1 } }\nclient-credentials: { token-url: x }\ntoken-exchange: {}",
         );
         let joined = problems.join("\n");
         assert!(
@@ -200,9 +360,50 @@ mod tests {
         assert!(joined.contains("headers.x-b: give exactly one"), "{joined}");
         assert!(joined.contains("x-c"), "{joined}");
         assert!(
-            joined.contains("client-credentials: not supported yet"),
+            joined.contains("client-credentials.token-url: not an http(s) URL"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("client-credentials.client-id: required"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("token-exchange: not supported yet"),
             "{joined}"
         );
         assert_eq!(auth.headers.len(), 1, "x-c is kept: {auth:?}");
+    }
+
+    #[test]
+    fn client_credentials_with_a_secret_file() {
+        let (auth, problems) = parse(
+            "client-credentials: { token-url: \"http://127.0.0.1:9/token\", client-id: gw, client-secret: { file: /run/s/gw }, scope: mcp, audience: internal, auth-method: post, timeout-ms: 800 }",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let cc = auth.client_credentials.expect("set");
+        assert_eq!(cc.client.token_url, "http://127.0.0.1:9/token");
+        assert_eq!(
+            cc.client.client_secret,
+            SecretSource::File("/run/s/gw".into())
+        );
+        assert_eq!(cc.client.auth, ClientAuth::Post);
+        assert_eq!(cc.client.timeout, std::time::Duration::from_millis(800));
+        assert_eq!(
+            (cc.scope.as_deref(), cc.audience.as_deref()),
+            (Some("mcp"), Some("internal"))
+        );
+        assert_eq!(cc.resource, None);
+        let (_, problems) = parse(
+            "headers: { Authorization: { env: T } }\nclient-credentials: { token-url: \"https://idp/t\", client-id: gw, client-secret: { env: S, prefix: x } }",
+        );
+        let joined = problems.join("\n");
+        assert!(
+            joined.contains("headers.Authorization: `client-credentials` sets Authorization"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("client-secret.prefix: a client secret takes no prefix"),
+            "{joined}"
+        );
     }
 }

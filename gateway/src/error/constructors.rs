@@ -177,6 +177,31 @@ impl GatewayError {
         e
     }
 
+    /// No credentials for `pool`'s backends could be had (`upstream/tokens.rs`): nothing was
+    /// sent. The reason and, for a refusal, the token endpoint's OAuth error code; never its
+    /// own message, the secret or the endpoint's address.
+    pub fn upstream_credentials(pool: &str, failure: &crate::upstream::tokens::Failure) -> Self {
+        let why = match failure.reason {
+            "unreachable" => "its authorization server cannot be reached",
+            "timeout" => "its authorization server did not answer in time",
+            "refused" => "its authorization server refused the gateway's client",
+            "endpoint-error" => "its authorization server failed",
+            "bad-answer" => "its authorization server's answer is not a usable token",
+            _ => "the gateway's client secret for it cannot be read",
+        };
+        let mut e = Self::new(
+            ErrorKind::UpstreamCredentials,
+            format!("The gateway has no credentials for the backends of pool `{pool}`: {why}; retry later"),
+        )
+        .with("pool", pool)
+        .with("reason", failure.reason);
+        if let Some(code) = failure.oauth_error {
+            e = e.with("oauthError", code);
+        }
+        e.retry_after = Some(failure.retry_after);
+        e
+    }
+
     /// A concurrency cap is reached: `what` is inflight or streams, `scope` gateway or route.
     pub fn overloaded(scope: &str, what: &str, limit: usize) -> Self {
         let noun = match what {

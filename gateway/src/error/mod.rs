@@ -140,6 +140,10 @@ pub enum ErrorKind {
     /// created (it restarted), or (legacy) the session moved to another pod since. -32038,
     /// HTTP 200 (an answer about one task; every client shows it).
     TaskLost,
+    /// The credentials a pool's backends need could not be had: its token endpoint is
+    /// unreachable, slow, failing or refuses the gateway's client, or the client secret cannot
+    /// be read. Nothing was sent to a backend. -32039, HTTP 503 + `Retry-After`.
+    UpstreamCredentials,
 }
 
 impl ErrorKind {
@@ -185,6 +189,7 @@ impl ErrorKind {
             ErrorKind::ServerRequestNotBridged => -32601,
             ErrorKind::UnknownName => -32037,
             ErrorKind::TaskLost => -32038,
+            ErrorKind::UpstreamCredentials => -32039,
         }
     }
 
@@ -235,6 +240,7 @@ impl ErrorKind {
             ErrorKind::ServerRequestRefused | ErrorKind::ServerRequestNotBridged => 200,
             ErrorKind::UnknownName => 200,
             ErrorKind::TaskLost => 200,
+            ErrorKind::UpstreamCredentials => 503,
         }
     }
 
@@ -247,7 +253,7 @@ impl ErrorKind {
             | ErrorKind::HolderUnreachable => Some(1),
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
-            ErrorKind::AuthUnavailable => Some(1),
+            ErrorKind::AuthUnavailable | ErrorKind::UpstreamCredentials => Some(1),
             _ => None,
         }
     }
@@ -294,6 +300,7 @@ impl ErrorKind {
             ErrorKind::ServerRequestNotBridged => "server-request-not-bridged",
             ErrorKind::UnknownName => "unknown-name",
             ErrorKind::TaskLost => "task-lost",
+            ErrorKind::UpstreamCredentials => "upstream-credentials",
         }
     }
 

@@ -66,6 +66,7 @@ fn every_kind_has_a_distinct_code() {
         ServerRequestNotBridged,
         UnknownName,
         TaskLost,
+        UpstreamCredentials,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

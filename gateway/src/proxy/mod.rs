@@ -305,6 +305,9 @@ impl ProxyHttp for Gateway {
         };
         let readdressed = request::readdress(upstream, target, client.uri.query());
         request::identify(upstream, &native.pool);
+        if native.pool.credentials.token().is_some() {
+            native.token_sent = upstream.headers.get(http::header::AUTHORIZATION).cloned();
+        }
         readdressed.map_err(|e| respond::stashed(ctx, e))
     }
 
@@ -317,6 +320,13 @@ impl ProxyHttp for Gateway {
         let (native, backend) = attempt(&mut ctx.native, &ctx.backend)?;
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
+        }
+        if let Some(token) = native.token_sent.take() {
+            // a 401: the backend refused the pool's token, the next request fetches a new one
+            // (this answer streams on to the client: its body was not kept to send it again)
+            let status = upstream.status.as_u16();
+            self.engine
+                .refused_credentials(&native.pool, Some(&token), status);
         }
         let opened = upstream
             .headers

@@ -211,6 +211,7 @@ pub(super) async fn forward_any(
             match engine.send(pool, &b, &req, body.clone(), repeatable).await {
                 Ok(ex) => Step::Done((ex, b)),
                 Err(CallError::Connect(_)) => Step::Unreachable,
+                Err(CallError::Credentials(e)) => Step::Stop(*e),
                 Err(CallError::Lost(_)) => {
                     Step::Stop(GatewayError::backend_lost(&pool.name, &b.label))
                 }

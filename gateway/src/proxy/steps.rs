@@ -77,6 +77,12 @@ pub(super) async fn prepare(
         }
         plan => plan,
     };
+    let tokened = ctx.native.as_ref().map(|n| &n.pool);
+    if let Some(pool) = tokened.filter(|p| p.credentials.token().is_some()) {
+        // the pool's token, before pingora's upstream phase (whose errors close the connection);
+        // boxed: the cold branch does not grow every request's future
+        Box::pin(gw.engine.credentials_ready(pool)).await?;
+    }
     // A tool named only in a header is trusted for the per-tool rate just where the body is
     // checked against that header before anything is forwarded (the fast path with
     // check-headers). Everywhere else the body is read and its tool is the one limited: a
@@ -193,6 +199,7 @@ fn plan(
         body: BytesMut::new(),
         body_seen: 0,
         task: None,
+        token_sent: None,
     });
     Ok(Plan::Native)
 }

@@ -200,6 +200,7 @@ impl SessionManager {
                 Err(CallError::Connect(_)) => {
                     rec = self.moved(pool, &rec, Reason::ConnectRefused, &out).await?;
                 }
+                Err(CallError::Credentials(e)) => return Err(*e),
                 Err(CallError::Lost(_)) => {
                     self.store
                         .mark_stale(&rec.id, rec.binding.generation)
@@ -310,6 +311,7 @@ impl SessionManager {
             .map_err(|e| match e {
                 CallError::Connect(_) => GatewayError::unavailable(&pool.name, 1),
                 CallError::Lost(_) => GatewayError::backend_lost(&pool.name, &backend.label),
+                CallError::Credentials(e) => *e,
             })
     }
 

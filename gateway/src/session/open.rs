@@ -102,6 +102,7 @@ impl SessionManager {
                         Ok(ex) => ex,
                         Err(CallError::Connect(_)) => return Step::Unreachable,
                         Err(CallError::Lost(_)) => return Step::Lost,
+                        Err(CallError::Credentials(e)) => return Step::Stop(*e),
                     };
                     let head = ex.header();
                     if !head.status.is_success() || !head.headers.contains_key("mcp-session-id") {

@@ -166,6 +166,7 @@ impl SessionManager {
                         Err(Failed::Unreachable) => Step::Unreachable,
                         Err(Failed::Lost) => Step::Lost,
                         Err(Failed::Refused) => Step::Refused,
+                        Err(Failed::Credentials(e)) => Step::Stop(*e),
                         Err(Failed::VersionMismatch(got)) => {
                             Step::Stop(self.version_mismatch(pool, current, got).await)
                         }

@@ -94,6 +94,8 @@ pub enum Failed {
     Refused,
     /// The backend negotiated another protocol version than the session's.
     VersionMismatch(String),
+    /// Nothing was sent: the pool's credentials could not be had (the answer for the client).
+    Credentials(Box<crate::error::GatewayError>),
 }
 
 /// Replays `rec`'s initialize (and settings) on `backend`; the binding it would have next.
@@ -115,6 +117,7 @@ pub async fn replay(
         Ok(ok) => ok,
         Err(CallError::Connect(_)) => return Err(Failed::Unreachable),
         Err(CallError::Lost(_)) => return Err(Failed::Lost),
+        Err(CallError::Credentials(e)) => return Err(Failed::Credentials(e)),
     };
     let accepted = accepted(&head, &answer).ok_or(Failed::Refused)?;
     if accepted.protocol_version != rec.protocol_version {

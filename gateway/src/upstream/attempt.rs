@@ -151,6 +151,31 @@ impl Engine {
         &self.metrics
     }
 
+    /// Makes sure a request to `pool`'s backends can carry its credentials: its
+    /// client-credentials token cached, or fetched (one fetch for every request waiting), or
+    /// the answer for the client when none can be had (503 -32039).
+    pub async fn credentials_ready(&self, pool: &Pool) -> Result<(), GatewayError> {
+        let Some(token) = pool.credentials.token() else {
+            return Ok(());
+        };
+        (token.ready(&self.metrics.upstream_tokens).await)
+            .map_err(|failure| GatewayError::upstream_credentials(&pool.name, &failure))
+    }
+
+    /// Drops `pool`'s token when a backend answered 401 to a request that carried it (`used`,
+    /// the request's `Authorization`); whether it did (the request may be sent again at once).
+    pub fn refused_credentials(
+        &self,
+        pool: &Pool,
+        used: Option<&http::HeaderValue>,
+        status: u16,
+    ) -> bool {
+        let (401, Some(token), Some(used)) = (status, pool.credentials.token(), used) else {
+            return false;
+        };
+        token.invalidate(used, &self.metrics.upstream_tokens)
+    }
+
     /// Counts a call lost with its backend, not safe to repeat (answered -32013).
     pub fn count_lost(&self, pool: &str, method_label: &str) {
         self.metrics.count_lost(pool, method_label);
@@ -243,33 +268,50 @@ impl Engine {
         repeatable: bool,
     ) -> Result<Exchange, CallError> {
         // every request the gateway sends a backend carries the pool's credentials, its own
-        // (re-initializations, probes, held streams) as much as the client's
-        let with_credentials;
-        let req = if pool.credentials.is_empty() {
-            req
-        } else {
-            let mut own = req.clone();
-            pool.credentials.apply(&mut own);
-            with_credentials = own;
-            &with_credentials
-        };
-        let inflight = Pool::track(backend);
-        let sent = Instant::now();
-        match self
-            .client
-            .send(pool.peer(backend), req, body, repeatable)
-            .await
-        {
-            Ok(exchange) => {
-                pool.mark_ok(backend);
-                self.observe_latency(pool, sent);
-                Ok(exchange.counted(inflight))
+        // (re-initializations, probes, held streams) as much as the client's; a token the
+        // backend refuses (401) is dropped and the request sent once more with a new one (a
+        // refused request was not run)
+        let mut refused_once = false;
+        loop {
+            if pool.credentials.token().is_some() {
+                // boxed: pools without a token do not carry its future
+                Box::pin(self.credentials_ready(pool))
+                    .await
+                    .map_err(|e| CallError::Credentials(Box::new(e)))?;
             }
-            Err(e) => {
-                if let CallError::Connect(_) = e {
-                    self.connect_failed(pool, backend);
+            let with_credentials;
+            let req = if pool.credentials.is_empty() {
+                req
+            } else {
+                let mut own = req.clone();
+                pool.credentials.apply(&mut own);
+                with_credentials = own;
+                &with_credentials
+            };
+            let inflight = Pool::track(backend);
+            let sent = Instant::now();
+            match self
+                .client
+                .send(pool.peer(backend), req, body.clone(), repeatable)
+                .await
+            {
+                Ok(exchange) => {
+                    pool.mark_ok(backend);
+                    self.observe_latency(pool, sent);
+                    let status = exchange.header().status.as_u16();
+                    let used = req.headers.get(http::header::AUTHORIZATION);
+                    if !refused_once && self.refused_credentials(pool, used, status) {
+                        refused_once = true;
+                        continue;
+                    }
+                    return Ok(exchange.counted(inflight));
                 }
-                Err(e)
+                Err(e) => {
+                    if let CallError::Connect(_) = e {
+                        self.connect_failed(pool, backend);
+                    }
+                    return Err(e);
+                }
             }
         }
     }
@@ -299,6 +341,10 @@ impl Engine {
         tried: &mut Vec<SocketAddr>,
         mut attempt: impl FnMut(Arc<Backend>) -> Attempt<'a, T>,
     ) -> Result<T, GatewayError> {
+        // no backend is tried without the pool's credentials
+        if pool.credentials.token().is_some() {
+            Box::pin(self.credentials_ready(pool)).await?;
+        }
         let mut attempts = self.attempts(pool, pick, tried);
         while let Some(backend) = attempts.next() {
             let step = attempt(backend.clone()).await;
@@ -383,7 +429,7 @@ impl Engine {
             Err(e) => return tracing::debug!(error = %e, "upstream DELETE not built"),
         };
         if let Err(e) = self.call(pool, backend, &req, Bytes::new()).await {
-            tracing::debug!(backend = %backend.label, error = %e.error(), "upstream DELETE failed");
+            tracing::debug!(backend = %backend.label, error = %e, "upstream DELETE failed");
         }
     }
 
@@ -459,7 +505,7 @@ impl std::fmt::Display for PostError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PostError::Unbuilt(e) => write!(f, "request not built: {e}"),
-            PostError::Call(e) => e.error().fmt(f),
+            PostError::Call(e) => e.fmt(f),
         }
     }
 }

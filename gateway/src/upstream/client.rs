@@ -19,13 +19,16 @@ pub enum CallError {
     /// The connection broke after the request (or part of it) was written: the backend may
     /// have acted on it.
     Lost(Box<Error>),
+    /// The request was not sent: the pool's credentials could not be had (its token endpoint
+    /// failed). The answer for the client.
+    Credentials(Box<crate::error::GatewayError>),
 }
 
-impl CallError {
-    /// The underlying pingora error.
-    pub fn error(&self) -> &Error {
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CallError::Connect(e) | CallError::Lost(e) => e,
+            CallError::Connect(e) | CallError::Lost(e) => write!(f, "{e}"),
+            CallError::Credentials(e) => write!(f, "{}", e.message),
         }
     }
 }

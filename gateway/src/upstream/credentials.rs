@@ -25,6 +25,8 @@ pub struct Credentials {
     names: Vec<String>,
     /// What the last refresh could not read (logged when it changes, not every second).
     failing: std::sync::Mutex<Vec<Unreadable>>,
+    /// The client-credentials token, sent as `Authorization` (`tokens.rs`).
+    token: Option<super::tokens::TokenSource>,
 }
 
 /// Why a secret could not be read (never its value).
@@ -63,13 +65,18 @@ impl Credentials {
                 }
             })
             .collect();
+        let token =
+            (cfg.client_credentials.as_ref()).map(|cc| super::tokens::TokenSource::new(pool, cc));
+        let token_header = token.as_ref().map(|_| "authorization".to_owned());
         Credentials {
             failing: std::sync::Mutex::new(failing),
             names: cfg
                 .headers
                 .iter()
                 .map(|h| crate::auth::identity::canonical(&h.name))
+                .chain(token_header)
                 .collect(),
+            token,
             sources: cfg.headers.clone(),
             values: ArcSwap::from_pointee(values),
         }
@@ -77,7 +84,23 @@ impl Credentials {
 
     /// Whether the pool's backends get any credentials.
     pub fn is_empty(&self) -> bool {
-        self.sources.is_empty()
+        self.sources.is_empty() && self.token.is_none()
+    }
+
+    /// The pool's client-credentials token, if it has one.
+    pub fn token(&self) -> Option<&super::tokens::TokenSource> {
+        self.token.as_ref()
+    }
+
+    /// Takes over `previous`'s token when the pool asks for the same one (a reload).
+    pub fn carry_over(&self, previous: &Credentials, cfg: &UpstreamAuth) {
+        if let (Some(now), Some(before), Some(cc)) =
+            (&self.token, &previous.token, &cfg.client_credentials)
+        {
+            if before.same_as(cc) {
+                now.carry_over(before);
+            }
+        }
     }
 
     /// The secrets that cannot be read now.
@@ -136,7 +159,7 @@ impl Credentials {
     /// Sets the credential headers on a request to one of the pool's backends, after dropping
     /// the client's own of the same names (any case, `_` for `-`).
     pub fn apply(&self, req: &mut RequestHeader) {
-        if self.sources.is_empty() {
+        if self.is_empty() {
             return;
         }
         let spoofed: Vec<HeaderName> = req
@@ -157,6 +180,10 @@ impl Credentials {
                 let _ = req.insert_header(source.name.clone(), value.clone());
             }
         }
+        // a token that may be sent (`ready` made sure of one before the request was built)
+        if let Some(value) = self.token.as_ref().and_then(|t| t.header()) {
+            let _ = req.insert_header(http::header::AUTHORIZATION, value);
+        }
     }
 }
 
@@ -165,14 +192,19 @@ pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1)
 
 /// Reads every pool's secret files again every [`REFRESH_EVERY`] (a file is a few bytes: read
 /// whole, compared to the value in use).
+/// It also refreshes each pool's client-credentials token when it is due (`tokens.rs`).
 pub struct CredentialsService {
     pools: Arc<dyn super::LivePools>,
+    tokens: pingora_prometheus::prometheus::IntCounterVec,
 }
 
 impl CredentialsService {
-    /// The service for the pools in force.
-    pub fn new(pools: Arc<dyn super::LivePools>) -> CredentialsService {
-        CredentialsService { pools }
+    /// The service for the pools in force, counting token events in `tokens`.
+    pub fn new(
+        pools: Arc<dyn super::LivePools>,
+        tokens: pingora_prometheus::prometheus::IntCounterVec,
+    ) -> CredentialsService {
+        CredentialsService { pools, tokens }
     }
 }
 
@@ -183,6 +215,14 @@ impl pingora::services::background::BackgroundService for CredentialsService {
             for (_, pool) in self.pools.pools() {
                 if !pool.credentials.is_empty() {
                     pool.credentials.refresh_logged(&pool.name);
+                }
+                if pool.credentials.token().is_some_and(|t| t.refresh_due()) {
+                    let (pool, events) = (pool.clone(), self.tokens.clone());
+                    tokio::spawn(async move {
+                        if let Some(token) = pool.credentials.token() {
+                            token.refresh(&events).await;
+                        }
+                    });
                 }
             }
             tokio::select! {
@@ -196,20 +236,25 @@ impl pingora::services::background::BackgroundService for CredentialsService {
 /// Every secret of `config`'s pools that cannot be read now, as `validate` and a start
 /// report them (`pools.NAME.upstream-auth.headers.H: ...`).
 pub fn unreadable_in(config: &crate::config::Config) -> Vec<String> {
-    config
-        .pools
-        .iter()
-        .flat_map(|p| {
-            p.upstream_auth.headers.iter().filter_map(move |h| {
-                read(h).err().map(|e| {
-                    format!(
-                        "pools.{}.upstream-auth.headers.{}: {}",
-                        p.name, e.header, e.detail
-                    )
-                })
+    let headers = config.pools.iter().flat_map(|p| {
+        p.upstream_auth.headers.iter().filter_map(move |h| {
+            read(h).err().map(|e| {
+                format!(
+                    "pools.{}.upstream-auth.headers.{}: {}",
+                    p.name, e.header, e.detail
+                )
             })
         })
-        .collect()
+    });
+    let client_secrets = config.pools.iter().filter_map(|p| {
+        let cc = p.upstream_auth.client_credentials.as_ref()?;
+        let e = super::tokens::read_secret(&cc.client.client_secret).err()?;
+        Some(format!(
+            "pools.{}.upstream-auth.client-credentials.client-secret: {e}",
+            p.name
+        ))
+    });
+    headers.chain(client_secrets).collect()
 }
 
 /// Reads one secret into its header value (prefix included), marked sensitive.
@@ -272,6 +317,7 @@ mod tests {
             "p",
             &UpstreamAuth {
                 headers: vec![header("x-api-key", &file)],
+                client_credentials: None,
             },
         );
         let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();

@@ -35,6 +35,10 @@ pub struct UpstreamMetrics {
     /// `mcpgw_inflight_calls_lost_total{pool,method}`: calls whose backend died mid-answer and
     /// that were not safe to repeat (answered with -32013).
     pub inflight_lost: IntCounterVec,
+    /// `mcpgw_upstream_tokens_total{pool,event}`: client-credentials tokens: `hit` (a request
+    /// found one cached), `fetched`, `refreshed`, `invalidated` (a backend's 401),
+    /// `failed-<reason>`.
+    pub upstream_tokens: IntCounterVec,
 }
 
 impl UpstreamMetrics {
@@ -86,6 +90,11 @@ impl UpstreamMetrics {
                 "mcpgw_inflight_calls_lost_total",
                 "Calls lost with their backend that were not safe to repeat",
                 &["pool", "method"],
+            ),
+            upstream_tokens: families.counter(
+                "mcpgw_upstream_tokens_total",
+                "Backend tokens (client credentials): hit, fetched, refreshed, invalidated, failed-<reason>",
+                &["pool", "event"],
             ),
         }
     }

@@ -18,6 +18,7 @@ pub mod metrics;
 mod pick;
 pub mod request;
 mod tls;
+pub mod tokens;
 
 use crate::config::EraSetting;
 use crate::config::{Balance, PoolConfig};
@@ -127,6 +128,8 @@ impl Pool {
     /// stay keep their state and counters; with discovery, the discovered members stay.
     pub fn carry_over(cfg: &PoolConfig, previous: &Pool) -> Pool {
         let pool = Pool::new(cfg);
+        pool.credentials
+            .carry_over(&previous.credentials, &cfg.upstream_auth);
         let old = previous.backends();
         let addrs: Vec<SocketAddr> = if cfg.discovery.is_some() {
             old.iter().map(|b| b.addr).collect()

@@ -58,6 +58,7 @@ mod quiet_logs;
 mod real_peers_admission;
 mod real_peers_auth;
 mod real_peers_background_moves;
+mod real_peers_client_credentials;
 mod real_peers_expect_continue;
 mod real_peers_leaked_session;
 mod real_peers_listen;

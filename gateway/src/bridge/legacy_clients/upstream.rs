@@ -86,6 +86,7 @@ impl Upstream<'_> {
                         Ok(exchange) => Step::Done(Sent { exchange, backend }),
                         Err(CallError::Connect(_)) => Step::Unreachable,
                         Err(CallError::Lost(_)) => Step::lost(repeatable),
+                        Err(CallError::Credentials(e)) => Step::Stop(*e),
                     }
                 })
             })

@@ -85,6 +85,7 @@ impl One<'_> {
         let sent = client.send(peer, &head, self.body.clone(), false).await;
         let mut exchange = match sent {
             Ok(ex) => ex,
+            Err(CallError::Credentials(e)) => return Err((*e).into()),
             Err(CallError::Connect(e)) => {
                 failed(&e.to_string());
                 let detail = "no connection to the replica holding the call";

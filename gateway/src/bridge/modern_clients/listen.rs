@@ -231,7 +231,10 @@ impl One<'_> {
             .engine()
             .send(&entry.pool, &entry.backend, &head, Bytes::new(), true)
             .await
-            .map_err(|e| refused(&e.error().to_string()))?;
+            .map_err(|e| match e {
+                crate::upstream::client::CallError::Credentials(e) => *e,
+                e => refused(&e.to_string()),
+            })?;
         let status = exchange.header().status;
         if !status.is_success() {
             return Err(refused(&format!("HTTP {status}")).into());

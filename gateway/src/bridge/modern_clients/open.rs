@@ -41,6 +41,7 @@ pub(super) async fn open(
     let (head, answer) = match engine.call(pool, backend, &head, Bytes::from(body)).await {
         Ok(a) => a,
         Err(CallError::Connect(_)) => return Err(AcquireError::Unreachable),
+        Err(CallError::Credentials(e)) => return Err(AcquireError::Answer(*e)),
         Err(CallError::Lost(_)) => {
             return Err(AcquireError::Answer(GatewayError::backend_lost(
                 &pool.name,

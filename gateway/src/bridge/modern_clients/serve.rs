@@ -309,6 +309,11 @@ impl One<'_> {
             .await;
         let exchange = match sent {
             Ok(ex) => ex,
+            Err(CallError::Credentials(e)) => {
+                cancel.disarm();
+                sessions.drop_entry(entry);
+                return Err((*e).into());
+            }
             Err(CallError::Connect(_)) => {
                 cancel.disarm();
                 sessions.drop_entry(entry);

@@ -119,6 +119,7 @@ async fn pinned(
     ctx.backend = Some(backend.clone());
     let mut ex = match gw.engine.send(pool, backend, &req, body, false).await {
         Ok(ex) => ex,
+        Err(CallError::Credentials(e)) => return Err((*e).into()),
         Err(CallError::Connect(_) | CallError::Lost(_)) => {
             return Err(lost(gw, record, task_id, Lost::BackendGone));
         }
@@ -188,6 +189,7 @@ async fn as_unknown(
                     Ok(ex) => Step::Done(ex),
                     Err(CallError::Connect(_)) => Step::Unreachable,
                     Err(CallError::Lost(_)) => Step::Lost,
+                    Err(CallError::Credentials(e)) => Step::Stop(*e),
                 }
             })
         })

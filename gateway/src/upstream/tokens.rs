@@ -1,0 +1,394 @@
+//! The OAuth token a pool's backends get (`upstream-auth.client-credentials`, RFC 6749 §4.4):
+//! fetched from the token endpoint at the first request that needs it, cached, refreshed in
+//! the background before it expires, and never sent once it may have expired.
+//!
+//! - **Single flight.** Requests that find no usable token wait on one fetch (a thousand
+//!   concurrent first calls make one request to the token endpoint); a failed fetch is
+//!   answered to every request for [`BACKOFF`] without asking again (503 -32039, with the
+//!   time left as `Retry-After`), so an authorization server that is down is not hammered.
+//! - **Lifetime.** A token of `expires_in` L seconds is used until L minus a margin
+//!   (a tenth of L, at most 10 s) after its answer arrived, and refreshed in the background
+//!   from 80% of L on (the credentials service looks every second); a token whose refresh
+//!   fails is still used until its own end. An answer without `expires_in` counts as 60 s.
+//! - **Invalidation.** A backend's 401 to a request that carried the token drops it: the next
+//!   request fetches a new one (the gateway's own requests are sent again once at once).
+//! - **Secrets.** The client secret is read at each fetch (a rotated file is used by the next
+//!   one); the token's header value is marked sensitive; errors and logs name the pool and the
+//!   token endpoint, never the secret, the token or the endpoint's own error text.
+
+use crate::config::{ClientAuth, ClientCredentials, SecretSource};
+use arc_swap::ArcSwapOption;
+use http::HeaderValue;
+use pingora_prometheus::prometheus::IntCounterVec;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a failed fetch is the answer before the token endpoint is asked again.
+pub const BACKOFF: Duration = Duration::from_secs(1);
+/// The lifetime of a token whose answer gave no `expires_in`.
+const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
+/// Largest token endpoint answer read.
+const ANSWER_LIMIT: usize = 64 * 1024;
+/// The OAuth error codes passed on in `data.oauthError` (RFC 6749 §5.2, RFC 8693 §2.2.2); any
+/// other is `other`. The endpoint's own description is never passed on.
+const OAUTH_ERRORS: [&str; 8] = [
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+    "invalid_target",
+    "access_denied",
+];
+
+/// A token in use.
+struct Token {
+    /// `Bearer <token>`, sensitive.
+    header: HeaderValue,
+    /// From when it is refreshed in the background.
+    refresh_at: Instant,
+    /// Until when it may be sent.
+    usable_until: Instant,
+}
+
+/// Why no token could be had (never a secret or the endpoint's own text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// `unreachable`, `timeout`, `refused`, `endpoint-error`, `bad-answer`, `secret-unreadable`.
+    pub reason: &'static str,
+    /// The endpoint's OAuth error code (`refused`), one of the known ones or `other`.
+    pub oauth_error: Option<&'static str>,
+    /// For the log line: what happened, for an operator.
+    pub detail: String,
+    /// How long the failure stands.
+    pub retry_after: Duration,
+}
+
+/// A pool's client-credentials token.
+pub struct TokenSource {
+    pool: String,
+    cfg: ClientCredentials,
+    current: ArcSwapOption<Token>,
+    /// Held by the one fetch in flight.
+    fetching: tokio::sync::Mutex<()>,
+    /// The last failed fetch, and when it happened.
+    failed: Mutex<Option<(Instant, Failure)>>,
+}
+
+impl std::fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSource")
+            .field("pool", &self.pool)
+            .field("token_url", &self.cfg.client.token_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenSource {
+    /// The token source of `pool`, with no token yet.
+    pub fn new(pool: &str, cfg: &ClientCredentials) -> TokenSource {
+        TokenSource {
+            pool: pool.to_owned(),
+            cfg: cfg.clone(),
+            current: ArcSwapOption::empty(),
+            fetching: tokio::sync::Mutex::new(()),
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// Whether `other` asks the same endpoint for the same token (a reload keeps the token).
+    pub fn same_as(&self, other: &ClientCredentials) -> bool {
+        &self.cfg == other
+    }
+
+    /// Takes over `previous`'s token (a reload that left the pool's credentials as they were).
+    pub fn carry_over(&self, previous: &TokenSource) {
+        self.current.store(previous.current.load_full());
+    }
+
+    /// The header of a token that may be sent now, if there is one.
+    pub fn header(&self) -> Option<HeaderValue> {
+        let token = self.current.load();
+        let token = token.as_ref()?;
+        (Instant::now() < token.usable_until).then(|| token.header.clone())
+    }
+
+    /// A token that may be sent now: the cached one (a hit), or one fetched (one fetch for all
+    /// who wait), or why there is none.
+    pub async fn ready(&self, events: &IntCounterVec) -> Result<(), Failure> {
+        if self.header().is_some() {
+            self.count(events, "hit");
+            return Ok(());
+        }
+        let _one = self.fetching.lock().await;
+        if self.header().is_some() {
+            // fetched while this request waited
+            self.count(events, "hit");
+            return Ok(());
+        }
+        if let Some(failure) = self.standing_failure() {
+            return Err(failure);
+        }
+        self.fetch_and_store(events, "fetched").await
+    }
+
+    /// Whether the token in use should be refreshed now.
+    pub fn refresh_due(&self) -> bool {
+        let token = self.current.load();
+        token
+            .as_ref()
+            .is_some_and(|t| Instant::now() >= t.refresh_at)
+    }
+
+    /// Refreshes the token in use (in the background: requests go on with the old one, which
+    /// is still usable until its own end).
+    pub async fn refresh(&self, events: &IntCounterVec) {
+        let _one = self.fetching.lock().await;
+        if !self.refresh_due() || self.standing_failure().is_some() {
+            return;
+        }
+        if let Err(f) = self.fetch_and_store(events, "refreshed").await {
+            tracing::warn!(pool = %self.pool, reason = f.reason, detail = %f.detail,
+                "a backend token could not be refreshed: the current one is used until it expires");
+        }
+    }
+
+    /// Drops the token if it is still `used` (a backend answered 401 to a request that carried
+    /// it); whether it was.
+    pub fn invalidate(&self, used: &HeaderValue, events: &IntCounterVec) -> bool {
+        let current = self.current.load();
+        let same = current
+            .as_ref()
+            .is_some_and(|t| t.header.as_bytes() == used.as_bytes());
+        if same {
+            self.current.store(None);
+            self.count(events, "invalidated");
+            tracing::info!(pool = %self.pool, "a backend refused the pool's token (401): a new one is fetched");
+        }
+        same
+    }
+
+    fn count(&self, events: &IntCounterVec, event: &str) {
+        events.with_label_values(&[&self.pool, event]).inc();
+    }
+
+    /// The last failure while it stands, with the time left.
+    fn standing_failure(&self) -> Option<Failure> {
+        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, failure) = failed.as_ref()?;
+        let left = BACKOFF.checked_sub(at.elapsed())?;
+        let mut failure = failure.clone();
+        failure.retry_after = left.max(Duration::from_millis(1));
+        Some(failure)
+    }
+
+    async fn fetch_and_store(&self, events: &IntCounterVec, event: &str) -> Result<(), Failure> {
+        match self.fetch().await {
+            Ok(token) => {
+                self.current.store(Some(Arc::new(token)));
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                self.count(events, event);
+                Ok(())
+            }
+            Err(failure) => {
+                self.count(events, &format!("failed-{}", failure.reason));
+                tracing::error!(pool = %self.pool, token_url = %self.cfg.client.token_url,
+                    reason = failure.reason, detail = %failure.detail,
+                    "no token for the pool's backends: its requests are answered 503 -32039");
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((Instant::now(), failure.clone()));
+                Err(failure)
+            }
+        }
+    }
+
+    /// One request to the token endpoint.
+    async fn fetch(&self) -> Result<Token, Failure> {
+        let client = &self.cfg.client;
+        let fail = |reason, detail: String| Failure {
+            reason,
+            oauth_error: None,
+            detail,
+            retry_after: BACKOFF,
+        };
+        let secret = read_secret(&client.client_secret)
+            .map_err(|detail| fail("secret-unreadable", detail))?;
+        let mut form = form_urlencoded(&[("grant_type", "client_credentials")]);
+        for (key, value) in [
+            ("scope", &self.cfg.scope),
+            ("audience", &self.cfg.audience),
+            ("resource", &self.cfg.resource),
+        ] {
+            if let Some(v) = value {
+                form.push('&');
+                form.push_str(&form_urlencoded(&[(key, v)]));
+            }
+        }
+        let mut headers = Vec::new();
+        match client.auth {
+            ClientAuth::Basic => {
+                // RFC 6749 §2.3.1: each form-encoded, then joined by a colon
+                use base64::Engine;
+                let pair = format!(
+                    "{}:{}",
+                    form_component(&client.client_id),
+                    form_component(&secret)
+                );
+                let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+                let mut value =
+                    HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|_| {
+                        fail(
+                            "secret-unreadable",
+                            "the client secret cannot be sent in a header".into(),
+                        )
+                    })?;
+                value.set_sensitive(true);
+                headers.push((http::header::AUTHORIZATION, value));
+            }
+            ClientAuth::Post => {
+                form.push('&');
+                form.push_str(&form_urlencoded(&[
+                    ("client_id", &client.client_id),
+                    ("client_secret", &secret),
+                ]));
+            }
+        }
+        let url = &client.token_url;
+        let posted = tokio::time::timeout(
+            client.timeout,
+            crate::fetch::post_form(url, &headers, form, ANSWER_LIMIT),
+        )
+        .await
+        .map_err(|_| fail("timeout", format!("no answer within {:?}", client.timeout)))?
+        .map_err(|e| fail("unreachable", e))?;
+        let received = Instant::now();
+        let body: serde_json::Value = serde_json::from_slice(&posted.body).unwrap_or_default();
+        let status = posted.status.as_u16();
+        if status == 400 || status == 401 || status == 403 {
+            let code = body.get("error").and_then(serde_json::Value::as_str);
+            let known = code.and_then(|c| OAUTH_ERRORS.iter().find(|k| **k == c).copied());
+            return Err(Failure {
+                reason: "refused",
+                oauth_error: Some(known.unwrap_or("other")),
+                detail: format!(
+                    "the token endpoint answered {status} ({})",
+                    known.unwrap_or("other")
+                ),
+                retry_after: BACKOFF,
+            });
+        }
+        if status != 200 {
+            return Err(fail(
+                "endpoint-error",
+                format!("the token endpoint answered {status}"),
+            ));
+        }
+        token_of(&body, received).map_err(|detail| fail("bad-answer", detail))
+    }
+}
+
+/// The token of a 200 answer received at `received`.
+fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String> {
+    let token = body
+        .get("access_token")
+        .and_then(serde_json::Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or("the answer has no access_token")?;
+    let kind = body.get("token_type").and_then(serde_json::Value::as_str);
+    if kind.is_some_and(|k| !k.eq_ignore_ascii_case("bearer")) {
+        return Err("the answer's token_type is not Bearer".into());
+    }
+    let lifetime = match body.get("expires_in") {
+        None | Some(serde_json::Value::Null) => DEFAULT_LIFETIME,
+        Some(v) => match v.as_f64() {
+            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s.min(1e9)),
+            _ => return Err("the answer's expires_in is not a positive number".into()),
+        },
+    };
+    let mut header = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| "the token holds characters a header cannot carry")?;
+    header.set_sensitive(true);
+    let margin = (lifetime / 10).min(Duration::from_secs(10));
+    Ok(Token {
+        header,
+        refresh_at: received + lifetime.mul_f64(0.8),
+        usable_until: received + lifetime - margin,
+    })
+}
+
+/// Reads a client secret (one trailing newline dropped); the error names where from.
+pub(super) fn read_secret(source: &SecretSource) -> Result<String, String> {
+    let secret = match source {
+        SecretSource::File(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("file {} cannot be read: {e}", path.display()))?;
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            text.strip_suffix('\r').unwrap_or(text).to_owned()
+        }
+        SecretSource::Env(var) => {
+            std::env::var(var).map_err(|e| format!("environment variable {var}: {e}"))?
+        }
+    };
+    if secret.is_empty() {
+        return Err("the client secret is empty".into());
+    }
+    Ok(secret)
+}
+
+/// `application/x-www-form-urlencoded` pairs.
+fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", form_component(k), form_component(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn form_component(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_used_until_shortly_before_it_expires_and_refreshed_before() {
+        let now = Instant::now();
+        let t = token_of(
+            &serde_json::json!({"access_token": "abc", "token_type": "bearer", "expires_in": 300}),
+            now,
+        )
+        .unwrap();
+        assert_eq!(t.usable_until - now, Duration::from_secs(290));
+        assert_eq!(t.refresh_at - now, Duration::from_secs(240));
+        assert_eq!(t.header.as_bytes(), b"Bearer abc");
+        assert!(t.header.is_sensitive());
+        let short = token_of(
+            &serde_json::json!({"access_token": "a", "expires_in": 5}),
+            now,
+        )
+        .unwrap();
+        assert_eq!(short.usable_until - now, Duration::from_millis(4500));
+        let default = token_of(&serde_json::json!({"access_token": "a"}), now).unwrap();
+        assert_eq!(default.usable_until - now, Duration::from_secs(54));
+        for bad in [
+            serde_json::json!({}),
+            serde_json::json!({"access_token": "a", "token_type": "mac"}),
+            serde_json::json!({"access_token": "a", "expires_in": -1}),
+            serde_json::json!({"access_token": "a", "expires_in": "soon"}),
+            serde_json::json!({"access_token": "a\nb"}),
+        ] {
+            assert!(token_of(&bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn forms_are_encoded() {
+        assert_eq!(
+            form_urlencoded(&[("scope", "a b"), ("x", "é&=")]),
+            "scope=a+b&x=%C3%A9%26%3D"
+        );
+    }
+}
