@@ -34,7 +34,8 @@ pub use pattern::Pattern;
 pub use sessions::{RedisConfig, ResumeConfig, SentinelConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 pub use upstream_auth::{
-    ClientAuth, ClientCredentials, OAuthClient, SecretHeader, SecretSource, UpstreamAuth,
+    ApiKeyCallers, ClientAuth, ClientCredentials, OAuthClient, SecretHeader, SecretSource,
+    TokenExchange, UpstreamAuth,
 };
 pub use virtual_server::{MemberConfig, VirtualServer, DEFAULT_SEPARATOR};
 

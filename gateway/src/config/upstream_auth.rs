@@ -19,9 +19,8 @@ pub struct FileUpstreamAuth {
     pub headers: BTreeMap<String, FileSecret>,
     /// OAuth client credentials (RFC 6749 §4.4): the gateway fetches a token for the pool at the first request that needs it, caches it until shortly before it expires (refreshed in the background), and sends it as `Authorization: Bearer` on every request to the pool's backends.
     pub client_credentials: Option<FileClientCredentials>,
-    /// RFC 8693 token exchange of the caller's token. Not built yet: refused by `validate`.
-    #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
-    pub token_exchange: Option<serde::de::IgnoredAny>,
+    /// RFC 8693 token exchange: the caller's validated token (a JWT bearer) exchanged at the token endpoint for one with this pool's audience and scope, cached per caller until it expires; the exchanged token is what the backends see.
+    pub token_exchange: Option<FileTokenExchange>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -48,6 +47,40 @@ pub struct FileClientCredentials {
     pub auth_method: Option<String>,
     /// How long a token request may take before the call is answered 503. Default 5000.
     pub timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// `upstream-auth.token-exchange` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileTokenExchange {
+    /// The authorization server's token endpoint (`http://` or `https://`).
+    pub token_url: Option<String>,
+    /// The gateway's client id there.
+    pub client_id: Option<String>,
+    /// The client secret: `file` (read again at each request to the endpoint) or `env`.
+    pub client_secret: Option<FileSecret>,
+    /// The `scope` asked for, if any.
+    pub scope: Option<String>,
+    /// The `audience` asked for, if any (the backends' identifier at the authorization server).
+    pub audience: Option<String>,
+    /// The `resource` asked for (RFC 8707), if any.
+    pub resource: Option<String>,
+    /// `basic` (the default) or `post`, as for client credentials.
+    pub auth_method: Option<String>,
+    /// How long an exchange may take before the call is answered 503. Default 5000.
+    pub timeout_ms: Option<u64>,
+    /// Callers with an API key (no token to exchange): `refuse` (403 -32040, the default) or `client-credentials` (the gateway's own token for the pool, from the same client).
+    pub api_key_callers: Option<String>,
+    /// `client-credentials`: send the gateway's own token (client credentials, same client) as the `actor_token`, for delegation (`act` in the exchanged token). Default: none.
+    pub actor: Option<String>,
+    /// Exchanged tokens kept per caller (one per token the caller presented). Default 4.
+    pub cache_per_caller: Option<usize>,
+    /// Callers whose exchanged tokens are kept. Default 10000.
+    pub cache_callers: Option<usize>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -126,6 +159,31 @@ pub struct ClientCredentials {
     pub resource: Option<String>,
 }
 
+/// What a token-exchange pool does for a caller with an API key (no token to exchange).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKeyCallers {
+    /// 403 -32040.
+    Refuse,
+    /// The gateway's own client-credentials token for the pool.
+    ClientCredentials,
+}
+
+/// `token-exchange`: the client, what the exchanged tokens are for, and the cache's bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenExchange {
+    /// The client, and the gateway's own token's request (for `actor` and API-key callers):
+    /// client credentials with the same scope, audience and resource.
+    pub own: ClientCredentials,
+    /// What API-key callers get.
+    pub api_key_callers: ApiKeyCallers,
+    /// Whether the gateway's own token goes as the `actor_token`.
+    pub actor: bool,
+    /// Exchanged tokens kept per caller.
+    pub per_caller: usize,
+    /// Callers kept.
+    pub callers: usize,
+}
+
 /// A pool's upstream credentials.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UpstreamAuth {
@@ -133,12 +191,16 @@ pub struct UpstreamAuth {
     pub headers: Vec<SecretHeader>,
     /// `client-credentials`, if set.
     pub client_credentials: Option<ClientCredentials>,
+    /// `token-exchange`, if set.
+    pub token_exchange: Option<TokenExchange>,
 }
 
 impl UpstreamAuth {
     /// Whether the pool's backends get any credentials.
     pub fn is_empty(&self) -> bool {
-        self.headers.is_empty() && self.client_credentials.is_none()
+        self.headers.is_empty()
+            && self.client_credentials.is_none()
+            && self.token_exchange.is_none()
     }
 }
 
@@ -165,12 +227,16 @@ pub(crate) fn validate(p: &mut Problems, at: &str, file: &FileUpstreamAuth) -> U
         &file.unknown,
         "headers, client-credentials, token-exchange",
     );
-    if file.token_exchange.is_some() {
+    if file.token_exchange.is_some() && file.client_credentials.is_some() {
         p.add(
             format!("{at}.token-exchange"),
-            "not supported yet by this build: use `client-credentials` or `headers`",
+            "give `client-credentials` or `token-exchange`, not both (both set Authorization)",
         );
     }
+    let token_exchange = file
+        .token_exchange
+        .as_ref()
+        .and_then(|te| token_exchange(p, &format!("{at}.token-exchange"), te));
     let client_credentials = file
         .client_credentials
         .as_ref()
@@ -206,10 +272,12 @@ pub(crate) fn validate(p: &mut Problems, at: &str, file: &FileUpstreamAuth) -> U
             p.add(&here, "given twice (header names are case-insensitive)");
             continue;
         }
-        if lower == "authorization" && file.client_credentials.is_some() {
+        if lower == "authorization"
+            && (file.client_credentials.is_some() || file.token_exchange.is_some())
+        {
             p.add(
                 &here,
-                "`client-credentials` sets Authorization: give one or the other",
+                "`client-credentials` and `token-exchange` set Authorization: give one or the other",
             );
             continue;
         }
@@ -222,6 +290,7 @@ pub(crate) fn validate(p: &mut Problems, at: &str, file: &FileUpstreamAuth) -> U
     UpstreamAuth {
         headers,
         client_credentials,
+        token_exchange,
     }
 }
 
@@ -242,7 +311,7 @@ fn secret_source(p: &mut Problems, at: &str, secret: &FileSecret) -> Option<Secr
 }
 
 /// The OAuth client of `client-credentials` (and, later, `token-exchange`).
-fn oauth_client(p: &mut Problems, at: &str, cc: &FileClientCredentials) -> Option<OAuthClient> {
+fn oauth_client(p: &mut Problems, at: &str, cc: ClientFields<'_>) -> Option<OAuthClient> {
     let token_url = match cc.token_url.as_deref() {
         Some(u) => match url::Url::parse(u) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
@@ -265,7 +334,7 @@ fn oauth_client(p: &mut Problems, at: &str, cc: &FileClientCredentials) -> Optio
             None
         }
     };
-    let client_secret = match &cc.client_secret {
+    let client_secret = match cc.client_secret {
         Some(secret) => secret_source(p, &format!("{at}.client-secret"), secret),
         None => {
             p.add(format!("{at}.client-secret"), "required");
@@ -293,6 +362,19 @@ fn oauth_client(p: &mut Problems, at: &str, cc: &FileClientCredentials) -> Optio
     })
 }
 
+/// The keys `client-credentials` and `token-exchange` share.
+struct ClientFields<'a> {
+    token_url: &'a Option<String>,
+    client_id: &'a Option<String>,
+    client_secret: &'a Option<FileSecret>,
+    auth_method: &'a Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+fn nonempty(v: &Option<String>) -> Option<String> {
+    v.clone().filter(|s| !s.is_empty())
+}
+
 fn client_credentials(
     p: &mut Problems,
     at: &str,
@@ -303,12 +385,76 @@ fn client_credentials(
         &cc.unknown,
         "token-url, client-id, client-secret, scope, audience, resource, auth-method, timeout-ms",
     );
-    let nonempty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+    let fields = ClientFields {
+        token_url: &cc.token_url,
+        client_id: &cc.client_id,
+        client_secret: &cc.client_secret,
+        auth_method: &cc.auth_method,
+        timeout_ms: cc.timeout_ms,
+    };
     Some(ClientCredentials {
-        client: oauth_client(p, at, cc)?,
+        client: oauth_client(p, at, fields)?,
         scope: nonempty(&cc.scope),
         audience: nonempty(&cc.audience),
         resource: nonempty(&cc.resource),
+    })
+}
+
+fn token_exchange(p: &mut Problems, at: &str, te: &FileTokenExchange) -> Option<TokenExchange> {
+    p.unknown(
+        at,
+        &te.unknown,
+        "token-url, client-id, client-secret, scope, audience, resource, auth-method, timeout-ms, api-key-callers, actor, cache-per-caller, cache-callers",
+    );
+    let api_key_callers = match te.api_key_callers.as_deref() {
+        None | Some("refuse") => ApiKeyCallers::Refuse,
+        Some("client-credentials") => ApiKeyCallers::ClientCredentials,
+        Some(other) => {
+            p.add(
+                format!("{at}.api-key-callers"),
+                format!("`{other}`: give `refuse` or `client-credentials`"),
+            );
+            ApiKeyCallers::Refuse
+        }
+    };
+    let actor = match te.actor.as_deref() {
+        None | Some("none") => false,
+        Some("client-credentials") => true,
+        Some(other) => {
+            p.add(
+                format!("{at}.actor"),
+                format!("`{other}`: give `none` or `client-credentials`"),
+            );
+            false
+        }
+    };
+    let bound = |p: &mut Problems, key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => {
+            p.add(format!("{at}.{key}"), "must be at least 1");
+            default
+        }
+        v => v.unwrap_or(default),
+    };
+    let per_caller = bound(p, "cache-per-caller", te.cache_per_caller, 4);
+    let callers = bound(p, "cache-callers", te.cache_callers, 10_000);
+    let fields = ClientFields {
+        token_url: &te.token_url,
+        client_id: &te.client_id,
+        client_secret: &te.client_secret,
+        auth_method: &te.auth_method,
+        timeout_ms: te.timeout_ms,
+    };
+    Some(TokenExchange {
+        own: ClientCredentials {
+            client: oauth_client(p, at, fields)?,
+            scope: nonempty(&te.scope),
+            audience: nonempty(&te.audience),
+            resource: nonempty(&te.resource),
+        },
+        api_key_callers,
+        actor,
+        per_caller,
+        callers,
     })
 }
 
@@ -368,10 +514,35 @@ mod tests {
             "{joined}"
         );
         assert!(
-            joined.contains("token-exchange: not supported yet"),
+            joined.contains(
+                "token-exchange: give `client-credentials` or `token-exchange`, not both"
+            ),
             "{joined}"
         );
         assert_eq!(auth.headers.len(), 1, "x-c is kept: {auth:?}");
+    }
+
+    #[test]
+    fn token_exchange_with_its_bounds() {
+        let (auth, problems) = parse(
+            "token-exchange: { token-url: \"http://127.0.0.1:9/token\", client-id: gw, client-secret: { env: S }, audience: user-mcp, scope: tools, api-key-callers: client-credentials, actor: client-credentials, cache-per-caller: 2 }",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let te = auth.token_exchange.expect("set");
+        assert_eq!(te.own.audience.as_deref(), Some("user-mcp"));
+        assert_eq!(te.api_key_callers, ApiKeyCallers::ClientCredentials);
+        assert!(te.actor);
+        assert_eq!((te.per_caller, te.callers), (2, 10_000));
+        let (_, problems) = parse(
+            "token-exchange: { token-url: \"http://x/t\", client-id: gw, client-secret: { env: S }, api-key-callers: allow, actor: me, cache-callers: 0 }",
+        );
+        let joined = problems.join("\n");
+        assert!(joined.contains("api-key-callers: `allow`"), "{joined}");
+        assert!(joined.contains("actor: `me`"), "{joined}");
+        assert!(
+            joined.contains("cache-callers: must be at least 1"),
+            "{joined}"
+        );
     }
 
     #[test]
@@ -398,7 +569,7 @@ mod tests {
         );
         let joined = problems.join("\n");
         assert!(
-            joined.contains("headers.Authorization: `client-credentials` sets Authorization"),
+            joined.contains("headers.Authorization: `client-credentials` and `token-exchange` set Authorization"),
             "{joined}"
         );
         assert!(

@@ -202,6 +202,23 @@ impl GatewayError {
         e
     }
 
+    /// A token-exchange pool has no token for this caller: `reason` is the authorization
+    /// server's OAuth error code (`invalid_grant`, `invalid_target`, ..., `other`), or
+    /// `api-key-caller`, or `no-caller-token`. Never the server's own message.
+    pub fn exchange_refused(pool: &str, reason: &str) -> Self {
+        let why = match reason {
+            "api-key-caller" => "calls to it act for the caller with the caller's token, and API-key callers have none".to_owned(),
+            "no-caller-token" => "calls to it act for the caller with the caller's token, and this request carries none".to_owned(),
+            code => format!("the authorization server refused to exchange your token for one its backends accept ({code})"),
+        };
+        Self::new(
+            ErrorKind::ExchangeRefused,
+            format!("Forbidden: the backends of pool `{pool}` cannot be called for you: {why}"),
+        )
+        .with("pool", pool)
+        .with("reason", reason)
+    }
+
     /// A concurrency cap is reached: `what` is inflight or streams, `scope` gateway or route.
     pub fn overloaded(scope: &str, what: &str, limit: usize) -> Self {
         let noun = match what {

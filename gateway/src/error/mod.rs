@@ -144,6 +144,10 @@ pub enum ErrorKind {
     /// unreachable, slow, failing or refuses the gateway's client, or the client secret cannot
     /// be read. Nothing was sent to a backend. -32039, HTTP 503 + `Retry-After`.
     UpstreamCredentials,
+    /// A pool that acts for the caller (token exchange) has no token for this one: the
+    /// authorization server refused to exchange its token (`invalid_grant`, `invalid_target`,
+    /// ...), or it called with an API key, or with no token at all. -32040, HTTP 403.
+    ExchangeRefused,
 }
 
 impl ErrorKind {
@@ -190,6 +194,7 @@ impl ErrorKind {
             ErrorKind::UnknownName => -32037,
             ErrorKind::TaskLost => -32038,
             ErrorKind::UpstreamCredentials => -32039,
+            ErrorKind::ExchangeRefused => -32040,
         }
     }
 
@@ -241,6 +246,7 @@ impl ErrorKind {
             ErrorKind::UnknownName => 200,
             ErrorKind::TaskLost => 200,
             ErrorKind::UpstreamCredentials => 503,
+            ErrorKind::ExchangeRefused => 403,
         }
     }
 
@@ -301,6 +307,7 @@ impl ErrorKind {
             ErrorKind::UnknownName => "unknown-name",
             ErrorKind::TaskLost => "task-lost",
             ErrorKind::UpstreamCredentials => "upstream-credentials",
+            ErrorKind::ExchangeRefused => "exchange-refused",
         }
     }
 

@@ -67,6 +67,7 @@ fn every_kind_has_a_distinct_code() {
         UnknownName,
         TaskLost,
         UpstreamCredentials,
+        ExchangeRefused,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

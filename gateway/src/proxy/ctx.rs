@@ -69,8 +69,9 @@ pub struct Native {
     pub body_seen: u64,
     /// A task's request, sent to the pod holding the task (`proxy/tasks.rs`).
     pub task: Option<Box<crate::proxy::tasks::Pinned>>,
-    /// The pool's token the request went upstream with (dropped if the backend answers 401).
-    pub token_sent: Option<http::HeaderValue>,
+    /// The token the request goes upstream with, and its source (the token is dropped there
+    /// if the backend answers 401).
+    pub token: Option<(Arc<crate::upstream::tokens::TokenSource>, http::HeaderValue)>,
 }
 
 /// What the gateway knows about one request as it moves through the phases.

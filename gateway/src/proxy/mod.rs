@@ -193,26 +193,46 @@ impl ProxyHttp for Gateway {
         session.set_read_timeout(Some(ctx.state.config.client_timeouts.body));
         // Boxed: the gateway-driven paths hold large futures; inlined they would be copied
         // into every request's state, the fast path's too (about 30 KB a request).
-        let handled = match steps::prepare(self, session, ctx).await {
-            Ok(Plan::Native) => return Ok(false),
-            Ok(Plan::Metadata(doc)) => Box::pin(authn::serve_metadata(session, doc))
-                .await
-                .map_err(Fail::Io),
-            Ok(Plan::Stateful(route)) => {
-                let handle = Box::pin(stateful::handle(self, session, ctx, route));
-                telemetry::within(otel, handle).await
+        let plan = steps::prepare(self, session, ctx).await;
+        if let Ok(Plan::Native) = plan {
+            return Ok(false);
+        }
+        // the gateway's own requests for this one (a re-initialization, a bridged session)
+        // know its caller, for pools that exchange the caller's token
+        let caller = (ctx.principal.is_some()).then_some(()).and_then(|()| {
+            let exchanging = ctx
+                .state
+                .pools
+                .iter()
+                .any(|p| p.credentials.exchanges_tokens());
+            exchanging.then(|| session.req_header().extensions.clone())
+        });
+        let work = async {
+            match plan {
+                Ok(Plan::Native) => Ok(()),
+                Ok(Plan::Metadata(doc)) => Box::pin(authn::serve_metadata(session, doc))
+                    .await
+                    .map_err(Fail::Io),
+                Ok(Plan::Stateful(route)) => {
+                    let handle = Box::pin(stateful::handle(self, session, ctx, route));
+                    telemetry::within(otel, handle).await
+                }
+                Ok(Plan::Buffered { route, check }) => {
+                    let forward = Box::pin(stateless::forward_buffered(
+                        self, session, ctx, route, check,
+                    ));
+                    telemetry::within(otel, forward).await
+                }
+                Ok(Plan::Virtual(route)) => {
+                    let serve = Box::pin(virtual_route::serve(self, session, ctx, route));
+                    telemetry::within(otel, serve).await
+                }
+                Err(e) => Err(Fail::Answer(e)),
             }
-            Ok(Plan::Buffered { route, check }) => {
-                let forward = Box::pin(stateless::forward_buffered(
-                    self, session, ctx, route, check,
-                ));
-                telemetry::within(otel, forward).await
-            }
-            Ok(Plan::Virtual(route)) => {
-                let serve = Box::pin(virtual_route::serve(self, session, ctx, route));
-                telemetry::within(otel, serve).await
-            }
-            Err(e) => Err(Fail::Answer(e)),
+        };
+        let handled = match caller {
+            Some(ext) => Box::pin(crate::upstream::exchange::CALLER.scope(ext, work)).await,
+            None => work.await,
         };
         self.answered(session, ctx, handled).await
     }
@@ -305,8 +325,8 @@ impl ProxyHttp for Gateway {
         };
         let readdressed = request::readdress(upstream, target, client.uri.query());
         request::identify(upstream, &native.pool);
-        if native.pool.credentials.token().is_some() {
-            native.token_sent = upstream.headers.get(http::header::AUTHORIZATION).cloned();
+        if let Some((_, header)) = &native.token {
+            let _ = upstream.insert_header(http::header::AUTHORIZATION, header.clone());
         }
         readdressed.map_err(|e| respond::stashed(ctx, e))
     }
@@ -321,12 +341,10 @@ impl ProxyHttp for Gateway {
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
         }
-        if let Some(token) = native.token_sent.take() {
-            // a 401: the backend refused the pool's token, the next request fetches a new one
-            // (this answer streams on to the client: its body was not kept to send it again)
-            let status = upstream.status.as_u16();
-            self.engine
-                .refused_credentials(&native.pool, Some(&token), status);
+        if let Some((source, header)) = native.token.take().filter(|_| upstream.status == 401) {
+            // the backend refused the token: the next request gets a new one (this answer
+            // streams on to the client: its body was not kept to send it again)
+            source.invalidate(&header, self.engine.token_events());
         }
         let opened = upstream
             .headers

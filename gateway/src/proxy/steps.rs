@@ -77,11 +77,14 @@ pub(super) async fn prepare(
         }
         plan => plan,
     };
-    let tokened = ctx.native.as_ref().map(|n| &n.pool);
-    if let Some(pool) = tokened.filter(|p| p.credentials.token().is_some()) {
-        // the pool's token, before pingora's upstream phase (whose errors close the connection);
-        // boxed: the cold branch does not grow every request's future
-        Box::pin(gw.engine.credentials_ready(pool)).await?;
+    let tokened = ctx.native.as_ref().map(|n| n.pool.clone());
+    if let Some(pool) = tokened.filter(|p| p.credentials.has_token()) {
+        // the request's token, before pingora's upstream phase (whose errors close the
+        // connection); boxed: the cold branch does not grow every request's future
+        let token = Box::pin(gw.engine.token_for(&pool, session.req_header())).await?;
+        if let Some(native) = ctx.native.as_mut() {
+            native.token = token;
+        }
     }
     // A tool named only in a header is trusted for the per-tool rate just where the body is
     // checked against that header before anything is forwarded (the fast path with
@@ -199,7 +202,7 @@ fn plan(
         body: BytesMut::new(),
         body_seen: 0,
         task: None,
-        token_sent: None,
+        token: None,
     });
     Ok(Plan::Native)
 }

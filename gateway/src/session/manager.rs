@@ -287,7 +287,12 @@ impl SessionManager {
     ) -> Result<SessionRecord, GatewayError> {
         // boxed: a move (re-initialize, replay) is the rare case, and `forward` awaits this
         // inline on its hot path, where an unboxed move would be copied on every call
-        let moved = Box::pin(self.recover(pool, rec, reason)).await?;
+        // the re-initialization is made for this client's caller (a pool exchanging its token)
+        let caller = out.client.extensions.clone();
+        let recover = Box::pin(self.recover(pool, rec, reason));
+        let moved = crate::upstream::exchange::CALLER
+            .scope(caller, recover)
+            .await?;
         if let Some(observer) = self.observer().filter(|_| out.is_post) {
             observer.moved(pool, &moved).await;
         }

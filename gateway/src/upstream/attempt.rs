@@ -162,18 +162,36 @@ impl Engine {
             .map_err(|failure| GatewayError::upstream_credentials(&pool.name, &failure))
     }
 
-    /// Drops `pool`'s token when a backend answered 401 to a request that carried it (`used`,
-    /// the request's `Authorization`); whether it did (the request may be sent again at once).
-    pub fn refused_credentials(
+    /// The token a request to `pool`'s backends carries (`req`: its head, whose extensions name
+    /// the caller), with its source: the pool's own, or the caller's exchanged token, cached
+    /// or fetched; `None` for a pool without tokens; the answer for the client when none can be
+    /// had (503 -32039; 403 -32040 when the caller's token cannot be exchanged).
+    pub async fn token_for(
         &self,
         pool: &Pool,
-        used: Option<&http::HeaderValue>,
-        status: u16,
-    ) -> bool {
-        let (401, Some(token), Some(used)) = (status, pool.credentials.token(), used) else {
-            return false;
+        req: &RequestHeader,
+    ) -> Result<Option<(Arc<super::tokens::TokenSource>, http::HeaderValue)>, GatewayError> {
+        let source = match pool.credentials.source_for(req) {
+            Ok(Some(source)) => source,
+            Ok(None) => return Ok(None),
+            Err(no) => return Err(GatewayError::exchange_refused(&pool.name, no.reason())),
         };
-        token.invalidate(used, &self.metrics.upstream_tokens)
+        if let Err(failure) = source.ready(&self.metrics.upstream_tokens).await {
+            let callers_fault = failure.reason == "refused"
+                && failure.oauth_error.is_some_and(|c| c != "invalid_client");
+            return Err(if source.exchanges() && callers_fault {
+                let code = failure.oauth_error.unwrap_or("other");
+                GatewayError::exchange_refused(&pool.name, code)
+            } else {
+                GatewayError::upstream_credentials(&pool.name, &failure)
+            });
+        }
+        Ok(source.header().map(|h| (source, h)))
+    }
+
+    /// Where token events are counted (`mcpgw_upstream_tokens_total`).
+    pub fn token_events(&self) -> &pingora_prometheus::prometheus::IntCounterVec {
+        &self.metrics.upstream_tokens
     }
 
     /// Counts a call lost with its backend, not safe to repeat (answered -32013).
@@ -273,18 +291,23 @@ impl Engine {
         // refused request was not run)
         let mut refused_once = false;
         loop {
-            if pool.credentials.token().is_some() {
+            let token = if pool.credentials.has_token() {
                 // boxed: pools without a token do not carry its future
-                Box::pin(self.credentials_ready(pool))
+                Box::pin(self.token_for(pool, req))
                     .await
-                    .map_err(|e| CallError::Credentials(Box::new(e)))?;
-            }
+                    .map_err(|e| CallError::Credentials(Box::new(e)))?
+            } else {
+                None
+            };
             let with_credentials;
             let req = if pool.credentials.is_empty() {
                 req
             } else {
                 let mut own = req.clone();
                 pool.credentials.apply(&mut own);
+                if let Some((_, header)) = &token {
+                    let _ = own.insert_header(http::header::AUTHORIZATION, header.clone());
+                }
                 with_credentials = own;
                 &with_credentials
             };
@@ -298,11 +321,12 @@ impl Engine {
                 Ok(exchange) => {
                     pool.mark_ok(backend);
                     self.observe_latency(pool, sent);
-                    let status = exchange.header().status.as_u16();
-                    let used = req.headers.get(http::header::AUTHORIZATION);
-                    if !refused_once && self.refused_credentials(pool, used, status) {
-                        refused_once = true;
-                        continue;
+                    let refused = exchange.header().status == 401;
+                    if let (false, true, Some((source, header))) = (refused_once, refused, &token) {
+                        if source.invalidate(header, &self.metrics.upstream_tokens) {
+                            refused_once = true;
+                            continue;
+                        }
                     }
                     return Ok(exchange.counted(inflight));
                 }

@@ -26,7 +26,9 @@ pub struct Credentials {
     /// What the last refresh could not read (logged when it changes, not every second).
     failing: std::sync::Mutex<Vec<Unreadable>>,
     /// The client-credentials token, sent as `Authorization` (`tokens.rs`).
-    token: Option<super::tokens::TokenSource>,
+    token: Option<Arc<super::tokens::TokenSource>>,
+    /// The callers' exchanged tokens (`exchange.rs`), sent as `Authorization`.
+    exchanges: Option<super::exchange::Exchanges>,
 }
 
 /// Why a secret could not be read (never its value).
@@ -65,9 +67,12 @@ impl Credentials {
                 }
             })
             .collect();
-        let token =
-            (cfg.client_credentials.as_ref()).map(|cc| super::tokens::TokenSource::new(pool, cc));
-        let token_header = token.as_ref().map(|_| "authorization".to_owned());
+        let token = (cfg.client_credentials.as_ref())
+            .map(|cc| Arc::new(super::tokens::TokenSource::new(pool, cc)));
+        let exchanges =
+            (cfg.token_exchange.as_ref()).map(|te| super::exchange::Exchanges::new(pool, te));
+        let token_header =
+            (token.is_some() || exchanges.is_some()).then(|| "authorization".to_owned());
         Credentials {
             failing: std::sync::Mutex::new(failing),
             names: cfg
@@ -77,6 +82,7 @@ impl Credentials {
                 .chain(token_header)
                 .collect(),
             token,
+            exchanges,
             sources: cfg.headers.clone(),
             values: ArcSwap::from_pointee(values),
         }
@@ -84,12 +90,61 @@ impl Credentials {
 
     /// Whether the pool's backends get any credentials.
     pub fn is_empty(&self) -> bool {
-        self.sources.is_empty() && self.token.is_none()
+        self.sources.is_empty() && self.token.is_none() && self.exchanges.is_none()
     }
 
     /// The pool's client-credentials token, if it has one.
     pub fn token(&self) -> Option<&super::tokens::TokenSource> {
-        self.token.as_ref()
+        self.token.as_deref()
+    }
+
+    /// Whether the pool exchanges the caller's token (its requests need the caller).
+    pub fn exchanges_tokens(&self) -> bool {
+        self.exchanges.is_some()
+    }
+
+    /// Whether requests to the pool carry a token (the pool's own, or the caller's exchanged).
+    pub fn has_token(&self) -> bool {
+        self.token.is_some() || self.exchanges.is_some()
+    }
+
+    /// The token source a request to the pool takes its `Authorization` from: the pool's own,
+    /// or, with token exchange, the one of the caller `req` is for (its principal and the token
+    /// it authenticated with, kept in the head's extensions by the auth step); `None` for a
+    /// pool without tokens.
+    pub fn source_for(
+        &self,
+        req: &RequestHeader,
+    ) -> Result<Option<Arc<super::tokens::TokenSource>>, super::exchange::NoSubject> {
+        if let Some(token) = &self.token {
+            return Ok(Some(token.clone()));
+        }
+        let Some(exchanges) = &self.exchanges else {
+            return Ok(None);
+        };
+        let of = |ext: &http::Extensions| {
+            let principal = ext.get::<Arc<crate::auth::Principal>>();
+            let removed = ext.get::<crate::auth::Credentials>();
+            let bearer = removed.and_then(|c| {
+                let (_, v) = c.0.iter().find(|(n, _)| n == http::header::AUTHORIZATION)?;
+                let text = v.to_str().ok()?;
+                let (kind, token) = text.split_once(' ')?;
+                kind.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            });
+            exchanges.source_for(principal.map(|p| &**p), bearer)
+        };
+        if req
+            .extensions
+            .get::<Arc<crate::auth::Principal>>()
+            .is_some()
+        {
+            return of(&req.extensions).map(Some);
+        }
+        // the gateway's own request for a client's (a re-initialization): that client's caller
+        super::exchange::CALLER
+            .try_with(|ext| of(ext))
+            .unwrap_or_else(|_| of(&req.extensions))
+            .map(Some)
     }
 
     /// Takes over `previous`'s token when the pool asks for the same one (a reload).
@@ -318,6 +373,7 @@ mod tests {
             &UpstreamAuth {
                 headers: vec![header("x-api-key", &file)],
                 client_credentials: None,
+                token_exchange: None,
             },
         );
         let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();

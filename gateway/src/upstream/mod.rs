@@ -13,6 +13,7 @@ pub mod deaths;
 pub mod discovery;
 pub mod encoding;
 pub mod era;
+pub mod exchange;
 pub mod health;
 pub mod metrics;
 mod pick;

@@ -65,10 +65,29 @@ pub struct Failure {
     pub retry_after: Duration,
 }
 
-/// A pool's client-credentials token.
+/// How a token is asked for.
+enum Grant {
+    /// Client credentials: the gateway's own token.
+    ClientCredentials,
+    /// RFC 8693: the caller's `subject` token exchanged, with the gateway's own token as the
+    /// `actor_token` when `actor` is set.
+    Exchange {
+        subject: String,
+        actor: Option<Arc<TokenSource>>,
+    },
+}
+
+/// `grant_type` of RFC 8693.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The token type of the subject, actor and requested tokens (RFC 8693 §3).
+const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+/// A token for a pool's backends: the pool's own (client credentials), or one caller's
+/// exchanged token.
 pub struct TokenSource {
     pool: String,
     cfg: ClientCredentials,
+    grant: Grant,
     current: ArcSwapOption<Token>,
     /// Held by the one fetch in flight.
     fetching: tokio::sync::Mutex<()>,
@@ -86,10 +105,31 @@ impl std::fmt::Debug for TokenSource {
 }
 
 impl TokenSource {
-    /// The token source of `pool`, with no token yet.
+    /// The client-credentials token source of `pool`, with no token yet.
     pub fn new(pool: &str, cfg: &ClientCredentials) -> TokenSource {
+        TokenSource::with(pool, cfg, Grant::ClientCredentials)
+    }
+
+    /// The source of one caller's exchanged token (`subject`: the token it presented; `actor`:
+    /// the gateway's own, sent as the actor token), with no token yet.
+    pub fn exchange(
+        pool: &str,
+        cfg: &ClientCredentials,
+        subject: String,
+        actor: Option<Arc<TokenSource>>,
+    ) -> TokenSource {
+        TokenSource::with(pool, cfg, Grant::Exchange { subject, actor })
+    }
+
+    /// Whether this source exchanges a caller's token (else it is the pool's own).
+    pub fn exchanges(&self) -> bool {
+        matches!(self.grant, Grant::Exchange { .. })
+    }
+
+    fn with(pool: &str, cfg: &ClientCredentials, grant: Grant) -> TokenSource {
         TokenSource {
             pool: pool.to_owned(),
+            grant,
             cfg: cfg.clone(),
             current: ArcSwapOption::empty(),
             fetching: tokio::sync::Mutex::new(()),
@@ -184,7 +224,7 @@ impl TokenSource {
     }
 
     async fn fetch_and_store(&self, events: &IntCounterVec, event: &str) -> Result<(), Failure> {
-        match self.fetch().await {
+        match Box::pin(self.fetch(events)).await {
             Ok(token) => {
                 self.current.store(Some(Arc::new(token)));
                 *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -204,7 +244,7 @@ impl TokenSource {
     }
 
     /// One request to the token endpoint.
-    async fn fetch(&self) -> Result<Token, Failure> {
+    async fn fetch(&self, events: &IntCounterVec) -> Result<Token, Failure> {
         let client = &self.cfg.client;
         let fail = |reason, detail: String| Failure {
             reason,
@@ -214,7 +254,34 @@ impl TokenSource {
         };
         let secret = read_secret(&client.client_secret)
             .map_err(|detail| fail("secret-unreadable", detail))?;
-        let mut form = form_urlencoded(&[("grant_type", "client_credentials")]);
+        let mut form = match &self.grant {
+            Grant::ClientCredentials => form_urlencoded(&[("grant_type", "client_credentials")]),
+            Grant::Exchange { subject, actor } => {
+                let mut pairs = vec![
+                    ("grant_type", TOKEN_EXCHANGE),
+                    ("subject_token", subject.as_str()),
+                    ("subject_token_type", ACCESS_TOKEN),
+                    ("requested_token_type", ACCESS_TOKEN),
+                ];
+                let actor_token = match actor {
+                    Some(own) => {
+                        // boxed: the gateway's own token is fetched through the same code
+                        Box::pin(own.ready(events)).await?;
+                        own.header()
+                    }
+                    None => None,
+                };
+                let actor_token = actor_token.as_ref().and_then(|h| {
+                    let text = h.to_str().ok()?;
+                    Some(text.strip_prefix("Bearer ").unwrap_or(text).to_owned())
+                });
+                if let Some(token) = actor_token.as_deref() {
+                    pairs.push(("actor_token", token));
+                    pairs.push(("actor_token_type", ACCESS_TOKEN));
+                }
+                form_urlencoded(&pairs)
+            }
+        };
         for (key, value) in [
             ("scope", &self.cfg.scope),
             ("audience", &self.cfg.audience),

@@ -72,6 +72,7 @@ mod real_peers_stateful;
 mod real_peers_stateless;
 mod real_peers_tasks_v1;
 mod real_peers_tls;
+mod real_peers_token_exchange;
 mod real_peers_upstream_auth;
 mod replicas;
 mod replicas_real;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}"#;
-const SECRET_A: &str = "cc-secret-9f2d4b7a-a";
+pub(crate) const SECRET_A: &str = "cc-secret-9f2d4b7a-a";
 const SECRET_B: &str = "cc-secret-51c0e8d3-b";
 
 /// A 2026-07-28 call of the tool `name` (no arguments).
@@ -37,18 +37,23 @@ fn call_in_session(sid: &str, id: u64, name: &str) -> Request {
 }
 
 /// The authorization server, its files, and what it was asked.
-struct Sts {
-    peer: PythonPeer,
+pub(crate) struct Sts {
+    pub(crate) peer: PythonPeer,
     dir: PathBuf,
     expires_in: u64,
 }
 
 impl Sts {
-    async fn start(dir: &Path, expires_in: u64, port: u16) -> Sts {
+    pub(crate) async fn start(dir: &Path, expires_in: u64, port: u16) -> Sts {
+        Self::start_with(dir, expires_in, port, &[]).await
+    }
+
+    /// With more arguments (`--subject-key`, `--audiences` for token exchange).
+    pub(crate) async fn start_with(dir: &Path, expires_in: u64, port: u16, extra: &[&str]) -> Sts {
         let arg = |f: &str| dir.join(f).display().to_string();
         let (public, secrets, private) = (arg("sts.pem"), arg("accepted"), arg("sts.key"));
         let (port, expires) = (port.to_string(), expires_in.to_string());
-        let args = [
+        let mut args = vec![
             "--port",
             &port,
             "--public-key-out",
@@ -60,6 +65,7 @@ impl Sts {
             "--private-key",
             &private,
         ];
+        args.extend_from_slice(extra);
         Sts {
             peer: PythonPeer::start("sts", "sts_server.py", &args).await,
             dir: dir.to_owned(),
@@ -67,7 +73,7 @@ impl Sts {
         }
     }
 
-    fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.peer
             .addr()
             .rsplit(':')
@@ -77,11 +83,11 @@ impl Sts {
             .unwrap()
     }
 
-    fn public_key(&self) -> String {
+    pub(crate) fn public_key(&self) -> String {
         self.dir.join("sts.pem").display().to_string()
     }
 
-    async fn stats(&self) -> Value {
+    pub(crate) async fn stats(&self) -> Value {
         Request::bare("GET", "/stats")
             .send(self.peer.addr().parse().unwrap())
             .await
@@ -90,7 +96,7 @@ impl Sts {
 }
 
 /// A directory with the secret files: the STS accepts `accepted`, the gateway sends `secret`.
-fn secrets_dir(name: &str) -> PathBuf {
+pub(crate) fn secrets_dir(name: &str) -> PathBuf {
     let dir = unique_temp_path(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("accepted"), format!("{SECRET_A}\n")).unwrap();
@@ -106,7 +112,7 @@ fn upstream_auth(sts_port: u16, dir: &Path, method: &str) -> String {
     )
 }
 
-fn claims(resp: &mcp_gateway_tests::Response) -> Value {
+pub(crate) fn claims(resp: &mcp_gateway_tests::Response) -> Value {
     serde_json::from_str(&resp.tool_text()).unwrap_or_else(|_| panic!("claims: {}", resp.text()))
 }
 

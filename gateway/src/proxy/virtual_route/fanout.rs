@@ -39,6 +39,23 @@ pub(crate) struct Ask {
     pub(super) session: Option<String>,
     /// Who admission counts the caller as (a session's client, for the sessions' caps).
     pub(super) identity: Option<Arc<str>>,
+    /// The client head's extensions (its principal and the token it authenticated with), for
+    /// members whose pools exchange the caller's token; `None` otherwise.
+    pub(super) caller: Option<http::Extensions>,
+}
+
+impl Ask {
+    /// The extensions to carry for `session`'s caller: only when a pool exchanges tokens.
+    pub(super) fn caller_of(
+        session: &Session,
+        ctx_state: &crate::state::State,
+    ) -> Option<http::Extensions> {
+        let exchanging = ctx_state
+            .pools
+            .iter()
+            .any(|p| p.credentials.exchanges_tokens());
+        exchanging.then(|| session.req_header().extensions.clone())
+    }
 }
 
 /// A member's whole answer.
@@ -131,8 +148,20 @@ pub(in crate::proxy) async fn serve(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    ask: Ask,
+    mut ask: Ask,
 ) -> Handled {
+    match ask.caller.take() {
+        // the member's pool exchanges the caller's token: its requests know the caller
+        Some(caller) => {
+            *session.req_header_mut().extensions_mut() = caller.clone();
+            let serve = Box::pin(serve_as(gw, session, ctx, ask));
+            crate::upstream::exchange::CALLER.scope(caller, serve).await
+        }
+        None => serve_as(gw, session, ctx, ask).await,
+    }
+}
+
+async fn serve_as(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx, ask: Ask) -> Handled {
     ctx.route = Some(ask.route.clone());
     ctx.principal = ask.principal;
     ctx.era = ask.era;

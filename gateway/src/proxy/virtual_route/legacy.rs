@@ -95,6 +95,7 @@ pub(super) async fn serve(
         events: &gw.metrics.virtual_members,
         sessions: None,
         identity: ctx.admitted.identity.clone(),
+        caller: super::fanout::Ask::caller_of(session, &ctx.state),
     };
     let Some(sid) = sid else {
         if method.as_deref() != Some("initialize") {

@@ -59,6 +59,8 @@ pub(super) struct Virtual<'a> {
     sessions: Option<std::collections::BTreeMap<String, String>>,
     /// Who admission counts the caller as.
     identity: Option<Arc<str>>,
+    /// The client head's extensions, for members whose pools exchange the caller's token.
+    caller: Option<http::Extensions>,
 }
 
 impl Virtual<'_> {
@@ -91,6 +93,7 @@ impl Virtual<'_> {
             era: self.era,
             session: self.sessions.as_ref().and_then(|s| s.get(name)).cloned(),
             identity: self.identity.clone(),
+            caller: self.caller.clone(),
         }
     }
 
@@ -152,6 +155,7 @@ pub(super) async fn serve(
         events: &gw.metrics.virtual_members,
         sessions: None,
         identity: ctx.admitted.identity.clone(),
+        caller: fanout::Ask::caller_of(session, &ctx.state),
     };
     let id = ctx
         .request_id

@@ -32,6 +32,7 @@ pub(super) async fn stream(
     sessions: &BTreeMap<String, String>,
 ) -> Handled {
     let name = |i: usize| members.server.members[i].names.name.as_str();
+    let caller = fanout::Ask::caller_of(session, &ctx.state);
     let ask = |i: usize| fanout::Ask {
         route: members.routes[i].clone(),
         body: Bytes::new(),
@@ -39,6 +40,7 @@ pub(super) async fn stream(
         era: mcp_wire::Era::Legacy,
         session: sessions.get(name(i)).cloned(),
         identity: ctx.admitted.identity.clone(),
+        caller: caller.clone(),
     };
     let held: Vec<usize> = (0..members.routes.len())
         .filter(|&i| sessions.get(name(i)).is_some_and(|s| !s.is_empty()))

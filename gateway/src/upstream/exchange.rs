@@ -1,0 +1,237 @@
+//! RFC 8693 token exchange for a pool's backends (`upstream-auth.token-exchange`): the token a
+//! caller presented (a JWT the gateway validated) exchanged at the token endpoint for one with
+//! the pool's audience and scope, which is what the backends see.
+//!
+//! Each caller's exchanged tokens are cached, one per token it presented (a caller renewing its
+//! token gets a new exchange), each a [`TokenSource`] with the same discipline as the pool's
+//! own token (one exchange for every request waiting, refreshed before it expires, dropped on
+//! a backend's 401). Bounded: `cache-per-caller` tokens per caller (the oldest dropped first),
+//! `cache-callers` callers (past it, callers whose tokens all expired are dropped, then any), so
+//! one caller presenting token after token never crowds another out, and no number of callers
+//! grows the gateway past the bound.
+//!
+//! Callers with an API key have no token to exchange: refused (403 -32040), or given the
+//! pool's own client-credentials token (`api-key-callers: client-credentials`). With
+//! `actor: client-credentials` the gateway's own token goes as the `actor_token` (delegation: the
+//! exchanged token's `act` names the gateway).
+
+use super::tokens::TokenSource;
+use crate::auth::Principal;
+use crate::config::{ApiKeyCallers, TokenExchange};
+use dashmap::DashMap;
+use std::sync::{Arc, Mutex};
+
+tokio::task_local! {
+    /// The caller of the client request the gateway's own requests are made for (a session's
+    /// re-initialization on another pod, its replayed settings): the client head's extensions
+    /// (its principal, the token it authenticated with), for requests built without them.
+    pub static CALLER: http::Extensions;
+}
+
+/// Why a caller has no token for the pool (answered 403 -32040).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoSubject {
+    /// An API-key caller on a pool that refuses them.
+    ApiKey,
+    /// No caller at all (a route without `auth`), or no bearer token in its request.
+    NoToken,
+}
+
+impl NoSubject {
+    /// `data.reason`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NoSubject::ApiKey => "api-key-caller",
+            NoSubject::NoToken => "no-caller-token",
+        }
+    }
+}
+
+/// A caller's exchanged tokens: the digest of the token it presented, and the source.
+type Held = Vec<([u8; 32], Arc<TokenSource>)>;
+
+/// A pool's exchanged tokens, by caller.
+pub struct Exchanges {
+    pool: String,
+    cfg: TokenExchange,
+    /// The gateway's own token for the pool (actor token, API-key callers).
+    own: Arc<TokenSource>,
+    callers: DashMap<Arc<str>, Mutex<Held>>,
+}
+
+impl std::fmt::Debug for Exchanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchanges")
+            .field("pool", &self.pool)
+            .field("callers", &self.callers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exchanges {
+    /// The exchanges of `pool`, none made yet.
+    pub fn new(pool: &str, cfg: &TokenExchange) -> Exchanges {
+        Exchanges {
+            pool: pool.to_owned(),
+            cfg: cfg.clone(),
+            own: Arc::new(TokenSource::new(pool, &cfg.own)),
+            callers: DashMap::new(),
+        }
+    }
+
+    /// The token source for `principal`, who presented `bearer` (the token it authenticated
+    /// with, without `Bearer `), or why there is none.
+    pub fn source_for(
+        &self,
+        principal: Option<&Principal>,
+        bearer: Option<&str>,
+    ) -> Result<Arc<TokenSource>, NoSubject> {
+        let principal = principal.ok_or(NoSubject::NoToken)?;
+        if principal.id.starts_with("key:") {
+            return match self.cfg.api_key_callers {
+                ApiKeyCallers::ClientCredentials => Ok(self.own.clone()),
+                ApiKeyCallers::Refuse => Err(NoSubject::ApiKey),
+            };
+        }
+        let subject = bearer.filter(|b| !b.is_empty()).ok_or(NoSubject::NoToken)?;
+        let digest = digest(subject);
+        if let Some(held) = self.callers.get(&principal.id) {
+            let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, source)) = held.iter().find(|(d, _)| *d == digest) {
+                return Ok(source.clone());
+            }
+            let source = self.source(subject);
+            held.push((digest, source.clone()));
+            if held.len() > self.cfg.per_caller {
+                held.remove(0);
+            }
+            return Ok(source);
+        }
+        if self.callers.len() >= self.cfg.callers {
+            self.make_room();
+        }
+        let source = self.source(subject);
+        self.callers
+            .entry(principal.id.clone())
+            .or_insert_with(|| Mutex::new(Vec::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((digest, source.clone()));
+        Ok(source)
+    }
+
+    /// How many callers have exchanged tokens kept.
+    #[cfg(test)]
+    pub fn callers(&self) -> usize {
+        self.callers.len()
+    }
+
+    fn source(&self, subject: &str) -> Arc<TokenSource> {
+        let actor = self.cfg.actor.then(|| self.own.clone());
+        Arc::new(TokenSource::exchange(
+            &self.pool,
+            &self.cfg.own,
+            subject.to_owned(),
+            actor,
+        ))
+    }
+
+    /// Drops callers whose tokens all expired; if none did, one caller (the cache is full).
+    fn make_room(&self) {
+        self.callers.retain(|_, held| {
+            let held = held.get_mut().unwrap_or_else(|e| e.into_inner());
+            held.iter().any(|(_, s)| s.header().is_some())
+        });
+        if self.callers.len() >= self.cfg.callers {
+            let victim = self.callers.iter().next().map(|e| e.key().clone());
+            if let Some(victim) = victim {
+                self.callers.remove(&victim);
+            }
+        }
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ClientAuth, ClientCredentials, OAuthClient, SecretSource};
+
+    fn cfg(per_caller: usize, callers: usize, api: ApiKeyCallers) -> TokenExchange {
+        TokenExchange {
+            own: ClientCredentials {
+                client: OAuthClient {
+                    token_url: "http://127.0.0.1:9/token".into(),
+                    client_id: "gw".into(),
+                    client_secret: SecretSource::Env("X".into()),
+                    auth: ClientAuth::Basic,
+                    timeout: std::time::Duration::from_secs(1),
+                },
+                scope: None,
+                audience: Some("a".into()),
+                resource: None,
+            },
+            api_key_callers: api,
+            actor: false,
+            per_caller,
+            callers,
+        }
+    }
+
+    fn principal(id: &str) -> Principal {
+        Principal {
+            id: id.into(),
+            subject: id.into(),
+            scopes: vec![],
+            claims: Default::default(),
+        }
+    }
+
+    #[test]
+    fn each_caller_and_token_has_its_source_within_the_bounds() {
+        let x = Exchanges::new("p", &cfg(2, 2, ApiKeyCallers::Refuse));
+        let (alice, bob) = (principal("i|alice"), principal("i|bob"));
+        let a1 = x.source_for(Some(&alice), Some("t1")).unwrap();
+        assert!(Arc::ptr_eq(
+            &a1,
+            &x.source_for(Some(&alice), Some("t1")).unwrap()
+        ));
+        let b1 = x.source_for(Some(&bob), Some("t1")).unwrap();
+        assert!(
+            !Arc::ptr_eq(&a1, &b1),
+            "the same token string of another caller"
+        );
+        // alice presents token after token: only her own oldest goes
+        let _ = x.source_for(Some(&alice), Some("t2")).unwrap();
+        let _ = x.source_for(Some(&alice), Some("t3")).unwrap();
+        assert!(!Arc::ptr_eq(
+            &a1,
+            &x.source_for(Some(&alice), Some("t1")).unwrap()
+        ));
+        assert!(Arc::ptr_eq(
+            &b1,
+            &x.source_for(Some(&bob), Some("t1")).unwrap()
+        ));
+        // a third caller past `callers`: room is made
+        let _ = x
+            .source_for(Some(&principal("i|carol")), Some("t"))
+            .unwrap();
+        assert!(x.callers() <= 2);
+        assert_eq!(
+            x.source_for(Some(&principal("key:k")), Some("k")).err(),
+            Some(NoSubject::ApiKey)
+        );
+        assert_eq!(x.source_for(None, None).err(), Some(NoSubject::NoToken));
+        assert_eq!(
+            x.source_for(Some(&alice), None).err(),
+            Some(NoSubject::NoToken)
+        );
+        let y = Exchanges::new("p", &cfg(2, 2, ApiKeyCallers::ClientCredentials));
+        let own = y.source_for(Some(&principal("key:k")), None).unwrap();
+        assert!(!own.exchanges());
+    }
+}
