@@ -302,10 +302,15 @@ pub fn unreadable_in(config: &crate::config::Config) -> Vec<String> {
         })
     });
     let client_secrets = config.pools.iter().filter_map(|p| {
-        let cc = p.upstream_auth.client_credentials.as_ref()?;
-        let e = super::tokens::read_secret(&cc.client.client_secret).err()?;
+        let auth = &p.upstream_auth;
+        let (key, client) = match (&auth.client_credentials, &auth.token_exchange) {
+            (Some(cc), _) => ("client-credentials", &cc.client),
+            (None, Some(te)) => ("token-exchange", &te.own.client),
+            (None, None) => return None,
+        };
+        let e = super::tokens::read_secret(&client.client_secret).err()?;
         Some(format!(
-            "pools.{}.upstream-auth.client-credentials.client-secret: {e}",
+            "pools.{}.upstream-auth.{key}.client-secret: {e}",
             p.name
         ))
     });
