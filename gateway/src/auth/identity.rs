@@ -65,6 +65,20 @@ pub fn render(
     Ok(out)
 }
 
+/// Whether header `name` reads as `canonical` (a [`canonical`] name) once canonical itself,
+/// without allocating.
+pub fn is_canonically(name: &str, canonical: &str) -> bool {
+    name.len() == canonical.len()
+        && name.bytes().zip(canonical.bytes()).all(|(a, c)| {
+            let a = if a == b'_' {
+                b'-'
+            } else {
+                a.to_ascii_lowercase()
+            };
+            a == c
+        })
+}
+
 /// A header name as backend frameworks read it: lowercase, `_` the same as `-`.
 pub fn canonical(name: &str) -> String {
     name.chars()
@@ -78,6 +92,16 @@ pub fn canonical(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_reads_as_its_canonical_form_in_every_spelling() {
+        for name in ["X-Api-Key", "x_api_key", "X_API-KEY", "x-api-key"] {
+            assert!(is_canonically(name, "x-api-key"), "{name}");
+            assert_eq!(canonical(name), "x-api-key");
+        }
+        assert!(!is_canonically("x-api-keys", "x-api-key"));
+        assert!(!is_canonically("x-api-kez", "x-api-key"));
+    }
 
     fn principal(sub: &str, groups: serde_json::Value) -> Principal {
         let mut claims = serde_json::Map::new();

@@ -326,6 +326,7 @@ impl ProxyHttp for Gateway {
         let readdressed = request::readdress(upstream, target, client.uri.query());
         request::identify(upstream, &native.pool);
         if let Some((_, header)) = &native.token {
+            // the token `prepare` made ready (the same one `identify` set, for the pool's own)
             let _ = upstream.insert_header(http::header::AUTHORIZATION, header.clone());
         }
         readdressed.map_err(|e| respond::stashed(ctx, e))

@@ -300,7 +300,9 @@ impl Engine {
                 None
             };
             let with_credentials;
-            let req = if pool.credentials.is_empty() {
+            let header = token.as_ref().map(|(_, h)| h);
+            // built with `request::identify`, the head carries the credentials already
+            let req = if pool.credentials.is_empty() || pool.credentials.applied(req, header) {
                 req
             } else {
                 let mut own = req.clone();

@@ -31,6 +31,10 @@ pub struct Credentials {
     exchanges: Option<super::exchange::Exchanges>,
 }
 
+/// The mark a request head gets from [`Credentials::apply`]: whose credentials it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Applied(usize);
+
 /// Why a secret could not be read (never its value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreadable {
@@ -221,8 +225,8 @@ impl Credentials {
             .headers
             .keys()
             .filter(|k| {
-                self.names
-                    .contains(&crate::auth::identity::canonical(k.as_str()))
+                let k = k.as_str();
+                (self.names.iter()).any(|n| crate::auth::identity::is_canonically(k, n))
             })
             .cloned()
             .collect();
@@ -235,10 +239,37 @@ impl Credentials {
                 let _ = req.insert_header(source.name.clone(), value.clone());
             }
         }
-        // a token that may be sent (`ready` made sure of one before the request was built)
-        if let Some(value) = self.token.as_ref().and_then(|t| t.header()) {
+        // a token that may be sent (`ready` made sure of one before the request was built):
+        // the pool's own, or the caller's exchanged one when cached
+        let token = match (&self.token, &self.exchanges) {
+            (Some(own), _) => own.header(),
+            (None, Some(_)) => self.source_for(req).ok().flatten().and_then(|s| s.header()),
+            (None, None) => None,
+        };
+        if let Some(value) = token {
             let _ = req.insert_header(http::header::AUTHORIZATION, value);
         }
+        req.extensions_mut().insert(Applied(self.id()));
+    }
+
+    /// Whether `req` carries this pool's credentials already ([`Credentials::apply`] made it),
+    /// with `token` as its `Authorization` when one is due: then it is sent as it is.
+    pub fn applied(&self, req: &RequestHeader, token: Option<&HeaderValue>) -> bool {
+        let ours = req
+            .extensions
+            .get::<Applied>()
+            .is_some_and(|a| a.0 == self.id());
+        ours && token.is_none_or(|t| {
+            req.headers
+                .get(http::header::AUTHORIZATION)
+                .map(HeaderValue::as_bytes)
+                == Some(t.as_bytes())
+        })
+    }
+
+    /// This pool's credentials, told apart from another's (the address: they are not moved).
+    fn id(&self) -> usize {
+        std::ptr::from_ref(self) as usize
     }
 }
 

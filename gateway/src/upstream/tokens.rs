@@ -93,6 +93,8 @@ pub struct TokenSource {
     fetching: tokio::sync::Mutex<()>,
     /// The last failed fetch, and when it happened.
     failed: Mutex<Option<(Instant, Failure)>>,
+    /// The `hit` counter, resolved once (a hit is every request's).
+    hits: std::sync::OnceLock<pingora_prometheus::prometheus::IntCounter>,
 }
 
 impl std::fmt::Debug for TokenSource {
@@ -134,6 +136,7 @@ impl TokenSource {
             current: ArcSwapOption::empty(),
             fetching: tokio::sync::Mutex::new(()),
             failed: Mutex::new(None),
+            hits: std::sync::OnceLock::new(),
         }
     }
 
@@ -158,13 +161,13 @@ impl TokenSource {
     /// who wait), or why there is none.
     pub async fn ready(&self, events: &IntCounterVec) -> Result<(), Failure> {
         if self.header().is_some() {
-            self.count(events, "hit");
+            self.hit(events);
             return Ok(());
         }
         let _one = self.fetching.lock().await;
         if self.header().is_some() {
             // fetched while this request waited
-            self.count(events, "hit");
+            self.hit(events);
             return Ok(());
         }
         if let Some(failure) = self.standing_failure() {
@@ -207,6 +210,13 @@ impl TokenSource {
             tracing::info!(pool = %self.pool, "a backend refused the pool's token (401): a new one is fetched");
         }
         same
+    }
+
+    fn hit(&self, events: &IntCounterVec) {
+        let hits = self
+            .hits
+            .get_or_init(|| events.with_label_values(&[&self.pool, "hit"]));
+        hits.inc();
     }
 
     fn count(&self, events: &IntCounterVec, event: &str) {
