@@ -26,28 +26,14 @@ pub struct Answer {
 /// `limit` bytes of body. Errors are for a person (logs); past the URL and the address, they
 /// start with "fetching `url`".
 pub async fn get(url: &str, accept: &str, limit: usize) -> Result<Answer, String> {
-    let Target {
-        tls,
-        connect,
-        authority,
-        sni,
-        path_and_query,
-    } = target(url)?;
-    let addr = tokio::net::lookup_host(connect.as_str())
-        .await
-        .map_err(|e| format!("resolving {authority}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{authority} has no address"))?;
-    let mut peer = HttpPeer::new(addr, tls, sni);
-    peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
-    peer.options.read_timeout = Some(READ_TIMEOUT);
+    let (peer, authority, path_and_query) = peer_of(url).await?;
     let mut req = RequestHeader::build("GET", path_and_query.as_bytes(), Some(3))
         .map_err(|e| e.to_string())?;
     req.insert_header("host", authority.as_str())
         .map_err(|e| e.to_string())?;
     req.insert_header("accept", accept)
         .map_err(|e| e.to_string())?;
-    exchange(&peer, req, limit)
+    exchange(&peer, req, None, limit)
         .await
         .map_err(|e| format!("fetching {url}: {e}"))
 }
@@ -62,6 +48,28 @@ pub async fn post_form(
     body: String,
     limit: usize,
 ) -> Result<Answer, String> {
+    let (peer, authority, path_and_query) = peer_of(url).await?;
+    let mut req = RequestHeader::build("POST", path_and_query.as_bytes(), Some(5))
+        .map_err(|e| e.to_string())?;
+    let built = (|| {
+        req.insert_header("host", authority.as_str())?;
+        req.insert_header("accept", "application/json")?;
+        req.insert_header("content-type", "application/x-www-form-urlencoded")?;
+        req.insert_header("content-length", body.len())?;
+        for (name, value) in headers {
+            req.insert_header(name.clone(), value.clone())?;
+        }
+        Ok::<_, Box<pingora::Error>>(())
+    })();
+    built.map_err(|_| "the request head could not be built".to_owned())?;
+    exchange(&peer, req, Some(Bytes::from(body)), limit)
+        .await
+        .map_err(|e| format!("posting to {url}: {e}"))
+}
+
+/// The peer `url` names (its host resolved, the timeouts set), the `Host` header and the
+/// request target.
+async fn peer_of(url: &str) -> Result<(HttpPeer, String, String), String> {
     let Target {
         tls,
         connect,
@@ -77,33 +85,12 @@ pub async fn post_form(
     let mut peer = HttpPeer::new(addr, tls, sni);
     peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
     peer.options.read_timeout = Some(READ_TIMEOUT);
-    let mut req = RequestHeader::build("POST", path_and_query.as_bytes(), Some(5))
-        .map_err(|e| e.to_string())?;
-    let built = (|| {
-        req.insert_header("host", authority.as_str())?;
-        req.insert_header("accept", "application/json")?;
-        req.insert_header("content-type", "application/x-www-form-urlencoded")?;
-        req.insert_header("content-length", body.len())?;
-        for (name, value) in headers {
-            req.insert_header(name.clone(), value.clone())?;
-        }
-        Ok::<_, Box<pingora::Error>>(())
-    })();
-    built.map_err(|_| "the request head could not be built".to_owned())?;
-    exchange_with(&peer, req, Some(bytes::Bytes::from(body)), limit)
-        .await
-        .map_err(|e| format!("posting to {url}: {e}"))
-}
-
-/// Sends `req` (no body) to `peer` and reads the answer's head and whole body, failing past
-/// `limit` bytes.
-async fn exchange(peer: &HttpPeer, req: RequestHeader, limit: usize) -> Result<Answer, String> {
-    exchange_with(peer, req, None, limit).await
+    Ok((peer, authority, path_and_query))
 }
 
 /// Sends `req` and `body` to `peer` and reads the answer's head and whole body, failing past
 /// `limit` bytes.
-async fn exchange_with(
+async fn exchange(
     peer: &HttpPeer,
     req: RequestHeader,
     body: Option<Bytes>,

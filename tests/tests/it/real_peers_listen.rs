@@ -25,21 +25,7 @@ async fn a_pinned_client_listens_on_a_legacy_backend_and_hears_a_tools_resource_
         peer.addr()
     );
     let gw = Gateway::start(&yaml).await;
-    let mut cmd = Command::new(python("mcp2"));
-    cmd.arg(workspace().join("tests/peers/listen_client_v2.py"))
-        .args(["--url", &gw.url("/mcp")])
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("the client finished")
-        .expect("ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_default();
-    assert!(
-        out.status.success(),
-        "{v} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let v = listened(&gw.url("/mcp")).await;
     assert_eq!(
         v["honored"],
         json!({"toolsListChanged": true, "resourceSubscriptions": ["note://counter"]}),
@@ -55,6 +41,27 @@ async fn a_pinned_client_listens_on_a_legacy_backend_and_hears_a_tools_resource_
     assert!(events.contains(&"updated note://counter"), "{v}");
     assert!(events.contains(&"tools changed"), "{v}");
     assert_eq!(v["counter"], "1", "{v}");
+}
+
+/// Runs the listen client (PyPI mcp 2.3.0's `Client.listen`, then `bump`) against `url`: its
+/// report, once it succeeded.
+pub(crate) async fn listened(url: &str) -> Value {
+    let mut cmd = Command::new(python("mcp2"));
+    cmd.arg(workspace().join("tests/peers/listen_client_v2.py"))
+        .args(["--url", url])
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the client finished")
+        .expect("ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{v} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
 }
 
 /// Runs the listen client with an API key; `expect_error`: the listen is to be refused.

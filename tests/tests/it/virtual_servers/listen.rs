@@ -5,12 +5,10 @@
 //! changes of a member coming and going.
 
 use super::rpc;
-use mcp_gateway_tests::harness::{python, workspace};
 use mcp_gateway_tests::ticker::{open_stream, Event};
 use mcp_gateway_tests::{Gateway, PythonPeer};
 use serde_json::{json, Value};
 use std::time::Duration;
-use tokio::process::Command;
 
 const HEALTH: &str = "health: { path: /mcp, interval-ms: 200, timeout-ms: 500, fall: 1, rise: 1 }";
 
@@ -54,21 +52,7 @@ async fn a_2026_client_listens_on_a_virtual_route_and_hears_the_member_that_owns
     let caps = &discover["result"]["capabilities"];
     assert_eq!(caps["tools"]["listChanged"], true, "{discover}");
     assert_eq!(caps["resources"]["subscribe"], true, "{discover}");
-    let mut cmd = Command::new(python("mcp2"));
-    cmd.arg(workspace().join("tests/peers/listen_client_v2.py"))
-        .args(["--url", &gw.url("/hub")])
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("the client finished")
-        .expect("ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_default();
-    assert!(
-        out.status.success(),
-        "{v} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let v = crate::real_peers_listen::listened(&gw.url("/hub")).await;
     assert_eq!(
         v["honored"],
         json!({"toolsListChanged": true, "promptsListChanged": true,
