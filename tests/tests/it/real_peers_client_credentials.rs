@@ -118,7 +118,8 @@ pub(crate) fn claims(resp: &mcp_gateway_tests::Response) -> Value {
 
 /// A thousand concurrent first calls cause one token request; every call reaches the checking
 /// 2026-07-28 backend with the gateway's token (never the client's own `Authorization`), whose
-/// claims are the client's (`sub: gw`), audience and scopes; no secret or token in the log.
+/// claims are the client's (`sub: gw`), audience and scopes; no secret or token in the log or
+/// the metrics.
 #[tokio::test]
 async fn a_thousand_first_calls_cause_one_token_fetch_and_every_call_carries_the_token() {
     let dir = secrets_dir("mcpgw-cc-modern");
@@ -179,6 +180,11 @@ async fn a_thousand_first_calls_cause_one_token_fetch_and_every_call_carries_the
     assert_eq!(c["aud"], "internal-mcp", "{c}");
     assert_eq!(c["scope"], "mcp tools", "{c}");
 
+    let (_, metrics) = gw.admin_get("/metrics").await;
+    assert!(
+        !metrics.contains(SECRET_A) && !metrics.contains("eyJ"),
+        "a secret in the metrics"
+    );
     drop(gw);
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(!logged.contains(SECRET_A), "the client secret in the log");
