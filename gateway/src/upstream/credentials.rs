@@ -137,14 +137,11 @@ impl Credentials {
             });
             exchanges.source_for(principal.map(|p| &**p), bearer)
         };
-        if req
-            .extensions
-            .get::<Arc<crate::auth::Principal>>()
-            .is_some()
-        {
+        if req.extensions.get::<crate::auth::Credentials>().is_some() {
             return of(&req.extensions).map(Some);
         }
-        // the gateway's own request for a client's (a re-initialization): that client's caller
+        // the gateway's own request for a client's (a re-initialization, a bridged backend
+        // session's, which carry at most the principal): that client's caller
         super::exchange::CALLER
             .try_with(|ext| of(ext))
             .unwrap_or_else(|_| of(&req.extensions))

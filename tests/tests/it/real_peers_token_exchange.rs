@@ -50,7 +50,8 @@ async fn sts(dir: &Path) -> Sts {
 /// Two callers with their own JWTs on a token-exchange pool: each call reaches the checking
 /// backend with that caller's exchanged token (`sub` the caller, `aud` the pool's audience,
 /// `act` the gateway), whatever `Authorization` it sent; a caller's second call hits the cache
-/// (no new exchange). An API-key caller is refused 403 -32040 (`api-key-caller`); an audience
+/// (no new exchange), also through the reverse era bridge to a FastMCP 1.30.0 backend (each
+/// caller's pooled backend session). An API-key caller is refused 403 -32040 (`api-key-caller`); an audience
 /// the authorization server does not serve is 403 -32040 `invalid_target` (its own message not
 /// passed on), and nothing reaches the backend for either.
 #[tokio::test]
@@ -75,12 +76,30 @@ async fn each_caller_reaches_the_backend_with_its_own_exchanged_token() {
         ],
     )
     .await;
+    // a FastMCP 1.30.0 backend too, for 2026-07-28 calls through the reverse era bridge
+    let legacy = PythonPeer::start(
+        "mcp1",
+        "legacy_server.py",
+        &[
+            "--port",
+            "0",
+            "--name",
+            "l",
+            "--require-token",
+            &key,
+            "--audience",
+            "user-mcp",
+        ],
+    )
+    .await;
     let yaml = format!(
-        "{}pools:\n  u: {{ era: modern, backends: [{b}], {} }}\n  w: {{ era: modern, backends: [{b}], {} }}\n\
-         routes:\n  - {{ path: /u, pool: u, mode: stateless, upstream-path: /mcp }}\n  - {{ path: /w, pool: w, mode: stateless, upstream-path: /mcp }}\n",
+        "{}pools:\n  u: {{ era: modern, backends: [{b}], {} }}\n  w: {{ era: modern, backends: [{b}], {} }}\n  l: {{ era: legacy, backends: [{}], {} }}\n\
+         routes:\n  - {{ path: /u, pool: u, mode: stateless, upstream-path: /mcp }}\n  - {{ path: /w, pool: w, mode: stateless, upstream-path: /mcp }}\n  - {{ path: /l, pool: l, mode: stateless, upstream-path: /mcp }}\n",
         auth_with_key(&dir),
         exchange(&sts, &dir, "user-mcp"),
         exchange(&sts, &dir, "wrong-mcp"),
+        legacy.addr(),
+        exchange(&sts, &dir, "user-mcp"),
         b = backend.addr(),
     );
     let log = dir.join("gateway.log");
@@ -109,6 +128,16 @@ async fn each_caller_reaches_the_backend_with_its_own_exchanged_token() {
         ["alice", "bob"],
         "one exchange per caller: {stats}"
     );
+    // through the reverse bridge: the pooled backend session of each caller is opened, and
+    // used, with that caller's exchanged token (the pool's own cache: one exchange each)
+    for (t, sub, id) in [(&alice, "alice", 6), (&bob, "bob", 7), (&alice, "alice", 8)] {
+        let bridged = call("/l", id, "token_claims")
+            .header("Authorization", &format!("Bearer {t}"))
+            .send(gw.addr)
+            .await;
+        assert_eq!(claims(&bridged)["sub"], sub, "{}", bridged.text());
+    }
+    assert_eq!(sts.stats().await["exchanges"].as_array().unwrap().len(), 4);
     let hits = "mcpgw_upstream_tokens_total{event=\"hit\",pool=\"u\"}";
     assert!(gw.metric(hits).await >= 1.0);
 
