@@ -336,7 +336,7 @@ pub fn unreadable_in(config: &crate::config::Config) -> Vec<String> {
             (None, Some(te)) => ("token-exchange", &te.own.client),
             (None, None) => return None,
         };
-        let e = super::tokens::read_secret(&client.client_secret).err()?;
+        let e = read_secret(&client.client_secret).err()?;
         Some(format!(
             "pools.{}.upstream-auth.{key}.client-secret: {e}",
             p.name
@@ -351,33 +351,39 @@ fn read(h: &SecretHeader) -> Result<HeaderValue, Unreadable> {
         header: h.name.clone(),
         detail,
     };
-    let secret = match &h.source {
-        SecretSource::File(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| fail(format!("file {} cannot be read: {e}", path.display())))?;
-            let text = text.strip_suffix('\n').unwrap_or(&text);
-            let text = text.strip_suffix('\r').unwrap_or(text);
-            text.to_owned()
-        }
-        SecretSource::Env(var) => {
-            std::env::var(var).map_err(|e| fail(format!("environment variable {var}: {e}")))?
-        }
-    };
-    if secret.is_empty() {
-        return Err(fail(format!("{} is empty", where_from(h))));
-    }
+    let secret = read_secret(&h.source).map_err(fail)?;
     let mut value = HeaderValue::from_str(&format!("{}{secret}", h.prefix)).map_err(|_| {
         fail(format!(
             "{} holds characters a header value cannot carry",
-            where_from(h)
+            where_from(&h.source)
         ))
     })?;
     value.set_sensitive(true);
     Ok(value)
 }
 
-fn where_from(h: &SecretHeader) -> String {
-    match &h.source {
+/// Reads one secret (a file's one trailing newline dropped); the error names where from, never
+/// a value. The header secrets and the OAuth client secrets (`tokens.rs`) alike.
+pub(super) fn read_secret(source: &SecretSource) -> Result<String, String> {
+    let secret = match source {
+        SecretSource::File(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("file {} cannot be read: {e}", path.display()))?;
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            text.strip_suffix('\r').unwrap_or(text).to_owned()
+        }
+        SecretSource::Env(var) => {
+            std::env::var(var).map_err(|e| format!("environment variable {var}: {e}"))?
+        }
+    };
+    if secret.is_empty() {
+        return Err(format!("{} is empty", where_from(source)));
+    }
+    Ok(secret)
+}
+
+fn where_from(source: &SecretSource) -> String {
+    match source {
         SecretSource::File(path) => format!("file {}", path.display()),
         SecretSource::Env(var) => format!("environment variable {var}"),
     }

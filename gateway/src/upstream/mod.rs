@@ -7,6 +7,7 @@ pub mod attempt;
 mod backend;
 mod balance;
 pub mod client;
+mod credential_errors;
 pub mod credentials;
 pub mod deadline;
 pub mod deaths;

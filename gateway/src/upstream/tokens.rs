@@ -16,7 +16,7 @@
 //!   one); the token's header value is marked sensitive; errors and logs name the pool and the
 //!   token endpoint, never the secret, the token or the endpoint's own error text.
 
-use crate::config::{ClientAuth, ClientCredentials, SecretSource};
+use crate::config::{ClientAuth, ClientCredentials};
 use arc_swap::ArcSwapOption;
 use http::HeaderValue;
 use pingora_prometheus::prometheus::IntCounterVec;
@@ -262,7 +262,7 @@ impl TokenSource {
             detail,
             retry_after: BACKOFF,
         };
-        let secret = read_secret(&client.client_secret)
+        let secret = super::credentials::read_secret(&client.client_secret)
             .map_err(|detail| fail("secret-unreadable", detail))?;
         let mut form = match &self.grant {
             Grant::ClientCredentials => form_urlencoded(&[("grant_type", "client_credentials")]),
@@ -365,52 +365,6 @@ impl TokenSource {
     }
 }
 
-/// The errors of backend credentials (the table in docs/errors.md; the one writer is
-/// `error/http.rs`).
-impl crate::error::GatewayError {
-    /// No credentials for `pool`'s backends could be had (`upstream/tokens.rs`): nothing was
-    /// sent. The reason and, for a refusal, the token endpoint's OAuth error code; never its
-    /// own message, the secret or the endpoint's address.
-    pub fn upstream_credentials(pool: &str, failure: &crate::upstream::tokens::Failure) -> Self {
-        let why = match failure.reason {
-            "unreachable" => "its authorization server cannot be reached",
-            "timeout" => "its authorization server did not answer in time",
-            "refused" => "its authorization server refused the gateway's client",
-            "endpoint-error" => "its authorization server failed",
-            "bad-answer" => "its authorization server's answer is not a usable token",
-            _ => "the gateway's client secret for it cannot be read",
-        };
-        let mut e = Self::new(
-            crate::error::ErrorKind::UpstreamCredentials,
-            format!("The gateway has no credentials for the backends of pool `{pool}`: {why}; retry later"),
-        )
-        .with("pool", pool)
-        .with("reason", failure.reason);
-        if let Some(code) = failure.oauth_error {
-            e = e.with("oauthError", code);
-        }
-        e.retry_after = Some(failure.retry_after);
-        e
-    }
-
-    /// A token-exchange pool has no token for this caller: `reason` is the authorization
-    /// server's OAuth error code (`invalid_grant`, `invalid_target`, ..., `other`), or
-    /// `api-key-caller`, or `no-caller-token`. Never the server's own message.
-    pub fn exchange_refused(pool: &str, reason: &str) -> Self {
-        let why = match reason {
-            "api-key-caller" => "calls to it act for the caller with the caller's token, and API-key callers have none".to_owned(),
-            "no-caller-token" => "calls to it act for the caller with the caller's token, and this request carries none".to_owned(),
-            code => format!("the authorization server refused to exchange your token for one its backends accept ({code})"),
-        };
-        Self::new(
-            crate::error::ErrorKind::ExchangeRefused,
-            format!("Forbidden: the backends of pool `{pool}` cannot be called for you: {why}"),
-        )
-        .with("pool", pool)
-        .with("reason", reason)
-    }
-}
-
 /// The token of a 200 answer received at `received`.
 fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String> {
     let token = body
@@ -438,25 +392,6 @@ fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String
         refresh_at: received + lifetime.mul_f64(0.8),
         usable_until: received + lifetime - margin,
     })
-}
-
-/// Reads a client secret (one trailing newline dropped); the error names where from.
-pub(super) fn read_secret(source: &SecretSource) -> Result<String, String> {
-    let secret = match source {
-        SecretSource::File(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("file {} cannot be read: {e}", path.display()))?;
-            let text = text.strip_suffix('\n').unwrap_or(&text);
-            text.strip_suffix('\r').unwrap_or(text).to_owned()
-        }
-        SecretSource::Env(var) => {
-            std::env::var(var).map_err(|e| format!("environment variable {var}: {e}"))?
-        }
-    };
-    if secret.is_empty() {
-        return Err("the client secret is empty".into());
-    }
-    Ok(secret)
 }
 
 /// `application/x-www-form-urlencoded` pairs.
