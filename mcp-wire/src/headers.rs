@@ -92,17 +92,27 @@ pub fn read_mcp_headers(
     headers: &http::HeaderMap,
     strict: bool,
 ) -> Result<McpHeaders<'_>, HeaderProblem> {
-    fn one<'a>(
-        headers: &'a http::HeaderMap,
-        name: &'static HeaderName,
-        strict: bool,
-    ) -> Result<Option<&'a [u8]>, HeaderProblem> {
-        let mut all = headers.get_all(name).iter();
-        let first = all.next();
-        if strict && first.is_some() && all.next().is_some() {
-            return Err(HeaderProblem::Duplicated(name.as_str()));
+    // one pass over the head: three hashed lookups cost more than comparing a request's few
+    // header names (a name's values come one after another, the first first)
+    let mut raw: [Option<&[u8]>; 3] = [None; 3];
+    for (key, value) in headers {
+        let slot = if key == MCP_METHOD_NAME {
+            0
+        } else if key == MCP_NAME_NAME {
+            1
+        } else if key == MCP_PROTOCOL_VERSION_NAME {
+            2
+        } else {
+            continue;
+        };
+        if raw[slot].is_none() {
+            raw[slot] = Some(value.as_bytes());
+        } else if strict {
+            return Err(HeaderProblem::Duplicated(key_name(slot)));
         }
-        Ok(first.map(|v| v.as_bytes()))
+    }
+    fn key_name(slot: usize) -> &'static str {
+        [MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION][slot]
     }
     fn decode<'a>(
         name: &'static str,
@@ -116,9 +126,9 @@ pub fn read_mcp_headers(
             Some(None) => Ok(None),
         }
     }
-    let method = decode(MCP_METHOD, one(headers, &MCP_METHOD_NAME, strict)?, strict)?;
-    let name = decode(MCP_NAME, one(headers, &MCP_NAME_NAME, strict)?, strict)?;
-    let protocol_version = match one(headers, &MCP_PROTOCOL_VERSION_NAME, strict)? {
+    let method = decode(MCP_METHOD, raw[0], strict)?;
+    let name = decode(MCP_NAME, raw[1], strict)?;
+    let protocol_version = match raw[2] {
         None => None,
         Some(raw) => match std::str::from_utf8(raw) {
             Ok(v) => Some(v),

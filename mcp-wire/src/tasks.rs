@@ -74,8 +74,10 @@ fn ms(raw: Option<&RawValue>) -> Option<u64> {
 
 /// The task handle one JSON-RPC response carries, if it is one.
 pub fn handle_in_message(message: &[u8]) -> Option<Handle> {
-    // most answers are not handles: a cheap look before parsing
-    memchr::memmem::find(message, b"task")?;
+    // most answers are not handles: a cheap look before parsing (with a searcher built once)
+    static TASK: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"task"));
+    TASK.find(message)?;
     let answer: Answer<'_> = serde_json::from_slice(message).ok()?;
     let result = answer.result?;
     if result.result_type.as_deref() == Some("task") {

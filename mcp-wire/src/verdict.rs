@@ -7,6 +7,12 @@
 //! first event that is a response (progress notifications and server requests carry `method`
 //! and are passed over); a JSON answer is one message.
 //!
+//! A JSON answer known to be whole in one chunk (its `Content-Length` read at once, the common
+//! case) is first searched for the text `rror"`, the end of both keys a verdict other than a
+//! result needs (`"error"`, `"isError"`): without it, or with only `"isError": false`, the
+//! message is taken as a result at the cost of one SIMD search, and the structural scan runs
+//! only when other such text is there.
+//!
 //! Limits, by design: a key written with escapes (`"is\u0045rror"`) is not recognised, a
 //! JSON-RPC batch answer gives no verdict, and a body with a content coding is not read (the
 //! caller does not feed it).
@@ -51,6 +57,26 @@ pub struct AnswerScan {
     json: JsonScan,
     sse: SseLine,
     verdict: Option<Verdict>,
+    /// Bytes have been pushed (a whole-body look no longer applies).
+    pushed: bool,
+}
+
+/// `rror"`: the end of `"error"` and of `"isError"`, the keys of every verdict but a result.
+static ERROR_KEYS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"rror\""));
+
+/// Whether `body` may hold a key that makes a verdict other than a result: some `rror"` that
+/// is not `"isError"` followed by `false` (what most SDKs send on every tool result).
+fn may_say_error(body: &[u8]) -> bool {
+    ERROR_KEYS.find_iter(body).any(|at| {
+        let is_error_key = body[..at].ends_with(b"\"isE");
+        let after = &body[at + 5..];
+        let value = after.trim_ascii_start();
+        let said_false = value
+            .strip_prefix(b":")
+            .is_some_and(|v| v.trim_ascii_start().starts_with(b"false"));
+        !(is_error_key && said_false)
+    })
 }
 
 impl AnswerScan {
@@ -61,7 +87,29 @@ impl AnswerScan {
             json: JsonScan::default(),
             sse: SseLine::default(),
             verdict: None,
+            pushed: false,
         }
+    }
+
+    /// Reads a JSON body that is known to be the whole answer. An object without the text
+    /// `rror"` has neither an `error` nor an `isError` key the scan would recognise, so it is
+    /// a result; anything else goes through the structural scan as [`AnswerScan::push`] would.
+    pub fn push_whole(&mut self, body: &[u8]) {
+        let object = body
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'{');
+        let quick = self.shape == Shape::Json && !self.pushed && self.verdict.is_none();
+        let closed = body
+            .iter()
+            .rfind(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'}');
+        if quick && object && closed && !may_say_error(body) {
+            self.pushed = true;
+            self.verdict = Some(Verdict::Result);
+            return;
+        }
+        self.push(body);
     }
 
     /// The verdict, once the response message has been read whole.
@@ -74,6 +122,7 @@ impl AnswerScan {
         if self.verdict.is_some() {
             return;
         }
+        self.pushed = true;
         match self.shape {
             Shape::Json => {
                 self.json.push(chunk);

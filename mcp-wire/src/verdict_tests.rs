@@ -14,7 +14,56 @@ fn scan(shape: Shape, body: &[u8]) -> Option<Verdict> {
         }
         assert_eq!(s.verdict(), whole, "chunks of {size}");
     }
+    // the whole-body look agrees wherever the scan gives a verdict; where it gives none (a
+    // request, garbage) the look may call an object without error keys a result
+    let mut s = AnswerScan::new(shape);
+    s.push_whole(body);
+    if whole.is_some() {
+        assert_eq!(s.verdict(), whole, "whole body");
+    } else {
+        assert!(
+            matches!(s.verdict(), None | Some(Verdict::Result)),
+            "whole body"
+        );
+    }
     whole
+}
+
+#[test]
+fn a_whole_body_without_error_keys_is_a_result_and_one_with_them_is_scanned() {
+    let mut s = AnswerScan::new(Shape::Json);
+    s.push_whole(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n");
+    assert_eq!(s.verdict(), Some(Verdict::Result));
+    // what most SDKs send: `isError: false` on every tool result
+    let mut s = AnswerScan::new(Shape::Json);
+    s.push_whole(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError" : false}}"#);
+    assert_eq!(s.verdict(), Some(Verdict::Result));
+    assert!(!may_say_error(br#"{"result":{"isError":false}}"#));
+    assert!(may_say_error(br#"{"result":{"isError":true}}"#));
+    assert!(may_say_error(br#"{"result":{"isError":false},"error":{}}"#));
+    assert!(may_say_error(br#"{"result":{"isError":fals"#));
+    // `error` inside a string sends it to the scan, which finds the result
+    let mut s = AnswerScan::new(Shape::Json);
+    s.push_whole(
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"no \"error\" here"}]}}"#,
+    );
+    assert_eq!(s.verdict(), Some(Verdict::Result));
+    let mut s = AnswerScan::new(Shape::Json);
+    s.push_whole(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}"#);
+    assert_eq!(s.verdict(), Some(Verdict::ToolError));
+    let mut s = AnswerScan::new(Shape::Json);
+    s.push_whole(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}"#);
+    assert_eq!(s.verdict(), Some(Verdict::RpcError(Some(-32601))));
+    // not an object, or not closed: the scan decides (no verdict)
+    for body in [&b"[{\"result\":{}}]"[..], b"{\"result\":{", b"\"x\""] {
+        let mut s = AnswerScan::new(Shape::Json);
+        s.push_whole(body);
+        assert_eq!(s.verdict(), None, "{}", String::from_utf8_lossy(body));
+    }
+    // an SSE body is never taken whole
+    let mut s = AnswerScan::new(Shape::Sse);
+    s.push_whole(b"{\"result\":{}}");
+    assert_eq!(s.verdict(), None);
 }
 
 fn json(body: &str) -> Option<Verdict> {
@@ -123,5 +172,32 @@ proptest! {
             None => Verdict::Result,
         };
         prop_assert_eq!(json(std::str::from_utf8(&body).unwrap()), Some(want));
+    }
+
+    /// The whole-body look agrees with the scan on results that carry `isError` anywhere, and
+    /// on errors, whatever strings around them hold.
+    #[test]
+    fn the_whole_body_look_agrees_with_the_scan(
+        is_error in proptest::option::of(any::<bool>()),
+        nested in any::<bool>(),
+        inner in "[a-zE\"\\\\{}\\[\\], :0-9]{0,40}",
+        error in any::<bool>(),
+    ) {
+        let filler = serde_json::json!({"text": inner, "nested": {"isError": nested}});
+        let msg = if error {
+            serde_json::json!({"jsonrpc":"2.0","id":1,"error":{"data":filler,"code":-32000}})
+        } else {
+            let mut result = serde_json::json!({"content": [filler]});
+            if let Some(e) = is_error {
+                result["isError"] = serde_json::json!(e);
+            }
+            serde_json::json!({"jsonrpc":"2.0","id":1,"result":result})
+        };
+        let body = serde_json::to_vec(&msg).unwrap();
+        let mut s = AnswerScan::new(Shape::Json);
+        s.push(&body);
+        let mut w = AnswerScan::new(Shape::Json);
+        w.push_whole(&body);
+        prop_assert_eq!(w.verdict(), s.verdict());
     }
 }

@@ -83,7 +83,7 @@ impl Patterns {
 
     /// Whether `value` matches one of the patterns.
     pub fn is_match(&self, value: &str) -> bool {
-        let value = value.to_ascii_lowercase();
+        // compared case-insensitively in place (patterns are lower case): no lowered copy
         self.any || self.patterns.iter().any(|p| matches(p, value.as_bytes()))
     }
 }
@@ -109,7 +109,7 @@ fn matches(pattern: &[u8], value: &[u8]) -> bool {
             _ => false,
         },
         Some((p, rest)) => match value.split_first() {
-            Some((c, tail)) if c == p => matches(rest, tail),
+            Some((c, tail)) if c.to_ascii_lowercase() == *p => matches(rest, tail),
             _ => false,
         },
     }

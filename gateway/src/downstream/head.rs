@@ -205,9 +205,17 @@ fn judge_head(head: &[u8]) -> Verdict {
 
 /// The index just past the blank line ending a head (`\r\n\r\n` or `\n\n`, whichever comes
 /// first; the search for the second stops where the first was found).
+/// The searchers are built once: `memmem::find` builds one per call, which cost more than the
+/// search of a whole head.
 fn find_end(bytes: &[u8]) -> Option<usize> {
-    let crlf = memchr::memmem::find(bytes, b"\r\n\r\n").map(|i| i + 4);
-    let lf = memchr::memmem::find(&bytes[..crlf.unwrap_or(bytes.len())], b"\n\n").map(|i| i + 2);
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static CRLF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\r\n\r\n"));
+    static LF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\n\n"));
+    let crlf = CRLF.find(bytes).map(|i| i + 4);
+    let lf = LF
+        .find(&bytes[..crlf.unwrap_or(bytes.len())])
+        .map(|i| i + 2);
     match (crlf, lf) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

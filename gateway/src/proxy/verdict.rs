@@ -23,6 +23,8 @@ use std::any::Any;
 #[derive(Default)]
 pub struct AnswerVerdict {
     scan: Option<AnswerScan>,
+    /// The answer's `Content-Length`: a first chunk this long is the whole body.
+    length: Option<usize>,
     tasks: Option<TaskWatch>,
 }
 
@@ -57,6 +59,7 @@ impl HttpModule for AnswerVerdict {
         end_of_stream: bool,
     ) -> Result<()> {
         self.scan = None;
+        self.length = None;
         if resp.status.as_u16() != 200 || end_of_stream {
             self.tasks = None;
             return Ok(());
@@ -84,13 +87,21 @@ impl HttpModule for AnswerVerdict {
         if let Some(watch) = self.tasks.as_mut() {
             watch.sse = shape == Shape::Sse;
         }
+        self.length = resp
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok()?.parse().ok());
         self.scan = Some(AnswerScan::new(shape));
         Ok(())
     }
 
     fn response_body_filter(&mut self, body: &mut Option<Bytes>, end: bool) -> Result<()> {
         if let (Some(scan), Some(chunk)) = (self.scan.as_mut(), body.as_ref()) {
-            scan.push(chunk);
+            if self.length.take() == Some(chunk.len()) {
+                scan.push_whole(chunk);
+            } else {
+                scan.push(chunk);
+            }
         }
         if let Some(watch) = self.tasks.as_mut() {
             let chunk = body.as_deref().unwrap_or_default();
