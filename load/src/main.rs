@@ -5,6 +5,7 @@
 //! `mcp-load suite --out bench/out/resilience` (see `mcp-load suite --help`)
 //! `mcp-load rollout --pods 3 --every 10` (legacy pods replaced by 2026-07-28 pods under load)
 //! `mcp-load chaos --duration 600` (replicas, backends and Redis masters SIGKILLed under load)
+//! `mcp-load scale --only sessions` (cost curves: see `mcp-load scale --help`)
 
 mod chaos;
 mod chart;
@@ -13,6 +14,7 @@ mod http;
 mod mcp;
 mod rollout;
 mod run;
+mod scale;
 mod soak;
 mod suite;
 
@@ -52,6 +54,10 @@ enum Command {
     /// real SDK clients; a random replica, backend or Redis master SIGKILLed every 20 s:
     /// failures vs calls in flight per kill, sessions lost, RSS and descriptors per replica.
     Chaos(chaos::ChaosArgs),
+    /// Cost curves (issue 36): sessions, connections, held streams, bodies, list filtering,
+    /// routing rules and backends per pool, each point in a fresh gateway; Markdown tables and
+    /// SVG plots.
+    Scale(scale::ScaleArgs),
 }
 
 #[derive(Args)]
@@ -108,6 +114,7 @@ fn main() {
             Command::Soak(args) => soak::main(args).await,
             Command::Rollout(args) => rollout::main(args).await,
             Command::Chaos(args) => chaos::main(args).await,
+            Command::Scale(args) => scale::main(args).await,
         }
     });
     std::process::exit(code);
