@@ -38,6 +38,8 @@ pub struct StreamLog {
     detached: Notify,
     /// Wakes the reading task waiting for a lagging reader (one stored permit).
     progress: Notify,
+    /// Wakes the tasks waiting for the end ([`StreamLog::until_ended`]), at the end only.
+    finished: Notify,
     /// Bytes buffered across every stream of the process (the gauge).
     total: Arc<AtomicUsize>,
 }
@@ -91,6 +93,7 @@ impl StreamLog {
             notify: Notify::new(),
             detached: Notify::new(),
             progress: Notify::new(),
+            finished: Notify::new(),
             total,
         }
     }
@@ -160,6 +163,21 @@ impl StreamLog {
     pub fn end(&self) {
         lock(&self.inner).ended = true;
         self.notify.notify_waiters();
+        self.finished.notify_waiters();
+    }
+
+    /// Completes when the stream has ended (at once if it has): no wake-up before, whatever
+    /// the stream carries.
+    pub async fn until_ended(&self) {
+        loop {
+            let finished = self.finished.notified();
+            tokio::pin!(finished);
+            finished.as_mut().enable();
+            if self.ended() {
+                return;
+            }
+            finished.await;
+        }
     }
 
     /// Whether the stream ended.
@@ -352,6 +370,25 @@ mod tests {
             Some(ev(0)),
             "replayable after the end"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn until_ended_waits_for_the_end_only() {
+        let (log, _) = new_log(10, 1 << 20);
+        let waiter = {
+            let log = log.clone();
+            tokio::spawn(async move { log.until_ended().await })
+        };
+        log.push(ev);
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        assert!(!waiter.is_finished(), "an event is not the end");
+        log.end();
+        tokio::time::timeout(std::time::Duration::from_secs(1), waiter)
+            .await
+            .expect("woken by the end")
+            .unwrap();
+        // already ended: at once
+        log.until_ended().await;
     }
 
     #[test]
