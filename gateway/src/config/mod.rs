@@ -30,7 +30,7 @@ pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
 pub use internal::*;
 pub use member_names::{static_collisions, Filter, Kind, Member, Prefix, MAX_NAME_CHARS};
-pub use pattern::Pattern;
+pub use pattern::{fold, Pattern};
 pub use sessions::{RedisConfig, ResumeConfig, SentinelConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 pub use upstream_auth::{

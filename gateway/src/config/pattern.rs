@@ -6,12 +6,14 @@
 //! name globs are compiled folded ([`fold`]: NFKC, then lowercase) and each name is folded
 //! before it is matched. An exact pattern never folds anything.
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher};
 
 /// A compiled glob; equal when written the same.
 #[derive(Debug, Clone)]
 pub struct Pattern {
     source: String,
+    /// The glob compiled (folded when `folded`), for sets of patterns ([`Pattern::glob`]).
+    glob: Glob,
     matcher: GlobMatcher,
     /// Compiled folded: a value is folded before it is matched.
     folded: bool,
@@ -31,6 +33,7 @@ impl Pattern {
         Ok(Pattern {
             source: source.to_owned(),
             matcher: glob.compile_matcher(),
+            glob,
             folded: false,
         })
     }
@@ -42,6 +45,7 @@ impl Pattern {
             Ok(glob) => Pattern {
                 source: self.source.clone(),
                 matcher: glob.compile_matcher(),
+                glob,
                 folded: true,
             },
             // folding made it no glob (it cannot, in practice): stay exact
@@ -56,6 +60,17 @@ impl Pattern {
         } else {
             self.matcher.is_match(value)
         }
+    }
+
+    /// The glob as matched (folded when the pattern is), to build a `globset::GlobSet` of
+    /// many patterns: a value given to that set must be folded first when the pattern is.
+    pub fn glob(&self) -> &Glob {
+        &self.glob
+    }
+
+    /// Whether values are folded ([`fold`]) before they are matched.
+    pub fn is_folded(&self) -> bool {
+        self.folded
     }
 
     /// The glob as written.

@@ -2,8 +2,10 @@
 //! resource URI reads it as the backend will (`auth::resource_uri`, shared with authorization).
 
 mod members;
+mod rules;
 
 pub use members::Members;
+use rules::{Rule, Rules};
 
 use crate::auth::resource_uri;
 use crate::config::Pattern;
@@ -25,7 +27,7 @@ pub struct Route {
     upstream_path: Option<String>,
     /// Whether header/body disagreement is answered with -32020.
     pub check_headers: bool,
-    rules: Vec<Rule>,
+    rules: Rules,
     timeout: Option<std::time::Duration>,
     tool_timeouts: Vec<(Pattern, std::time::Duration)>,
     /// Whether a caller is required, and the authorization rules.
@@ -36,29 +38,6 @@ pub struct Route {
     pub metrics: crate::metrics::RouteMetrics,
     /// `mode: virtual`: its members.
     pub members: Option<Members>,
-}
-
-#[derive(Debug)]
-struct Rule {
-    method: Option<Pattern>,
-    name: Option<Pattern>,
-    pool: usize,
-}
-
-impl Rule {
-    /// Whether the rule takes a request of `method` whose name reads as any of `names` (one
-    /// name, or every form of a resource URI).
-    fn matches(&self, method: Option<&str>, names: &[Cow<'_, str>]) -> bool {
-        let method_matches = match &self.method {
-            None => true,
-            Some(g) => method.is_some_and(|m| g.is_match(m)),
-        };
-        method_matches
-            && match &self.name {
-                None => true,
-                Some(g) => names.iter().any(|n| g.is_match(n)),
-            }
-    }
 }
 
 impl Route {
@@ -86,15 +65,16 @@ impl Route {
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc.limits.tool_timeouts.clone(),
-            rules: rc
-                .rules
-                .iter()
-                .map(|r| Rule {
-                    method: r.method.clone(),
-                    name: name(&r.name),
-                    pool: r.pool,
-                })
-                .collect(),
+            rules: Rules::new(
+                rc.rules
+                    .iter()
+                    .map(|r| Rule {
+                        method: r.method.clone(),
+                        name: name(&r.name),
+                        pool: r.pool,
+                    })
+                    .collect(),
+            ),
         }
     }
 
@@ -147,8 +127,7 @@ impl Route {
             (_, None) => &[],
         };
         self.rules
-            .iter()
-            .find(|r| r.matches(method, names))
+            .first(method, names)
             .map_or(self.default_pool, |r| r.pool)
     }
 
