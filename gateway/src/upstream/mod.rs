@@ -16,6 +16,7 @@ pub mod encoding;
 pub mod era;
 pub mod exchange;
 pub mod health;
+mod membership;
 pub mod metrics;
 mod pick;
 pub mod request;
@@ -28,7 +29,9 @@ use arc_swap::ArcSwap;
 use backend::now_ms;
 pub use backend::{Backend, BackendState, InflightGuard};
 use mcp_wire::Era;
+pub use membership::Membership;
 use pingora::upstreams::peer::HttpPeer;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -41,7 +44,7 @@ pub struct Pool {
     pub name: String,
     /// How the backends' era is known (`era`): fixed for all, or probed per backend.
     pub era: EraSetting,
-    members: ArcSwap<Vec<Arc<Backend>>>,
+    members: ArcSwap<Membership>,
     host: Option<String>,
     balance: Balance,
     cursor: AtomicUsize,
@@ -106,7 +109,7 @@ impl Pool {
         Pool {
             name: cfg.name.clone(),
             era: cfg.era,
-            members: ArcSwap::from_pointee(members),
+            members: ArcSwap::from_pointee(Membership::new(members)),
             host: cfg.host.clone(),
             balance: cfg.balance,
             cursor: AtomicUsize::new(0),
@@ -140,7 +143,7 @@ impl Pool {
         };
         let members = addrs
             .iter()
-            .map(|a| match old.iter().find(|b| b.addr == *a) {
+            .map(|a| match old.get(*a) {
                 Some(b) => {
                     if !pool.checked {
                         b.suspect.store(false, Ordering::Relaxed);
@@ -158,12 +161,12 @@ impl Pool {
                 None => Arc::new(Backend::new(*a, cfg.host.as_deref(), cfg.era)),
             })
             .collect();
-        pool.members.store(Arc::new(members));
+        pool.members.store(Arc::new(Membership::new(members)));
         pool
     }
 
     /// The current members (a snapshot: later changes do not affect it).
-    pub fn backends(&self) -> Arc<Vec<Arc<Backend>>> {
+    pub fn backends(&self) -> Arc<Membership> {
         self.members.load_full()
     }
 
@@ -179,9 +182,11 @@ impl Pool {
         holding: &std::collections::HashSet<SocketAddr>,
     ) -> MembershipChange {
         let current = self.backends();
+        let discovered_set: HashSet<SocketAddr> = discovered.iter().copied().collect();
         let mut keep: Vec<SocketAddr> = discovered.to_vec();
+        let mut drained = Vec::new();
         for b in current.iter() {
-            if discovered.contains(&b.addr) {
+            if discovered_set.contains(&b.addr) {
                 if b.discovery_drained.swap(false, Ordering::Relaxed) {
                     b.set_draining(false);
                 }
@@ -192,15 +197,12 @@ impl Pool {
                 if b.draining_for().is_some_and(|d| d < drain_timeout) || holding.contains(&b.addr)
                 {
                     keep.push(b.addr);
+                    drained.push(b.addr);
                 }
             }
         }
         let mut change = self.set_members(&keep);
-        change.drained = current
-            .iter()
-            .filter(|b| !discovered.contains(&b.addr) && keep.contains(&b.addr))
-            .map(|b| b.addr)
-            .collect();
+        change.drained = drained;
         change
     }
 
@@ -210,7 +212,7 @@ impl Pool {
         let mut change = MembershipChange::default();
         let next: Vec<Arc<Backend>> = addrs
             .iter()
-            .map(|addr| match current.iter().find(|b| b.addr == *addr) {
+            .map(|addr| match current.get(*addr) {
                 Some(b) => b.clone(),
                 None => {
                     change.added.push(*addr);
@@ -218,9 +220,10 @@ impl Pool {
                 }
             })
             .collect();
+        let next = Membership::new(next);
         change.removed = current
             .iter()
-            .filter(|b| !addrs.contains(&b.addr))
+            .filter(|b| !next.contains(b.addr))
             .map(|b| b.addr)
             .collect();
         if !change.added.is_empty() || !change.removed.is_empty() {
@@ -256,11 +259,15 @@ impl Pool {
         counts: &[(SocketAddr, usize)],
     ) -> Option<Arc<Backend>> {
         let members = self.backends();
-        let sessions = |b: &Backend| {
-            counts
+        // by address when there are many (a search per member would be quadratic)
+        let by_addr: Option<HashMap<SocketAddr, usize>> =
+            (counts.len() > 16).then(|| counts.iter().copied().collect());
+        let sessions = |b: &Backend| match &by_addr {
+            Some(by_addr) => by_addr.get(&b.addr).copied().unwrap_or(0),
+            None => counts
                 .iter()
                 .find(|(a, _)| *a == b.addr)
-                .map_or(0, |(_, n)| *n)
+                .map_or(0, |(_, n)| *n),
         };
         let pick = |eligible_only: bool| {
             let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
@@ -279,7 +286,7 @@ impl Pool {
 
     /// The member at `addr`, if it is still one.
     pub fn find(&self, addr: SocketAddr) -> Option<Arc<Backend>> {
-        self.backends().iter().find(|b| b.addr == addr).cloned()
+        self.backends().get(addr).cloned()
     }
 
     /// Counts a request in flight on a backend until the guard drops.
