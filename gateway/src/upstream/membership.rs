@@ -5,7 +5,6 @@
 //! per pool").
 
 use super::Backend;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ const INDEXED_FROM: usize = 16;
 pub struct Membership {
     list: Vec<Arc<Backend>>,
     /// Position by address, for pools of [`INDEXED_FROM`] members or more.
-    by_addr: Option<HashMap<SocketAddr, usize>>,
+    by_addr: Option<foldhash::HashMap<SocketAddr, usize>>,
 }
 
 impl Membership {
@@ -30,9 +29,14 @@ impl Membership {
 
     /// The member at `addr`.
     pub fn get(&self, addr: SocketAddr) -> Option<&Arc<Backend>> {
+        self.position(addr).map(|i| &self.list[i])
+    }
+
+    /// Where the member at `addr` is in the list.
+    pub fn position(&self, addr: SocketAddr) -> Option<usize> {
         match &self.by_addr {
-            Some(index) => index.get(&addr).map(|&i| &self.list[i]),
-            None => self.list.iter().find(|b| b.addr == addr),
+            Some(index) => index.get(&addr).copied(),
+            None => self.list.iter().position(|b| b.addr == addr),
         }
     }
 
@@ -73,6 +77,7 @@ mod tests {
             assert_eq!(m.by_addr.is_some(), usize::from(n) >= INDEXED_FROM);
             for (i, b) in m.iter().enumerate() {
                 assert!(Arc::ptr_eq(m.get(b.addr).unwrap(), &m[i]));
+                assert_eq!(m.position(b.addr), Some(i));
             }
             assert!(!m.contains(SocketAddr::from(([127, 0, 0, 2], 10_000))));
             assert!(!m.contains(SocketAddr::from(([127, 0, 0, 1], 10_000 + n))));

@@ -31,7 +31,7 @@ pub use backend::{Backend, BackendState, InflightGuard};
 use mcp_wire::Era;
 pub use membership::Membership;
 use pingora::upstreams::peer::HttpPeer;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -259,16 +259,13 @@ impl Pool {
         counts: &[(SocketAddr, usize)],
     ) -> Option<Arc<Backend>> {
         let members = self.backends();
-        // by address when there are many (a search per member would be quadratic)
-        let by_addr: Option<HashMap<SocketAddr, usize>> =
-            (counts.len() > 16).then(|| counts.iter().copied().collect());
-        let sessions = |b: &Backend| match &by_addr {
-            Some(by_addr) => by_addr.get(&b.addr).copied().unwrap_or(0),
-            None => counts
-                .iter()
-                .find(|(a, _)| *a == b.addr)
-                .map_or(0, |(_, n)| *n),
-        };
+        // each member's count in one pass over `counts` (a search per member was quadratic)
+        let mut sessions = vec![0; members.len()];
+        for (addr, n) in counts {
+            if let Some(i) = members.position(*addr) {
+                sessions[i] = *n;
+            }
+        }
         let pick = |eligible_only: bool| {
             let offset = self.cursor.fetch_add(1, Ordering::Relaxed);
             let n = members.len().max(1);
@@ -278,7 +275,7 @@ impl Pool {
                 .filter(|&i| {
                     !eligible_only || (members[i].eligible() && !members[i].era_is_stale())
                 })
-                .min_by_key(|&i| (sessions(&members[i]), (i + n - offset % n) % n))
+                .min_by_key(|&i| (sessions[i], (i + n - offset % n) % n))
                 .map(|i| members[i].clone())
         };
         pick(true).or_else(|| pick(false))
