@@ -47,6 +47,26 @@ fn member<'a>(object: &'a str, key: &str) -> Option<&'a RawValue> {
     found.next().is_none().then_some(first)
 }
 
+/// `body` with one string replaced by `value` (written as a JSON string), where `at` is that
+/// string's text as a scan of `body` borrowed it: the bytes between its quotes, written without
+/// escapes (the body check hands out a borrowed name only then). The splice costs one copy of
+/// the body, no parse. `None` when `at` is not a quoted run of `body` (an escaped name was
+/// copied out of the body: [`replace_string`] finds it).
+pub fn splice_string(body: &[u8], at: &str, value: &str) -> Option<Vec<u8>> {
+    let start = (at.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let end = start.checked_add(at.len())?;
+    let quoted = start > 0 && end < body.len() && body[start - 1] == b'"' && body[end] == b'"';
+    if !quoted {
+        return None;
+    }
+    let value = serde_json::to_string(value).ok()?;
+    let mut out = Vec::with_capacity(body.len() - at.len() - 2 + value.len());
+    out.extend_from_slice(&body[..start - 1]);
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(&body[end + 1..]);
+    Some(out)
+}
+
 /// `body` with the string at `path` (object keys from the top) replaced by `value`, written as
 /// a JSON string; `None` when the body is not UTF-8, the path does not lead to a string, or an
 /// object on the way has the key twice.
@@ -92,6 +112,49 @@ mod tests {
 
     fn replaced(body: &str, path: &[&str], value: &str) -> Option<String> {
         replace_string(body.as_bytes(), path, value).map(|b| String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn a_splice_where_the_scan_borrowed_the_name_gives_what_the_parse_gives() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"k":"whoami"},"name":"m__whoami","arguments":{"x":1e400}}}"#;
+        let info = crate::inspect_body(body).unwrap();
+        let Some(Cow::Borrowed(name)) = info.name else {
+            panic!("the scan borrows an unescaped name")
+        };
+        let spliced = splice_string(body, name, "who\"ami").unwrap();
+        assert_eq!(
+            spliced,
+            replace_string(body, &["params", "name"], "who\"ami").unwrap()
+        );
+        // a string that is not a quoted run of the body is refused
+        assert!(splice_string(body, "m__whoami", "x").is_none());
+        let inner = &name[1..4];
+        assert!(splice_string(body, inner, "x").is_none());
+        assert!(splice_string(b"", "", "x").is_none());
+    }
+
+    proptest::proptest! {
+        /// Wherever the scan borrows the name, the splice writes what the parse-led rewrite does.
+        #[test]
+        fn splicing_agrees_with_the_parsed_rewrite(
+            name in "[a-zA-Z0-9_.:/ -]{0,12}",
+            value in "\\PC{0,12}",
+            before in proptest::bool::ANY,
+        ) {
+            let meta = r#""_meta":{"name":"decoy","k":[1,2.5e3,"x"]}"#;
+            let (a, b) = if before { (format!("{meta},"), String::new()) } else { (String::new(), format!(",{meta}")) };
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{{a}"name":{}{b}}}}}"#,
+                serde_json::to_string(&name).unwrap()
+            );
+            let info = crate::inspect_body(body.as_bytes()).unwrap();
+            if let Some(Cow::Borrowed(at)) = info.name {
+                proptest::prop_assert_eq!(
+                    splice_string(body.as_bytes(), at, &value),
+                    replace_string(body.as_bytes(), &["params", "name"], &value)
+                );
+            }
+        }
     }
 
     #[test]
