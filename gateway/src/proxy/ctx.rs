@@ -72,6 +72,26 @@ pub struct Native {
     /// The token the request goes upstream with, and its source (the token is dropped there
     /// if the backend answers 401).
     pub token: Option<(Arc<crate::upstream::tokens::TokenSource>, http::HeaderValue)>,
+    /// A call on a virtual route: its member, and the member's own name for it.
+    pub rename: Option<Box<crate::proxy::virtual_route::Rename>>,
+}
+
+impl Native {
+    /// The fast path to `pool` on `route`, the body held back and checked when `check_body`.
+    pub fn new(route: Arc<Route>, pool: Arc<Pool>, check_body: bool) -> Native {
+        Native {
+            route,
+            pool,
+            inflight: None,
+            sent: None,
+            check_body,
+            body: Default::default(),
+            body_seen: 0,
+            task: None,
+            token: None,
+            rename: None,
+        }
+    }
 }
 
 /// What the gateway knows about one request as it moves through the phases.

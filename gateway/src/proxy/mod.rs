@@ -329,7 +329,13 @@ impl ProxyHttp for Gateway {
             // the token `prepare` made ready (the same one `identify` set, for the pool's own)
             let _ = upstream.insert_header(http::header::AUTHORIZATION, header.clone());
         }
-        readdressed.map_err(|e| respond::stashed(ctx, e))
+        let renamed = match native.rename.as_deref() {
+            Some(rename) => rename.head(upstream),
+            None => Ok(()),
+        };
+        readdressed
+            .and(renamed)
+            .map_err(|e| respond::stashed(ctx, e))
     }
 
     async fn upstream_response_filter(
@@ -450,9 +456,18 @@ impl ProxyHttp for Gateway {
         }
         let full = std::mem::take(&mut native.body).freeze();
         match check::check_body(&session.req_header().headers, &full) {
-            Ok(_) => {
-                ctx.body_prefix = Some(full.clone());
-                *body = Some(full);
+            Ok(info) => {
+                // a call on a virtual route: the member's own name, once the exposed one is checked
+                let sent = match native.rename.as_deref() {
+                    Some(rename) => {
+                        let events = &self.metrics.virtual_members;
+                        rename.body(&full, info.name.as_ref(), events)
+                    }
+                    None => Ok(full.clone()),
+                };
+                drop(info);
+                ctx.body_prefix = Some(full);
+                *body = Some(sent.map_err(|e| respond::stashed(ctx, e))?);
                 Ok(())
             }
             Err(rejected) => {
@@ -500,6 +515,12 @@ impl ProxyHttp for Gateway {
             .pending_error
             .take()
             .or_else(|| respond::classify(e, ctx));
+        // what the gateway answers for a virtual route's member names it
+        let member = ctx.native.as_ref().and_then(|n| n.rename.as_ref());
+        let err = match member {
+            Some(rename) => err.map(|e| e.with("member", rename.member())),
+            None => err,
+        };
         if ctx.proxying {
             // pingora closes the connection after an error of its proxy phase (it reuses the
             // client's connection only after the request phases): the answer says so, so the

@@ -8,7 +8,6 @@ use super::{trace, Gateway};
 use crate::config::Mode;
 use crate::error::GatewayError;
 use crate::routing::Route;
-use bytes::BytesMut;
 use mcp_wire::headers::{read_mcp_headers, HeaderProblem, McpHeaders};
 use mcp_wire::{method_label, Era};
 use pingora::prelude::*;
@@ -90,8 +89,9 @@ pub(super) async fn prepare(
     // checked against that header before anything is forwarded (the fast path with
     // check-headers). Everywhere else the body is read and its tool is the one limited: a
     // client must not dodge a limit by naming another tool in `Mcp-Name`.
-    let verified = ctx.native.as_ref().filter(|n| n.check_body);
-    if let Some(route) = verified.map(|n| n.route.clone()) {
+    // (on the route the client called: a virtual route's rules are on its exposed names)
+    let verified = ctx.native.as_ref().is_some_and(|n| n.check_body);
+    if let Some(route) = ctx.route.clone().filter(|_| verified) {
         classify(
             ctx,
             &route,
@@ -160,8 +160,17 @@ fn plan(
     route: Arc<Route>,
     headers: &McpHeaders<'_>,
 ) -> Result<Plan, GatewayError> {
-    if route.members.is_some() {
-        return Ok(Plan::Virtual(route));
+    if let Some(members) = &route.members {
+        let post = session.req_header().method == http::Method::POST;
+        return Ok(
+            match super::virtual_route::fast_plan(ctx, &route, members, headers, post) {
+                Some(native) => {
+                    ctx.native = Some(native);
+                    Plan::Native
+                }
+                None => Plan::Virtual(route),
+            },
+        );
     }
     match route.mode {
         Mode::Stateful => return Ok(Plan::Stateful(route)),
@@ -193,16 +202,6 @@ fn plan(
     }
     // answered here, not from pingora's upstream phase: the connection stays usable
     crate::upstream::era::require(&pool, ctx.era)?;
-    ctx.native = Some(Native {
-        route,
-        pool,
-        inflight: None,
-        sent: None,
-        check_body: check,
-        body: BytesMut::new(),
-        body_seen: 0,
-        task: None,
-        token: None,
-    });
+    ctx.native = Some(Native::new(route, pool, check));
     Ok(Plan::Native)
 }

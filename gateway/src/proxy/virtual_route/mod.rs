@@ -16,12 +16,14 @@
 mod calls;
 mod errors;
 mod fanout;
+mod fast;
 mod legacy;
 mod listen;
 mod lists;
 mod stream;
 
 pub(in crate::proxy) use fanout::{serve as serve_ask, take as take_ask};
+pub(in crate::proxy) use fast::{plan as fast_plan, Rename};
 
 use super::check;
 use super::ctx::RequestCtx;

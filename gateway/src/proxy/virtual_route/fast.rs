@@ -1,0 +1,137 @@
+//! A 2026-07-28 call on a virtual route on pingora's own pipeline, as a plain route's fast
+//! path serves a call: the member found from `Mcp-Name` alone, the body held back and checked
+//! against the client's headers as `check-headers` does, then sent to the member's pod with
+//! the member's own name put back in it (`mcp_wire::rewrite`, every other byte kept) and in
+//! `Mcp-Name`; the answer streams back untouched.
+//!
+//! Taken only where the header decides as the body will: a `tools/call` or `prompts/get` on a
+//! route that checks headers, whose exposed name the names map resolves without asking the
+//! members' lists, on a member route the fast path serves (a stateless or auto member of a
+//! 2026-07-28 pool, no deadline, no filter reading the body). Everything else takes the
+//! gateway-driven path (`serve`), which reads the body first.
+
+use super::super::bridged;
+use super::super::ctx::{Native, RequestCtx};
+use crate::config::{Kind, Mode};
+use crate::error::GatewayError;
+use crate::federation::names::Resolved;
+use crate::routing::{Members, Route};
+use crate::sync::lock;
+use bytes::Bytes;
+use mcp_wire::headers::McpHeaders;
+use mcp_wire::Era;
+use pingora::http::RequestHeader;
+use pingora_prometheus::prometheus::IntCounterVec;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// The member a call goes to, and the name it is known by there.
+#[derive(Debug)]
+pub struct Rename {
+    /// The virtual route, whose label its metrics carry.
+    route: Arc<Route>,
+    /// The member's position in it.
+    member: usize,
+    /// The member's own name where it differs from the exposed one (a prefix, a rename).
+    own: Option<String>,
+    /// Where the name is in the body (`params.name`).
+    path: &'static [&'static str],
+}
+
+/// The fast path's plan for a call on the virtual route `route`, when it can take one.
+pub(in crate::proxy) fn plan(
+    ctx: &RequestCtx,
+    route: &Arc<Route>,
+    members: &Members,
+    headers: &McpHeaders<'_>,
+    post: bool,
+) -> Option<Native> {
+    let (Some(method), Some(exposed)) = (headers.method.as_deref(), headers.name.as_deref()) else {
+        return None;
+    };
+    let kind = match method {
+        "tools/call" => Kind::Tool,
+        "prompts/get" => Kind::Prompt,
+        _ => return None,
+    };
+    if ctx.era != Era::Stateless
+        || !post
+        || !route.check_headers
+        || route.guard.reads_body(Some(method))
+    {
+        return None;
+    }
+    let Resolved::Member(i, own) = lock(&members.names).resolve(kind, exposed) else {
+        return None;
+    };
+    let to = members.routes.get(i)?;
+    let served_fast = matches!(to.mode, Mode::Stateless | Mode::Auto)
+        && to.deadline(Some(method), Some(&own)).is_none();
+    if !served_fast {
+        return None;
+    }
+    let pool = ctx.state.pool(to.pool_for(Some(method), Some(&own))).ok()?;
+    if bridged::takes(ctx, &pool) || crate::upstream::era::require(&pool, ctx.era).is_err() {
+        // the gateway-driven path answers these (the bridge, or the member's error)
+        return None;
+    }
+    let rename = Rename {
+        route: route.clone(),
+        member: i,
+        path: mcp_wire::rewrite::name_path(method, None)?,
+        own: (own != exposed).then_some(own),
+    };
+    let mut native = Native::new(to.clone(), pool, true);
+    native.rename = Some(Box::new(rename));
+    Some(native)
+}
+
+impl Rename {
+    /// The member's name, for errors (`data.member`) and metrics.
+    pub fn member(&self) -> &str {
+        let members = self.route.members.as_ref();
+        members.map_or("", |m| m.server.members[self.member].names.name.as_str())
+    }
+
+    /// The request head for the member: its own name in `Mcp-Name`, and the body's length
+    /// left to chunked framing, since the name in the body changes length.
+    pub fn head(&self, upstream: &mut RequestHeader) -> Result<(), GatewayError> {
+        let Some(own) = &self.own else {
+            return Ok(());
+        };
+        let value = mcp_wire::headers::encode_value(own);
+        let set = |h: &mut RequestHeader| -> pingora::Result<()> {
+            h.insert_header(mcp_wire::headers::MCP_NAME, value)?;
+            h.remove_header(&http::header::CONTENT_LENGTH);
+            h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+            Ok(())
+        };
+        set(upstream).map_err(|_| GatewayError::internal("Mcp-Name could not be set"))
+    }
+
+    /// The body, checked against the client's headers, for the member: counted as routed to
+    /// it, with the member's own name where the exposed one was. `checked` is the name as the
+    /// body check read it: borrowed from the body when written without escapes, so the name is
+    /// spliced in where the check found it, without parsing the body again.
+    pub fn body(
+        &self,
+        body: &Bytes,
+        checked: Option<&Cow<'_, str>>,
+        events: &IntCounterVec,
+    ) -> Result<Bytes, GatewayError> {
+        events
+            .with_label_values(&[self.route.label.as_str(), self.member(), "routed"])
+            .inc();
+        let Some(own) = &self.own else {
+            return Ok(body.clone());
+        };
+        let spliced = match checked {
+            Some(Cow::Borrowed(at)) => mcp_wire::rewrite::splice_string(body, at, own),
+            _ => None,
+        };
+        spliced
+            .or_else(|| mcp_wire::rewrite::replace_string(body, self.path, own))
+            .map(Bytes::from)
+            .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))
+    }
+}
