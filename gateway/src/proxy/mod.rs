@@ -12,6 +12,7 @@ mod authn;
 mod bridged;
 mod capture;
 mod check;
+mod collect;
 pub mod ctx;
 #[cfg(test)]
 mod future_sizes;
@@ -448,7 +449,8 @@ impl ProxyHttp for Gateway {
             return Ok(());
         }
         if let Some(chunk) = body.take() {
-            native.body.extend_from_slice(&chunk);
+            let declared = collect::declared(&session.req_header().headers);
+            collect::append(&mut native.body, chunk, declared, max);
         }
         if !end_of_stream {
             *body = respond::hold();
