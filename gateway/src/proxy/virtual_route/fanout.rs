@@ -42,6 +42,9 @@ pub(crate) struct Ask {
     /// The client head's extensions (its principal and the token it authenticated with), for
     /// members whose pools exchange the caller's token; `None` otherwise.
     pub(super) caller: Option<http::Extensions>,
+    /// A legacy client resuming an answer of this member: the member session's own event id
+    /// (`Last-Event-ID` there); `None`: a stream starts afresh.
+    pub(super) resume: Option<String>,
 }
 
 impl Ask {
@@ -167,7 +170,8 @@ async fn serve_as(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx, ask
     ctx.era = ask.era;
     ctx.admitted.identity = ask.identity;
     if ask.era == Era::Legacy {
-        return serve_in_session(gw, session, ctx, ask.route, ask.body, ask.session).await;
+        let resume = ask.resume;
+        return serve_in_session(gw, session, ctx, ask.route, ask.body, ask.session, resume).await;
     }
     let info = inspect_body(&ask.body).map_err(crate::error::GatewayError::from)?;
     ctx.request_id = Some(info.request_id());
@@ -198,7 +202,8 @@ async fn serve_as(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx, ask
 
 /// A legacy client's member request: on the member's route as a plain route of its mode
 /// serves a session-era request, in the member session `member_session` (none: an
-/// `initialize`, or a member that keeps no session).
+/// `initialize`, or a member that keeps no session), resuming after the member's event id
+/// `resume` when the client resumes.
 async fn serve_in_session(
     gw: &Gateway,
     session: &mut Session,
@@ -206,11 +211,19 @@ async fn serve_in_session(
     route: Arc<Route>,
     body: Bytes,
     member_session: Option<String>,
+    resume: Option<String>,
 ) -> Handled {
     let internal = |_| crate::error::GatewayError::internal("a member request's head");
     let head = session.req_header_mut();
-    // the member's own event ids are not the client's: a stream there starts afresh
-    head.remove_header(mcp_wire::headers::LAST_EVENT_ID);
+    // the client's event ids name a member's (`<member>:<id>`): only a resume carries one
+    match resume {
+        Some(id) => head
+            .insert_header(mcp_wire::headers::LAST_EVENT_ID, id)
+            .map_err(internal)?,
+        None => {
+            head.remove_header(mcp_wire::headers::LAST_EVENT_ID);
+        }
+    }
     if head.method == http::Method::POST {
         head.insert_header(http::header::CONTENT_TYPE, "application/json")
             .map_err(internal)?;

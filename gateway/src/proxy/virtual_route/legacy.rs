@@ -12,6 +12,8 @@
 //!   answer streamed back with the client's session id and every request a member sends within
 //!   it (an elicitation, a sampling request) renumbered `"<member>:<id>"`, so two members never
 //!   collide and the client's answer goes back to the member that asked, with its own id.
+//!   The answer's event ids are the member session's, as `<member>:<id>`: a `GET` with
+//!   `Last-Event-ID` resumes it in that member's session (`resume`).
 //! - DELETE ends every member session. A member that could not be reached when the session
 //!   began has no session in it: its calls get -32011 with `data.member` and
 //!   `data.reason: member-not-in-session` (a new session includes it again).
@@ -25,8 +27,8 @@ use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::routing::{Members, Route};
 use bytes::Bytes;
-use mcp_wire::headers::MCP_SESSION_ID;
-use mcp_wire::{inspect_body, sse};
+use mcp_wire::headers::{LAST_EVENT_ID, MCP_SESSION_ID};
+use mcp_wire::{inspect_body, sse, Era};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::{json, Map, Value};
@@ -61,6 +63,10 @@ pub(super) async fn serve(
             .cursors
             .open_session(&sid, &route.label, principal)
             .map_err(|_| GatewayError::session_not_found("unknown"))?;
+        let last = session.req_header().headers.get(LAST_EVENT_ID);
+        if let Some(last) = last.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()) {
+            return resume(session, ctx, members, &sessions, &sid, &last).await;
+        }
         return stream(session, ctx, members, &sessions).await;
     }
     let body = if http_method == http::Method::POST {
@@ -169,7 +175,10 @@ pub(super) async fn serve(
         let body = super::own_name(&body, &method, &named, &own)?;
         let ask = v.ask_of(member, body);
         drop(v);
-        return pipe(session, ask, &sid, |event| renumber(event, &member_name)).await;
+        return pipe(session, ask, &sid, |event| {
+            renumber(event, &member_name, true)
+        })
+        .await;
     } else {
         return Err(GatewayError::not_on_virtual_route(&method).into());
     };
@@ -177,6 +186,41 @@ pub(super) async fn serve(
     // the authz rules filter a merged list for legacy clients as for 2026-07-28 ones
     let body = super::filtered(route, ctx, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
+}
+
+/// A legacy client's `GET` with `Last-Event-ID`: an answer of one member resumed. A call's
+/// answer carries its member's event ids as `<member>:<id>`, so the id names the member; the
+/// member session there resumes after its own id, as a plain session does (the rest of the
+/// answer from the gateway's buffer, on any replica with Redis), renumbered as the answer
+/// was. An id naming no member of this session is -32030 `unknown`, as on a plain session.
+async fn resume(
+    session: &mut Session,
+    ctx: &RequestCtx,
+    members: &Members,
+    sessions: &std::collections::BTreeMap<String, String>,
+    sid: &str,
+    last: &str,
+) -> Handled {
+    let unknown = || GatewayError::resume_unavailable("unknown", last);
+    let (member, own) = last.split_once(':').ok_or_else(unknown)?;
+    let i = members
+        .server
+        .members
+        .iter()
+        .position(|m| m.names.name == member)
+        .ok_or_else(unknown)?;
+    let member_session = sessions.get(member).filter(|s| !s.is_empty());
+    let ask = fanout::Ask {
+        route: members.routes[i].clone(),
+        body: Bytes::new(),
+        principal: ctx.principal.clone(),
+        era: Era::Legacy,
+        session: Some(member_session.ok_or_else(unknown)?.clone()),
+        identity: ctx.admitted.identity.clone(),
+        caller: fanout::Ask::caller_of(session, &ctx.state),
+        resume: Some(own.to_owned()),
+    };
+    pipe(session, ask, sid, |event| renumber(event, member, true)).await
 }
 
 /// What a session-era request names (`resources/subscribe` and `unsubscribe` by URI too).

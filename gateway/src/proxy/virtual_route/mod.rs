@@ -96,6 +96,7 @@ impl Virtual<'_> {
             session: self.sessions.as_ref().and_then(|s| s.get(name)).cloned(),
             identity: self.identity.clone(),
             caller: self.caller.clone(),
+            resume: None,
         }
     }
 

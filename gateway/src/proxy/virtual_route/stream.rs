@@ -41,6 +41,7 @@ pub(super) async fn stream(
         session: sessions.get(name(i)).cloned(),
         identity: ctx.admitted.identity.clone(),
         caller: caller.clone(),
+        resume: None,
     };
     let held: Vec<usize> = (0..members.routes.len())
         .filter(|&i| sessions.get(name(i)).is_some_and(|s| !s.is_empty()))
@@ -93,7 +94,7 @@ pub(super) async fn stream(
                 }
                 Some(HttpTask::Body(Some(chunk), _)) if streaming[i] => {
                     for event in splitters[i].push(&chunk) {
-                        let out = renumber(&event, name(i));
+                        let out = renumber(&event, name(i), false);
                         if !out.is_empty() {
                             session.write_response_body(Some(out), false).await.map_err(Fail::Io)?;
                         }
@@ -175,21 +176,33 @@ impl Drop for Tasks {
 }
 
 /// A member's SSE event for the client: a request of the member (it has `method` and `id`)
-/// gets the id `"<member>:<its id as JSON>"`; the member's event ids are not passed on (a
-/// virtual session's streams do not resume), the rest is kept.
-pub(super) fn renumber(event: &[u8], member: &str) -> Bytes {
+/// gets the id `"<member>:<its id as JSON>"`. With `ids` (a call's answer, which the client
+/// may resume) the event's id becomes `<member>:<its id>` and `retry` is kept, so a
+/// `Last-Event-ID` names the member whose session holds the stream; without (the merged GET
+/// stream, whose events come from every member) ids are not passed on. The rest is kept.
+pub(super) fn renumber(event: &[u8], member: &str, ids: bool) -> Bytes {
     let mut data: Option<Vec<u8>> = None;
     let mut kept: Vec<&[u8]> = Vec::new();
+    let mut id = None;
     for line in sse::lines(event) {
         let (field, value) = sse::field(line);
         match field {
             b"data" => sse::push_data(&mut data, value),
+            b"id" if ids => id = Some(value),
+            b"retry" if ids => kept.push(line),
             b"id" | b"retry" => {}
             _ if line.is_empty() => {}
             _ => kept.push(line),
         }
     }
     let mut out = Vec::with_capacity(event.len() + member.len() + 8);
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(member.as_bytes());
+        out.push(b':');
+        out.extend_from_slice(id);
+        out.extend_from_slice(b"\r\n");
+    }
     for line in kept {
         out.extend_from_slice(line);
         out.extend_from_slice(b"\r\n");

@@ -10,6 +10,7 @@ mod fast;
 mod legacy;
 mod listen;
 mod operations;
+mod resume;
 
 use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
 use serde_json::{json, Value};
