@@ -162,3 +162,24 @@ pub fn json(body: &[u8]) -> serde_json::Value {
     serde_json::from_slice(body)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(body)))
 }
+
+/// The events of an SSE body: each event's `id:` (if any) and its data lines joined by `\n`
+/// (events may end in CRLF or LF).
+pub fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
+    let body = body.replace("\r\n", "\n");
+    body.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let id = e
+                .lines()
+                .find_map(|l| l.strip_prefix("id: "))
+                .map(str::to_owned);
+            let data = e
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: ").or(l.strip_prefix("data:")))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (id, data)
+        })
+        .collect()
+}

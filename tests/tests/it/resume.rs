@@ -5,6 +5,7 @@
 //! and replays the rest after the client's `Last-Event-ID`, exactly once.
 
 use mcp_gateway_tests::rr_proxy::RrProxy;
+use mcp_gateway_tests::wire::sse_events as events;
 use mcp_gateway_tests::{
     assert_eventually, open_session, Gateway, PythonPeer, ReplClient, Request,
 };
@@ -41,7 +42,8 @@ async fn progress_through_a_cut(venv: Option<&str>) -> (Value, RrProxy, Gateway,
     (report, front, gw, server)
 }
 
-fn assert_every_notification_once_and_the_result(report: &Value, front: &RrProxy) {
+/// What a client cut mid-call must have got: every notification once, the result, one resume.
+pub(crate) fn assert_every_notification_once_and_the_result(report: &Value, front: &RrProxy) {
     assert_eq!(front.cuts(), 1, "the connection was cut: {report}");
     assert_eq!(report["ok"], true, "{report}");
     let times = report["progress_times"].as_array().expect("progress times");
@@ -84,25 +86,6 @@ fn progress_call(sid: &str, steps: u32, delay_ms: u32) -> Request {
     Request::post("/mcp", body)
         .header("Mcp-Session-Id", sid)
         .header("MCP-Protocol-Version", V)
-}
-
-/// The `id:` of every event in an SSE body, and the event data.
-fn events(body: &str) -> Vec<(Option<String>, String)> {
-    body.split("\n\n")
-        .filter(|e| !e.trim().is_empty())
-        .map(|e| {
-            let id = e
-                .lines()
-                .find_map(|l| l.strip_prefix("id: "))
-                .map(str::to_owned);
-            let data = e
-                .lines()
-                .filter_map(|l| l.strip_prefix("data: ").or(l.strip_prefix("data:")))
-                .collect::<Vec<_>>()
-                .join("\n");
-            (id, data)
-        })
-        .collect()
 }
 
 fn resume(sid: &str, last_event_id: &str) -> Request {

@@ -5,6 +5,7 @@
 //! connection cut midway through a call, gets every notification once and the result.
 
 use mcp_gateway_tests::rr_proxy::RrProxy;
+use mcp_gateway_tests::wire::sse_events as events;
 use mcp_gateway_tests::{Gateway, PythonPeer, ReplClient, Request};
 use serde_json::json;
 
@@ -32,42 +33,8 @@ async fn a_python_client_cut_mid_call_on_a_virtual_route_resumes_in_the_members_
         "args": {"steps": 5, "delay_ms": 400}});
     let report = client.cmd(call).await;
     assert!(client.close().await);
-    assert_eq!(front.cuts(), 1, "the connection was cut: {report}");
-    assert_eq!(report["ok"], true, "{report}");
-    let times = report["progress_times"].as_array().expect("progress times");
-    assert_eq!(times.len(), 5, "each notification exactly once: {report}");
-    assert!(
-        report["text"].as_str().unwrap_or("").contains("done"),
-        "{report}"
-    );
-    let resumed = front
-        .log()
-        .iter()
-        .filter(|s| s.method == "GET" && s.status == Some(200))
-        .count();
-    assert!(resumed >= 1, "the client resumed: {:?}", front.log());
+    crate::resume::assert_every_notification_once_and_the_result(&report, &front);
     assert!(gw.metric("mcpgw_streams_resumed_total").await >= 1.0);
-}
-
-/// The `id:` of every event in an SSE body, and the event data.
-fn events(body: &str) -> Vec<(Option<String>, String)> {
-    // (events end in CRLF or LF)
-    let body = body.replace("\r\n", "\n");
-    body.split("\n\n")
-        .filter(|e| !e.trim().is_empty())
-        .map(|e| {
-            let id = e
-                .lines()
-                .find_map(|l| l.strip_prefix("id: "))
-                .map(str::to_owned);
-            let data = e
-                .lines()
-                .filter_map(|l| l.strip_prefix("data: "))
-                .collect::<Vec<_>>()
-                .join("\n");
-            (id, data)
-        })
-        .collect()
 }
 
 fn resume(sid: &str, last_event_id: &str) -> Request {
