@@ -161,9 +161,11 @@ fn plan(
     headers: &McpHeaders<'_>,
 ) -> Result<Plan, GatewayError> {
     if let Some(members) = &route.members {
-        let post = session.req_header().method == http::Method::POST;
+        let req = session.req_header();
+        let post = req.method == http::Method::POST;
+        let declared = super::collect::declared(&req.headers);
         return Ok(
-            match super::virtual_route::fast_plan(ctx, &route, members, headers, post) {
+            match super::virtual_route::fast_plan(ctx, &route, members, headers, post, declared) {
                 Some(native) => {
                     ctx.native = Some(native);
                     Plan::Native

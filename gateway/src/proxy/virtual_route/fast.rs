@@ -36,6 +36,13 @@ pub struct Rename {
     own: Option<String>,
     /// Where the name is in the body (`params.name`).
     path: &'static [&'static str],
+    /// The length of the body the member gets, when the client declared its own: the exposed
+    /// name written as JSON writes it (the shortest form) swapped for the member's. A name the
+    /// client escaped needlessly is longer in its body, so the body for the member is never
+    /// longer than this, and is made up to it with trailing whitespace (which JSON allows):
+    /// the member gets a `Content-Length`, not chunks (a chunked body costs pingora a second
+    /// write, the last chunk, and the member a second read).
+    length: Option<u64>,
 }
 
 /// The fast path's plan for a call on the virtual route `route`, when it can take one.
@@ -45,6 +52,7 @@ pub(in crate::proxy) fn plan(
     members: &Members,
     headers: &McpHeaders<'_>,
     post: bool,
+    declared: Option<u64>,
 ) -> Option<Native> {
     let (Some(method), Some(exposed)) = (headers.method.as_deref(), headers.name.as_deref()) else {
         return None;
@@ -75,11 +83,16 @@ pub(in crate::proxy) fn plan(
         // the gateway-driven path answers these (the bridge, or the member's error)
         return None;
     }
+    let length = declared.and_then(|n| {
+        let quoted = |s: &str| serde_json::to_string(s).map_or(0, |q| q.len() as u64);
+        (n.checked_sub(quoted(exposed))?).checked_add(quoted(&own))
+    });
     let rename = Rename {
         route: route.clone(),
         member: i,
         path: mcp_wire::rewrite::name_path(method, None)?,
         own: (own != exposed).then_some(own),
+        length,
     };
     let mut native = Native::new(to.clone(), pool, true);
     native.rename = Some(Box::new(rename));
@@ -93,8 +106,8 @@ impl Rename {
         members.map_or("", |m| m.server.members[self.member].names.name.as_str())
     }
 
-    /// The request head for the member: its own name in `Mcp-Name`, and the body's length
-    /// left to chunked framing, since the name in the body changes length.
+    /// The request head for the member: its own name in `Mcp-Name`, and the length of the
+    /// body it gets (chunked framing when the client declared none).
     pub fn head(&self, upstream: &mut RequestHeader) -> Result<(), GatewayError> {
         let Some(own) = &self.own else {
             return Ok(());
@@ -102,8 +115,13 @@ impl Rename {
         let value = mcp_wire::headers::encode_value(own);
         let set = |h: &mut RequestHeader| -> pingora::Result<()> {
             h.insert_header(mcp_wire::headers::MCP_NAME, value)?;
-            h.remove_header(&http::header::CONTENT_LENGTH);
-            h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+            match self.length {
+                Some(n) => h.insert_header(http::header::CONTENT_LENGTH, n)?,
+                None => {
+                    h.remove_header(&http::header::CONTENT_LENGTH);
+                    h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+                }
+            }
             Ok(())
         };
         set(upstream).map_err(|_| GatewayError::internal("Mcp-Name could not be set"))
@@ -129,9 +147,16 @@ impl Rename {
             Some(Cow::Borrowed(at)) => mcp_wire::rewrite::splice_string(body, at, own),
             _ => None,
         };
-        spliced
+        let mut out = spliced
             .or_else(|| mcp_wire::rewrite::replace_string(body, self.path, own))
-            .map(Bytes::from)
-            .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))
+            .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
+        if let Some(n) = self.length {
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            if out.len() > n {
+                return Err(GatewayError::internal("the routed name outgrew its length"));
+            }
+            out.resize(n, b' ');
+        }
+        Ok(Bytes::from(out))
     }
 }

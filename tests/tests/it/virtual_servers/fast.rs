@@ -1,8 +1,9 @@
 //! Calls on a virtual route that take pingora's own pipeline (a 2026-07-28 `tools/call` whose
 //! `Mcp-Name` the names map resolves at once, to a 2026-07-28 member): the PyPI `mcp` 2.3.0
 //! member gets its own name in the body and in `Mcp-Name` (its SDK checks they agree), bodies
-//! past pingora's 64 KiB retry buffer pass, a name escaped in the body is the same name, and a
-//! header naming another tool than the body is refused before anything is sent.
+//! past pingora's 64 KiB retry buffer pass (declared or chunked), a name escaped in the body is
+//! the same name, and a header naming another tool than the body is refused before anything is
+//! sent.
 
 use super::{hub, rpc, text, MEMBERS, META};
 use mcp_gateway_tests::auth::sha256_hex;
@@ -45,8 +46,20 @@ async fn fast_path_calls_reach_the_member_with_its_own_name_in_body_and_header()
     .await;
     assert_eq!(resp.status(), 200, "{}", resp.text());
     assert_eq!(text(&resp), "200000");
+    // the same body chunked by the client (no length declared): chunked to the member too
+    let resp = rpc(
+        2,
+        "tools/call",
+        json!({"name": "m.echo_size", "arguments": {"text": "y".repeat(100_000)}}),
+    )
+    .chunked(7777)
+    .send(gw.addr)
+    .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    assert_eq!(text(&resp), "100000");
 
-    // the name escaped in the body is the name in the header: routed and rewritten
+    // the name escaped in the body is the name in the header: routed and rewritten (the body
+    // for the member is shorter than its declared length, made up with trailing whitespace)
     let resp = raw_call(3, "m.whoami", r"m.who\u0061mi")
         .send(gw.addr)
         .await;
@@ -71,7 +84,7 @@ async fn fast_path_calls_reach_the_member_with_its_own_name_in_body_and_header()
     let routed = gw
         .metric("mcpgw_virtual_member_events_total{event=\"routed\",member=\"m\",route=\"/hub\"}")
         .await;
-    assert_eq!(routed, 4.0, "the refused call was not routed");
+    assert_eq!(routed, 5.0, "the refused call was not routed");
 }
 
 #[tokio::test]
