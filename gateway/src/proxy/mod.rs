@@ -14,6 +14,7 @@ mod capture;
 mod check;
 mod collect;
 pub mod ctx;
+mod fast_body;
 #[cfg(test)]
 mod future_sizes;
 mod log_filter;
@@ -31,7 +32,6 @@ mod virtual_route;
 
 use crate::admission::metrics::AdmissionMetrics;
 use crate::bridge::metrics::BridgeMetrics;
-use crate::error::GatewayError;
 use crate::session::SessionManager;
 use crate::state::State;
 use crate::stream::Streams;
@@ -41,7 +41,6 @@ use crate::upstream::{Backend, Pool};
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
-use check::Rejected;
 use ctx::{Outcome, RequestCtx};
 use metrics::RequestMetrics;
 use pingora::http::ResponseHeader;
@@ -431,53 +430,8 @@ impl ProxyHttp for Gateway {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let max = ctx.state.config.max_body_bytes;
-        let first_chunk = ctx.body_prefix.is_none();
-        let fast = native(ctx)?;
-        if let Some(chunk) = body.as_ref() {
-            fast.body_seen += chunk.len() as u64;
-            let (seen, keep) = (fast.body_seen, first_chunk && !fast.check_body);
-            if keep {
-                ctx.body_prefix = Some(chunk.clone());
-            }
-            if seen > max {
-                return Err(respond::stashed(ctx, GatewayError::body_too_large(max)));
-            }
-        }
-        let native = native(ctx)?;
-        if !native.check_body {
-            return Ok(());
-        }
-        if let Some(chunk) = body.take() {
-            let declared = collect::declared(&session.req_header().headers);
-            collect::append(&mut native.body, chunk, declared, max);
-        }
-        if !end_of_stream {
-            *body = respond::hold();
-            return Ok(());
-        }
-        let full = std::mem::take(&mut native.body).freeze();
-        match check::check_body(&session.req_header().headers, &full) {
-            Ok(info) => {
-                // a call on a virtual route: the member's own name, once the exposed one is checked
-                let sent = match native.rename.as_deref() {
-                    Some(rename) => {
-                        let events = &self.metrics.virtual_members;
-                        rename.body(&full, info.name.as_ref(), events)
-                    }
-                    None => Ok(full.clone()),
-                };
-                drop(info);
-                ctx.body_prefix = Some(full);
-                *body = Some(sent.map_err(|e| respond::stashed(ctx, e))?);
-                Ok(())
-            }
-            Err(rejected) => {
-                let Rejected { id, error } = *rejected;
-                ctx.request_id = id;
-                Err(respond::stashed(ctx, error))
-            }
-        }
+        let events = &self.metrics.virtual_members;
+        fast_body::filter(events, session, body, end_of_stream, ctx)
     }
 
     fn response_body_filter(
