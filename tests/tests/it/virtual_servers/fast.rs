@@ -7,7 +7,7 @@
 
 use super::{hub, rpc, text, MEMBERS, META};
 use mcp_gateway_tests::auth::sha256_hex;
-use mcp_gateway_tests::Request;
+use mcp_gateway_tests::{assert_eventually, Request};
 use serde_json::json;
 
 fn raw_call(id: u64, header_name: &str, body_name: &str) -> Request {
@@ -94,8 +94,14 @@ async fn a_fast_path_member_with_no_backend_left_is_named_in_the_error() {
     // the 2026-07-28 member's only pod goes away
     let mut peers = hub._peers;
     let m = peers.pop().unwrap();
+    let addr = m.addr();
     drop(m);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // gone when its port refuses connections
+    assert_eventually!(
+        std::time::Duration::from_secs(10),
+        tokio::net::TcpStream::connect(&addr).await.is_err(),
+        "the member's pod at {addr} went away"
+    );
     let resp = rpc(
         6,
         "tools/call",
