@@ -2,7 +2,8 @@
 //! key (`bridge.request-state-key-file`), behind a front that sends every request to the other
 //! replica ([`RrProxy`]): a legacy client's virtual session (its id is its member sessions'
 //! ids, sealed) is served by both, each member session kept on its pod, and a 2026-07-28
-//! client pages a merged list whose cursors one replica sealed and the other opens.
+//! client pages a merged list whose cursors one replica sealed and the other opens; a legacy
+//! client cut mid-call resumes its answer through replicas taking turns.
 
 use mcp_gateway_tests::harness::{unique_temp_path, ReplClient};
 use mcp_gateway_tests::redis::RedisServer;
@@ -86,4 +87,39 @@ async fn both_replicas_serve_one_virtual_session_and_one_pagination() {
         "every page of pg, whichever replica sealed its cursor: {tools:?}"
     );
     assert!(tools.contains(&"a__count".to_owned()), "{tools:?}");
+}
+
+/// A legacy client's call answer on a virtual route, its connection cut midway, resumed through
+/// two replicas taking turns (the front alternates): the member session's events are in
+/// Redis, the client's id names the member.
+#[tokio::test]
+async fn a_virtual_call_cut_midway_resumes_on_the_other_replica() {
+    let redis = RedisServer::start().await;
+    let a = PythonPeer::legacy_v1("a", 0).await;
+    let dir = unique_temp_path("mcpgw-virtual-resume");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key_file = dir.join("state.key");
+    std::fs::write(&key_file, "ef".repeat(32)).unwrap();
+    let yaml = format!(
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"vr:\" }}\nbridge: {{ request-state-key-file: {} }}\n\
+         pools:\n  a: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, mode: stateful }}\n",
+        redis.url(),
+        key_file.display(),
+        a.addr()
+    );
+    let replicas = [Gateway::start(&yaml).await, Gateway::start(&yaml).await];
+    let front = RrProxy::start(&[replicas[0].addr, replicas[1].addr]).await;
+    let mut client = ReplClient::connect("mcp1", &front.url("/hub"), None).await;
+    front.cut_after("notifications/progress", 2);
+    let call = json!({"op": "progress", "name": "a__slow_progress",
+        "args": {"steps": 5, "delay_ms": 400}});
+    let report = client.cmd(call).await;
+    assert!(client.close().await);
+    crate::resume::assert_every_notification_once_and_the_result(&report, &front);
+    let mut resumed = 0.0;
+    for r in &replicas {
+        resumed += r.metric("mcpgw_streams_resumed_total").await;
+    }
+    assert!(resumed >= 1.0, "a replica resumed the answer");
 }
