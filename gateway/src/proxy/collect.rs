@@ -31,9 +31,10 @@ pub fn declared(headers: &http::HeaderMap) -> Option<u64> {
 /// Adds `chunk` to the body collected so far in `buf` (empty, without capacity, before the
 /// first chunk). The first chunk is kept as it is, without a copy; at the second, a body of
 /// declared length within `max` gets one buffer of that length, which the rest fills without
-/// growing. (The caller refuses a body past `max`; `declared` is only a size hint: a body
-/// that turns out longer still collects whole.)
-pub fn append(buf: &mut BytesMut, chunk: Bytes, declared: Option<u64>, max: u64) {
+/// growing. (The caller refuses a body past `max`; `declared` is only a size hint, asked for
+/// past the first chunk only, so a body in one read looks at no header; a body that turns out
+/// longer still collects whole.)
+pub fn append(buf: &mut BytesMut, chunk: Bytes, declared: impl FnOnce() -> Option<u64>, max: u64) {
     if chunk.is_empty() {
         return;
     }
@@ -42,7 +43,7 @@ pub fn append(buf: &mut BytesMut, chunk: Bytes, declared: Option<u64>, max: u64)
         *buf = BytesMut::from(chunk);
         return;
     }
-    let wanted = declared
+    let wanted = declared()
         .filter(|&d| d <= max)
         .and_then(|d| usize::try_from(d).ok())
         .unwrap_or(0);
@@ -72,7 +73,7 @@ mod tests {
         let mut buf = BytesMut::new();
         let mut at = None;
         for (i, c) in parts.iter().enumerate() {
-            append(&mut buf, c.clone(), Some(len as u64), 4 * 1024 * 1024);
+            append(&mut buf, c.clone(), || Some(len as u64), 4 * 1024 * 1024);
             if i == 1 {
                 assert_eq!(buf.capacity(), len, "sized at the second chunk");
                 at = Some(buf.as_ptr());
@@ -91,7 +92,7 @@ mod tests {
         let chunk = Bytes::copy_from_slice(&[7u8; 1000]);
         let ptr = chunk.as_ptr();
         let mut buf = BytesMut::new();
-        append(&mut buf, chunk, Some(1000), 4096);
+        append(&mut buf, chunk, || Some(1000), 4096);
         let whole = buf.freeze();
         assert_eq!(whole.as_ptr(), ptr);
         assert_eq!(&whole[..], &[7u8; 1000][..]);
@@ -103,22 +104,22 @@ mod tests {
             let parts = chunks(300_000, 65_536);
             let mut buf = BytesMut::new();
             for c in &parts {
-                append(&mut buf, c.clone(), declared, 1 << 20);
+                append(&mut buf, c.clone(), || declared, 1 << 20);
             }
             assert_eq!(buf.freeze(), parts.concat(), "{declared:?}");
         }
         let mut buf = BytesMut::new();
-        append(&mut buf, Bytes::new(), Some(3), 10);
-        append(&mut buf, Bytes::from_static(b"ab"), Some(3), 10);
-        append(&mut buf, Bytes::from_static(b"c"), Some(3), 10);
+        append(&mut buf, Bytes::new(), || Some(3), 10);
+        append(&mut buf, Bytes::from_static(b"ab"), || Some(3), 10);
+        append(&mut buf, Bytes::from_static(b"c"), || Some(3), 10);
         assert_eq!(&buf[..], b"abc");
     }
 
     #[test]
     fn a_declared_size_past_the_limit_is_not_allocated() {
         let mut buf = BytesMut::new();
-        append(&mut buf, Bytes::from_static(b"ab"), Some(1 << 40), 1024);
-        append(&mut buf, Bytes::from_static(b"cd"), Some(1 << 40), 1024);
+        append(&mut buf, Bytes::from_static(b"ab"), || Some(1 << 40), 1024);
+        append(&mut buf, Bytes::from_static(b"cd"), || Some(1 << 40), 1024);
         assert!(buf.capacity() < 1024);
         assert_eq!(&buf[..], b"abcd");
     }

@@ -38,7 +38,7 @@ pub(super) fn filter(
         return Ok(());
     }
     if let Some(chunk) = body.take() {
-        let declared = collect::declared(&session.req_header().headers);
+        let declared = || collect::declared(&session.req_header().headers);
         collect::append(&mut native.body, chunk, declared, max);
     }
     if !end_of_stream {

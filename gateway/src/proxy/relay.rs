@@ -43,7 +43,6 @@ pub async fn read_body(
     // The longest silence between body reads (`client-timeouts.body-s`, set on the session),
     // kept here with tokio's timer.
     let silence = session.get_read_timeout();
-    let declared = super::collect::declared(&session.req_header().headers);
     let mut body = BytesMut::new();
     loop {
         let read = session.read_request_body();
@@ -67,6 +66,7 @@ pub async fn read_body(
         if (body.len() + chunk.len()) as u64 > max {
             return Err(GatewayError::body_too_large(max));
         }
+        let declared = || super::collect::declared(&session.req_header().headers);
         super::collect::append(&mut body, chunk, declared, max);
     }
     Ok(body.freeze())
