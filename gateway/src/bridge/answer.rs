@@ -48,6 +48,13 @@ impl Messages {
         self.exchange.header().status.as_u16()
     }
 
+    /// Whether the answer is an event stream, which ends with the response it carries: one
+    /// that ends before it was cut short (the backend killed between two events, or closing
+    /// the stream), and the call's outcome is unknown.
+    pub(super) fn is_event_stream(&self) -> bool {
+        self.sse
+    }
+
     /// The next message, `None` at the end of the answer.
     pub(super) async fn next(&mut self) -> Result<Option<Bytes>, Broken> {
         loop {

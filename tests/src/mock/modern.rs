@@ -313,6 +313,12 @@ fn answer(name: &str, head: &Head, msg: &Value) -> Answer {
                         "params": {"progressToken": 1, "progress": 1, "total": 1}});
                     Answer::Sse(vec![progress, done])
                 }
+                // not listed: an event stream that ends (well framed) before its response
+                "sse_without_result" => {
+                    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": 1, "progress": 1, "total": 1}});
+                    Answer::Sse(vec![progress])
+                }
                 "echo_meta" => {
                     let headers: serde_json::Map<String, Value> =
                         ["mcp-protocol-version", "mcp-method", "mcp-name"]

@@ -74,12 +74,12 @@ pub(super) async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body
             tokio::time::sleep(Duration::from_millis(arg("ms", 1000))).await;
             write(stream, 200, "application/json", &result(name)).await
         }
-        "sse_progress" | "drop_mid_sse" => {
+        "sse_progress" | "drop_mid_sse" | "sse_without_result" => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
             if stream.write_all(head.as_bytes()).await.is_err() {
                 return false;
             }
-            let steps = if tool == "drop_mid_sse" {
+            let steps = if tool != "sse_progress" {
                 1
             } else {
                 arg("steps", 3)
@@ -99,6 +99,11 @@ pub(super) async fn answer(stream: &mut TcpStream, name: &str, head: &Head, body
             }
             if tool == "drop_mid_sse" {
                 return false;
+            }
+            if tool == "sse_without_result" {
+                // the stream ends well framed (its last chunk) but without the response: a
+                // server that closed it, or one killed as the last chunk went
+                return stream.write_all(b"0\r\n\r\n").await.is_ok();
             }
             let done = String::from_utf8(result(name)).expect("utf8");
             chunk(stream, &format!("event: message\r\ndata: {done}\r\n\r\n")).await

@@ -184,4 +184,8 @@ async fn bridged_tool_errors_and_rpc_errors_are_counted() {
             .await,
         1.0
     );
+    // an event stream that ends before its response: the outcome is unknown (-32013)
+    let cut = call(5, "sse_without_result").send(gw.addr).await;
+    assert_eq!(cut.json()["error"]["code"], -32013, "{}", cut.text());
+    assert_eq!(cut.json()["id"], 5, "{}", cut.text());
 }

@@ -348,6 +348,22 @@ async fn a_call_whose_backend_connection_breaks_is_not_repeated() {
     assert_eq!(resp.status(), 200, "{}", resp.text());
 }
 
+/// A backend killed as the last chunk of an answer went (or one that closes the stream) ends
+/// the event stream well framed but without the response: the outcome is unknown, -32013, as
+/// when the connection breaks (before this, -32035 "without a JSON-RPC response").
+#[tokio::test]
+async fn an_event_stream_that_ends_before_its_response_is_an_unknown_outcome() {
+    let a = MockServer::legacy("a", 0, V).await;
+    let gw = Gateway::start(&config(&[&a], "")).await;
+    let resp = call(1, "sse_without_result", "c").send(gw.addr).await;
+    let v = resp.json();
+    assert_eq!(v["error"]["code"], -32013, "{}", resp.text());
+    assert_eq!(v["id"], 1);
+    assert_eq!(v["error"]["data"]["outcome"], "unknown", "{v}");
+    let resp = call(2, "count", "c").send(gw.addr).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+}
+
 #[tokio::test]
 async fn two_principals_with_the_same_meta_never_share_a_pooled_session() {
     let a = MockServer::legacy("a", 0, V).await;

@@ -90,7 +90,16 @@ impl Call<'_> {
                 let next = messages.next().await.map_err(|_| {
                     GatewayError::backend_lost(&self.up.pool.name, &sent.backend.label)
                 })?;
-                let Some(raw) = next else { break None };
+                let Some(raw) = next else {
+                    if messages.is_event_stream() && status < 400 {
+                        // an event stream ended before its response: the outcome is unknown
+                        return Err(GatewayError::backend_lost(
+                            &self.up.pool.name,
+                            &sent.backend.label,
+                        ));
+                    }
+                    break None;
+                };
                 let Some(peek) = peek(&raw) else { continue };
                 if peek.response && peek.verbatim && retry.is_none() {
                     messages.finish(self.up.engine).await;

@@ -362,14 +362,18 @@ impl One<'_> {
                 next = messages.next() => next,
                 Some(m) = recv(&mut strays) => Ok(serde_json::to_vec(&m).ok().map(Bytes::from)),
             };
-            let next = match next {
-                Ok(n) => n,
-                Err(_) => {
+            let raw = match next {
+                Ok(Some(raw)) => raw,
+                Ok(None) if !(messages.is_event_stream() && status < 400) => break None,
+                // broken, or an event stream ended before its response: the outcome is unknown
+                cut => {
                     cancel.disarm();
                     sessions.drop_entry(entry);
                     if *streaming {
                         // the client heard part of the answer: it ends here, with -32013
-                        pool.mark_failed(backend);
+                        if cut.is_err() {
+                            pool.mark_failed(backend);
+                        }
                         let e = GatewayError::backend_lost(&pool.name, &backend.label);
                         end_with_error(session, &e, self.id).await?;
                         return Ok(Attempt::Done(served(backend)));
@@ -377,7 +381,6 @@ impl One<'_> {
                     return Ok(self.lost());
                 }
             };
-            let Some(raw) = next else { break None };
             let Some(p) = peek(&raw) else { continue };
             let Ok(m) = serde_json::from_slice::<Value>(&raw) else {
                 continue;
