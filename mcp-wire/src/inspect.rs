@@ -47,8 +47,13 @@ impl RequestId {
 }
 
 fn valid_id(raw: &RawValue) -> bool {
+    valid_id_text(raw.get())
+}
+
+/// The same for the JSON text of a value.
+fn valid_id_text(json: &str) -> bool {
     matches!(
-        raw.get().as_bytes().first(),
+        json.as_bytes().first(),
         Some(b'"' | b'-' | b'0'..=b'9' | b'n')
     )
 }
@@ -57,7 +62,7 @@ fn valid_id(raw: &RawValue) -> bool {
 #[derive(Debug, Default)]
 pub struct BodyInfo<'a> {
     /// The JSON text of `id`; `None` for notifications and bodies without one.
-    pub id: Option<&'a RawValue>,
+    pub id: Option<&'a str>,
     /// `method`; `None` for responses the client sends to server requests.
     pub method: Option<Cow<'a, str>>,
     /// `params.name` (tools/call, prompts/get), `params.uri` (resources/read) or
@@ -67,14 +72,16 @@ pub struct BodyInfo<'a> {
     pub meta_protocol_version: Option<Cow<'a, str>>,
     /// Whether `params._meta` is present at all.
     pub has_meta: bool,
+    /// Whether `params._meta`'s client capabilities list the Tasks extension: only then may
+    /// a server answer with a task (SEP-2663).
+    pub declares_tasks: bool,
 }
 
 impl BodyInfo<'_> {
     /// The id, owned, for answering with an error; `null` when the message had none.
     pub fn request_id(&self) -> RequestId {
         self.id
-            .filter(|raw| valid_id(raw))
-            .map(|raw| RequestId(raw.to_owned()))
+            .and_then(RequestId::from_json)
             .unwrap_or_else(RequestId::null)
     }
 }
@@ -111,20 +118,14 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
         Refused::NotObject => InspectError::NotAMessage("not a JSON object".into()),
         Refused::Shape(detail) => InspectError::NotAMessage(detail),
     })?;
-    let id = match env.id {
-        None => None,
-        Some(text) => {
-            // the scan checked it: this only gives the borrowed text its type
-            let raw: &RawValue =
-                serde_json::from_str(text).map_err(|e| InspectError::Parse(e.to_string()))?;
-            if !valid_id(raw) {
-                return Err(InspectError::NotAMessage(
-                    "id must be a string or a number".into(),
-                ));
-            }
-            Some(raw)
-        }
-    };
+    // the scan checked the id's JSON: only its type is left to check (the text is given a
+    // type, a `RequestId`, only where it is answered)
+    if env.id.is_some_and(|text| !valid_id_text(text)) {
+        return Err(InspectError::NotAMessage(
+            "id must be a string or a number".into(),
+        ));
+    }
+    let id = env.id;
     let method_is = |m: &str| env.method.as_deref() == Some(m);
     let name = if method_is("resources/read")
         || method_is("resources/subscribe")
@@ -142,6 +143,7 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
         name,
         meta_protocol_version: env.protocol_version,
         has_meta: env.has_meta,
+        declares_tasks: env.declares_tasks,
     })
 }
 
@@ -239,7 +241,7 @@ mod tests {
     fn tools_call_yields_method_name_and_version() {
         let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"report_q3","arguments":{"n":1e400,"big":123456789012345678901},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         let info = inspect_body(body).unwrap();
-        assert_eq!(info.id.unwrap().get(), "7");
+        assert_eq!(info.id.unwrap(), "7");
         assert_eq!(info.method.as_deref(), Some("tools/call"));
         assert_eq!(info.name.as_deref(), Some("report_q3"));
         assert_eq!(info.meta_protocol_version.as_deref(), Some("2026-07-28"));

@@ -144,6 +144,10 @@ pub struct RequestCtx {
     pub mcp_call: Option<(String, Option<String>)>,
     /// A member request of a virtual route: its body, given instead of read from the client.
     pub preset_body: Option<bytes::Bytes>,
+    /// Whether the body's client capabilities list the Tasks extension (`None`: the body was
+    /// not read): a server may answer with a task only then, so only then is the answer
+    /// watched for one.
+    pub declares_tasks: Option<bool>,
 }
 
 impl RequestCtx {
@@ -172,6 +176,7 @@ impl RequestCtx {
             otel: None,
             mcp_call: None,
             preset_body: None,
+            declares_tasks: None,
         }
     }
 

@@ -48,12 +48,14 @@ pub(super) fn filter(
     let full = std::mem::take(&mut native.body).freeze();
     match check::check_body(&session.req_header().headers, &full) {
         Ok(info) => {
+            let declares_tasks = info.declares_tasks;
             // a call on a virtual route: the member's own name, once the exposed one is checked
             let sent = match native.rename.as_deref() {
                 Some(rename) => rename.body(&full, info.name.as_ref(), events),
                 None => Ok(full.clone()),
             };
             drop(info);
+            ctx.declares_tasks = Some(declares_tasks);
             ctx.body_prefix = Some(full);
             *body = Some(sent.map_err(|e| respond::stashed(ctx, e))?);
             Ok(())

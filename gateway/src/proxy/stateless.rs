@@ -47,6 +47,7 @@ pub(super) async fn forward_buffered(
         inspect_body(&body)?
     };
     ctx.request_id = Some(info.request_id());
+    ctx.declares_tasks = Some(info.declares_tasks);
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     super::steps::classify(ctx, &route, method, name)?;
     if super::tasks::routes(ctx, method) {

@@ -17,6 +17,10 @@ pub const MAX_DEPTH: usize = 128;
 
 /// The key of the 2026-07-28 protocol version in `params._meta`.
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// The key of the client's capabilities in `params._meta`.
+const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The Tasks extension's key under the capabilities' `extensions`.
+const TASKS_EXTENSION_KEY: &str = "io.modelcontextprotocol/tasks";
 
 /// What the scan found in a message object. A field is `None` when absent or `null`.
 #[derive(Debug, Default)]
@@ -31,6 +35,9 @@ pub(crate) struct Envelope<'a> {
     pub task_id: Option<Cow<'a, str>>,
     pub has_meta: bool,
     pub protocol_version: Option<Cow<'a, str>>,
+    /// Whether `params._meta`'s client capabilities list the Tasks extension (under any of
+    /// the `clientCapabilities` keys given, should one be given twice).
+    pub declares_tasks: bool,
 }
 
 /// Why a body is not one message.
@@ -219,11 +226,35 @@ impl<'a> Scanner<'a> {
         self.object(|s, key| {
             if seen.field(&key, s)?.is_some() {
                 env.protocol_version = s.string_or_null("the protocol version in params._meta")?;
+            } else if key == CLIENT_CAPABILITIES_KEY {
+                env.declares_tasks |= s.lists_extension("extensions", TASKS_EXTENSION_KEY)?;
             } else {
                 s.value()?;
             }
             Ok(())
         })
+    }
+
+    /// Skips a value, and says whether it is an object whose `group` member is an object
+    /// with the key `wanted` (a capability the client declares).
+    fn lists_extension(&mut self, group: &str, wanted: &str) -> Result<bool, Refused> {
+        self.ws();
+        if self.peek() != Some(b'{') {
+            return self.value().map(|_| false);
+        }
+        let mut found = false;
+        self.object(|s, key| {
+            s.ws();
+            if key == group && s.peek() == Some(b'{') {
+                s.object(|s, key| {
+                    found |= key == wanted;
+                    s.value().map(drop)
+                })
+            } else {
+                s.value().map(drop)
+            }
+        })?;
+        Ok(found)
     }
 
     /// A string or `null`; anything else is the wrong type for `what`.

@@ -143,3 +143,52 @@ fn nesting_stops_at_the_limit() {
     );
     assert!(matches!(refused(&deep), Refused::Syntax(m) if m.contains("levels deep")));
 }
+
+#[test]
+fn the_tasks_extension_is_seen_where_the_client_declares_it() {
+    let meta = |caps: &str| {
+        format!(
+            r#"{{"id":1,"method":"tools/call","params":{{"name":"t","_meta":{{"io.modelcontextprotocol/clientCapabilities":{caps}}}}}}}"#
+        )
+    };
+    for (caps, declared) in [
+        (
+            r#"{"extensions":{"io.modelcontextprotocol/tasks":{}}}"#,
+            true,
+        ),
+        (
+            r#"{"sampling":{},"extensions":{"x":1,"io.modelcontextprotocol/tasks":{"a":[1]}}}"#,
+            true,
+        ),
+        (
+            r#"{"extensions":{"io.modelcontextprotocol/t\u0061sks":{}}}"#,
+            true,
+        ),
+        (r#"{}"#, false),
+        (r#"{"extensions":{}}"#, false),
+        (
+            r#"{"extensions":{"io.modelcontextprotocol/other":{}}}"#,
+            false,
+        ),
+        // the key elsewhere than under `extensions` is no declaration
+        (r#"{"io.modelcontextprotocol/tasks":{}}"#, false),
+        (
+            r#"{"extensions":[{"io.modelcontextprotocol/tasks":{}}]}"#,
+            false,
+        ),
+        (r#"null"#, false),
+        (r#""tasks""#, false),
+    ] {
+        let body = meta(caps);
+        let env = scan(body.as_bytes()).unwrap_or_else(|e| panic!("{body}: {e:?}"));
+        assert_eq!(env.declares_tasks, declared, "{caps}");
+    }
+    // given twice (a parser keeps one of them): declared when either declares it
+    let twice = r#"{"id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    assert!(scan(twice.as_bytes()).unwrap().declares_tasks);
+    // outside `params._meta`: no declaration
+    let elsewhere = r#"{"id":1,"method":"tools/call","params":{"arguments":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}"#;
+    assert!(!scan(elsewhere.as_bytes()).unwrap().declares_tasks);
+    // still checked: a broken value under the capabilities is refused
+    assert!(scan(meta(r#"{"extensions":{"a":tru}}"#).as_bytes()).is_err());
+}

@@ -30,9 +30,15 @@ use pingora::prelude::*;
 use std::sync::Arc;
 
 /// Whether this request's answer may carry a task handle the gateway should record: a
-/// 2026-07-28 `tools/call` on a route that is not stateful, with `tasks` enabled.
+/// 2026-07-28 `tools/call` on a route that is not stateful, with `tasks` enabled, from a
+/// client that declared the Tasks extension (SEP-2663: only then may a server answer with a
+/// task) or whose body was not read. A client that declares it not while its server answers
+/// with a task anyway only loses the routing of its own task.
 pub(crate) fn watched(ctx: &RequestCtx) -> bool {
-    ctx.era == Era::Stateless && ctx.method_label == "tools/call" && ctx.state.config.tasks.enabled
+    ctx.era == Era::Stateless
+        && ctx.method_label == "tools/call"
+        && ctx.state.config.tasks.enabled
+        && ctx.declares_tasks != Some(false)
 }
 
 /// Whether a request of `method` is one the gateway routes by its task.
