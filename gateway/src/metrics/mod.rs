@@ -15,7 +15,7 @@ mod backends;
 mod resolved;
 
 pub use backends::retain_backends;
-pub use resolved::{Resolved, RouteMetrics, ANSWERED};
+pub use resolved::{Resolved, RouteMetrics, ANSWERED, TOOL_SLOTS};
 
 use pingora_prometheus::prometheus::{
     HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,

@@ -48,7 +48,14 @@ pub struct RouteMetrics {
     pub(crate) requests: Resolved<IntCounter>,
     /// `mcpgw_request_duration_seconds`, by method.
     pub(crate) duration: Resolved<Histogram>,
+    /// `mcpgw_tool_calls_total`, by tool (the first [`TOOL_SLOTS`] of `metrics.tools`, then
+    /// `other`) and answered outcome.
+    pub(crate) tool_calls: Resolved<IntCounter>,
 }
+
+/// The named tools of `metrics.tools` whose `mcpgw_tool_calls_total` children a route keeps
+/// (any further one is looked up per call); slot [`TOOL_SLOTS`] is `other`.
+pub const TOOL_SLOTS: usize = 16;
 
 impl Default for RouteMetrics {
     fn default() -> Self {
@@ -56,6 +63,7 @@ impl Default for RouteMetrics {
         RouteMetrics {
             requests: Resolved::new(methods * ANSWERED.len()),
             duration: Resolved::new(methods),
+            tool_calls: Resolved::new((TOOL_SLOTS + 1) * ANSWERED.len()),
         }
     }
 }

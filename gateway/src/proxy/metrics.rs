@@ -4,7 +4,7 @@
 //! by the [`Gateway`](super::Gateway); a route's children of the busiest families are resolved
 //! once (`metrics::RouteMetrics`), as are the era families'.
 
-use crate::metrics::{Registrar, Resolved, RouteMetrics, ANSWERED};
+use crate::metrics::{Registrar, Resolved, RouteMetrics, ANSWERED, TOOL_SLOTS};
 use crate::upstream::Backend;
 use mcp_wire::{BackendEra, Era};
 use pingora_prometheus::prometheus::{
@@ -135,6 +135,33 @@ impl RequestMetrics {
                 .request_duration
                 .with_label_values(&[label, method])
                 .observe(seconds),
+        }
+    }
+
+    /// Counts a finished `tools/call` in `mcpgw_tool_calls_total`: `index` is the tool's place
+    /// in `metrics.tools` (`usize::MAX`: another tool, counted as `tool`, `other`).
+    pub fn tool_call(
+        &self,
+        route: Option<&RouteMetrics>,
+        label: &str,
+        (index, tool): (usize, &str),
+        outcome: &str,
+    ) {
+        let slot = match index {
+            usize::MAX => Some(TOOL_SLOTS),
+            i => Some(i).filter(|&i| i < TOOL_SLOTS),
+        };
+        let answered = ANSWERED.iter().position(|o| *o == outcome);
+        let make = || self.tool_calls.with_label_values(&[label, tool, outcome]);
+        let counter = route
+            .zip(slot.zip(answered))
+            .and_then(|(r, (s, o))| r.tool_calls.get(s * ANSWERED.len() + o, make));
+        match counter {
+            Some(c) => c.inc(),
+            None => self
+                .tool_calls
+                .with_label_values(&[label, tool, outcome])
+                .inc(),
         }
     }
 

@@ -544,9 +544,7 @@ impl ProxyHttp for Gateway {
                 .get(i)
                 .map_or("other", String::as_str);
             self.metrics
-                .tool_calls
-                .with_label_values(&[route, tool, outcome])
-                .inc();
+                .tool_call(route_metrics, route, (i, tool), outcome);
         }
     }
 }
