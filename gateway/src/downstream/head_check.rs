@@ -15,6 +15,106 @@ pub const MAX_HEAD_LINES: usize = 100;
 
 /// Checks the head `head` (request line, headers, blank line).
 pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
+    match plain(head) {
+        Some(verdict) => verdict,
+        None => parsed(head),
+    }
+}
+
+/// The framing of a head written in the plainest form, judged without a parser: a request
+/// line of an upper-case method, a target of URI characters (RFC 3986: letters, digits and
+/// `-._~!$&'()*+,;=:@/?%`) and `HTTP/1.1`; header names of letters, digits and `-`; values of
+/// visible ASCII, space and tab; every line ended by CRLF. httparse parses every such head to
+/// the same lines (its grammar is wider). Anything else (`None`) goes to httparse, as every
+/// head did before: most heads are plain, and this costs less than the parse. (HTTP/1.0 is
+/// never plain here: its framing rules differ.)
+fn plain(head: &[u8]) -> Option<Result<(), GatewayError>> {
+    let line_end = crlf(head, 0)?;
+    let line = &head[..line_end];
+    let method = line.iter().position(|&b| b == b' ')?;
+    let target = line[method + 1..].iter().position(|&b| b == b' ')? + method + 1;
+    let plain_line = method > 0
+        && line[..method].iter().all(u8::is_ascii_uppercase)
+        && target > method + 1
+        && line[method + 1..target].iter().all(|&b| URI[b as usize])
+        && &line[target + 1..] == b"HTTP/1.1";
+    if !plain_line {
+        return None;
+    }
+    // the header lines, each checked and judged, up to the blank line that ends the head
+    let mut framing = Framing::default();
+    let mut verdict = Ok(());
+    let mut at = line_end + 2;
+    loop {
+        let end = crlf(head, at)?;
+        if end == at {
+            // the blank line: the end of the head
+            return (end + 2 == head.len()).then(|| verdict.and_then(|()| framing.end(false)));
+        }
+        let field = &head[at..end];
+        let colon = field.iter().position(|&b| b == b':')?;
+        let (name, value) = (&field[..colon], &field[colon + 1..]);
+        let plain_field = colon > 0
+            && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+            && value
+                .iter()
+                .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b));
+        if !plain_field {
+            return None;
+        }
+        if verdict.is_ok() {
+            // the first refusal is kept, and given only if the whole head is plain
+            verdict = framing.line(name, value);
+        }
+        at = end + 2;
+    }
+}
+
+/// Where the line starting at `from` ends: its CR, which a LF must follow (`None` for a bare
+/// CR or LF, or no line end: not a plain head). A plain line has no other control character,
+/// so its first CR is its end.
+fn crlf(head: &[u8], from: usize) -> Option<usize> {
+    let rest = head.get(from..)?;
+    let cr = memchr::memchr2(b'\r', b'\n', rest)?;
+    (rest[cr] == b'\r' && rest.get(cr + 1) == Some(&b'\n')).then_some(from + cr)
+}
+
+/// The bytes of a request target in [`plain`].
+static URI: [bool; 256] = {
+    let mut map = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        map[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+                    | b'?'
+                    | b'%'
+            );
+        b += 1;
+    }
+    map
+};
+
+/// A head that is not [`plain`], parsed by httparse.
+pub(super) fn parsed(head: &[u8]) -> Result<(), GatewayError> {
     // uninitialised: filling 101 empty headers first would cost more than the parse
     let mut headers =
         [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEAD_LINES + 1];
@@ -27,44 +127,73 @@ pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
         }
         Err(e) => return Err(GatewayError::bad_framing(&format!("unparsable head: {e}"))),
     }
-    let mut length: Option<u64> = None;
-    let mut codings: Vec<String> = Vec::new();
+    let mut framing = Framing::default();
     for h in req.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") {
-            length = Some(content_length(h.value, length)?);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            let v = String::from_utf8_lossy(h.value).to_ascii_lowercase();
-            codings.extend(
+        framing.line(h.name.as_bytes(), h.value)?;
+    }
+    framing.end(req.version == Some(0))
+}
+
+/// What a head's header lines say of its framing, line by line.
+#[derive(Default)]
+struct Framing {
+    length: Option<u64>,
+    codings: Vec<String>,
+}
+
+impl Framing {
+    /// One header line.
+    fn line(&mut self, name: &[u8], value: &[u8]) -> Result<(), GatewayError> {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            self.length = Some(content_length(value, self.length)?);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            let v = String::from_utf8_lossy(value).to_ascii_lowercase();
+            self.codings.extend(
                 v.split(',')
                     .map(|c| c.trim().to_owned())
                     .filter(|c| !c.is_empty()),
             );
         }
+        Ok(())
     }
-    if codings.is_empty() {
-        return Ok(());
+
+    /// The verdict once every line was read (`http10`: an HTTP/1.0 request).
+    fn end(self, http10: bool) -> Result<(), GatewayError> {
+        let Framing { length, codings } = self;
+        if codings.is_empty() {
+            return Ok(());
+        }
+        if length.is_some() {
+            return Err(GatewayError::bad_framing(
+                "both Transfer-Encoding and Content-Length",
+            ));
+        }
+        if http10 {
+            return Err(GatewayError::bad_framing(
+                "Transfer-Encoding on an HTTP/1.0 request",
+            ));
+        }
+        if codings.iter().any(|c| c != "chunked") || codings.len() > 1 {
+            return Err(GatewayError::bad_framing(
+                "a Transfer-Encoding other than chunked",
+            ));
+        }
+        Ok(())
     }
-    if length.is_some() {
-        return Err(GatewayError::bad_framing(
-            "both Transfer-Encoding and Content-Length",
-        ));
-    }
-    if req.version == Some(0) {
-        return Err(GatewayError::bad_framing(
-            "Transfer-Encoding on an HTTP/1.0 request",
-        ));
-    }
-    if codings.iter().any(|c| c != "chunked") || codings.len() > 1 {
-        return Err(GatewayError::bad_framing(
-            "a Transfer-Encoding other than chunked",
-        ));
-    }
-    Ok(())
 }
 
 /// The one value of a `Content-Length` line (`seen`: a length given before on another line).
 fn content_length(value: &[u8], seen: Option<u64>) -> Result<u64, GatewayError> {
     let text = std::str::from_utf8(value).unwrap_or("");
+    // the common case, one length of at most 19 digits (a u64) without a leading zero
+    let one = text.trim_matches([' ', '\t']);
+    let plain = seen.is_none()
+        && (1..=19).contains(&one.len())
+        && one.bytes().all(|b| b.is_ascii_digit())
+        && (one.len() == 1 || !one.starts_with('0'));
+    if let Some(n) = plain.then(|| one.parse::<u64>().ok()).flatten() {
+        return Ok(n);
+    }
     let mut values = Vec::new();
     for v in text.split(',') {
         let v = v.trim_matches([' ', '\t']);
@@ -114,6 +243,34 @@ mod tests {
         assert!(framing(&head(&["Content-Length:\t181 "])).is_ok());
         assert!(framing(&head(&["Transfer-Encoding: chunked"])).is_ok());
         assert!(framing(&head(&[])).is_ok());
+    }
+
+    #[test]
+    fn a_usual_client_head_is_read_without_the_parser_and_odd_ones_are_parsed() {
+        let usual = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:8080\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: whoami\r\ncontent-length: 281\r\n\r\n";
+        assert!(matches!(super::plain(usual), Some(Ok(()))));
+        for odd in [
+            &b"POST /mcp HTTP/1.0\r\nContent-Length: 5\r\n\r\n"[..],
+            b"POST /mcp HTTP/1.1\nContent-Length: 5\r\n\r\n",
+            b"POST /mcp HTTP/1.1\r\nX-Odd_Name: 1\r\n\r\n",
+            b"POST /mcp HTTP/1.1\r\nX: caf\xc3\xa9\r\n\r\n",
+            b"POST /mcp HTTP/1.1\r\n folded: 1\r\n\r\n",
+            b"POST /{x} HTTP/1.1\r\n\r\n",
+        ] {
+            assert!(
+                super::plain(odd).is_none(),
+                "{}",
+                String::from_utf8_lossy(odd)
+            );
+        }
+        // the first refusal, as the parsed reading gives it
+        let two = head(&[
+            "Content-Length: 5",
+            "Transfer-Encoding: chunked",
+            "Content-Length: 6",
+        ]);
+        let plain = super::plain(&two).unwrap().unwrap_err();
+        assert_eq!(plain.message, super::parsed(&two).unwrap_err().message);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! `cargo test` runs 64 cases a property (or `PROPTEST_CASES`).
 
 use super::head::{judge, refusal, Phase, Verdict};
-use super::head_check::framing;
+use super::head_check::{framing, parsed};
 use crate::config::ClientTimeouts;
 use crate::error::{ErrorKind, GatewayError};
 use proptest::prelude::*;
@@ -178,6 +178,39 @@ proptest! {
             }
             Err(e) => check_refusal(&e)?,
         }
+    }
+
+    /// The plain heads' reading without a parser (`head_check::plain`) judges every head as
+    /// httparse's reading does: the same verdict, the same words.
+    #[test]
+    fn heads_judged_without_the_parser_are_judged_as_httparse_judges_them(
+        lines in prop::collection::vec(header_line(), 0..6),
+        http10 in any::<bool>(),
+        line in prop::sample::select(vec![
+            "POST /mcp HTTP/1.1", "GET /mcp?x=1&y=%20 HTTP/1.1", "POST /a|b HTTP/1.1",
+            "POST  /mcp HTTP/1.1", "post /mcp HTTP/1.1", "POST /mcp HTTP/1.1 ", "POST /mcp",
+            "OPTIONS * HTTP/1.1", "POST /m\"cp HTTP/1.1", "POST /mcp HTTP/2.0",
+        ]),
+        bare_lf in any::<bool>(),
+        noise in prop::collection::vec(any::<u8>(), 0..3),
+        at in any::<usize>(),
+    ) {
+        let mut h = head(&lines, http10);
+        let first = h.iter().position(|&b| b == b'\n').unwrap() + 1;
+        h.splice(..first, format!("{line}\r\n").into_bytes());
+        if bare_lf {
+            // one CRLF made a bare LF
+            let crs: Vec<usize> = h.iter().enumerate().filter(|(_, &b)| b == b'\r').map(|(i, _)| i).collect();
+            h.remove(crs[at % crs.len()]);
+        }
+        if !noise.is_empty() {
+            // a few arbitrary bytes somewhere in the head (before its blank line)
+            let spot = at % (h.len() - 2);
+            h.splice(spot..spot, noise);
+        }
+        let plain = framing(&h).map_err(|e| (e.kind, e.message));
+        let slow = parsed(&h).map_err(|e| (e.kind, e.message));
+        prop_assert_eq!(plain, slow, "{:?}", String::from_utf8_lossy(&h));
     }
 
     #[test]
