@@ -24,59 +24,71 @@ pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
 /// The framing of a head written in the plainest form, judged without a parser: a request
 /// line of an upper-case method, a target of URI characters (RFC 3986: letters, digits and
 /// `-._~!$&'()*+,;=:@/?%`) and `HTTP/1.1`; header names of letters, digits and `-`; values of
-/// visible ASCII, space and tab; every line ended by CRLF. httparse parses every such head to
+/// visible ASCII and space; every line ended by CRLF. httparse parses every such head to
 /// the same lines (its grammar is wider). Anything else (`None`) goes to httparse, as every
 /// head did before: most heads are plain, and this costs less than the parse. (HTTP/1.0 is
 /// never plain here: its framing rules differ.)
 fn plain(head: &[u8]) -> Option<Result<(), GatewayError>> {
-    let line_end = crlf(head, 0)?;
-    let line = &head[..line_end];
-    let method = line.iter().position(|&b| b == b' ')?;
-    let target = line[method + 1..].iter().position(|&b| b == b' ')? + method + 1;
+    // the request line
+    let method = run(head, 0, |b| b.is_ascii_uppercase());
+    let target = run(head, method + 1, |b| URI[b as usize]);
     let plain_line = method > 0
-        && line[..method].iter().all(u8::is_ascii_uppercase)
+        && head.get(method) == Some(&b' ')
         && target > method + 1
-        && line[method + 1..target].iter().all(|&b| URI[b as usize])
-        && &line[target + 1..] == b"HTTP/1.1";
+        && head.get(target..target + 11)? == b" HTTP/1.1\r\n";
     if !plain_line {
         return None;
     }
     // the header lines, each checked and judged, up to the blank line that ends the head
     let mut framing = Framing::default();
     let mut verdict = Ok(());
-    let mut at = line_end + 2;
+    let mut at = target + 11;
     loop {
-        let end = crlf(head, at)?;
-        if end == at {
-            // the blank line: the end of the head
-            return (end + 2 == head.len()).then(|| verdict.and_then(|()| framing.end(false)));
+        if head.get(at..at + 2)? == b"\r\n" {
+            return (at + 2 == head.len()).then(|| verdict.and_then(|()| framing.end(false)));
         }
-        let field = &head[at..end];
-        let colon = field.iter().position(|&b| b == b':')?;
-        let (name, value) = (&field[..colon], &field[colon + 1..]);
-        let plain_field = colon > 0
-            && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
-            && value
-                .iter()
-                .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b));
-        if !plain_field {
+        let colon = run(head, at, |b| b.is_ascii_alphanumeric() || b == b'-');
+        if colon == at || head.get(colon) != Some(&b':') {
+            return None;
+        }
+        let end = colon + 1 + visible_run(&head[colon + 1..]);
+        if head.get(end..end + 2)? != b"\r\n" {
             return None;
         }
         if verdict.is_ok() {
             // the first refusal is kept, and given only if the whole head is plain
-            verdict = framing.line(name, value);
+            verdict = framing.line(&head[at..colon], &head[colon + 1..end]);
         }
         at = end + 2;
     }
 }
 
-/// Where the line starting at `from` ends: its CR, which a LF must follow (`None` for a bare
-/// CR or LF, or no line end: not a plain head). A plain line has no other control character,
-/// so its first CR is its end.
-fn crlf(head: &[u8], from: usize) -> Option<usize> {
-    let rest = head.get(from..)?;
-    let cr = memchr::memchr2(b'\r', b'\n', rest)?;
-    (rest[cr] == b'\r' && rest.get(cr + 1) == Some(&b'\n')).then_some(from + cr)
+/// Where the run of bytes from `from` that `class` takes ends.
+fn run(head: &[u8], from: usize, class: impl Fn(u8) -> bool) -> usize {
+    let rest = head.get(from..).unwrap_or_default();
+    from + rest.iter().position(|&b| !class(b)).unwrap_or(rest.len())
+}
+
+/// How many bytes of `b` are visible ASCII or space (0x20 to 0x7E), eight at a time (header
+/// values are most of a head): a byte's high bit is set in `w - 0x20…` below 0x20, in `w`
+/// from 0x80, in `w + 0x01…` at 0x7F; no borrow or carry reaches a lower byte, so the lowest
+/// flag is the first other byte.
+fn visible_run(b: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(word) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let other = (w.wrapping_sub(ONES * 0x20) | w | w.wrapping_add(ONES)) & HIGHS;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + b[i..]
+        .iter()
+        .position(|&c| !(0x20..0x7f).contains(&c))
+        .unwrap_or(b.len() - i)
 }
 
 /// The bytes of a request target in [`plain`].
@@ -144,6 +156,10 @@ struct Framing {
 impl Framing {
     /// One header line.
     fn line(&mut self, name: &[u8], value: &[u8]) -> Result<(), GatewayError> {
+        // the lengths first: most names are neither
+        if !matches!(name.len(), 14 | 17) {
+            return Ok(());
+        }
         if name.eq_ignore_ascii_case(b"content-length") {
             self.length = Some(content_length(value, self.length)?);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
@@ -246,6 +262,21 @@ mod tests {
     }
 
     #[test]
+    fn the_visible_run_ends_at_the_first_other_byte() {
+        for at in 0..20 {
+            for c in 0..=255u8 {
+                let mut b = vec![b'a'; 20];
+                b[at] = c;
+                let slow = b
+                    .iter()
+                    .position(|&c| !(0x20..0x7f).contains(&c))
+                    .unwrap_or(20);
+                assert_eq!(super::visible_run(&b), slow, "byte {c:#x} at {at}");
+            }
+        }
+    }
+
+    #[test]
     fn a_usual_client_head_is_read_without_the_parser_and_odd_ones_are_parsed() {
         let usual = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:8080\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: whoami\r\ncontent-length: 281\r\n\r\n";
         assert!(matches!(super::plain(usual), Some(Ok(()))));
@@ -256,6 +287,9 @@ mod tests {
             b"POST /mcp HTTP/1.1\r\nX: caf\xc3\xa9\r\n\r\n",
             b"POST /mcp HTTP/1.1\r\n folded: 1\r\n\r\n",
             b"POST /{x} HTTP/1.1\r\n\r\n",
+            b"POST /mcp HTTP/1.1\r\nX: a\tb\r\n\r\n",
+            b"POST /mcp HTTP/1.1\r\nX: a\r\r\n\r\n",
+            b"POST /mcp HTTP/1.1\r\nX: a\x7f\r\n\r\n",
         ] {
             assert!(
                 super::plain(odd).is_none(),
