@@ -353,9 +353,7 @@ impl ProxyHttp for Gateway {
             // streams on to the client: its body was not kept to send it again)
             source.invalidate(&header, self.engine.token_events());
         }
-        let opened = upstream
-            .headers
-            .contains_key(mcp_wire::headers::MCP_SESSION_ID);
+        let opened = upstream.headers.contains_key(&stateless::SESSION_ID);
         if let Some(b) = ctx.backend.as_ref().filter(|_| {
             crate::upstream::era::answer_suggests_other_era(
                 ctx.era,
@@ -367,14 +365,11 @@ impl ProxyHttp for Gateway {
         }
         // Only a backend that opened a session of its own has anything to refuse; a refusal
         // (non-2xx) just loses the id: backend session ids never reach clients.
-        if !upstream
-            .headers
-            .contains_key(mcp_wire::headers::MCP_SESSION_ID)
-        {
+        if !opened {
             return Ok(());
         }
         if !upstream.status.is_success() {
-            upstream.remove_header(mcp_wire::headers::MCP_SESSION_ID);
+            upstream.remove_header(&stateless::SESSION_ID);
             return Ok(());
         }
         // Boxed: a backend session on a stateless route is the rare case; inlined, its future

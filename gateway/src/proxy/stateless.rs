@@ -261,7 +261,8 @@ pub(super) async fn forward_any(
 }
 
 /// `Mcp-Session-Id`, as a name parsed once.
-static SESSION_ID: http::HeaderName = http::HeaderName::from_static(MCP_SESSION_ID);
+/// [`MCP_SESSION_ID`] as a header name built once (a `&str` is parsed on every lookup).
+pub(super) static SESSION_ID: http::HeaderName = http::HeaderName::from_static(MCP_SESSION_ID);
 
 /// A stateless route carries no sessions (the gateway opens none there, and refuses a
 /// backend's: [`refuse_backend_session`]), so the `Mcp-Session-Id` a client sends on one is

@@ -11,9 +11,10 @@ pub const REQUEST_ID: &str = "x-request-id";
 
 /// Returns the request's id, adding a fresh one to the request when it has none.
 pub fn request_id(req: &mut RequestHeader) -> String {
+    static NAME: http::HeaderName = http::HeaderName::from_static(REQUEST_ID);
     let given = req
         .headers
-        .get(REQUEST_ID)
+        .get(&NAME)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 128);
     if let Some(id) = given {
