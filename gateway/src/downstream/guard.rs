@@ -57,8 +57,53 @@ impl PeerGuard {
 /// case-insensitive; `name:*` also matches a bare `name`.
 #[derive(Debug, Default, Clone)]
 pub struct Patterns {
-    patterns: Vec<Vec<u8>>,
+    patterns: Vec<Pattern>,
     any: bool,
+}
+
+/// One pattern, lower case, and how it is matched (found once, when the config loads).
+#[derive(Debug, Clone)]
+struct Pattern {
+    text: Vec<u8>,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No wildcard: the whole value.
+    Exact,
+    /// One `*` at the end only (`host:*`): the part before it, then a run of non-separators.
+    Prefix,
+    /// Anything else: [`matches`].
+    Glob,
+}
+
+impl Pattern {
+    fn new(text: Vec<u8>) -> Pattern {
+        let kind = match text.iter().position(|&c| c == b'*' || c == b'?') {
+            None => Kind::Exact,
+            Some(star) if star + 1 == text.len() && text[star] == b'*' => Kind::Prefix,
+            Some(_) => Kind::Glob,
+        };
+        Pattern { text, kind }
+    }
+
+    /// [`matches`], without its byte-by-byte recursion for the usual patterns (checked on
+    /// every request): a name without wildcards is compared whole, `name*` (the `host:*` of
+    /// the default loopback list) as its prefix and a run of non-separators.
+    fn is_match(&self, value: &[u8]) -> bool {
+        let p = &self.text;
+        match self.kind {
+            Kind::Exact => value.eq_ignore_ascii_case(p),
+            Kind::Prefix => {
+                let star = p.len() - 1;
+                value.len() >= star
+                    && value[..star].eq_ignore_ascii_case(&p[..star])
+                    && !value[star..].iter().any(|&c| separator(c))
+            }
+            Kind::Glob => matches(p, value),
+        }
+    }
 }
 
 impl Patterns {
@@ -74,9 +119,9 @@ impl Patterns {
                 out.any = true;
             }
             if let Some(bare) = p.strip_suffix(":*") {
-                out.patterns.push(bare.as_bytes().to_vec());
+                out.patterns.push(Pattern::new(bare.as_bytes().to_vec()));
             }
-            out.patterns.push(p.into_bytes());
+            out.patterns.push(Pattern::new(p.into_bytes()));
         }
         Some(out)
     }
@@ -84,26 +129,7 @@ impl Patterns {
     /// Whether `value` matches one of the patterns.
     pub fn is_match(&self, value: &str) -> bool {
         // compared case-insensitively in place (patterns are lower case): no lowered copy
-        self.any
-            || self
-                .patterns
-                .iter()
-                .any(|p| matches_fast(p, value.as_bytes()))
-    }
-}
-
-/// [`matches`], without its byte-by-byte recursion for the usual patterns (checked on every
-/// request): a name without wildcards is compared whole, `name*` (the `host:*` of the default
-/// loopback list) as its prefix and a run of non-separators.
-fn matches_fast(pattern: &[u8], value: &[u8]) -> bool {
-    match pattern.iter().position(|&c| c == b'*' || c == b'?') {
-        None => value.eq_ignore_ascii_case(pattern),
-        Some(star) if star + 1 == pattern.len() && pattern[star] == b'*' => {
-            value.len() >= star
-                && value[..star].eq_ignore_ascii_case(&pattern[..star])
-                && !value[star..].iter().any(|&c| separator(c))
-        }
-        Some(_) => matches(pattern, value),
+        self.any || self.patterns.iter().any(|p| p.is_match(value.as_bytes()))
     }
 }
 
@@ -147,7 +173,7 @@ mod tests {
         ) {
             let pattern = pattern.to_ascii_lowercase();
             prop_assert_eq!(
-                matches_fast(pattern.as_bytes(), value.as_bytes()),
+                Pattern::new(pattern.as_bytes().to_vec()).is_match(value.as_bytes()),
                 matches(pattern.as_bytes(), value.as_bytes())
             );
         }
