@@ -66,6 +66,13 @@ pub(super) async fn end_with_error(
     session.write_response_body(Some(err.event(id)), true).await
 }
 
+/// Ends an SSE answer with its last message, `body` (the call's response).
+pub(super) async fn end_stream(session: &mut Session, body: Bytes) -> Result<()> {
+    session
+        .write_response_body(Some(sse::event(&body)), true)
+        .await
+}
+
 /// One message as an SSE event.
 pub(super) async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
     let json = serde_json::to_vec(msg).unwrap_or_default();

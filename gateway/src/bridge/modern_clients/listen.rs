@@ -13,9 +13,9 @@
 //! client going away ends the backend session (DELETE); the backend's GET stream ending ends
 //! the client's stream without a result (an abrupt end: the client re-listens and refetches).
 
-use super::serve::{end_stream, served, One, Pooled};
+use super::serve::{served, One, Pooled};
 use super::{open, AcquireError, Entry, Key};
-use crate::bridge::client::{start_stream, write_event};
+use crate::bridge::client::{end_stream, start_stream, write_event};
 use crate::bridge::Served;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::attempt::{Pick, Step};

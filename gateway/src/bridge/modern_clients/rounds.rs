@@ -5,8 +5,8 @@
 //! parked call, its answer given to the backend, the call's answer read on.
 
 use super::park::Parked;
-use super::serve::{end_stream, served, unix_ms, Attempt, One};
-use crate::bridge::client::{end_with_error, write_json};
+use super::serve::{served, unix_ms, Attempt, One};
+use crate::bridge::client::{end_stream, end_with_error, write_json};
 use crate::bridge::Served;
 use crate::error::{Fail, GatewayError};
 use mcp_wire::messages;

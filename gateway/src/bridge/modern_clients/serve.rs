@@ -25,7 +25,9 @@ use super::park::Parked;
 use super::side::CancelOnDrop;
 use super::{AcquireError, Entry, InUse, Key, Owner};
 use crate::auth::Principal;
-use crate::bridge::client::{accepted, end_with_error, start_stream, write_event, write_json};
+use crate::bridge::client::{
+    accepted, end_stream, end_with_error, start_stream, write_event, write_json,
+};
 use crate::bridge::config::BridgeConfig;
 use crate::bridge::Bridge;
 use crate::bridge::{ListFilter, Served};
@@ -39,7 +41,7 @@ use mcp_wire::messages::{self, safe_to_repeat};
 use mcp_wire::translate::legacy::{self, ModernEnvelope};
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::result::peek;
-use mcp_wire::{sse, Era, RequestId};
+use mcp_wire::{Era, RequestId};
 use pingora::http::RequestHeader;
 use pingora::prelude::*;
 use serde_json::Value;
@@ -495,10 +497,4 @@ pub(super) fn served(backend: &Arc<Backend>) -> Served {
     Served {
         backend: Some(backend.clone()),
     }
-}
-
-pub(super) async fn end_stream(session: &mut Session, body: Bytes) -> Result<()> {
-    session
-        .write_response_body(Some(sse::event(&body)), true)
-        .await
 }
