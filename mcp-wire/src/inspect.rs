@@ -42,16 +42,11 @@ impl RequestId {
     /// Parses an id given as JSON text (tests and gateway-owned ids).
     pub fn from_json(text: &str) -> Option<Self> {
         let raw = RawValue::from_string(text.to_owned()).ok()?;
-        valid_id(&raw).then_some(RequestId(raw))
+        valid_id(raw.get()).then_some(RequestId(raw))
     }
 }
 
-fn valid_id(raw: &RawValue) -> bool {
-    valid_id_text(raw.get())
-}
-
-/// The same for the JSON text of a value.
-fn valid_id_text(json: &str) -> bool {
+fn valid_id(json: &str) -> bool {
     matches!(
         json.as_bytes().first(),
         Some(b'"' | b'-' | b'0'..=b'9' | b'n')
@@ -120,7 +115,7 @@ pub fn inspect_body(body: &[u8]) -> Result<BodyInfo<'_>, InspectError> {
     })?;
     // the scan checked the id's JSON: only its type is left to check (the text is given a
     // type, a `RequestId`, only where it is answered)
-    if env.id.is_some_and(|text| !valid_id_text(text)) {
+    if env.id.is_some_and(|text| !valid_id(text)) {
         return Err(InspectError::NotAMessage(
             "id must be a string or a number".into(),
         ));

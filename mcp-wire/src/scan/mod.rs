@@ -17,10 +17,6 @@ pub const MAX_DEPTH: usize = 128;
 
 /// The key of the 2026-07-28 protocol version in `params._meta`.
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-/// The key of the client's capabilities in `params._meta`.
-const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The Tasks extension's key under the capabilities' `extensions`.
-const TASKS_EXTENSION_KEY: &str = "io.modelcontextprotocol/tasks";
 
 /// What the scan found in a message object. A field is `None` when absent or `null`.
 #[derive(Debug, Default)]
@@ -226,8 +222,9 @@ impl<'a> Scanner<'a> {
         self.object(|s, key| {
             if seen.field(&key, s)?.is_some() {
                 env.protocol_version = s.string_or_null("the protocol version in params._meta")?;
-            } else if key == CLIENT_CAPABILITIES_KEY {
-                env.declares_tasks |= s.lists_extension("extensions", TASKS_EXTENSION_KEY)?;
+            } else if key == crate::translate::META_CLIENT_CAPABILITIES {
+                env.declares_tasks |=
+                    s.lists_extension("extensions", crate::tasks::TASKS_EXTENSION)?;
             } else {
                 s.value()?;
             }
