@@ -163,6 +163,16 @@ pub(super) fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
     }
     if matches!(phase.stage, Stage::Idle { .. }) {
         phase.since = Instant::now();
+        // the common case, a whole plain head in one read: found and judged in one pass
+        if let Some((end, framing)) = super::head_check::plain_head(new, MAX_HEAD_LINES) {
+            if end <= MAX_HEAD_BYTES {
+                phase.stage = Stage::Open;
+                return match framing {
+                    Ok(()) => Verdict::Pass,
+                    Err(e) => Verdict::Refuse(e),
+                };
+            }
+        }
         if let Some(end) = find_end(new) {
             // the common case, a whole head in one read: judged where it lies, not copied
             phase.stage = Stage::Open;
@@ -207,7 +217,7 @@ fn judge_head(head: &[u8]) -> Verdict {
 /// first; the search for the second stops where the first was found).
 /// The searchers are built once: `memmem::find` builds one per call, which cost more than the
 /// search of a whole head.
-fn find_end(bytes: &[u8]) -> Option<usize> {
+pub(super) fn find_end(bytes: &[u8]) -> Option<usize> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     static CRLF: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\r\n\r\n"));

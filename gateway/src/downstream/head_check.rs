@@ -29,6 +29,19 @@ pub fn framing(head: &[u8]) -> Result<(), GatewayError> {
 /// head did before: most heads are plain, and this costs less than the parse. (HTTP/1.0 is
 /// never plain here: its framing rules differ.)
 fn plain(head: &[u8]) -> Option<Result<(), GatewayError>> {
+    match plain_head(head, usize::MAX)? {
+        (end, verdict) if end == head.len() => Some(verdict),
+        _ => None,
+    }
+}
+
+/// A [`plain`] head at the start of `bytes` (which may go on past it: a body, a next request)
+/// of at most `max_lines` lines, its blank line counted: where it ends (just past its blank
+/// line) and its framing's verdict. `None` when the head is not plain, not complete in `bytes`,
+/// or longer. A plain head has no lone `\n` and no `\r\n\r\n` before its blank line, so it
+/// ends where a search for the first blank line would say.
+pub fn plain_head(bytes: &[u8], max_lines: usize) -> Option<(usize, Result<(), GatewayError>)> {
+    let head = bytes;
     // the request line
     let method = run(head, 0, |b| b.is_ascii_uppercase());
     let target = run(head, method + 1, |b| URI[b as usize]);
@@ -43,9 +56,15 @@ fn plain(head: &[u8]) -> Option<Result<(), GatewayError>> {
     let mut framing = Framing::default();
     let mut verdict = Ok(());
     let mut at = target + 11;
+    // the request line and the blank line
+    let mut lines = 2;
     loop {
         if head.get(at..at + 2)? == b"\r\n" {
-            return (at + 2 == head.len()).then(|| verdict.and_then(|()| framing.end(false)));
+            return Some((at + 2, verdict.and_then(|()| framing.end(false))));
+        }
+        lines += 1;
+        if lines > max_lines {
+            return None;
         }
         let colon = run(head, at, |b| b.is_ascii_alphanumeric() || b == b'-');
         if colon == at || head.get(colon) != Some(&b':') {

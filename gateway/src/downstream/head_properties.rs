@@ -7,8 +7,8 @@
 //!
 //! `cargo test` runs 64 cases a property (or `PROPTEST_CASES`).
 
-use super::head::{judge, refusal, Phase, Verdict};
-use super::head_check::{framing, parsed};
+use super::head::{find_end, judge, refusal, Phase, Verdict, MAX_HEAD_LINES};
+use super::head_check::{framing, parsed, plain_head};
 use crate::config::ClientTimeouts;
 use crate::error::{ErrorKind, GatewayError};
 use proptest::prelude::*;
@@ -211,6 +211,29 @@ proptest! {
         let plain = framing(&h).map_err(|e| (e.kind, e.message));
         let slow = parsed(&h).map_err(|e| (e.kind, e.message));
         prop_assert_eq!(plain, slow, "{:?}", String::from_utf8_lossy(&h));
+    }
+
+    /// A head read whole in one read is found and judged in one pass (`plain_head`) when it
+    /// is plain: it ends where the search for the blank line says, whatever follows it, and is
+    /// judged as when it arrives in pieces (the search and the judge of the whole head), up to
+    /// and past the line limit.
+    #[test]
+    fn a_plain_head_read_at_once_ends_and_is_judged_as_the_search_finds_it(
+        lines in prop::collection::vec(header_line(), 0..6),
+        many in prop::sample::select(vec![0usize, 90, 96, 97, 98, 99, 120]),
+        after in prop::collection::vec(any::<u8>(), 0..48),
+    ) {
+        let mut lines = lines;
+        lines.extend((0..many).map(|i| format!("X-{i}: y")));
+        let h = head(&lines, false);
+        let mut sent = h.clone();
+        sent.extend_from_slice(&after);
+        if let Some((end, _)) = plain_head(&sent, MAX_HEAD_LINES) {
+            prop_assert_eq!(Some(end), find_end(&sent));
+        }
+        let at_once = judged(&sent, &[]).map(|e| (e.kind, e.message));
+        let in_pieces = judged(&sent, &[1]).map(|e| (e.kind, e.message));
+        prop_assert_eq!(at_once, in_pieces, "{:?}", String::from_utf8_lossy(&h));
     }
 
     #[test]
