@@ -118,7 +118,7 @@ impl Messages {
             return;
         }
         if self.exchange.done() {
-            engine.release(self.exchange).await;
+            engine.release(self.exchange);
         }
     }
 }

@@ -31,6 +31,7 @@ pub(super) fn record(captures: &Captures, session: &Session, ctx: &RequestCtx, o
         .body_prefix
         .as_deref()
         .filter(|b| read > 0 && b.len() as u64 == read);
+    let held = ctx.captured.as_deref();
     let elapsed = ctx.start.elapsed();
     let backend = ctx.backend.as_ref().map(|b| b.label.clone());
     let seen = Seen {
@@ -46,8 +47,8 @@ pub(super) fn record(captures: &Captures, session: &Session, ctx: &RequestCtx, o
         request_bytes: read,
         response_bytes: session.body_bytes_sent() as u64,
         backend: backend.as_deref(),
-        request_body: ctx.captured.request.as_deref().or(prefix),
-        response_body: ctx.captured.response.as_deref(),
+        request_body: held.and_then(|h| h.request.as_deref()).or(prefix),
+        response_body: held.and_then(|h| h.response.as_deref()),
     };
     captures.write(config, &seen);
 }

@@ -119,7 +119,7 @@ pub struct RequestCtx {
     /// reference kept so an error after forwarding can still carry the request's id.
     pub body_prefix: Option<Bytes>,
     /// An error raised inside a pingora phase, answered by `fail_to_proxy`.
-    pub pending_error: Option<GatewayError>,
+    pub pending_error: Option<Box<GatewayError>>,
     /// pingora's proxy phase began (`upstream_peer` ran): an error from here on ends the
     /// client's connection whatever `fail_to_proxy` says (pingora reuses it only after an
     /// error of the request phases), so its answer must say `Connection: close`.
@@ -137,13 +137,13 @@ pub struct RequestCtx {
     /// The list method whose answer is filtered by the route's `authz` rules.
     pub filter: Option<&'static str>,
     /// Bodies held for request capture (only on routes that capture).
-    pub captured: crate::capture::Held,
+    pub captured: Option<Box<crate::capture::Held>>,
     /// The request's span as an OpenTelemetry context (traces on).
     pub otel: Option<opentelemetry::Context>,
     /// The MCP method and name, kept for the span (traces on).
-    pub mcp_call: Option<(String, Option<String>)>,
+    pub mcp_call: Option<Box<(String, Option<String>)>>,
     /// A member request of a virtual route: its body, given instead of read from the client.
-    pub preset_body: Option<bytes::Bytes>,
+    pub preset_body: Option<Box<bytes::Bytes>>,
     /// Whether the body's client capabilities list the Tasks extension (`None`: the body was
     /// not read): a server may answer with a task only then, so only then is the answer
     /// watched for one.
@@ -183,7 +183,7 @@ impl RequestCtx {
     /// Notes the tool of a `tools/call`, for `mcpgw_tool_calls_total`.
     pub fn note_tool(&mut self, method: Option<&str>, name: Option<&str>) {
         if let (true, Some(m)) = (self.otel.is_some(), method) {
-            self.mcp_call = Some((m.to_owned(), name.map(str::to_owned)));
+            self.mcp_call = Some(Box::new((m.to_owned(), name.map(str::to_owned))));
         }
         if method == Some("tools/call") {
             let tools = &self.state.config.metric_tools;
@@ -197,14 +197,14 @@ impl RequestCtx {
     /// Keeps the whole request body for capture, when the route captures.
     pub fn capture_request(&mut self, body: &bytes::Bytes) {
         if self.capture_config().is_some() {
-            self.captured.request = Some(body.clone());
+            self.captured.get_or_insert_default().request = Some(body.clone());
         }
     }
 
     /// Keeps a response body written whole, for capture, when the route captures.
     pub fn capture_response(&mut self, body: &bytes::Bytes) {
         if self.capture_config().is_some() {
-            self.captured.response = Some(body.clone());
+            self.captured.get_or_insert_default().response = Some(body.clone());
         }
     }
 

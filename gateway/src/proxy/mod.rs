@@ -264,7 +264,7 @@ impl ProxyHttp for Gateway {
         native(ctx)?.inflight = Some(Pool::track(&b));
         let peer = pool.peer(&b);
         ctx.backend = Some(b);
-        Ok(Box::new(peer))
+        Ok(peer)
     }
 
     fn fail_to_connect(
@@ -281,7 +281,7 @@ impl ProxyHttp for Gateway {
         if let Some(t) = native.task.as_deref() {
             // no other pod knows the task
             let err = tasks::pinned_lost(self, t);
-            ctx.pending_error = Some(err);
+            ctx.pending_error = Some(Box::new(err));
             e.set_retry(false);
             return e;
         }
@@ -462,10 +462,10 @@ impl ProxyHttp for Gateway {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
-        let err = ctx
-            .pending_error
-            .take()
-            .or_else(|| respond::classify(e, ctx));
+        let err = match ctx.pending_error.take() {
+            Some(err) => Some(*err),
+            None => respond::classify(e, ctx),
+        };
         // what the gateway answers for a virtual route's member names it
         let member = ctx.native.as_ref().and_then(|n| n.rename.as_ref());
         let err = match member {

@@ -18,7 +18,7 @@ pub async fn request_body(
     ctx: &mut super::ctx::RequestCtx,
 ) -> std::result::Result<Bytes, GatewayError> {
     match ctx.preset_body.take() {
-        Some(body) => Ok(body),
+        Some(body) => Ok(*body),
         None => read_body(session, ctx.state.config.max_body_bytes).await,
     }
 }

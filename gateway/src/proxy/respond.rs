@@ -183,7 +183,7 @@ pub const ANSWERED: ErrorType = ErrorType::Custom("mcp-gateway");
 /// A pingora error that carries a gateway error stashed in the context.
 pub fn stashed(ctx: &mut RequestCtx, err: GatewayError) -> Box<pingora::Error> {
     let message = err.to_string();
-    ctx.pending_error = Some(err);
+    ctx.pending_error = Some(Box::new(err));
     pingora::Error::explain(ANSWERED, message)
 }
 

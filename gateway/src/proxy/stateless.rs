@@ -250,7 +250,7 @@ pub(super) async fn forward_any(
         None => relay(&mut ex, session, head, until).await?,
     };
     match relayed {
-        Relayed::Done => engine.release(ex).await,
+        Relayed::Done => engine.release(ex),
         Relayed::TimedOut { sse } => end_with_error(session, sse, &timed_out(ctx), &id).await?,
         Relayed::Broken { sse } => {
             let e = GatewayError::backend_lost(&pool.name, &backend.label);

@@ -34,7 +34,7 @@ pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
         .or_else(|| response.and_then(|r| header(&r.headers, MCP_SESSION_ID)));
     let version = header(&req.headers, MCP_PROTOCOL_VERSION);
     let status = response.map(|r| r.status.as_u16());
-    let (method, name) = match &ctx.mcp_call {
+    let (method, name) = match ctx.mcp_call.as_deref() {
         Some((m, n)) => (Some(m.as_str()), n.as_deref()),
         None => (None, None),
     };

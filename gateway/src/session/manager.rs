@@ -260,7 +260,7 @@ impl SessionManager {
             false => answer.clone(),
         };
         if super::is_not_found(rules, status, content_type.as_deref(), &readable) {
-            self.engine.release(ex).await;
+            self.engine.release(ex);
             return Err(Reason::SessionUnknown);
         }
         if crate::upstream::era::answer_suggests_other_era(Era::Legacy, status, false) {
@@ -269,7 +269,7 @@ impl SessionManager {
             if backend.era_is_stale() {
                 // it went down and came back, not probed since: the refusal is a
                 // new image's and the request never ran there; move the session
-                self.engine.release(ex).await;
+                self.engine.release(ex);
                 return Err(Reason::EraChanged);
             }
         }

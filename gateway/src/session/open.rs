@@ -120,7 +120,7 @@ impl SessionManager {
                         return Step::Lost;
                     };
                     let mut head = ex.header().clone();
-                    engine.release(ex).await;
+                    engine.release(ex);
                     // gzip (Starlette's GZipMiddleware): the session id is read from the answer
                     let _ = encoding::decode_in_place(&mut head, &mut answer, ANSWER_LIMIT);
                     match reinit::accepted(&head, &answer) {

@@ -185,7 +185,7 @@ impl Streams {
             Ok(ex)
         } else {
             let status = ex.header().status.as_u16();
-            self.sessions.release(ex).await;
+            self.sessions.release(ex);
             Err(GatewayError::backend_lost(
                 &pool.name,
                 &format!("resume answered {status}"),
@@ -224,9 +224,7 @@ async fn pump(
             .await
         {
             Ok(rest) => {
-                sessions
-                    .release(std::mem::replace(&mut exchange, rest))
-                    .await;
+                sessions.release(std::mem::replace(&mut exchange, rest));
                 leg = Leg::Resumed;
             }
             Err(e) => {
@@ -237,7 +235,7 @@ async fn pump(
     };
     let final_error = match end {
         Ended::Closed => {
-            sessions.release(exchange).await;
+            sessions.release(exchange);
             None
         }
         Ended::Answered => {

@@ -29,7 +29,7 @@ pub trait SessionLink: Send + Sync {
         out: &Outgoing<'_>,
     ) -> Result<Exchange, GatewayError>;
     /// Returns a finished exchange's connection to the pool.
-    async fn release(&self, exchange: Exchange);
+    fn release(&self, exchange: Exchange);
     /// Tells the backend that request `id` is cancelled, in the background.
     fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId);
     /// The session's backend broke the connection: its binding is suspect.
@@ -67,8 +67,8 @@ impl SessionLink for SessionManager {
         SessionManager::send_on_binding(self, pool, rec, out).await
     }
 
-    async fn release(&self, exchange: Exchange) {
-        self.engine().release(exchange).await;
+    fn release(&self, exchange: Exchange) {
+        self.engine().release(exchange);
     }
 
     fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId) {

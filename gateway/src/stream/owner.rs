@@ -151,7 +151,7 @@ impl Streams {
         if resumed && !matches!(&opened, Ok(Ok((ex, _))) if super::is_stream(ex.header())) {
             // the backend refused its own id (restarted, or its store forgot it): from now
             if let Ok(Ok((exchange, _))) = opened {
-                self.sessions.release(exchange).await;
+                self.sessions.release(exchange);
             }
             tracing::debug!(
                 session = short(&rec.id),
@@ -172,7 +172,7 @@ impl Streams {
                 true
             }
             Ok(Ok((exchange, _))) => {
-                self.sessions.release(exchange).await;
+                self.sessions.release(exchange);
                 let _ = self.sessions.release_lease(&rec.id, &self.owner).await;
                 false
             }

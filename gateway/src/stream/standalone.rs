@@ -331,7 +331,7 @@ impl Streams {
                     status = exchange.header().status.as_u16(),
                     "backend offers no standalone stream"
                 );
-                self.sessions.release(exchange).await;
+                self.sessions.release(exchange);
             }
             Ok(Err(e)) => {
                 tracing::debug!(session = short(&rec.id), error = %e, "standalone stream not opened")

@@ -421,14 +421,14 @@ impl Engine {
             .read_all(OWN_ANSWER_LIMIT)
             .await
             .map_err(CallError::Lost)?;
-        self.release(exchange).await;
+        self.release(exchange);
         let _ = super::encoding::decode_in_place(&mut head, &mut body, OWN_ANSWER_LIMIT);
         Ok((head, body))
     }
 
     /// Returns a finished exchange's connection to the pool.
-    pub async fn release(&self, exchange: Exchange) {
-        self.client.release(exchange).await;
+    pub fn release(&self, exchange: Exchange) {
+        self.client.release(exchange);
     }
 
     /// Ends a backend's session with a DELETE; best effort (failures are logged at debug).

@@ -1,14 +1,15 @@
 //! Requests the gateway drives itself (stateful routes, body-routed requests, re-initialization)
-//! over pingora's connector, so they share pooled upstream connections. Backends speak
-//! HTTP/1.1 (no ALPN is offered), so the HTTP/1 connector is used directly: its futures are a
-//! fraction of the size of the protocol-choosing one's, and every request moves them.
+//! over pingora's transport connector, so they share pooled upstream connections. Backends
+//! speak HTTP/1.1 (no ALPN is offered), so HTTP/1 sessions are made directly: their futures are
+//! a fraction of the size of the protocol-choosing connector's, and every request moves them.
 
 use super::InflightGuard;
 use bytes::{Bytes, BytesMut};
-use pingora::connectors::http::v1::Connector;
+use pingora::connectors::TransportConnector;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::protocols::http::client::HttpSession;
-use pingora::upstreams::peer::HttpPeer;
+use pingora::protocols::http::v1::client as v1;
+use pingora::upstreams::peer::{HttpPeer, Peer};
 use pingora::{Error, ErrorType};
 
 /// Where an upstream request failed: this decides whether repeating it is safe.
@@ -33,23 +34,27 @@ impl std::fmt::Display for CallError {
     }
 }
 
-/// Client for gateway-driven upstream requests.
+/// Client for gateway-driven upstream requests: pingora's transport connector (its pool of
+/// idle connections) with HTTP/1 sessions over it, as pingora's `http::v1::Connector` makes
+/// them, and a release that needs no `await` (`reuse_now`, carried in vendor/pingora-core).
 pub struct UpstreamClient {
-    connector: Connector,
+    transport: TransportConnector,
 }
 
 impl Default for UpstreamClient {
     fn default() -> Self {
         UpstreamClient {
-            connector: Connector::new(None),
+            transport: TransportConnector::new(None),
         }
     }
 }
 
-/// One request in progress on an upstream connection, its response head read.
+/// One request in progress on an upstream connection, its response head read. The session
+/// and its peer are boxed: an exchange is moved through every caller's future (returned,
+/// matched, stored), and inline they are about 1.2 KB each move copies.
 pub struct Exchange {
-    session: HttpSession,
-    peer: HttpPeer,
+    session: Box<HttpSession>,
+    peer: Box<HttpPeer>,
     /// Body already read for inspection, handed out by `chunk` first.
     buffered: Option<Bytes>,
     /// Counts the request in flight on its backend while the exchange lives.
@@ -63,7 +68,7 @@ impl UpstreamClient {
     /// a close at that moment cannot tell "idle close" from "died while handling it").
     pub async fn send(
         &self,
-        peer: HttpPeer,
+        peer: Box<HttpPeer>,
         req: &RequestHeader,
         body: Bytes,
         repeatable: bool,
@@ -81,45 +86,58 @@ impl UpstreamClient {
 
     /// An idle pooled connection (the common case, a small future), or a new one: connecting
     /// (TCP, TLS) is a large future, boxed so that a warm pool does not pay for moving it.
-    async fn session(&self, peer: &HttpPeer) -> Result<(HttpSession, bool), CallError> {
-        if let Some(h1) = self.connector.reused_http_session(peer).await {
-            return Ok((HttpSession::H1(h1), true));
+    async fn session(&self, peer: &HttpPeer) -> Result<(Box<HttpSession>, bool), CallError> {
+        if let Some(stream) = self.transport.reused_stream(peer).await {
+            return Ok((h1(stream, peer), true));
         }
-        let (h1, reused) = Box::pin(self.connector.get_http_session(peer))
+        let stream = Box::pin(self.transport.new_stream(peer))
             .await
             .map_err(CallError::Connect)?;
-        Ok((HttpSession::H1(h1), reused))
+        Ok((h1(stream, peer), false))
     }
 
     /// The request again, on a new connection (the pooled one was closed under it).
     async fn send_fresh(
         &self,
-        peer: HttpPeer,
+        peer: Box<HttpPeer>,
         req: &RequestHeader,
         body: Bytes,
     ) -> Result<Exchange, CallError> {
-        let (h1, _) = Box::pin(self.connector.get_http_session(&peer))
+        let stream = Box::pin(self.transport.new_stream(&*peer))
             .await
             .map_err(CallError::Connect)?;
-        let mut fresh = HttpSession::H1(h1);
+        let mut fresh = h1(stream, &peer);
         write_and_read_head(&mut fresh, req, body)
             .await
             .map_err(|(_, e)| CallError::Lost(e))?;
         Ok(Exchange::new(fresh, peer))
     }
 
-    /// Returns a finished exchange's connection to the pool.
-    pub async fn release(&self, mut exchange: Exchange) {
-        if !exchange.session.response_done() {
+    /// Returns a finished exchange's connection to the pool: kept when its answer was read
+    /// whole, exactly, and the backend keeps the connection alive; closed otherwise.
+    pub fn release(&self, exchange: Exchange) {
+        let Exchange {
+            mut session, peer, ..
+        } = exchange;
+        if !session.response_done() {
             return;
         }
-        let idle = exchange.peer.options.idle_timeout;
-        if let HttpSession::H1(h1) = exchange.session {
-            self.connector
-                .release_http_session(h1, &exchange.peer, idle)
-                .await;
+        if let HttpSession::H1(mut h1) = *session {
+            h1.respect_keepalive();
+            if let Some(stream) = h1.reuse_now() {
+                let idle = peer.options.idle_timeout;
+                self.transport
+                    .release_stream(stream, peer.reuse_hash(), idle);
+            }
         }
     }
+}
+
+/// An HTTP/1 session over `stream`, with `peer`'s options (as `http::v1::Connector` makes it).
+fn h1(stream: pingora::protocols::Stream, peer: &HttpPeer) -> Box<HttpSession> {
+    Box::new(HttpSession::H1(v1::HttpSession::new_with_options(
+        stream, peer,
+    )))
 }
 
 /// Writes the request and reads the answer's head; on error, says whether the backend may
@@ -160,7 +178,7 @@ async fn write_and_read_head(
 }
 
 impl Exchange {
-    fn new(session: HttpSession, peer: HttpPeer) -> Exchange {
+    fn new(session: Box<HttpSession>, peer: Box<HttpPeer>) -> Exchange {
         Exchange {
             session,
             peer,
@@ -223,3 +241,7 @@ impl Exchange {
         Ok(body.freeze())
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

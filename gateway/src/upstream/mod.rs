@@ -331,12 +331,13 @@ impl Pool {
         self.backends().iter().any(|b| b.eligible())
     }
 
-    /// The pingora peer for a backend, with this pool's timeouts.
-    pub fn peer(&self, backend: &Backend) -> HttpPeer {
-        let mut peer = match &self.tls {
+    /// The pingora peer for a backend, with this pool's timeouts (boxed: pingora takes it
+    /// boxed, and an exchange keeps it so).
+    pub fn peer(&self, backend: &Backend) -> Box<HttpPeer> {
+        let mut peer = Box::new(match &self.tls {
             None => HttpPeer::new(backend.addr, false, String::new()),
             Some(tls) => tls.peer(backend.addr),
-        };
+        });
         peer.options.connection_timeout = Some(self.connect_timeout);
         peer.options.read_timeout = Some(self.read_timeout);
         peer.options.idle_timeout = Some(Duration::from_secs(60));

@@ -82,7 +82,9 @@ impl One<'_> {
         };
         let head = self.forwarded_head(session)?;
         let client = &self.bridge.parking.forwarder;
-        let sent = client.send(peer, &head, self.body.clone(), false).await;
+        let sent = client
+            .send(Box::new(peer), &head, self.body.clone(), false)
+            .await;
         let mut exchange = match sent {
             Ok(ex) => ex,
             Err(CallError::Credentials(e)) => return Err((*e).into()),

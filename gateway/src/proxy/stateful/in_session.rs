@@ -119,7 +119,7 @@ pub(super) async fn call(
         None => relay(&mut ex, session, head, until).await?,
     };
     match relayed {
-        Relayed::Done => gw.engine.release(ex).await,
+        Relayed::Done => gw.engine.release(ex),
         Relayed::TimedOut { sse } => {
             drop(ex);
             gw.sessions.cancel(pool, &rec, &call.id);
@@ -222,7 +222,7 @@ pub(super) async fn stream(
             ctx.backend = pool.find(record.binding.backend);
             let head = client_response(ex.header(), None);
             match relay(&mut ex, session, head, None).await? {
-                Relayed::Done => gw.engine.release(ex).await,
+                Relayed::Done => gw.engine.release(ex),
                 Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
                     if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {
                         crate::quiet::STORE.failed("a lost binding was not marked", &e);

@@ -226,7 +226,7 @@ async fn initialize(
         Opened::Refused(mut ex) => {
             let head = client_response(ex.header(), None);
             if let Relayed::Done = relay(&mut ex, session, head, None).await? {
-                gw.engine.release(ex).await;
+                gw.engine.release(ex);
             }
         }
     }

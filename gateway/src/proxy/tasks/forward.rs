@@ -129,7 +129,7 @@ async fn pinned(
         Ok(answer) => answer,
         Err(_) => return Err(lost(gw, record, task_id, Lost::BackendGone)),
     };
-    gw.engine.release(ex).await;
+    gw.engine.release(ex);
     // read as the client would: an answer in a coding the gateway cannot read passes as it is
     let _ = encoding::decode_in_place(&mut head, &mut answer, ANSWER_LIMIT);
     let sse = mcp_wire::sse::is_event_stream(
@@ -200,7 +200,7 @@ async fn as_unknown(
         .read_all(ANSWER_LIMIT)
         .await
         .map_err(|_| GatewayError::backend_lost(&pool.name, "-"))?;
-    gw.engine.release(ex).await;
+    gw.engine.release(ex);
     let _ = encoding::decode_in_place(&mut head, &mut answer, ANSWER_LIMIT);
     let escaped = serde_json::to_string(task_id).unwrap_or_default();
     let escaped = escaped.trim_matches('"');

@@ -234,7 +234,7 @@ async fn serve_in_session(
             head.remove_header(MCP_SESSION_ID);
         }
     }
-    ctx.preset_body = Some(body);
+    ctx.preset_body = Some(Box::new(body));
     match route.mode {
         crate::config::Mode::Stateless => {
             super::super::stateless::forward_buffered(gw, session, ctx, route, false).await

@@ -681,6 +681,20 @@ impl HttpSession {
         }
     }
 
+    /// [`Self::reuse`] without an `await`: the stream when the connection can be kept alive.
+    /// Otherwise `None`, the stream dropped (closed) rather than shut down first. The keep-alive
+    /// case (the common one) needs nothing async; a caller that releases a connection after
+    /// every response then does not carry `reuse`'s future, which holds the whole session.
+    pub fn reuse_now(mut self) -> Option<Stream> {
+        if !self.body_reader.body_complete() || self.body_reader.has_bytes_overread() {
+            self.set_keepalive(None);
+        }
+        match self.keepalive_timeout {
+            KeepaliveStatus::Off => None,
+            _ => Some(self.underlying_stream),
+        }
+    }
+
     fn init_body_reader(&mut self) {
         if self.body_reader.need_init() {
             // follow https://datatracker.ietf.org/doc/html/rfc9112#section-6.3
@@ -2407,6 +2421,26 @@ hello\r\n\
         assert!(http_stream.body_reader.body_complete());
         assert!(http_stream.body_reader.has_bytes_overread());
         assert!(http_stream.reuse().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn test_reuse_now_keeps_alive_a_complete_answer_only() {
+        let input = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na";
+        let mock_io = Builder::new().read(&input[..]).build();
+        let mut http_stream = HttpSession::new(Box::new(mock_io));
+        http_stream.read_response().await.unwrap();
+        http_stream.respect_keepalive();
+        while http_stream.read_body_bytes().await.unwrap().is_some() {}
+        assert!(http_stream.reuse_now().is_some());
+
+        let input = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naextra";
+        let mock_io = Builder::new().read(&input[..]).build();
+        let mut http_stream = HttpSession::new(Box::new(mock_io));
+        http_stream.read_response().await.unwrap();
+        http_stream.respect_keepalive();
+        while http_stream.read_body_bytes().await.unwrap().is_some() {}
+        assert!(http_stream.will_keepalive());
+        assert!(http_stream.reuse_now().is_none());
     }
 
     #[tokio::test]
