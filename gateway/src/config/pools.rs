@@ -52,6 +52,14 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             }
         },
     };
+    if let Some(host) = &pool.host {
+        if http::HeaderValue::from_str(host).is_err() {
+            p.add(
+                format!("{at}.host"),
+                "not a valid Host header value (visible ASCII only)",
+            );
+        }
+    }
     let ms = |v: Option<u64>, default: u64| Duration::from_millis(v.unwrap_or(default));
     PoolConfig {
         era,

@@ -71,7 +71,8 @@ pub struct Native {
     pub task: Option<Box<crate::proxy::tasks::Pinned>>,
     /// The token the request goes upstream with, and its source (the token is dropped there
     /// if the backend answers 401).
-    pub token: Option<(Arc<crate::upstream::tokens::TokenSource>, http::HeaderValue)>,
+    /// (Boxed: only pools with upstream credentials have one.)
+    pub token: Option<Box<(Arc<crate::upstream::tokens::TokenSource>, http::HeaderValue)>>,
     /// A call on a virtual route: its member, and the member's own name for it.
     pub rename: Option<Box<crate::proxy::virtual_route::Rename>>,
 }

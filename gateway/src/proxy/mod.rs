@@ -321,11 +321,11 @@ impl ProxyHttp for Gateway {
         let path = native.route.upstream_path(client.uri.path());
         let target = Target {
             path: &path,
-            host: &backend.host,
+            host: &backend.host_header,
         };
         let readdressed = request::readdress(upstream, target, client.uri.query());
         request::identify(upstream, &native.pool);
-        if let Some((_, header)) = &native.token {
+        if let Some((_, header)) = native.token.as_deref() {
             // the token `prepare` made ready (the same one `identify` set, for the pool's own)
             let _ = upstream.insert_header(http::header::AUTHORIZATION, header.clone());
         }
@@ -348,7 +348,12 @@ impl ProxyHttp for Gateway {
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
         }
-        if let Some((source, header)) = native.token.take().filter(|_| upstream.status == 401) {
+        if let Some((source, header)) = native
+            .token
+            .take()
+            .filter(|_| upstream.status == 401)
+            .map(|t| *t)
+        {
             // the backend refused the token: the next request gets a new one (this answer
             // streams on to the client: its body was not kept to send it again)
             source.invalidate(&header, self.engine.token_events());

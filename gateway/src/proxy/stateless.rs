@@ -200,7 +200,7 @@ pub(super) async fn forward_any(
         Box::pin(async move {
             let target = Target {
                 path: path_ref,
-                host: &b.host,
+                host: &b.host_header,
             };
             let req = match request::forwarded(client, target, None, len) {
                 Ok(mut req) => {

@@ -82,7 +82,7 @@ pub(super) async fn prepare(
         // connection); boxed: the cold branch does not grow every request's future
         let token = Box::pin(gw.engine.token_for(&pool, session.req_header())).await?;
         if let Some(native) = ctx.native.as_mut() {
-            native.token = token;
+            native.token = token.map(Box::new);
         }
     }
     // A tool named only in a header is trusted for the per-tool rate just where the body is

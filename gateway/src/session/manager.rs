@@ -478,7 +478,7 @@ fn in_session_request(
 ) -> Result<RequestHeader, GatewayError> {
     let target = Target {
         path: &rec.path,
-        host: &backend.host,
+        host: &backend.host_header,
     };
     let len = out.is_post.then_some(out.body.len());
     let session = Some(&*rec.binding.backend_session);

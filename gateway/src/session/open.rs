@@ -87,7 +87,7 @@ impl SessionManager {
                 Box::pin(async move {
                     let target = Target {
                         path: &opening.path,
-                        host: &backend.host,
+                        host: &backend.host_header,
                     };
                     let len = Some(opening.body.len());
                     let req = match request::forwarded(opening.client, target, None, len) {

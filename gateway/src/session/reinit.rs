@@ -109,7 +109,7 @@ pub async fn replay(
     let body = messages::reinitialize(generation, &rec.init_params);
     let target = Target {
         path: &rec.path,
-        host: &backend.host,
+        host: &backend.host_header,
     };
     let req = request::own(http::Method::POST, target, None, None, body.len())
         .map_err(|_| Failed::Refused)?;

@@ -442,7 +442,7 @@ impl Engine {
     ) {
         let target = Target {
             path,
-            host: &backend.host,
+            host: &backend.host_header,
         };
         let req = match request::own(
             http::Method::DELETE,
@@ -470,7 +470,7 @@ impl Engine {
     ) -> Result<(ResponseHeader, Bytes), PostError> {
         let target = Target {
             path: &session.path,
-            host: &backend.host,
+            host: &backend.host_header,
         };
         let id = Some(&*session.id);
         let version = Some(&*session.protocol_version);

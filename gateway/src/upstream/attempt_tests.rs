@@ -33,7 +33,7 @@ async fn a_refused_backend_is_marked_once_when_the_connection_failed() {
                     http::Method::GET,
                     Target {
                         path: "/mcp",
-                        host: &b.host,
+                        host: &b.host_header,
                     },
                     None,
                     None,

@@ -19,6 +19,8 @@ pub struct Backend {
     pub label: String,
     /// Host header sent to it.
     pub host: String,
+    /// The same, as a header value (built once, not per request; the config checks it).
+    pub host_header: http::HeaderValue,
     pub(super) inflight: AtomicUsize,
     /// Milliseconds since [`epoch`] until which the backend is skipped; 0 when healthy.
     pub(super) failed_until_ms: AtomicU64,
@@ -62,12 +64,22 @@ impl BackendState {
     }
 }
 
+/// `host` as a header value; `ip:port` when there is none (or it is not one: the config
+/// refuses such a `host`, so only a test could pass it).
+fn host_header(addr: SocketAddr, host: Option<&str>) -> http::HeaderValue {
+    host.and_then(|h| http::HeaderValue::from_str(h).ok())
+        .unwrap_or_else(|| {
+            http::HeaderValue::from_str(&addr.to_string()).expect("ip:port is a header value")
+        })
+}
+
 impl Backend {
     pub(super) fn new(addr: SocketAddr, host: Option<&str>, era: EraSetting) -> Backend {
         Backend {
             addr,
             label: addr.to_string(),
             host: host.map_or_else(|| addr.to_string(), str::to_owned),
+            host_header: host_header(addr, host),
             inflight: AtomicUsize::new(0),
             failed_until_ms: AtomicU64::new(0),
             down: AtomicBool::new(false),

@@ -212,7 +212,7 @@ pub fn probe_path(config: &Config, pool: usize) -> String {
 pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) -> Finding {
     let target = Target {
         path,
-        host: &backend.host,
+        host: &backend.host_header,
     };
     let send = |method: http::Method,
                 body: String,

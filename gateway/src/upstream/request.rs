@@ -12,7 +12,7 @@ pub struct Target<'a> {
     /// Upstream path (the route's `upstream-path`, or the client's path).
     pub path: &'a str,
     /// `Host` header for the backend.
-    pub host: &'a str,
+    pub host: &'a http::HeaderValue,
 }
 
 fn invalid(what: &str) -> GatewayError {
@@ -26,7 +26,7 @@ pub fn readdress(
     target: Target<'_>,
     query: Option<&str>,
 ) -> Result<(), GatewayError> {
-    req.insert_header(http::header::HOST, target.host)
+    req.insert_header(http::header::HOST, target.host.clone())
         .map_err(|_| invalid("host"))?;
     if req.uri.path() != target.path || req.uri.query() != query {
         let uri = match query {
@@ -186,12 +186,13 @@ pub fn own(
 ) -> Result<RequestHeader, GatewayError> {
     let mut req = RequestHeader::build(method.clone(), target.path.as_bytes(), Some(6))
         .map_err(|_| invalid("path"))?;
+    req.insert_header(http::header::HOST, target.host.clone())
+        .map_err(|_| invalid("host"))?;
     let mut set = |name: &'static str, value: &str| {
         req.insert_header(name, value)
             .map_err(|_| invalid(name))
             .map(|_| ())
     };
-    set("host", target.host)?;
     if method == http::Method::POST {
         set("content-type", "application/json")?;
         set("accept", "application/json, text/event-stream")?;
@@ -211,9 +212,10 @@ pub fn own(
 mod tests {
     use super::*;
 
-    const TARGET: Target<'static> = Target {
+    static HOST: http::HeaderValue = http::HeaderValue::from_static("backend:80");
+    static TARGET: Target<'static> = Target {
         path: "/up",
-        host: "backend:80",
+        host: &HOST,
     };
 
     #[test]

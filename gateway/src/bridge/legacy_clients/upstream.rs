@@ -42,7 +42,7 @@ impl Upstream<'_> {
     fn head(&self, backend: &Backend, req: &ModernRequest) -> Result<RequestHeader, GatewayError> {
         let target = Target {
             path: self.path,
-            host: &backend.host,
+            host: &backend.host_header,
         };
         let mut head = request::forwarded(self.client, target, None, Some(req.body.len()))?;
         request::identify(&mut head, self.pool);

@@ -214,7 +214,7 @@ impl One<'_> {
     async fn get_stream(&self, entry: &Entry) -> Result<crate::bridge::answer::Messages, Fail> {
         let target = Target {
             path: &entry.session.path,
-            host: &entry.backend.host,
+            host: &entry.backend.host_header,
         };
         let id = Some(&*entry.session.id);
         let version = Some(&*entry.session.protocol_version);

@@ -30,7 +30,7 @@ pub(super) async fn open(
     let body = legacy::initialize_request(init_params);
     let target = Target {
         path: &key.path,
-        host: &backend.host,
+        host: &backend.host_header,
     };
     let mut head = request::own(http::Method::POST, target, None, None, body.len())
         .map_err(AcquireError::Answer)?;

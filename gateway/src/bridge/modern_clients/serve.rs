@@ -254,7 +254,7 @@ impl One<'_> {
     fn head(&self, entry: &Entry, len: usize) -> Result<RequestHeader, GatewayError> {
         let target = request::Target {
             path: &entry.session.path,
-            host: &entry.backend.host,
+            host: &entry.backend.host_header,
         };
         let id = Some(&*entry.session.id);
         let version = Some(&*entry.session.protocol_version);

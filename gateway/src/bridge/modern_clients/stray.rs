@@ -90,7 +90,7 @@ async fn read(
     let entry = weak.upgrade().ok_or("gone")?;
     let target = Target {
         path: &entry.session.path,
-        host: &entry.backend.host,
+        host: &entry.backend.host_header,
     };
     let id = Some(&*entry.session.id);
     let version = Some(&*entry.session.protocol_version);

@@ -111,7 +111,7 @@ async fn pinned(
     let path = route.upstream_path(client.uri.path());
     let target = Target {
         path: &path,
-        host: &backend.host,
+        host: &backend.host_header,
     };
     let mut req = request::forwarded(client, target, None, Some(body.len()))?;
     request::identify(&mut req, pool);
@@ -175,7 +175,7 @@ async fn as_unknown(
             Box::pin(async move {
                 let target = Target {
                     path,
-                    host: &b.host,
+                    host: &b.host_header,
                 };
                 let mut req = match request::forwarded(client, target, None, Some(body_ref.len())) {
                     Ok(req) => req,
