@@ -175,6 +175,18 @@ fn a_pool_era_is_detected_by_default_declared_by_name_and_checked() {
 }
 
 #[test]
+fn a_pool_host_must_be_a_header_value() {
+    let yaml = |host: &str| {
+        format!("pools: {{ p: {{ backends: [127.0.0.1:1], host: {host} }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n")
+    };
+    let config = parse(&yaml("\"mcp.internal:8080\"")).unwrap();
+    assert_eq!(config.pools[0].host.as_deref(), Some("mcp.internal:8080"));
+    let errors = parse(&yaml("\"a\\u0001b\"")).unwrap_err();
+    assert_eq!(errors[0].path, "pools.p.host");
+    assert!(errors[0].message.contains("Host header"));
+}
+
+#[test]
 fn the_redis_store_is_configured_and_checked() {
     let config = load(&repo_file("replicas.yaml")).unwrap();
     assert_eq!(
