@@ -74,6 +74,7 @@ impl UpstreamClient {
         repeatable: bool,
     ) -> Result<Exchange, CallError> {
         let (mut session, reused) = self.session(&peer).await?;
+        size_body_buffer(&mut session, req);
         match write_and_read_head(&mut session, req, body.clone()).await {
             Ok(()) => Ok(Exchange::new(session, peer)),
             // A pooled connection the backend closed while idle: nothing reached it.
@@ -107,6 +108,7 @@ impl UpstreamClient {
             .await
             .map_err(CallError::Connect)?;
         let mut fresh = h1(stream, &peer);
+        size_body_buffer(&mut fresh, req);
         write_and_read_head(&mut fresh, req, body)
             .await
             .map_err(|(_, e)| CallError::Lost(e))?;
@@ -130,6 +132,18 @@ impl UpstreamClient {
                     .release_stream(stream, peer.reuse_hash(), idle);
             }
         }
+    }
+}
+
+/// The buffer a GET's answer is read into: a GET through this client is a session's event
+/// stream (held for the session's life, or a client's), whose events are small; pingora's
+/// default of 64 KiB per body was half of a held stream's memory (docs/benchmarks.md, "Held GET
+/// streams"). A larger event is read in several reads. Other answers keep the default.
+const STREAM_BODY_BUFFER: usize = 8 * 1024;
+
+fn size_body_buffer(session: &mut HttpSession, req: &RequestHeader) {
+    if let (HttpSession::H1(h1), &http::Method::GET) = (session, &req.method) {
+        h1.set_body_buf_size(STREAM_BODY_BUFFER);
     }
 }
 

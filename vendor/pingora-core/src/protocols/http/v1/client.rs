@@ -530,6 +530,13 @@ impl HttpSession {
         self.allow_h1_response_invalid_content_length = allow;
     }
 
+    /// The size of the buffer a response body is read into (64 KiB unless set), for the
+    /// responses read from now on. A long-lived stream of small events (SSE) needs far less,
+    /// and keeps its buffer for as long as it lasts.
+    pub fn set_body_buf_size(&mut self, size: usize) {
+        self.body_reader.body_buf_size = size.max(1);
+    }
+
     pub(super) fn get_headers_raw(&self) -> &[u8] {
         // TODO: these get_*() could panic. handle them better
         self.raw_header.as_ref().unwrap().get(&self.buf[..])
@@ -2441,6 +2448,19 @@ hello\r\n\
         while http_stream.read_body_bytes().await.unwrap().is_some() {}
         assert!(http_stream.will_keepalive());
         assert!(http_stream.reuse_now().is_none());
+    }
+
+    #[tokio::test]
+    async fn test_set_body_buf_size_sizes_the_body_buffer() {
+        let input = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: 1\n\n";
+        let mock_io = Builder::new().read(&input[..]).build();
+        let mut http_stream = HttpSession::new(Box::new(mock_io));
+        http_stream.set_body_buf_size(8192);
+        http_stream.read_response().await.unwrap();
+        let body = http_stream.read_body_bytes().await.unwrap().unwrap();
+        assert_eq!(&body[..], b"data: 1\n\n");
+        let capacity = http_stream.body_reader.body_buf.as_ref().map(|b| b.capacity());
+        assert!(capacity.is_some_and(|c| c < 16384), "{capacity:?}");
     }
 
     #[tokio::test]
