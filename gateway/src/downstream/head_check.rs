@@ -35,13 +35,12 @@ fn plain(head: &[u8]) -> Option<Result<(), GatewayError>> {
     }
 }
 
-/// A [`plain`] head at the start of `bytes` (which may go on past it: a body, a next request)
+/// A [`plain`] head at the start of `head` (which may go on past it: a body, a next request)
 /// of at most `max_lines` lines, its blank line counted: where it ends (just past its blank
-/// line) and its framing's verdict. `None` when the head is not plain, not complete in `bytes`,
+/// line) and its framing's verdict. `None` when the head is not plain, not complete in `head`,
 /// or longer. A plain head has no lone `\n` and no `\r\n\r\n` before its blank line, so it
 /// ends where a search for the first blank line would say.
-pub fn plain_head(bytes: &[u8], max_lines: usize) -> Option<(usize, Result<(), GatewayError>)> {
-    let head = bytes;
+pub fn plain_head(head: &[u8], max_lines: usize) -> Option<(usize, Result<(), GatewayError>)> {
     // the request line
     let method = run(head, 0, |b| b.is_ascii_uppercase());
     let target = run(head, method + 1, |b| URI[b as usize]);

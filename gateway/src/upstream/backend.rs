@@ -17,9 +17,7 @@ pub struct Backend {
     pub addr: SocketAddr,
     /// `ip:port`, for labels, logs and errors.
     pub label: String,
-    /// Host header sent to it.
-    pub host: String,
-    /// The same, as a header value (built once, not per request; the config checks it).
+    /// Host header sent to it (built once, not per request; the config checks it).
     pub host_header: http::HeaderValue,
     pub(super) inflight: AtomicUsize,
     /// Milliseconds since [`epoch`] until which the backend is skipped; 0 when healthy.
@@ -78,7 +76,6 @@ impl Backend {
         Backend {
             addr,
             label: addr.to_string(),
-            host: host.map_or_else(|| addr.to_string(), str::to_owned),
             host_header: host_header(addr, host),
             inflight: AtomicUsize::new(0),
             failed_until_ms: AtomicU64::new(0),

@@ -33,8 +33,13 @@ pub async fn probe(
         let Ok(mut req) = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(4)) else {
             return false;
         };
+        if req
+            .insert_header(http::header::HOST, backend.host_header.clone())
+            .is_err()
+        {
+            return false;
+        }
         let headers = [
-            ("host", &*backend.host),
             ("accept", "application/json, text/event-stream"),
             ("connection", "close"),
         ];
