@@ -1,15 +1,27 @@
 //! Instructions of one body check, for callgrind: `valgrind --tool=callgrind
-//! target/release/examples/scan_cost N` runs `inspect_body` N times on the body `mcp-load`
-//! sends for a 2026-07-28 `tools/call` (compare N and 2N: the difference over N is one check).
+//! target/release/examples/scan_cost N [BODY]` runs `inspect_body` N times on one body (compare
+//! N and 2N: the difference over N is one check). BODY: `call` (default: the body `mcp-load`
+//! sends for a 2026-07-28 `tools/call`), or that call with a 4 KiB argument of `ascii` text,
+//! `latin` text (an accented letter every few bytes) or `cjk` text (three-byte characters).
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    let body = std::hint::black_box(
-        br#"{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-load","version":"0.1.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{},"name":"whoami"}}"#
-            .to_vec(),
-    );
+    let call = |argument: &str| {
+        format!(
+            r#"{{"id":7,"jsonrpc":"2.0","method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"mcp-load","version":"0.1.0"}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"arguments":{{{argument}}},"name":"whoami"}}}}"#
+        )
+    };
+    let text = |unit: &str| format!(r#""q":"{}""#, unit.repeat(4096 / unit.len()));
+    let body = match std::env::args().nth(2).as_deref() {
+        None | Some("call") => call(""),
+        Some("ascii") => call(&text("lorem ipsum ")),
+        Some("latin") => call(&text("café crème ")),
+        Some("cjk") => call(&text("漢字")),
+        Some(other) => panic!("unknown body {other}"),
+    };
+    let body = std::hint::black_box(body.into_bytes());
     let mut found = 0usize;
     for _ in 0..n {
         let info = mcp_wire::inspect_body(std::hint::black_box(&body)).expect("a message");

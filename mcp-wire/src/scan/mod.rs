@@ -5,6 +5,11 @@
 //! `params._meta["io.modelcontextprotocol/protocolVersion"]`. Nothing is allocated unless one of
 //! those is written with escapes.
 //!
+//! UTF-8 is checked where it can occur: a byte past ASCII is only valid inside a string (the
+//! grammar refuses it anywhere else), so each string's non-ASCII runs are checked as the string
+//! is read, and a body of ASCII is read once, not once for UTF-8 and again for JSON. Keys are
+//! compared as bytes; only the values kept are given as text.
+//!
 //! Before, the body was read twice (a check of what serde's skipping misses, then serde_json
 //! into a struct); the property tests hold this scanner to serde_json's verdict on generated
 //! and mutated messages.
@@ -59,11 +64,8 @@ enum Found {
 
 /// Scans a whole body as one JSON-RPC message.
 pub(crate) fn scan(body: &[u8]) -> Result<Envelope<'_>, Refused> {
-    let text =
-        std::str::from_utf8(body).map_err(|e| Refused::Syntax(format!("invalid UTF-8: {e}")))?;
     let mut s = Scanner {
         b: body,
-        text,
         i: 0,
         depth: 0,
     };
@@ -87,7 +89,6 @@ pub(crate) fn scan(body: &[u8]) -> Result<Envelope<'_>, Refused> {
 
 struct Scanner<'a> {
     b: &'a [u8],
-    text: &'a str,
     i: usize,
     depth: usize,
 }
@@ -158,7 +159,7 @@ impl<'a> Scanner<'a> {
                     s.ws();
                     let start = s.i;
                     if s.value()? != Found::Null {
-                        env.id = Some(&s.text[start..s.i]);
+                        env.id = Some(s.text(start, s.i)?);
                     }
                 }
                 Some("method") => env.method = s.string_or_null("method")?,
@@ -222,7 +223,7 @@ impl<'a> Scanner<'a> {
         self.object(|s, key| {
             if seen.field(&key, s)?.is_some() {
                 env.protocol_version = s.string_or_null("the protocol version in params._meta")?;
-            } else if key == crate::translate::META_CLIENT_CAPABILITIES {
+            } else if *key == *crate::translate::META_CLIENT_CAPABILITIES.as_bytes() {
                 env.declares_tasks |=
                     s.lists_extension("extensions", crate::tasks::TASKS_EXTENSION)?;
             } else {
@@ -242,9 +243,9 @@ impl<'a> Scanner<'a> {
         let mut found = false;
         self.object(|s, key| {
             s.ws();
-            if key == group && s.peek() == Some(b'{') {
+            if *key == *group.as_bytes() && s.peek() == Some(b'{') {
                 s.object(|s, key| {
-                    found |= key == wanted;
+                    found |= *key == *wanted.as_bytes();
                     s.value().map(drop)
                 })
             } else {
@@ -270,11 +271,11 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// An object, calling `field` with each key, the scanner at the key's value (before any
-    /// whitespace). The scanner is at `{`.
+    /// An object, calling `field` with each key (its bytes, decoded), the scanner at the key's
+    /// value (before any whitespace). The scanner is at `{`.
     fn object(
         &mut self,
-        mut field: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), Refused>,
+        mut field: impl FnMut(&mut Self, Cow<'a, [u8]>) -> Result<(), Refused>,
     ) -> Result<(), Refused> {
         self.enter()?;
         self.i += 1;
@@ -289,7 +290,7 @@ impl<'a> Scanner<'a> {
             if self.peek() != Some(b'"') {
                 return Err(self.eof_or("key must be a string"));
             }
-            let key = self.string()?;
+            let key = self.key()?;
             self.ws();
             if self.peek() != Some(b':') {
                 return Err(self.eof_or("expected `:`"));
@@ -426,8 +427,8 @@ impl<const N: usize> Seen<N> {
     }
 
     /// Which of the fields `key` is, if any; an error if it was seen before.
-    fn field(&mut self, key: &str, at: &Scanner<'_>) -> Result<Option<usize>, Refused> {
-        let Some(k) = self.names.iter().position(|n| *n == key) else {
+    fn field(&mut self, key: &[u8], at: &Scanner<'_>) -> Result<Option<usize>, Refused> {
+        let Some(k) = self.names.iter().position(|n| n.as_bytes() == key) else {
             return Ok(None);
         };
         if std::mem::replace(&mut self.seen[k], true) {
@@ -443,9 +444,10 @@ impl<const N: usize> Seen<N> {
 
 /// A key as the answer may quote it: short keys as they are, long ones cut (never a client's
 /// long text in an error).
-fn printable(key: &str) -> String {
+fn printable(key: &[u8]) -> String {
+    let key = String::from_utf8_lossy(key);
     if key.chars().count() <= 40 && !key.chars().any(char::is_control) {
-        key.to_owned()
+        key.into_owned()
     } else {
         format!(
             "{}…",
