@@ -119,6 +119,9 @@ where
             session.set_keepalive(Some(timeouts.idle.as_secs()));
         }
         session.set_pipelining_enabled(true);
+        // one header map per request, not two: header names go upstream as the titled
+        // standard names and lowercase others, not in the client's case (RFC 9110 §5.1)
+        session.set_keep_header_case(false);
         let mut result = self.inner.process_new_http(session, shutdown).await;
         while let Some((stream, settings)) = result.map(|r| r.consume()) {
             head::rearm(&phase);
@@ -126,6 +129,7 @@ where
             if let Some(settings) = settings {
                 settings.apply_to_session(&mut session);
             }
+            session.set_keep_header_case(false);
             result = self.inner.process_new_http(session, shutdown).await;
         }
         None

@@ -46,7 +46,8 @@ fn made_id(prefix: u32, n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::made_id;
+    use super::{made_id, request_id};
+    use pingora::http::RequestHeader;
 
     #[test]
     fn made_ids_are_the_prefix_and_the_counter_in_hex() {
@@ -58,6 +59,26 @@ mod tests {
             (0x10, 0x1000),
         ] {
             assert_eq!(made_id(prefix, n), format!("{prefix:08x}-{n:x}"));
+        }
+    }
+
+    #[test]
+    fn a_request_without_one_gets_an_id_with_or_without_header_case() {
+        for mut req in [
+            RequestHeader::build("POST", b"/mcp", None).unwrap(),
+            RequestHeader::build_no_case("POST", b"/mcp", None).unwrap(),
+        ] {
+            req.insert_header("Mcp-Method", "tools/call").unwrap();
+            let id = request_id(&mut req);
+            assert_eq!(req.headers["x-request-id"], id.as_str());
+            // written as pingora writes it upstream: both headers, whatever the maps
+            let mut wire = Vec::new();
+            req.header_to_h1_wire(&mut wire);
+            let wire = String::from_utf8(wire).unwrap().to_ascii_lowercase();
+            assert!(wire.contains(&format!("x-request-id: {id}\r\n")), "{wire}");
+            assert!(wire.contains("mcp-method: tools/call\r\n"), "{wire}");
+            // a client's own id is kept
+            assert_eq!(request_id(&mut req), id);
         }
     }
 }

@@ -341,6 +341,9 @@ impl Pool {
         peer.options.connection_timeout = Some(self.connect_timeout);
         peer.options.read_timeout = Some(self.read_timeout);
         peer.options.idle_timeout = Some(Duration::from_secs(60));
+        // one header map per answer, not two (a carried pingora-core change): the answer's
+        // header names reach the client titled (standard) or lowercase (others)
+        peer.options.keep_response_header_case = false;
         peer
     }
 }

@@ -541,6 +541,11 @@ pub struct PeerOptions {
     /// **Note:** This field is unstable and may be removed or changed in future versions.
     /// It exists primarily for compatibility with legacy servers that send malformed headers.
     pub allow_h1_response_invalid_content_length: bool,
+    /// Whether an HTTP/1 response header keeps its header names' case (the default). Without
+    /// it the response is built without the second map that keeps the case (one map to fill,
+    /// clone and drop); written on, its names are the titled standard names and the lowercase
+    /// others (header names are case-insensitive, RFC 9110 §5.1).
+    pub keep_response_header_case: bool,
     /// Controls automatically forwarded request headers sent to HTTP upstreams.
     pub http_upstream_request_policy: HttpUpstreamRequestPolicy,
     pub extra_proxy_headers: BTreeMap<String, Vec<u8>>,
@@ -600,6 +605,7 @@ impl PeerOptions {
             h2_stream_window_size: None,
             h2_connection_window_size: None,
             allow_h1_response_invalid_content_length: false,
+            keep_response_header_case: true,
             http_upstream_request_policy: HttpUpstreamRequestPolicy::default(),
             extra_proxy_headers: BTreeMap::new(),
             curves: None,

@@ -943,6 +943,16 @@ impl Session {
         }
     }
 
+    /// Whether an HTTP/1 request header keeps its header names' case (the default).
+    ///
+    /// No-op for non-H1 sessions (HTTP/2 names are lowercase). See
+    /// [`HttpSession::set_keep_header_case`](crate::protocols::http::v1::server::HttpSession::set_keep_header_case).
+    pub fn set_keep_header_case(&mut self, keep: bool) {
+        if let Self::H1(s) = self {
+            s.set_keep_header_case(keep);
+        }
+    }
+
     /// Set pipelined bytes to be parsed as the start of this session's request.
     ///
     /// No-op for non-H1 sessions. See

@@ -67,6 +67,8 @@ pub struct HttpSession {
     // If allowed, does not fail with error on invalid content-length
     // (treats as close-delimited response).
     allow_h1_response_invalid_content_length: bool,
+    // Whether the response header keeps its header names' case
+    keep_header_case: bool,
 }
 
 /// HTTP 1.x client session
@@ -100,6 +102,7 @@ impl HttpSession {
             received_upgrade_req_body: false,
             close_delimited_resp: false,
             allow_h1_response_invalid_content_length: false,
+            keep_header_case: true,
         }
     }
 
@@ -110,6 +113,7 @@ impl HttpSession {
             session.set_allow_h1_response_invalid_content_length(
                 options.allow_h1_response_invalid_content_length,
             );
+            session.set_keep_header_case(options.keep_response_header_case);
         }
         session
     }
@@ -291,7 +295,12 @@ impl HttpSession {
                         // while header_refs doesn't as it is still empty
                         let _num_headers = populate_headers(base, &mut header_refs, resp.headers);
 
-                        let mut response_header = match ResponseHeader::build(
+                        let build = if self.keep_header_case {
+                            ResponseHeader::build
+                        } else {
+                            ResponseHeader::build_no_case
+                        };
+                        let mut response_header = match build(
                             resp.code.unwrap(),
                             Some(resp.headers.len()),
                         ) {
@@ -528,6 +537,12 @@ impl HttpSession {
 
     pub fn set_allow_h1_response_invalid_content_length(&mut self, allow: bool) {
         self.allow_h1_response_invalid_content_length = allow;
+    }
+
+    /// Whether the response header read keeps its header names' case (the default; see
+    /// [`PeerOptions::keep_response_header_case`](crate::upstreams::peer::PeerOptions)).
+    pub fn set_keep_header_case(&mut self, keep: bool) {
+        self.keep_header_case = keep;
     }
 
     /// The size of the buffer a response body is read into (64 KiB unless set), for the
@@ -1439,6 +1454,30 @@ mod tests_stream {
         let res = http_stream.read_response().await;
         assert!(res.is_err());
         assert_eq!(res.unwrap_err().etype(), &ErrorType::InvalidHTTPHeader);
+    }
+
+    #[tokio::test]
+    async fn test_read_response_without_header_case() {
+        init_log();
+        let input = b"HTTP/1.1 200 OK\r\nMcp-Session-Id: a\r\ncontent-length: 0\r\n\r\n";
+        for keep in [true, false] {
+            let mock_io = Builder::new().read(&input[..]).build();
+            let mut peer = crate::upstreams::peer::HttpPeer::new("127.0.0.1:1", false, "".into());
+            peer.options.keep_response_header_case = keep;
+            let mut http_stream = HttpSession::new_with_options(Box::new(mock_io), &peer);
+            http_stream.read_response().await.unwrap();
+            let resp = http_stream.resp_header().unwrap();
+            assert_eq!(resp.has_case(), keep);
+            assert_eq!(resp.headers["mcp-session-id"], "a");
+            let mut wire = Vec::new();
+            resp.header_to_h1_wire(&mut wire);
+            let want: &[u8] = if keep {
+                b"Mcp-Session-Id: a\r\ncontent-length: 0\r\n"
+            } else {
+                b"mcp-session-id: a\r\nContent-Length: 0\r\n"
+            };
+            assert_eq!(wire, want);
+        }
     }
 
     #[tokio::test]

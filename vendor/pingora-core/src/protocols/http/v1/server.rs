@@ -144,6 +144,10 @@ pub struct HttpSession {
     /// Defaults to false. Can be enabled via [`set_pipelining_enabled`](Self::set_pipelining_enabled).
     /// See [`Self::set_pipelining_enabled`] for RFC 9112 §9.3.2 semantics.
     pipelining_enabled: bool,
+    /// Whether the request header keeps the case of its header names (a second map, kept
+    /// beside the headers, cloned and written with them). Defaults to true. Can be turned off
+    /// via [`set_keep_header_case`](Self::set_keep_header_case).
+    keep_header_case: bool,
     /// Pipelined bytes from the previous request on the same keep-alive connection,
     /// to be parsed as the start of this session's request. Consumed on the first
     /// call to [`Self::read_request`]. Set via [`Self::set_pipelined_prefix`] after
@@ -204,6 +208,7 @@ impl HttpSession {
             abort_on_close: true,
             proxy_tasks_enabled: false,
             pipelining_enabled: false,
+            keep_header_case: true,
             pipelined_prefix: None,
             pipelined_idle_bytes_stashed: false,
         }
@@ -349,7 +354,12 @@ impl HttpSession {
                         // while header_refs doesn't as it is still empty
                         let _num_headers = populate_headers(base, &mut header_refs, req.headers);
 
-                        let mut request_header = Box::new(RequestHeader::build(
+                        let build = if self.keep_header_case {
+                            RequestHeader::build
+                        } else {
+                            RequestHeader::build_no_case
+                        };
+                        let mut request_header = Box::new(build(
                             req.method.unwrap_or(""),
                             // we path httparse to allow unsafe bytes in the str
                             req.path.unwrap_or("").as_bytes(),
@@ -1013,6 +1023,14 @@ impl HttpSession {
     /// request N+1 begins processing. No parallel pipelining.
     pub fn set_pipelining_enabled(&mut self, enabled: bool) {
         self.pipelining_enabled = enabled;
+    }
+
+    /// Whether the request header read keeps its header names' case (the default). Without
+    /// it the request is built as [`RequestHeader::build_no_case`] builds one: one map, not
+    /// two, to fill, clone and drop; written on, its header names are the titled standard
+    /// names and the lowercase others (header names are case-insensitive, RFC 9110 §5.1).
+    pub fn set_keep_header_case(&mut self, keep: bool) {
+        self.keep_header_case = keep;
     }
 
     /// Set pipelined bytes to be parsed as the start of this session's request.
@@ -1877,6 +1895,33 @@ mod tests_stream {
         let res = http_stream.read_request().await;
         assert_eq!(input.len(), res.unwrap().unwrap());
         assert_eq!(0, http_stream.req_header().headers.len());
+    }
+
+    #[tokio::test]
+    async fn test_read_without_header_case() {
+        init_log();
+        let input = b"GET / HTTP/1.1\r\nX-Request-Id: a\r\nHost: h\r\nmcp-method: m\r\n\r\n";
+        for keep in [true, false] {
+            let mock_io = Builder::new().read(&input[..]).build();
+            let mut http_stream = HttpSession::new(Box::new(mock_io));
+            if !keep {
+                http_stream.set_keep_header_case(false);
+            }
+            let res = http_stream.read_request().await;
+            assert_eq!(input.len(), res.unwrap().unwrap());
+            let req = http_stream.req_header();
+            assert_eq!(req.has_case(), keep);
+            assert_eq!(req.headers.len(), 3);
+            assert_eq!(req.headers["x-request-id"], "a");
+            let mut wire = Vec::new();
+            req.header_to_h1_wire(&mut wire);
+            let want: &[u8] = if keep {
+                b"X-Request-Id: a\r\nHost: h\r\nmcp-method: m\r\n"
+            } else {
+                b"x-request-id: a\r\nHost: h\r\nmcp-method: m\r\n"
+            };
+            assert_eq!(wire, want);
+        }
     }
 
     #[cfg(feature = "patched_http1")]
