@@ -51,6 +51,39 @@ pub fn watch_tasks(session: &mut Session, learner: super::tasks::Learner) {
     }
 }
 
+/// What a 200 answer's head says of its body: its shape (JSON or an event stream) and its
+/// `Content-Length`; `None` for a body the verdict does not read (a content coding other than
+/// `identity`, another media type). The three headers in one pass over the answer's few (three
+/// hashed lookups cost more); the first of each counts, as a lookup finds it.
+fn read_head(headers: &http::HeaderMap) -> Option<(Shape, Option<usize>)> {
+    let (mut encoding, mut content_type, mut length) = (None, None, None);
+    for (name, value) in headers {
+        let slot = if name == http::header::CONTENT_TYPE {
+            &mut content_type
+        } else if name == http::header::CONTENT_LENGTH {
+            &mut length
+        } else if name == http::header::CONTENT_ENCODING {
+            &mut encoding
+        } else {
+            continue;
+        };
+        slot.get_or_insert(value);
+    }
+    if encoding.is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity")) {
+        return None;
+    }
+    let content_type = content_type.and_then(|v| v.to_str().ok());
+    let shape = if mcp_wire::sse::is_event_stream(content_type) {
+        Shape::Sse
+    } else if content_type.is_some_and(|c| c.trim_start().starts_with("application/json")) {
+        Shape::Json
+    } else {
+        return None;
+    };
+    let length = length.and_then(|v| std::str::from_utf8(v.as_bytes()).ok()?.parse().ok());
+    Some((shape, length))
+}
+
 #[async_trait]
 impl HttpModule for AnswerVerdict {
     async fn response_header_filter(
@@ -64,33 +97,14 @@ impl HttpModule for AnswerVerdict {
             self.tasks = None;
             return Ok(());
         }
-        let coded = resp
-            .headers
-            .get(http::header::CONTENT_ENCODING)
-            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-        if coded {
-            self.tasks = None;
-            return Ok(());
-        }
-        let content_type = resp
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok());
-        let shape = if mcp_wire::sse::is_event_stream(content_type) {
-            Shape::Sse
-        } else if content_type.is_some_and(|c| c.trim_start().starts_with("application/json")) {
-            Shape::Json
-        } else {
+        let Some((shape, length)) = read_head(&resp.headers) else {
             self.tasks = None;
             return Ok(());
         };
         if let Some(watch) = self.tasks.as_mut() {
             watch.sse = shape == Shape::Sse;
         }
-        self.length = resp
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok()?.parse().ok());
+        self.length = length;
         self.scan = Some(AnswerScan::new(shape));
         Ok(())
     }
@@ -172,5 +186,51 @@ pub fn outcome(
         Some(Verdict::RpcError(code)) => ("rpc-error", Some(Verdict::code_label(code))),
         Some(_) if ctx.outcome == Outcome::ClientGone => ("ok", None),
         _ => (plain, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(pairs: &[(&'static str, &'static str)]) -> Option<(Shape, Option<usize>)> {
+        let mut m = http::HeaderMap::new();
+        for (k, v) in pairs {
+            m.append(*k, http::HeaderValue::from_static(v));
+        }
+        read_head(&m)
+    }
+
+    #[test]
+    fn an_answer_head_says_its_shape_and_length() {
+        let json = ("content-type", "application/json");
+        let sse = ("content-type", "text/event-stream");
+        assert_eq!(head(&[json]), Some((Shape::Json, None)));
+        assert_eq!(
+            head(&[("date", "x"), sse, ("content-length", "12")]),
+            Some((Shape::Sse, Some(12)))
+        );
+        assert_eq!(
+            head(&[json, ("content-encoding", "IDENTITY")]),
+            Some((Shape::Json, None))
+        );
+        // not read: coded, another type, no type
+        assert_eq!(head(&[json, ("content-encoding", "gzip")]), None);
+        assert_eq!(head(&[("content-type", "text/plain")]), None);
+        assert_eq!(head(&[("content-length", "3")]), None);
+        // the first of each, as a lookup finds it
+        assert_eq!(
+            head(&[
+                json,
+                ("content-type", "text/plain"),
+                ("content-length", "7"),
+                ("content-length", "9")
+            ]),
+            Some((Shape::Json, Some(7)))
+        );
+        assert_eq!(
+            head(&[json, ("content-length", "x")]),
+            Some((Shape::Json, None))
+        );
     }
 }
