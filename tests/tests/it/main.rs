@@ -51,6 +51,7 @@ mod ordering;
 mod orphaned_streams;
 mod pooled_bridge;
 mod pooled_cache_hints;
+mod pooled_cutoff;
 mod pooled_listen;
 mod pooled_shares;
 mod pools;

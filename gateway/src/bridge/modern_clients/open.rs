@@ -42,12 +42,9 @@ pub(super) async fn open(
         Ok(a) => a,
         Err(CallError::Connect(_)) => return Err(AcquireError::Unreachable),
         Err(CallError::Credentials(e)) => return Err(AcquireError::Answer(*e)),
-        Err(CallError::Lost(_)) => {
-            return Err(AcquireError::Answer(GatewayError::backend_lost(
-                &pool.name,
-                &backend.label,
-            )))
-        }
+        // the connection broke during the bridge's own `initialize`: the client's request
+        // was not sent, and another backend may open the session
+        Err(CallError::Lost(_)) => return Err(cut_off(pool, backend)),
     };
     let refused = |detail: String| {
         AcquireError::Answer(GatewayError::untranslatable(
@@ -64,6 +61,11 @@ pub(super) async fn open(
         .and_then(|v| v.to_str().ok());
     let response = sse::response(content_type, &answer);
     let status = head.status.as_u16();
+    if response.is_none() && status < 300 && sse::is_event_stream(content_type) {
+        // an event stream that ended before its response: the backend was cut off (killed
+        // while it answered); as above, the client's request was not sent
+        return Err(cut_off(pool, backend));
+    }
     let Some(mut response) = response.filter(|_| status < 300) else {
         return Err(refused(format!(
             "HTTP {status} {}",
@@ -99,6 +101,9 @@ pub(super) async fn open(
     {
         Ok(_) => {}
         Err(PostError::Call(CallError::Connect(_))) => return Err(AcquireError::Unreachable),
+        Err(PostError::Call(CallError::Lost(_))) => {
+            return Err(cut_off(pool, backend));
+        }
         Err(e) => {
             return Err(refused(format!("notifications/initialized: {e}")));
         }
@@ -124,4 +129,11 @@ pub(super) async fn open(
         super::stray::hold(engine.clone(), &entry).await;
     }
     Ok(entry)
+}
+
+/// A backend cut off while it answered the bridge's `initialize` (its connection broken, or
+/// its event stream ended before the response): marked failed, and the request tries another.
+fn cut_off(pool: &Pool, backend: &Backend) -> AcquireError {
+    pool.mark_failed(backend);
+    AcquireError::Unreachable
 }
