@@ -206,7 +206,7 @@ mod tests {
 
     fn slow(b: &[u8]) -> usize {
         b.iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20 || c > 0x7f)
+            .position(|&c| c == b'"' || c == b'\\' || !(0x20..=0x7f).contains(&c))
             .unwrap_or(b.len())
     }
 
