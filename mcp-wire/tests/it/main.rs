@@ -5,5 +5,6 @@
 #![forbid(unsafe_code)]
 
 mod properties;
+mod scan_utf8;
 mod sse_properties;
 mod translate_properties;

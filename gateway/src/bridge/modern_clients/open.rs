@@ -101,9 +101,7 @@ pub(super) async fn open(
     {
         Ok(_) => {}
         Err(PostError::Call(CallError::Connect(_))) => return Err(AcquireError::Unreachable),
-        Err(PostError::Call(CallError::Lost(_))) => {
-            return Err(cut_off(pool, backend));
-        }
+        Err(PostError::Call(CallError::Lost(_))) => return Err(cut_off(pool, backend)),
         Err(e) => {
             return Err(refused(format!("notifications/initialized: {e}")));
         }
