@@ -9,7 +9,9 @@
 //! again after being down (health checks, or a refused connection: a restart may bring another
 //! image), and when an answer suggests its era is wrong ([`Backend::suspect_era`]). An
 //! inconclusive probe (401/403, 5xx, timeout, refused) changes nothing and is repeated with a
-//! backoff. Requests sent by the prober never go through the balancing, the in-flight counts
+//! backoff; so is one whose answers prove no era (the era becomes unknown): a process still
+//! starting answers so for a moment, and a conclusion then would stand until the next
+//! restart (issue 48). Requests sent by the prober never go through the balancing, the in-flight counts
 //! or the upstream latency histogram. A changed era is logged at INFO, and every pool's
 //! backends are counted by era in `mcpgw_backends{pool,era}`.
 
@@ -83,22 +85,31 @@ impl Schedule {
 
     fn finish(&self, conclusive: bool, now: u64) {
         self.last_ms.store(now, Ordering::Relaxed);
-        if self.again_after.swap(false, Ordering::AcqRel) {
-            if conclusive {
-                self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
-            }
-            self.due_ms.store(now, Ordering::Relaxed);
-            return;
-        }
+        // asked for while this probe ran: what answered may have been what was there before
+        let again = self.again_after.swap(false, Ordering::AcqRel);
         if conclusive {
-            self.stale.store(false, Ordering::Relaxed);
             self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
-            self.due_ms.store(IDLE, Ordering::Relaxed);
+            if !again {
+                self.stale.store(false, Ordering::Relaxed);
+            }
+        }
+        let next = if again {
+            now
+        } else if conclusive {
+            IDLE
         } else {
             let wait = self.backoff_ms.load(Ordering::Relaxed);
-            let next = (wait * 2).min(MAX_BACKOFF_MS);
-            self.backoff_ms.store(next, Ordering::Relaxed);
-            self.due_ms.store(now + wait, Ordering::Relaxed);
+            self.backoff_ms
+                .store((wait * 2).min(MAX_BACKOFF_MS), Ordering::Relaxed);
+            now + wait
+        };
+        self.due_ms.store(next, Ordering::Release);
+        // [`Schedule::now`] may have seen this probe running just before it ended, and set its
+        // flag after the swap above: the probe it asked for is not lost
+        if self.again_after.swap(false, Ordering::AcqRel) {
+            let _ = self
+                .due_ms
+                .compare_exchange(next, now, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 
@@ -106,13 +117,24 @@ impl Schedule {
     /// running now is followed by another.
     fn now(&self) {
         let now = now_ms();
-        let _ = self
-            .due_ms
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |due| {
-                (due != RUNNING && due > now).then_some(now)
-            });
-        if self.due_ms.load(Ordering::Relaxed) == RUNNING {
-            self.again_after.store(true, Ordering::Release);
+        loop {
+            let due = self.due_ms.load(Ordering::Acquire);
+            if due == RUNNING {
+                self.again_after.store(true, Ordering::Release);
+                // still running: its `finish` sees the flag; ended meanwhile: ask again below
+                if self.due_ms.load(Ordering::Acquire) == RUNNING {
+                    return;
+                }
+                continue;
+            }
+            if due <= now
+                || self
+                    .due_ms
+                    .compare_exchange(due, now, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return;
+            }
         }
     }
 
@@ -366,17 +388,24 @@ fn record(metrics: &UpstreamMetrics, pool: &Pool, backend: &Backend, found: Find
         .era_probes
         .with_label_values(&[&pool.name, found.as_str()])
         .inc();
-    let era = match found {
-        Finding::Era(era) => Some(era),
-        Finding::Unknown => None,
+    match found {
+        Finding::Era(era) => {
+            backend.era_probe.finish(true, now_ms());
+            changed(pool, backend, Some(era), "probed");
+        }
+        Finding::Unknown => {
+            // it answered, but nothing it said proves an era: unknown (it takes both eras, so
+            // it is no longer held back as stale), and asked again with the backoff, since a
+            // process still starting (or an image being replaced) answers so for a moment
+            backend.era_probe.stale.store(false, Ordering::Relaxed);
+            backend.era_probe.finish(false, now_ms());
+            changed(pool, backend, None, "probed");
+        }
         Finding::Inconclusive => {
             backend.era_probe.finish(false, now_ms());
             tracing::debug!(pool = %pool.name, backend = %backend.label, "era probe inconclusive; retried later");
-            return;
         }
-    };
-    backend.era_probe.finish(true, now_ms());
-    changed(pool, backend, era, "probed");
+    }
 }
 
 /// Sets a backend's era, logged at INFO when it changed.
@@ -474,6 +503,22 @@ mod tests {
             s.claim(now_ms()),
             "the running probe is followed by another"
         );
+    }
+
+    #[test]
+    fn a_backend_back_while_its_probe_ends_is_probed_again() {
+        // `now` saw the probe running and set its flag after `finish` had looked: the probe
+        // it asked for must not be lost behind a conclusive (idle) finish
+        let s = Schedule::due_now();
+        let now = now_ms();
+        assert!(s.claim(now));
+        s.again_after.store(true, Ordering::Release);
+        s.finish(true, now);
+        assert!(s.claim(now_ms()), "probed again");
+        // and a `now` after the probe ended moves an idle schedule to now
+        s.finish(true, now);
+        s.now();
+        assert!(s.claim(now_ms()));
     }
 
     #[test]

@@ -62,10 +62,11 @@ async fn a_backend_that_proves_no_era_takes_2026_requests_byte_identical() {
             "{flavour:?}: the probe concluded"
         );
         assert_eq!(era(&gw).await, None, "{flavour:?}: nothing proves an era");
-        assert_eq!(
+        // unknown is no conclusion: asked again with the backoff (issue 48)
+        assert!(
             gw.metric("mcpgw_era_probes_total{pool=\"p\",result=\"unknown\"}")
-                .await,
-            1.0
+                .await
+                >= 1.0
         );
         let body = huge_body(7);
         let resp = call(&body).send(gw.addr).await;
