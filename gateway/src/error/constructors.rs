@@ -130,6 +130,20 @@ impl GatewayError {
         .with("outcome", "unknown")
     }
 
+    /// The backend answered `101 Switching Protocols` to a request that asked for no
+    /// upgrade (the gateway sends none): its answer is not relayed, and what it did with the
+    /// request is not known.
+    pub fn switched_protocols(pool: &str, backend: &str) -> Self {
+        Self::new(
+            ErrorKind::BackendLost,
+            format!("Backend {backend} switched protocols (101) instead of answering; Streamable HTTP never upgrades, so its answer was not relayed and the outcome is unknown"),
+        )
+        .with("pool", pool)
+        .with("backend", backend)
+        .with("outcome", "unknown")
+        .with("reason", "switched-protocols")
+    }
+
     /// The body exceeds the configured limit.
     pub fn body_too_large(limit: u64) -> Self {
         Self::new(

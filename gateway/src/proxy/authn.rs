@@ -45,10 +45,13 @@ pub(super) async fn authenticate(
     let Some(auth) = ctx.state.auth.clone() else {
         return Ok(());
     };
+    let req = session.req_header_mut();
     if !route.guard.required {
+        // SDKs send their token to every path of the host: a route without `auth` must not
+        // hand a backend a credential that is good on the protected ones
+        drop_credentials(req, &auth);
         return Ok(());
     }
-    let req = session.req_header_mut();
     // boxed: the key set's fetch is a large future, off the path of routes without `auth`
     let principal = Box::pin(auth.authenticate(&req.headers)).await?;
     // A principal an identity header cannot carry (CR/LF in `sub`, say) is refused here, not
@@ -70,11 +73,37 @@ pub(super) async fn authenticate(
             removed.push((header.clone(), v));
         }
     }
+    // ... and in the other spellings a backend framework reads as the same header
+    // (`X_Api_Key` is `x-api-key` to WSGI and CGI servers)
+    drop_credentials(req, &auth);
     req.extensions_mut()
         .insert(crate::auth::Credentials(removed));
     req.extensions_mut().insert(principal.clone());
     ctx.principal = Some(principal);
     Ok(())
+}
+
+/// Removes every header that carries a credential the gateway accepts (`Authorization`, the
+/// API key header) in any spelling a backend framework maps onto it (any case, `_` for `-`).
+/// A head without one is looked over once and left alone.
+fn drop_credentials(req: &mut pingora::http::RequestHeader, auth: &crate::auth::Auth) {
+    let key = auth.api_key_header().map(http::HeaderName::as_str);
+    let carries = |k: &http::HeaderName| {
+        same_header(k.as_str(), "authorization") || key.is_some_and(|h| same_header(k.as_str(), h))
+    };
+    if !req.headers.keys().any(carries) {
+        return;
+    }
+    let names: Vec<http::HeaderName> = req.headers.keys().filter(|k| carries(k)).cloned().collect();
+    for name in names {
+        req.remove_header(&name);
+    }
+}
+
+/// Whether two lowercase header names are one to a server that reads `_` as `-`.
+fn same_header(a: &str, b: &str) -> bool {
+    let dash = |c: u8| if c == b'_' { b'-' } else { c };
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| dash(x) == dash(y))
 }
 
 /// Whether the caller may call `method` on `name` (the name the backend will execute); also
@@ -162,4 +191,15 @@ pub(super) async fn relay_filtered(
 /// The principal of a request, for the session binding.
 pub(super) fn principal_id(ctx: &RequestCtx) -> Option<Arc<str>> {
     ctx.principal.as_ref().map(|p| p.id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_credential_header_is_the_same_in_any_spelling_a_server_reads() {
+        assert!(super::same_header("x_gw_key", "x-gw-key"));
+        assert!(super::same_header("x-gw-key", "x-gw-key"));
+        assert!(!super::same_header("x-gw-keys", "x-gw-key"));
+        assert!(!super::same_header("x-gw-kez", "x-gw-key"));
+    }
 }

@@ -315,6 +315,9 @@ impl ProxyHttp for Gateway {
             crate::telemetry::inject(cx, upstream);
         }
         stateless::drop_client_session(upstream);
+        // no `Upgrade` leaves the gateway: Streamable HTTP never switches protocols, and a
+        // tunnel would carry bytes past every check
+        request::drop_hop_by_hop(upstream, session.req_header());
         let (native, backend) = attempt(&mut ctx.native, &ctx.backend)?;
         native.sent = Some(std::time::Instant::now());
         let client = session.req_header();
@@ -347,6 +350,13 @@ impl ProxyHttp for Gateway {
         let (native, backend) = attempt(&mut ctx.native, &ctx.backend)?;
         if let Some(sent) = native.sent.take() {
             self.engine.observe_latency(&native.pool, sent);
+        }
+        if upstream.status == http::StatusCode::SWITCHING_PROTOCOLS {
+            // no request went up asking for it: a backend that switches anyway is answered
+            // for, never relayed (no 101 reaches a client)
+            let err =
+                crate::error::GatewayError::switched_protocols(&native.pool.name, &backend.label);
+            return Err(respond::stashed(ctx, err));
         }
         if let Some((source, header)) = native
             .token

@@ -344,9 +344,24 @@ impl Pool {
         // one header map per answer, not two (a carried pingora-core change): the answer's
         // header names reach the client titled (standard) or lowercase (others)
         peer.options.keep_response_header_case = false;
+        peer.options.http_upstream_request_policy = REQUEST_POLICY;
         peer
     }
 }
+
+/// How pingora cleans a client's head before the pass-through path's filter sees it: the
+/// standard hop-by-hop fields go, and no upgrade is ever forwarded (pingora's default forwards
+/// a WebSocket handshake, which opened a tunnel past every check: issue 48). The fields a
+/// client's `Connection` names are left to `request::drop_hop_by_hop`, which keeps the ones the
+/// gateway checked (pingora's default strips `Mcp-Method` when it is named, and refuses
+/// `Connection: close, host` with no answer the client can read).
+const REQUEST_POLICY: pingora::upstreams::peer::HttpUpstreamRequestPolicy =
+    pingora::upstreams::peer::HttpUpstreamRequestPolicy {
+        strip_hop_by_hop: true,
+        strip_connection_nominated: false,
+        reject_malformed_connection_nominations: false,
+        h1_upgrade: pingora::upstreams::peer::H1UpgradePolicy::Deny,
+    };
 
 #[cfg(test)]
 mod tests;

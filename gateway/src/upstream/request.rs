@@ -59,9 +59,27 @@ struct Replaced {
     session: bool,
 }
 
+/// Whether a client's `Connection` may name `name` away: not the headers the gateway decides
+/// on or sets (the MCP headers it checked against the body, the body's type and framing, the
+/// target, the credentials it chose). `Connection: close, mcp-method` must not let a backend
+/// see a request other than the one the gateway checked.
+fn nameable(name: &str) -> bool {
+    !(name.starts_with("mcp-")
+        || matches!(
+            name,
+            "host"
+                | "content-length"
+                | "content-type"
+                | "transfer-encoding"
+                | "accept"
+                | "authorization"
+                | "last-event-id"
+        ))
+}
+
 /// Whether a header is dropped on the way to a backend: hop-by-hop, named by the client's
-/// `Connection`, `Expect`, `Transfer-Encoding`, and the length and the session id unless they
-/// are replaced.
+/// `Connection` (unless the gateway decides on it: [`nameable`]), `Expect`,
+/// `Transfer-Encoding`, and the length and the session id unless they are replaced.
 fn dropped(name: &http::HeaderName, named: &[String], replaced: Replaced) -> bool {
     use http::header::{CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
     let n = name.as_str();
@@ -70,22 +88,47 @@ fn dropped(name: &http::HeaderName, named: &[String], replaced: Replaced) -> boo
         || *name == TRANSFER_ENCODING
         || (*name == CONTENT_LENGTH && !replaced.length)
         || (n == MCP_SESSION_ID && !replaced.session)
-        || named.iter().any(|h| h == n)
+        || (nameable(n) && named.iter().any(|h| h == n))
 }
 
-/// Removes the headers [`dropped`] names. Most requests carry none of them but the length and
-/// the session id, so the head is looked over once and only what is there is removed: each
-/// removal parses and hashes its name in both of pingora's maps (values and spellings).
-fn drop_headers(req: &mut RequestHeader, replaced: Replaced) {
-    let named: Vec<String> = req
-        .headers
+/// The headers a client's `Connection` names.
+fn connection_named(req: &RequestHeader) -> Vec<String> {
+    req.headers
         .get_all(http::header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|h| h.trim().to_ascii_lowercase())
         .filter(|h| !h.is_empty())
-        .collect();
+        .collect()
+}
+
+/// The pass-through path's cleaning of the head pingora cloned from `client` (pingora has
+/// already removed the standard hop-by-hop fields, `Connection` and `Upgrade` among them, and
+/// refused to forward an upgrade: `super::REQUEST_POLICY`): the fields the client's
+/// `Connection` names go too, but for those the gateway decides on ([`nameable`]), and any
+/// hop-by-hop field left (the policy is pingora's; this does not rely on it). A client that
+/// names nothing (the common case) costs one look at its `Connection` values.
+pub fn drop_hop_by_hop(req: &mut RequestHeader, client: &RequestHeader) {
+    let named = connection_named(client);
+    let hop = |k: &http::HeaderName| HOP_BY_HOP.contains(&k.as_str());
+    let drops = |k: &http::HeaderName| {
+        hop(k) || (nameable(k.as_str()) && named.iter().any(|h| h == k.as_str()))
+    };
+    if named.is_empty() && !req.headers.keys().any(hop) {
+        return;
+    }
+    let present: Vec<http::HeaderName> = req.headers.keys().filter(|k| drops(k)).cloned().collect();
+    for name in present {
+        req.remove_header(&name);
+    }
+}
+
+/// Removes the headers [`dropped`] names. Most requests carry none of them but the length and
+/// the session id, so the head is looked over once and only what is there is removed: each
+/// removal parses and hashes its name in both of pingora's maps (values and spellings).
+fn drop_headers(req: &mut RequestHeader, replaced: Replaced) {
+    let named = connection_named(req);
     let present: Vec<http::HeaderName> = req
         .headers
         .keys()
@@ -271,6 +314,62 @@ mod tests {
         assert_eq!(req.headers["content-length"], "3");
         assert_eq!(req.headers[MCP_SESSION_ID], "backend-id");
         assert!(req.headers.get("connection").is_none());
+    }
+
+    #[test]
+    fn a_connection_header_cannot_drop_what_the_gateway_checked() {
+        let mut client = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        client.insert_header("mcp-method", "tools/call").unwrap();
+        client.insert_header("mcp-name", "whoami").unwrap();
+        client
+            .insert_header("content-type", "application/json")
+            .unwrap();
+        client.insert_header("x-hop", "1").unwrap();
+        client
+            .insert_header(
+                "connection",
+                "close, mcp-method, mcp-name, content-type, x-hop",
+            )
+            .unwrap();
+        let req = forwarded(&client, TARGET, None, Some(3)).unwrap();
+        assert_eq!(req.headers["mcp-method"], "tools/call");
+        assert_eq!(req.headers["mcp-name"], "whoami");
+        assert_eq!(req.headers["content-type"], "application/json");
+        assert!(req.headers.get("x-hop").is_none());
+        let mut native = client.clone();
+        drop_hop_by_hop(&mut native, &client);
+        assert_eq!(native.headers["mcp-method"], "tools/call");
+        assert_eq!(native.headers["mcp-name"], "whoami");
+        assert!(native.headers.get("x-hop").is_none());
+        assert!(native.headers.get("connection").is_none());
+    }
+
+    #[test]
+    fn the_pass_through_path_sends_no_upgrade_and_keeps_the_bodys_framing() {
+        let mut client = RequestHeader::build("GET", b"/mcp", None).unwrap();
+        client.insert_header("connection", "Upgrade").unwrap();
+        client.insert_header("upgrade", "websocket").unwrap();
+        client
+            .insert_header("sec-websocket-key", "dGhlIHNhbXBsZQ==")
+            .unwrap();
+        client
+            .insert_header("transfer-encoding", "chunked")
+            .unwrap();
+        client.insert_header("keep-alive", "timeout=5").unwrap();
+        let sent = client.clone();
+        drop_hop_by_hop(&mut client, &sent);
+        for gone in ["connection", "upgrade", "keep-alive"] {
+            assert!(client.headers.get(gone).is_none(), "{gone} went upstream");
+        }
+        // the body streams with the client's framing on this path
+        assert_eq!(client.headers["transfer-encoding"], "chunked");
+        // a plain head is left as it is
+        let mut plain = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        plain.insert_header("content-length", "2").unwrap();
+        let before = format!("{:?}", plain.headers);
+        let sent = plain.clone();
+        drop_hop_by_hop(&mut plain, &sent);
+        assert_eq!(format!("{:?}", plain.headers), before);
     }
 
     #[test]

@@ -47,6 +47,7 @@ mod load_tool;
 mod lying_headers;
 mod mrtr_forward;
 mod name_match;
+mod no_tunnel;
 mod ordering;
 mod orphaned_streams;
 mod pooled_bridge;
