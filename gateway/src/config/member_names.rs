@@ -40,6 +40,10 @@ pub struct Filter {
     pub exclude: Vec<Pattern>,
     /// The member's own name → the name exposed before the prefix.
     pub rename: HashMap<String, String>,
+    /// `name-match: folded` on the virtual route: globs match folded names and a renamed
+    /// name is found in any spelling that folds to it (a backend that normalizes names would
+    /// run `ADMIN_reset` as `admin_reset`).
+    pub folded: bool,
 }
 
 impl Filter {
@@ -50,15 +54,32 @@ impl Filter {
     }
 
     /// The member's own name of a renamed or bare exposed name (before the prefix), if it
-    /// exposes one: a name renamed away is no longer reachable by its own name.
+    /// exposes one: a name renamed away is no longer reachable by its own name (in any
+    /// spelling that folds to it, when folded).
     pub fn own_name<'a>(&'a self, renamed: &'a str) -> Option<&'a str> {
-        if let Some((own, _)) = self.rename.iter().find(|(_, to)| to.as_str() == renamed) {
+        let folded = self.folded.then(|| super::pattern::fold(renamed));
+        let same = |name: &str| match &folded {
+            Some(f) => super::pattern::fold(name) == *f,
+            None => name == renamed,
+        };
+        if let Some((own, _)) = self.rename.iter().find(|(_, to)| same(to)) {
             return Some(own);
         }
-        if self.rename.contains_key(renamed) {
+        if self.rename.keys().any(|from| same(from)) {
             return None;
         }
         Some(renamed)
+    }
+
+    /// The same filter for a route with `name-match: folded`: its globs compiled folded.
+    pub fn folded(&self) -> Filter {
+        let fold = |list: &[Pattern]| list.iter().map(Pattern::folded).collect();
+        Filter {
+            include: fold(&self.include),
+            exclude: fold(&self.exclude),
+            rename: self.rename.clone(),
+            folded: true,
+        }
     }
 }
 
@@ -78,6 +99,16 @@ pub struct Member {
 }
 
 impl Member {
+    /// The same member on a route with `name-match: folded` ([`Filter::folded`]).
+    pub fn folded(&self) -> Member {
+        Member {
+            tools: self.tools.folded(),
+            prompts: self.prompts.folded(),
+            resources: self.resources.folded(),
+            ..self.clone()
+        }
+    }
+
     /// The filter of one kind.
     pub fn filter(&self, kind: Kind) -> &Filter {
         match kind {

@@ -272,6 +272,7 @@ fn filter(p: &mut Problems, at: &str, f: &FileNames, names: bool) -> Filter {
         include,
         exclude,
         rename: f.rename.clone().into_iter().collect(),
+        folded: false,
     }
 }
 

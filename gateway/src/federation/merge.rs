@@ -131,7 +131,7 @@ pub fn merge(
                 continue; // an item without its name cannot be called: not exposed
             };
             let own = own.to_owned();
-            let Some(exposed) = map.members()[index].expose(list.kind(), &own) else {
+            let Some(exposed) = map.expose(index, list.kind(), &own) else {
                 continue;
             };
             if let Some(obj) = item.as_object_mut() {

@@ -38,7 +38,13 @@ pub struct NameMap {
     members: Vec<Member>,
     /// Exposed name → (member, own name), from the members' last lists, per kind.
     listed: HashMap<(Kind, String), (usize, String)>,
+    /// Bare names dropped for carrying another member's prefix, each warned about once
+    /// (bounded: past [`MAX_WARNED`] names they are dropped without a word).
+    warned: std::collections::HashSet<(usize, String)>,
 }
+
+/// The most names [`NameMap::expose`] remembers having warned about.
+const MAX_WARNED: usize = 1024;
 
 impl NameMap {
     /// A map of these members (config order: earlier members win run-time collisions).
@@ -46,12 +52,43 @@ impl NameMap {
         NameMap {
             members,
             listed: HashMap::new(),
+            warned: Default::default(),
         }
     }
 
     /// The members, in config order.
     pub fn members(&self) -> &[Member] {
         &self.members
+    }
+
+    /// The name a client sees for member `index`'s item `own` ([`Member::expose`]), or
+    /// `None` when it is hidden. A prefix belongs to its member: a bare name (`prefix: never`)
+    /// that carries another member's prefix is never exposed (nor routed), so a bare member
+    /// cannot take `fast__whoami` from the member `fast__` names; it is warned about once.
+    pub fn expose(&mut self, index: usize, kind: Kind, own: &str) -> Option<String> {
+        let exposed = self.members[index].expose(kind, own)?;
+        let Some(owner) = self.foreign_prefix(index, kind, &exposed) else {
+            return Some(exposed);
+        };
+        if self.warned.len() < MAX_WARNED && self.warned.insert((index, exposed.clone())) {
+            tracing::warn!(
+                member = %self.members[index].name,
+                name = %exposed,
+                prefixed_by = %self.members[owner].name,
+                "a bare-named member lists a name carrying another member's prefix: left out, never routed to it"
+            );
+        }
+        None
+    }
+
+    /// The member (other than `index`, which has no prefix) whose prefix `exposed` carries.
+    fn foreign_prefix(&self, index: usize, kind: Kind, exposed: &str) -> Option<usize> {
+        if kind == Kind::Resource || self.members[index].prefix != Prefix::Never {
+            return None;
+        }
+        self.members.iter().position(
+            |m| matches!(&m.prefix, Prefix::Literal(p) if exposed.starts_with(p.as_str())),
+        )
     }
 
     /// Records what member `index` listed of `kind` (its own names), replacing what it listed
@@ -67,7 +104,7 @@ impl NameMap {
     pub fn learn_more(&mut self, index: usize, kind: Kind, own_names: &[&str]) -> Vec<Collision> {
         let mut collisions = Vec::new();
         for own in own_names {
-            let Some(exposed) = self.members[index].expose(kind, own) else {
+            let Some(exposed) = self.expose(index, kind, own) else {
                 continue;
             };
             let key = (kind, exposed);
@@ -114,11 +151,12 @@ impl NameMap {
                 return Resolved::Member(i, own);
             }
         }
-        if self
-            .members
-            .iter()
-            .any(|m| !prefixed(m) && m.own(kind, exposed).is_some())
-        {
+        let bare_owner = |(i, m): (usize, &Member)| {
+            !prefixed(m)
+                && m.own(kind, exposed).is_some()
+                && self.foreign_prefix(i, kind, exposed).is_none()
+        };
+        if self.members.iter().enumerate().any(bare_owner) {
             Resolved::NeedLists
         } else {
             Resolved::Unknown

@@ -49,8 +49,8 @@ fn a_rename_is_exposed_and_the_own_name_it_replaced_is_not_reachable() {
         Resolved::Member(2, "q".into())
     );
     // `s.q` would be the renamed tool under its old name: not exposed, so it leads nowhere
-    // that a prefixed member could own; the bare `never` member might still own `s.q`
-    assert_eq!(map.resolve(Kind::Tool, "s.q"), Resolved::NeedLists);
+    // (and a bare member never owns a name carrying `s.`: the prefix is `search`'s)
+    assert_eq!(map.resolve(Kind::Tool, "s.q"), Resolved::Unknown);
 }
 
 #[test]
@@ -58,10 +58,8 @@ fn excluded_items_are_neither_listed_nor_callable() {
     let mut map = hub();
     assert_eq!(map.members()[2].expose(Kind::Tool, "admin_reset"), None);
     map.learn(0, Kind::Tool, &["whoami"]);
-    assert_eq!(
-        map.resolve(Kind::Tool, "s.admin_reset"),
-        Resolved::NeedLists
-    );
+    // the bare `conf` cannot own it either: `s.` is `search`'s prefix
+    assert_eq!(map.resolve(Kind::Tool, "s.admin_reset"), Resolved::Unknown);
     map.members = vec![map.members[2].clone()];
     map.listed.clear();
     assert_eq!(map.resolve(Kind::Tool, "s.admin_reset"), Resolved::Unknown);
@@ -117,4 +115,59 @@ fn a_run_time_collision_goes_to_the_member_listed_first_whatever_the_order_learn
 fn distinct_prefixes_and_renames_have_no_static_collision() {
     let map = hub();
     assert!(static_collisions(map.members()).is_empty());
+}
+
+#[test]
+fn a_bare_member_never_takes_a_name_carrying_another_members_prefix() {
+    // `conf` (bare, listed first) lists `fast__whoami` and `s.query`: they are `fast`'s and
+    // `search`'s names; before, `conf` took them and got their calls with their arguments
+    let mut map = hub();
+    assert_eq!(map.expose(0, Kind::Tool, "fast__whoami"), None);
+    assert!(map
+        .learn(0, Kind::Tool, &["fast__whoami", "s.query", "plain"])
+        .is_empty());
+    assert_eq!(
+        map.resolve(Kind::Tool, "fast__whoami"),
+        Resolved::Member(1, "whoami".into())
+    );
+    assert_eq!(
+        map.resolve(Kind::Tool, "s.query"),
+        Resolved::Member(2, "q".into())
+    );
+    assert_eq!(
+        map.resolve(Kind::Tool, "plain"),
+        Resolved::Member(0, "plain".into())
+    );
+    // a name that only a bare member could own, with another's prefix: no one's
+    assert_eq!(map.resolve(Kind::Tool, "s.admin_x"), Resolved::Unknown);
+    // resource URIs carry no prefix: a bare member keeps them
+    assert_eq!(
+        map.expose(0, Kind::Resource, "fast__x").as_deref(),
+        Some("fast__x")
+    );
+}
+
+#[test]
+fn folded_filters_catch_every_spelling_of_an_excluded_or_renamed_name() {
+    let mut m = member("a", Prefix::Literal("a__".into()));
+    m.tools.exclude.push(glob("admin_*"));
+    m.tools.rename.insert("secret".into(), "public".into());
+    let exact = m.clone();
+    let folded = m.folded();
+    for spelled in [
+        "a__ADMIN_reset",
+        "a__\u{ff21}\u{ff24}\u{ff2d}\u{ff29}\u{ff2e}_reset",
+    ] {
+        assert!(exact.own(Kind::Tool, spelled).is_some(), "{spelled}: exact");
+        assert_eq!(folded.own(Kind::Tool, spelled), None, "{spelled}: folded");
+    }
+    assert_eq!(folded.own(Kind::Tool, "a__SECRET"), None, "renamed away");
+    assert_eq!(
+        folded.own(Kind::Tool, "a__PUBLIC").as_deref(),
+        Some("secret")
+    );
+    assert_eq!(
+        folded.own(Kind::Tool, "a__whoami").as_deref(),
+        Some("whoami")
+    );
 }

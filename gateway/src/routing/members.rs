@@ -26,7 +26,13 @@ pub struct Members {
 impl Members {
     /// The members of the virtual route `rc` (at `index` in the config).
     pub(super) fn compile(index: usize, rc: &RouteConfig, config: &Config) -> Option<Members> {
-        let server = rc.virtual_server.clone()?;
+        let mut server = rc.virtual_server.clone()?;
+        if rc.name_match == crate::config::NameMatch::Folded {
+            // the members' filters read names as authorization does on this route
+            for m in &mut server.members {
+                m.names = m.names.folded();
+            }
+        }
         let routes = server
             .members
             .iter()

@@ -110,54 +110,83 @@ impl Virtual<'_> {
         if named.kind != Kind::Resource {
             return None;
         }
-        // a URI no list named: the first member (config order) with a matching template
+        // a URI no list named: the first member (config order) with a matching template whose
+        // filters admit the URI itself (a template is no way around an excluded or renamed URI)
         let templates = self.templates(msg).await;
-        templates
-            .into_iter()
-            .find(|(_, t)| template_matches(t, &named.exposed))
-            .map(|(i, _)| (i, named.exposed.clone()))
+        let members = &self.members.server.members;
+        templates.into_iter().find_map(|(i, t)| {
+            let own = members[i].names.own(Kind::Resource, &named.exposed)?;
+            template_matches(&t, &own).then_some((i, own))
+        })
     }
 }
 
 /// Whether `uri` is an expansion of `template` (RFC 6570 levels 1 and 2): literal parts
-/// match exactly, `{x}` a non-empty run without `/`, `?` or `#`, `{+x}` and `{#x}` any run.
+/// match exactly, `{x}` a non-empty run without `/`, `?` or `#`, `{+x}` and `{#x}` any
+/// non-empty run.
+///
+/// Linear in the URI: the template is read as a small automaton (one state a literal
+/// character or an expression) and the URI is run through it once, every state the prefix
+/// read so far can be in kept in one set, so no input makes it try split after split (a
+/// backtracking matcher took seconds on a 300-byte URI and a five-expression template). The
+/// work is at most the URI's characters times the template's.
 pub(super) fn template_matches(template: &str, uri: &str) -> bool {
-    enum Piece<'a> {
-        Literal(&'a str),
+    #[derive(Clone, Copy)]
+    enum Step {
+        Char(char),
         Var { reserved: bool },
     }
-    let mut pieces = Vec::new();
+    let mut steps = Vec::new();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         let Some(close) = rest[open..].find('}') else {
             return false;
         };
-        if open > 0 {
-            pieces.push(Piece::Literal(&rest[..open]));
-        }
+        steps.extend(rest[..open].chars().map(Step::Char));
         let expr = &rest[open + 1..open + close];
-        pieces.push(Piece::Var {
+        steps.push(Step::Var {
             reserved: expr.starts_with('+') || expr.starts_with('#'),
         });
         rest = &rest[open + close + 1..];
     }
-    if !rest.is_empty() {
-        pieces.push(Piece::Literal(rest));
-    }
-    fn go(pieces: &[Piece<'_>], uri: &str) -> bool {
-        match pieces.split_first() {
-            None => uri.is_empty(),
-            Some((Piece::Literal(l), more)) => uri.strip_prefix(l).is_some_and(|u| go(more, u)),
-            Some((Piece::Var { reserved }, more)) => {
-                let stops = |c: char| !reserved && matches!(c, '/' | '?' | '#');
-                let limit = uri.find(stops).unwrap_or(uri.len());
-                (1..=limit)
-                    .rev()
-                    .any(|n| uri.is_char_boundary(n) && go(more, &uri[n..]))
+    steps.extend(rest.chars().map(Step::Char));
+    let n = steps.len();
+    // at[i]: the URI read so far can stop just before step i; inside[i]: it can stop inside
+    // expression i, having given it at least one character
+    let mut at = vec![false; n + 1];
+    let mut inside = vec![false; n];
+    let mut next_at = vec![false; n + 1];
+    let mut next_inside = vec![false; n];
+    at[0] = true;
+    for c in uri.chars() {
+        next_at.fill(false);
+        next_inside.fill(false);
+        let mut any = false;
+        for (i, step) in steps.iter().enumerate() {
+            let here = at[i] || (i > 0 && inside[i - 1]);
+            match *step {
+                Step::Char(l) => {
+                    if here && l == c {
+                        next_at[i + 1] = true;
+                        any = true;
+                    }
+                }
+                Step::Var { reserved } => {
+                    let fits = reserved || !matches!(c, '/' | '?' | '#');
+                    if fits && (here || inside[i]) {
+                        next_inside[i] = true;
+                        any = true;
+                    }
+                }
             }
         }
+        if !any {
+            return false;
+        }
+        std::mem::swap(&mut at, &mut next_at);
+        std::mem::swap(&mut inside, &mut next_inside);
     }
-    go(&pieces, uri)
+    at[n] || (n > 0 && inside[n - 1])
 }
 
 #[cfg(test)]
@@ -186,5 +215,52 @@ mod tests {
         ));
         assert!(template_matches("note://greeting", "note://greeting"));
         assert!(!template_matches("note://{x", "note://a"));
+        assert!(template_matches("{a}{b}", "xy"));
+        assert!(!template_matches("{a}{b}", "x"));
+        assert!(template_matches("a{+x}b{y}c", "a/q/bbzc"));
+        assert!(template_matches("", ""));
+        assert!(!template_matches("", "x"));
+    }
+
+    /// The backtracking matcher it replaced, as the oracle.
+    fn by_splits(template: &str, uri: &str) -> bool {
+        let Some(open) = template.find('{') else {
+            return template == uri;
+        };
+        let Some(close) = template[open..].find('}') else {
+            return false;
+        };
+        let Some(u) = uri.strip_prefix(&template[..open]) else {
+            return false;
+        };
+        let expr = &template[open + 1..open + close];
+        let reserved = expr.starts_with('+') || expr.starts_with('#');
+        let more = &template[open + close + 1..];
+        let limit = u
+            .find(|c: char| !reserved && matches!(c, '/' | '?' | '#'))
+            .unwrap_or(u.len());
+        (1..=limit).any(|n| u.is_char_boundary(n) && by_splits(more, &u[n..]))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn it_agrees_with_trying_every_split(
+            template in "([ab/]|\\{[+]?x\\}){0,6}",
+            uri in "[ab/é]{0,10}",
+        ) {
+            proptest::prop_assert_eq!(template_matches(&template, &uri), by_splits(&template, &uri));
+        }
+    }
+
+    #[test]
+    fn a_long_uri_against_many_expressions_is_answered_at_once() {
+        // took seconds with the matcher that tried every split
+        let template = "file:///{+a}/{+b}/{+c}/{+d}/{+e}.md";
+        let uri = format!("file:///{}", "x/".repeat(64 * 1024));
+        let start = std::time::Instant::now();
+        assert!(!template_matches(template, &uri));
+        assert!(!template_matches("{a}{b}{c}{d}{e}!", &"y".repeat(300)));
+        // a generous bound (a debug build on a loaded machine): the old matcher took minutes
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
     }
 }
