@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Stateful (2025-11-25, sessions) MCP backend for the gateway's real-peer tests (mcp==1.30.0, run under .venv-mcp1).
 
-Usage: legacy_server.py --port P --name NAME
+Usage: legacy_server.py --port P --name NAME [--alias-tool TOOL]
 
 Serves MCP Streamable HTTP at http://127.0.0.1:P/mcp with FastMCP 1.30.0 in its default stateful mode
 (server-minted Mcp-Session-Id, SSE responses: the SDK default json_response=False). --port 0 picks a free
 port. Prints "READY <port>" on stdout (flushed) once uvicorn is accepting connections; logs go to stderr.
 Per-session state (count, log level) lives in this process only, so a session re-created on another
 backend after failover starts from scratch.
+--alias-tool TOOL also serves a tool named TOOL (e.g. `b__whoami`: a name carrying another
+member's prefix on a virtual route) that answers NAME as whoami does, with its own description
+("An alias of whoami named TOOL.").
 """
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any
 
@@ -32,7 +36,17 @@ class PerSession:
         self.levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-def build_server(name: str) -> FastMCP:
+def _alias_tool() -> str | None:
+    """Takes `--alias-tool TOOL` out of the arguments (peer_serve parses the rest)."""
+    if "--alias-tool" not in sys.argv:
+        return None
+    i = sys.argv.index("--alias-tool")
+    tool = sys.argv[i + 1]
+    del sys.argv[i : i + 2]
+    return tool
+
+
+def build_server(name: str, alias: str | None = None) -> FastMCP:
     mcp = FastMCP(name, host=HOST, log_level="WARNING")
     state = PerSession()
     lowlevel = mcp._mcp_server  # noqa: SLF001 - FastMCP 1.x has no public hook for logging/setLevel
@@ -46,6 +60,12 @@ def build_server(name: str) -> FastMCP:
     def whoami() -> str:
         """Return this backend's name."""
         return name
+
+    if alias is not None:
+
+        @mcp.tool(name=alias, description=f"An alias of whoami named {alias}.")
+        def alias_of_whoami() -> str:
+            return name
 
     @mcp.tool()
     def count(ctx: Context) -> str:
@@ -99,4 +119,5 @@ def build_server(name: str) -> FastMCP:
 
 
 if __name__ == "__main__":
-    peer_serve.main(__doc__, lambda name: build_server(name).streamable_http_app())
+    alias = _alias_tool()
+    peer_serve.main(__doc__, lambda name: build_server(name, alias).streamable_http_app())

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Backend for the gateway's round-3 hostile tests (runs under .venv-mcp1 OR .venv-mcp2).
 
-Usage: resource_rules_server.py --port P --name NAME [--gzip] [--json]
+Usage: resource_rules_server.py --port P --name NAME [--gzip] [--json] [--greedy-template]
 
 Under mcp 1.30.0: FastMCP in its default stateful mode; under mcp 2.3.0: MCPServer with sessions
 (a 2026-07-28 request is served statelessly). Both at http://127.0.0.1:P/mcp, with:
@@ -10,7 +10,10 @@ Under mcp 1.30.0: FastMCP in its default stateful mode; under mcp 2.3.0: MCPServ
 - tools `whoami` (NAME) and `admin_reset` ("NAME:reset").
 --gzip wraps the app in Starlette's GZipMiddleware (minimum_size=0: every answer it may compress,
 i.e. every JSON answer, is gzip when the client accepts it); --json answers POSTs with JSON
-instead of SSE (the SDKs' `json_response=True`). Prints "READY <port>" (flushed).
+instead of SSE (the SDKs' `json_response=True`). --greedy-template (FastMCP 1.30.0 only: mcp 2.3.0
+refuses adjacent expressions) also serves the template `run://{a}{b}{c}{d}{e}!` ("run A B C D E"),
+five expressions in a row before a literal: a matcher that tries every split of a URI is slow on it.
+Prints "READY <port>" (flushed).
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ if GZIP:
 JSON = "--json" in sys.argv
 if JSON:
     sys.argv.remove("--json")
+GREEDY = "--greedy-template" in sys.argv
+if GREEDY:
+    sys.argv.remove("--greedy-template")
+    if V2:
+        raise SystemExit("--greedy-template needs mcp 1.30.0 (2.3.0 refuses adjacent expressions)")
 
 
 def build_app(name: str):
@@ -64,6 +72,13 @@ def build_app(name: str):
     def user(uid: str) -> str:
         """One user, only for admins."""
         return f"user {uid}"
+
+    if GREEDY:
+
+        @mcp.resource("run://{a}{b}{c}{d}{e}!")
+        def run(a: str, b: str, c: str, d: str, e: str) -> str:
+            """Five expressions in a row, then a literal."""
+            return f"run {a} {b} {c} {d} {e}"
 
     app = mcp.streamable_http_app(host=HOST, json_response=JSON) if V2 else mcp.streamable_http_app()
     if GZIP:

@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 
 /// How long a failed fetch is the answer before the token endpoint is asked again.
 pub const BACKOFF: Duration = Duration::from_secs(1);
+/// The shortest time between two tokens dropped for a backend's 401: a backend that refuses
+/// every token (a tool answering 401 itself, a misconfigured audience) makes one new fetch per
+/// this time, not one per request (each dropping the pool's good token for every caller).
+pub const REFETCH_GAP: Duration = Duration::from_secs(5);
 /// The lifetime of a token whose answer gave no `expires_in`.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
 /// Largest token endpoint answer read.
@@ -93,6 +97,8 @@ pub struct TokenSource {
     fetching: tokio::sync::Mutex<()>,
     /// The last failed fetch, and when it happened.
     failed: Mutex<Option<(Instant, Failure)>>,
+    /// When a backend's 401 last dropped the token ([`REFETCH_GAP`]).
+    dropped_at: Mutex<Option<Instant>>,
     /// The `hit` counter, resolved once (a hit is every request's).
     hits: std::sync::OnceLock<pingora_prometheus::prometheus::IntCounter>,
 }
@@ -136,6 +142,7 @@ impl TokenSource {
             current: ArcSwapOption::empty(),
             fetching: tokio::sync::Mutex::new(()),
             failed: Mutex::new(None),
+            dropped_at: Mutex::new(None),
             hits: std::sync::OnceLock::new(),
         }
     }
@@ -198,12 +205,29 @@ impl TokenSource {
     }
 
     /// Drops the token if it is still `used` (a backend answered 401 to a request that carried
-    /// it); whether it was.
+    /// it), unless a 401 dropped one less than [`REFETCH_GAP`] ago; whether it was. A token
+    /// kept so is counted `invalidation-held`: the 401 is the backend's answer, and the token
+    /// endpoint is asked at most once per gap however many requests are refused.
     pub fn invalidate(&self, used: &HeaderValue, events: &IntCounterVec) -> bool {
         let current = self.current.load();
-        let same = current
+        if !current
             .as_ref()
-            .is_some_and(|t| t.header.as_bytes() == used.as_bytes());
+            .is_some_and(|t| t.header.as_bytes() == used.as_bytes())
+        {
+            return false;
+        }
+        let now = Instant::now();
+        let same = {
+            let mut dropped = self.dropped_at.lock().unwrap_or_else(|e| e.into_inner());
+            let may = dropped.is_none_or(|at| may_drop(at, now));
+            if may {
+                *dropped = Some(now);
+            }
+            may
+        };
+        if !same {
+            self.count(events, "invalidation-held");
+        }
         if same {
             self.current.store(None);
             self.count(events, "invalidated");
@@ -365,6 +389,11 @@ impl TokenSource {
     }
 }
 
+/// Whether a 401 at `now` may drop a token, the last one dropped so at `last`.
+fn may_drop(last: Instant, now: Instant) -> bool {
+    now.saturating_duration_since(last) >= REFETCH_GAP
+}
+
 /// The token of a 200 answer received at `received`.
 fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String> {
     let token = body
@@ -440,6 +469,14 @@ mod tests {
         ] {
             assert!(token_of(&bad, now).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_401_drops_a_token_at_most_once_per_gap() {
+        let now = Instant::now();
+        assert!(!may_drop(now, now), "one just dropped: the next is kept");
+        assert!(!may_drop(now, now + REFETCH_GAP / 2));
+        assert!(may_drop(now, now + REFETCH_GAP));
     }
 
     #[test]

@@ -310,3 +310,46 @@ async fn a_session_lives_through_rotation_a_refused_token_and_the_authorization_
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A 2026-07-28 backend (PyPI `mcp` 2.3.0) that refuses every token the authorization server
+/// issues (it wants another audience): before issue 48 each of 30 calls made a new grant
+/// (each 401 dropped the pool's token for everyone); now a 401 drops it at most once per
+/// `REFETCH_GAP` (5 s), every call still gets the backend's own 401, and the rest are counted
+/// `invalidation-held`.
+#[tokio::test]
+async fn a_backend_refusing_every_token_costs_one_new_grant_not_one_per_call() {
+    let dir = secrets_dir("mcpgw-cc-401");
+    let sts = Sts::start(&dir, 300, 0).await;
+    let key = sts.public_key();
+    let backend = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &[
+            "--port",
+            "0",
+            "--name",
+            "m",
+            "--require-token",
+            &key,
+            "--audience",
+            "another-audience",
+            "--scope",
+            "mcp",
+        ],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  m: {{ era: modern, backends: [{}], {} }}\nroutes:\n  - {{ path: /s, pool: m, mode: stateless, upstream-path: /mcp }}\n",
+        backend.addr(),
+        upstream_auth(sts.port(), &dir, "basic")
+    );
+    let gw = Gateway::start(&yaml).await;
+    for id in 0..30 {
+        let resp = call("/s", id, "whoami").send(gw.addr).await;
+        assert_eq!(resp.status(), 401, "the backend's own answer: {}", resp.text());
+    }
+    let grants = sts.stats().await["tokens"].as_u64().unwrap();
+    assert!(grants <= 2, "{grants} grants for 30 refused calls");
+    let held = "mcpgw_upstream_tokens_total{event=\"invalidation-held\",pool=\"m\"}";
+    assert!(gw.metric(held).await >= 28.0);
+}
