@@ -57,6 +57,8 @@ pub struct Exchanges {
     /// The gateway's own token for the pool (actor token, API-key callers).
     own: Arc<TokenSource>,
     callers: DashMap<Arc<str>, Mutex<Held>>,
+    /// The token endpoint's last failure, standing for every caller ([`super::tokens::BACKOFF`]).
+    endpoint_failed: super::tokens::SharedFailure,
 }
 
 impl std::fmt::Debug for Exchanges {
@@ -76,6 +78,7 @@ impl Exchanges {
             cfg: cfg.clone(),
             own: Arc::new(TokenSource::new(pool, &cfg.own)),
             callers: DashMap::new(),
+            endpoint_failed: Default::default(),
         }
     }
 
@@ -133,6 +136,7 @@ impl Exchanges {
             &self.cfg.own,
             subject.to_owned(),
             actor,
+            self.endpoint_failed.clone(),
         ))
     }
 
@@ -233,5 +237,39 @@ mod tests {
         let y = Exchanges::new("p", &cfg(2, 2, ApiKeyCallers::ClientCredentials));
         let own = y.source_for(Some(&principal("key:k")), None).unwrap();
         assert!(!own.exchanges());
+    }
+
+    /// Twenty callers whose exchanges fail at an unreachable endpoint: one connection attempt
+    /// while the failure stands, not one per caller (issue 48, item 12).
+    #[tokio::test]
+    async fn a_failing_endpoint_backs_off_for_the_whole_pool() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // the endpoint accepts and closes at once: an `unreachable` failure, counted by accepts
+        let accepts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = accepts.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        std::env::set_var("MCPGW_TEST_EXCHANGE_SECRET", "s");
+        let mut c = cfg(2, 64, ApiKeyCallers::Refuse);
+        c.own.client.token_url = format!("http://127.0.0.1:{port}/token");
+        c.own.client.client_secret = SecretSource::Env("MCPGW_TEST_EXCHANGE_SECRET".into());
+        let x = Exchanges::new("p", &c);
+        let events = pingora_prometheus::prometheus::IntCounterVec::new(
+            pingora_prometheus::prometheus::Opts::new("t", "t"),
+            &["pool", "event"],
+        )
+        .unwrap();
+        for i in 0..20 {
+            let caller = principal(&format!("i|caller-{i}"));
+            let source = x.source_for(Some(&caller), Some("token")).unwrap();
+            let failed = source.ready(&events).await.unwrap_err();
+            assert_ne!(failed.reason, "refused");
+        }
+        assert_eq!(accepts.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

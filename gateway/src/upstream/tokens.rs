@@ -86,6 +86,9 @@ const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// The token type of the subject, actor and requested tokens (RFC 8693 §3).
 const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 
+/// The last failure of a token endpoint, and when it happened, shared by a pool's sources.
+pub type SharedFailure = Arc<Mutex<Option<(Instant, Failure)>>>;
+
 /// A token for a pool's backends: the pool's own (client credentials), or one caller's
 /// exchanged token.
 pub struct TokenSource {
@@ -97,6 +100,10 @@ pub struct TokenSource {
     fetching: tokio::sync::Mutex<()>,
     /// The last failed fetch, and when it happened.
     failed: Mutex<Option<(Instant, Failure)>>,
+    /// A failure of the token endpoint itself (not a refusal of one caller's token), shared
+    /// by every caller's exchange of one pool: twenty callers whose exchanges fail make one
+    /// request per [`BACKOFF`] to a failing authorization server, not twenty.
+    endpoint_failed: Option<SharedFailure>,
     /// When a backend's 401 last dropped the token ([`REFETCH_GAP`]).
     dropped_at: Mutex<Option<Instant>>,
     /// The `hit` counter, resolved once (a hit is every request's).
@@ -119,14 +126,18 @@ impl TokenSource {
     }
 
     /// The source of one caller's exchanged token (`subject`: the token it presented; `actor`:
-    /// the gateway's own, sent as the actor token), with no token yet.
+    /// the gateway's own, sent as the actor token), with no token yet; the endpoint's failures
+    /// stand for every source sharing `endpoint_failed`.
     pub fn exchange(
         pool: &str,
         cfg: &ClientCredentials,
         subject: String,
         actor: Option<Arc<TokenSource>>,
+        endpoint_failed: SharedFailure,
     ) -> TokenSource {
-        TokenSource::with(pool, cfg, Grant::Exchange { subject, actor })
+        let mut source = TokenSource::with(pool, cfg, Grant::Exchange { subject, actor });
+        source.endpoint_failed = Some(endpoint_failed);
+        source
     }
 
     /// Whether this source exchanges a caller's token (else it is the pool's own).
@@ -142,6 +153,7 @@ impl TokenSource {
             current: ArcSwapOption::empty(),
             fetching: tokio::sync::Mutex::new(()),
             failed: Mutex::new(None),
+            endpoint_failed: None,
             dropped_at: Mutex::new(None),
             hits: std::sync::OnceLock::new(),
         }
@@ -247,14 +259,18 @@ impl TokenSource {
         events.with_label_values(&[&self.pool, event]).inc();
     }
 
-    /// The last failure while it stands, with the time left.
+    /// The last failure while it stands (this source's, or the endpoint's for the pool), with
+    /// the time left.
     fn standing_failure(&self) -> Option<Failure> {
-        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
-        let (at, failure) = failed.as_ref()?;
-        let left = BACKOFF.checked_sub(at.elapsed())?;
-        let mut failure = failure.clone();
-        failure.retry_after = left.max(Duration::from_millis(1));
-        Some(failure)
+        let standing = |slot: &Mutex<Option<(Instant, Failure)>>| {
+            let failed = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let (at, failure) = failed.as_ref()?;
+            let left = BACKOFF.checked_sub(at.elapsed())?;
+            let mut failure = failure.clone();
+            failure.retry_after = left.max(Duration::from_millis(1));
+            Some(failure)
+        };
+        standing(&self.failed).or_else(|| self.endpoint_failed.as_deref().and_then(standing))
     }
 
     async fn fetch_and_store(&self, events: &IntCounterVec, event: &str) -> Result<(), Failure> {
@@ -270,8 +286,14 @@ impl TokenSource {
                 tracing::error!(pool = %self.pool, token_url = %self.cfg.client.token_url,
                     reason = failure.reason, detail = %failure.detail,
                     "no token for the pool's backends: its requests are answered 503 -32039");
-                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some((Instant::now(), failure.clone()));
+                let failed = Some((Instant::now(), failure.clone()));
+                // a refusal is of this caller's token; anything else is the endpoint's
+                if let Some(shared) = self.endpoint_failed.as_deref() {
+                    if failure.reason != "refused" {
+                        *shared.lock().unwrap_or_else(|e| e.into_inner()) = failed.clone();
+                    }
+                }
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = failed;
                 Err(failure)
             }
         }

@@ -346,7 +346,12 @@ async fn a_backend_refusing_every_token_costs_one_new_grant_not_one_per_call() {
     let gw = Gateway::start(&yaml).await;
     for id in 0..30 {
         let resp = call("/s", id, "whoami").send(gw.addr).await;
-        assert_eq!(resp.status(), 401, "the backend's own answer: {}", resp.text());
+        assert_eq!(
+            resp.status(),
+            401,
+            "the backend's own answer: {}",
+            resp.text()
+        );
     }
     let grants = sts.stats().await["tokens"].as_u64().unwrap();
     assert!(grants <= 2, "{grants} grants for 30 refused calls");
