@@ -61,13 +61,38 @@ pub enum Found {
     Mine(Arc<TaskRecord>),
 }
 
-/// The key of a task: its scope (the client-facing route's label; for a legacy task, its
-/// gateway session) and the server's id.
-pub fn key(scope: &str, task_id: &str) -> Arc<str> {
+/// The key of a task record: its scope (the client-facing route's label; for a legacy task,
+/// its gateway session), whose it is (the principal; `-` for anonymous callers) and the
+/// server's id. Servers number tasks per pod (`task-1` on every pod): two principals' tasks
+/// with one id are two records, each reaching its own pod (issue 48, item 3).
+pub fn key(scope: &str, principal: Option<&Arc<str>>, task_id: &str) -> Arc<str> {
     // on every task request: built directly (the formatting machinery costs more than the key)
-    let mut key = String::with_capacity(scope.len() + 1 + task_id.len());
+    let who = principal.map_or("", |p| p);
+    let len = who.len().to_string();
+    let mut key = String::with_capacity(scope.len() + len.len() + who.len() + task_id.len() + 4);
     key.push_str(scope);
     key.push('\n');
+    match principal {
+        // a length first: no principal can end where an id begins
+        Some(_) => {
+            key.push_str(&len);
+            key.push(':');
+            key.push_str(who);
+        }
+        None => key.push('-'),
+    }
+    key.push('\n');
+    key.push_str(task_id);
+    key.into()
+}
+
+/// The key of the latest record of `task_id` in `scope`, whoever's it is: another principal's
+/// request for that id is answered as unknown without reaching the pod that holds it. Its
+/// middle part is empty, which no [`key`] has.
+fn claim_key(scope: &str, task_id: &str) -> Arc<str> {
+    let mut key = String::with_capacity(scope.len() + 2 + task_id.len());
+    key.push_str(scope);
+    key.push_str("\n\n");
     key.push_str(task_id);
     key.into()
 }
@@ -84,6 +109,8 @@ pub fn owner(principal: Option<&Arc<str>>, peer: Option<std::net::IpAddr>) -> Ar
 /// The task records and what they decide.
 pub struct Tasks {
     local: LocalTasks,
+    /// The latest record of each id per scope, whoever's ([`claim_key`]), in the same bounds.
+    claims: LocalTasks,
     shared: Option<Arc<dyn TaskStore>>,
     metrics: TaskMetrics,
 }
@@ -93,6 +120,7 @@ impl Tasks {
     pub fn new(shared: Option<Arc<dyn TaskStore>>, metrics: TaskMetrics) -> Arc<Tasks> {
         Arc::new(Tasks {
             local: LocalTasks::default(),
+            claims: LocalTasks::default(),
             shared,
             metrics,
         })
@@ -118,7 +146,8 @@ impl Tasks {
         let ttl = Duration::from_millis(ttl_ms.map_or(max_ms, |t| t.min(max_ms)).max(1));
         let now = crate::session::now_ms();
         record.expires_ms = now + ttl.as_millis() as u64;
-        let key = key(scope, task_id);
+        let key = key(scope, record.principal.as_ref(), task_id);
+        let claim = claim_key(scope, task_id);
         let kept = self.local.put(
             key.clone(),
             record.clone(),
@@ -143,10 +172,23 @@ impl Tasks {
             );
             return false;
         }
+        // within the same bounds; a claim not kept only lets another principal's request
+        // for this id be balanced, as before any record
+        let _ = self.claims.put(
+            claim.clone(),
+            record.clone(),
+            cfg.max_records,
+            cfg.max_per_principal,
+            now,
+        );
         self.metrics.count(&pool, "created");
         if let Some(shared) = self.shared.clone() {
             tokio::spawn(async move {
-                if let Err(e) = shared.put_task(&key, &record, ttl).await {
+                let written = match shared.put_task(&key, &record, ttl).await {
+                    Ok(()) => shared.put_task(&claim, &record, ttl).await,
+                    failed => failed,
+                };
+                if let Err(e) = written {
                     tracing::warn!(error = %e, "a task record was not written to the shared store");
                 }
             });
@@ -161,7 +203,7 @@ impl Tasks {
         task_id: &str,
         principal: Option<&Arc<str>>,
     ) -> Result<Found, StoreError> {
-        let key = key(scope, task_id);
+        let key = key(scope, principal, task_id);
         let now = crate::session::now_ms();
         let record = match self.local.get(&key, now) {
             Ok(Some(r)) => Some(r),
@@ -171,10 +213,22 @@ impl Tasks {
             }
             Ok(None) => self.read_shared(&key, now).await?.map(Arc::new),
         };
-        Ok(match record {
-            None => Found::Unknown,
-            Some(r) if r.principal.as_ref() != principal => Found::Foreign,
-            Some(r) => Found::Mine(r),
+        if let Some(r) = record.filter(|r| r.principal.as_ref() == principal) {
+            return Ok(Found::Mine(r));
+        }
+        // not the caller's: someone else's, or no one's
+        let claim = claim_key(scope, task_id);
+        let claimed = match self.claims.get(&claim, now) {
+            Ok(Some(r)) => Some(r),
+            Err(()) => None,
+            Ok(None) => match self.shared.as_ref() {
+                Some(shared) => shared.get_task(&claim).await?.map(Arc::new),
+                None => None,
+            },
+        };
+        Ok(match claimed {
+            Some(c) if c.expires_ms > now && c.principal.as_ref() != principal => Found::Foreign,
+            _ => Found::Unknown,
         })
     }
 
@@ -189,10 +243,10 @@ impl Tasks {
         self.local.per_backend(crate::session::now_ms())
     }
 
-    /// A request for the task `task_id` of `scope` was answered with the task ended: its
+    /// A request for `principal`'s task `task_id` of `scope` was answered with the task ended: its
     /// record says so (here and in the shared store), so a draining pod stops waiting for it.
-    pub fn ended(self: &Arc<Self>, scope: &str, task_id: &str) {
-        let key = key(scope, task_id);
+    pub fn ended(self: &Arc<Self>, scope: &str, task_id: &str, principal: Option<&Arc<str>>) {
+        let key = key(scope, principal, task_id);
         let now = crate::session::now_ms();
         let Some(record) = self.local.end(&key, now) else {
             return;
@@ -209,7 +263,9 @@ impl Tasks {
 
     /// Drops expired records (the admin API and tests read counts after it).
     pub fn sweep(&self) {
-        let n = self.local.sweep(crate::session::now_ms());
+        let now = crate::session::now_ms();
+        self.claims.sweep(now);
+        let n = self.local.sweep(now);
         if n > 0 {
             self.metrics
                 .events
@@ -316,5 +372,89 @@ impl TaskStore for RedisTasks {
             .map_err(|e| StoreError {
                 detail: format!("a task record that does not read: {e}"),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(backend: &str, principal: Option<&str>) -> TaskRecord {
+        TaskRecord {
+            pool: "p".into(),
+            backend: backend.parse().unwrap(),
+            principal: principal.map(Arc::from),
+            owner: principal.unwrap_or("peer:-").into(),
+            expires_ms: 0,
+            generation: None,
+            ended: false,
+        }
+    }
+
+    /// Two pods each number their tasks `task-1`: bob's and alice's handles are two records,
+    /// each leading to its own pod; carol, who has none, is told "unknown" without reaching
+    /// either (before, the later handle replaced the earlier: bob's task became unknown to
+    /// him, or alice was sent to bob's pod).
+    #[tokio::test]
+    async fn one_id_on_two_pods_is_two_records_each_reaching_its_own() {
+        let tasks = Tasks::new(
+            None,
+            crate::metrics::scratch(metrics::TaskMetrics::register),
+        );
+        let cfg = config::TasksConfig::default();
+        let (bob, alice, carol): (Arc<str>, Arc<str>, Arc<str>) =
+            ("i|bob".into(), "i|alice".into(), "i|carol".into());
+        assert!(tasks.learn(
+            &cfg,
+            "/mcp",
+            "task-1",
+            None,
+            record("127.0.0.1:1", Some("i|bob"))
+        ));
+        assert!(tasks.learn(
+            &cfg,
+            "/mcp",
+            "task-1",
+            None,
+            record("127.0.0.1:2", Some("i|alice"))
+        ));
+        let pod = |who: &Arc<str>| {
+            let tasks = tasks.clone();
+            let who = who.clone();
+            async move {
+                match tasks.find("/mcp", "task-1", Some(&who)).await.unwrap() {
+                    Found::Mine(r) => Some(r.backend.port()),
+                    _ => None,
+                }
+            }
+        };
+        assert_eq!(pod(&bob).await, Some(1));
+        assert_eq!(pod(&alice).await, Some(2));
+        assert_eq!(
+            tasks.find("/mcp", "task-1", Some(&carol)).await.unwrap(),
+            Found::Foreign
+        );
+        assert_eq!(
+            tasks.find("/mcp", "task-2", Some(&carol)).await.unwrap(),
+            Found::Unknown
+        );
+        assert_eq!(
+            tasks.find("/other", "task-1", Some(&bob)).await.unwrap(),
+            Found::Unknown,
+            "scoped by route"
+        );
+        // bob's task ending marks his record, not alice's
+        tasks.ended("/mcp", "task-1", Some(&bob));
+        let mine = |who| tasks.local.get(&key("/mcp", Some(who), "task-1"), 0);
+        assert!(mine(&bob).unwrap().unwrap().ended);
+        assert!(!mine(&alice).unwrap().unwrap().ended);
+    }
+
+    #[test]
+    fn no_principal_ends_where_an_id_begins() {
+        let a: Arc<str> = "a\n1".into();
+        let b: Arc<str> = "a".into();
+        assert_ne!(key("s", Some(&a), "x"), key("s", Some(&b), "1\nx"));
+        assert_ne!(key("s", None, "x"), claim_key("s", "x"));
     }
 }

@@ -222,9 +222,9 @@ impl TokenSource {
     /// endpoint is asked at most once per gap however many requests are refused.
     pub fn invalidate(&self, used: &HeaderValue, events: &IntCounterVec) -> bool {
         let current = self.current.load();
-        if !current
+        if current
             .as_ref()
-            .is_some_and(|t| t.header.as_bytes() == used.as_bytes())
+            .is_none_or(|t| t.header.as_bytes() != used.as_bytes())
         {
             return false;
         }

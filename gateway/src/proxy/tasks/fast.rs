@@ -155,8 +155,10 @@ pub(crate) fn held_chunk(gw: &Gateway, ctx: &mut RequestCtx, body: &mut Option<B
         gw.tasks.count(&pinned.record.pool, "routed");
         if mcp_wire::tasks::ended_in_answer(pinned.sse, &answer) {
             let task_id = pinned.task_id.clone();
+            let principal = pinned.record.principal.clone();
             if let Some(native) = ctx.native.as_ref() {
-                gw.tasks.ended(&native.route.label, &task_id);
+                gw.tasks
+                    .ended(&native.route.label, &task_id, principal.as_ref());
             }
         }
     }

@@ -142,7 +142,7 @@ async fn pinned(
     }
     gw.tasks.count(&pool.name, "routed");
     if mcp_wire::tasks::ended_in_answer(sse, &answer) {
-        gw.tasks.ended(scope, task_id);
+        gw.tasks.ended(scope, task_id, record.principal.as_ref());
     }
     ctx.capture_response(&answer);
     encoding::decoded_head(&mut head, answer.len());
