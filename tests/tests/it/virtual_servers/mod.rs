@@ -11,6 +11,7 @@ mod legacy;
 mod listen;
 mod operations;
 mod resume;
+mod round5;
 
 use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
 use serde_json::{json, Value};
