@@ -26,6 +26,10 @@ const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
 /// What a member is asked, carried into the subrequest.
 #[derive(Clone)]
 pub(crate) struct Ask {
+    /// The config snapshot the client request started with: the member request reads its
+    /// route and pool there, never in a newer one (a reload that adds or removes a pool would
+    /// send it to another pool's backends, with that pool's credentials: issue 48).
+    pub(super) state: Arc<crate::state::State>,
     /// The member's route.
     pub(super) route: Arc<Route>,
     /// The request body the member gets.
@@ -165,6 +169,8 @@ pub(in crate::proxy) async fn serve(
 }
 
 async fn serve_as(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx, ask: Ask) -> Handled {
+    // the subrequest's context loaded the state in force now: the parent's snapshot instead
+    ctx.state = ask.state.clone();
     ctx.route = Some(ask.route.clone());
     ctx.principal = ask.principal;
     ctx.era = ask.era;

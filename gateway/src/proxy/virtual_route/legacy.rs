@@ -95,6 +95,7 @@ pub(super) async fn serve(
         session,
         route,
         members,
+        state: ctx.state.clone(),
         principal: ctx.principal.clone(),
         era: ctx.era,
         deadline: route.deadline(None, None).unwrap_or(super::MEMBER_DEADLINE),
@@ -211,6 +212,7 @@ async fn resume(
         .ok_or_else(unknown)?;
     let member_session = sessions.get(member).filter(|s| !s.is_empty());
     let ask = fanout::Ask {
+        state: ctx.state.clone(),
         route: members.routes[i].clone(),
         body: Bytes::new(),
         principal: ctx.principal.clone(),

@@ -53,6 +53,8 @@ pub(super) struct Virtual<'a> {
     session: &'a Session,
     route: &'a Route,
     members: &'a Members,
+    /// The config snapshot the client request started with (its member requests read theirs).
+    state: Arc<crate::state::State>,
     principal: Option<Arc<Principal>>,
     era: Era,
     deadline: Duration,
@@ -89,6 +91,7 @@ impl Virtual<'_> {
     fn ask_of(&self, i: usize, body: Bytes) -> fanout::Ask {
         let name = self.member_name(i);
         fanout::Ask {
+            state: self.state.clone(),
             route: self.members.routes[i].clone(),
             body,
             principal: self.principal.clone(),
@@ -152,6 +155,7 @@ pub(super) async fn serve(
         session,
         route: &route,
         members,
+        state: ctx.state.clone(),
         principal: ctx.principal.clone(),
         era: ctx.era,
         deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),

@@ -34,6 +34,7 @@ pub(super) async fn stream(
     let name = |i: usize| members.server.members[i].names.name.as_str();
     let caller = fanout::Ask::caller_of(session, &ctx.state);
     let ask = |i: usize| fanout::Ask {
+        state: ctx.state.clone(),
         route: members.routes[i].clone(),
         body: Bytes::new(),
         principal: ctx.principal.clone(),
