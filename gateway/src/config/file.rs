@@ -186,6 +186,10 @@ pub struct FileLimits {
     pub max_connections_per_client: Option<usize>,
     /// Most sessions per client. Unlimited unless set.
     pub max_sessions_per_client: Option<usize>,
+    /// Most bytes of members' answers that virtual servers' merged lists hold at once, in all
+    /// (one caller may hold a quarter of it); a merge past it is answered 503 -32018. Default
+    /// 268435456 (256 MiB).
+    pub max_merged_list_bytes: Option<usize>,
     /// Requests per client: a token bucket.
     pub rate: Option<FileRate>,
     /// Tool calls per client and tool, for the tools matching `tools`.

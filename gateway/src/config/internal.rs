@@ -116,7 +116,7 @@ impl Default for SessionConfig {
 }
 
 /// Gateway-wide admission limits; `None` means unlimited.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     /// Header whose value identifies a client (an API key); the client IP otherwise.
     pub client_id_header: Option<String>,
@@ -131,10 +131,31 @@ pub struct Limits {
     pub max_connections_per_client: Option<usize>,
     /// Sessions held by one client identity.
     pub max_sessions_per_client: Option<usize>,
+    /// Bytes of members' answers merged lists hold at once, in all (a quarter per caller).
+    pub max_merged_list_bytes: usize,
     /// Token bucket per client identity.
     pub rate: Option<Rate>,
     /// Token bucket per client identity and tool, for the tools matching the globs.
     pub tool_rate: Option<(Rate, Vec<super::Pattern>)>,
+}
+
+/// The default of `limits.max-merged-list-bytes` (256 MiB).
+pub const DEFAULT_MAX_MERGED_LIST_BYTES: usize = 256 * 1024 * 1024;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            client_id_header: None,
+            max_inflight: None,
+            max_streams: None,
+            max_connections: None,
+            max_connections_per_client: None,
+            max_sessions_per_client: None,
+            max_merged_list_bytes: DEFAULT_MAX_MERGED_LIST_BYTES,
+            rate: None,
+            tool_rate: None,
+        }
+    }
 }
 
 /// A token bucket.

@@ -203,7 +203,7 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
     p.unknown(
         "limits",
         &l.unknown,
-        "client-id-header, max-inflight, max-streams, max-connections, max-connections-per-client, max-sessions-per-client, rate, tool-rate",
+        "client-id-header, max-inflight, max-streams, max-connections, max-connections-per-client, max-sessions-per-client, max-merged-list-bytes, rate, tool-rate",
     );
     let rate_of = |p: &mut Problems, at: &str, r: &FileRate| {
         p.unknown(at, &r.unknown, "per-second, burst");
@@ -237,6 +237,12 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
             "0 would refuse every connection; leave it out for the default share",
         );
     }
+    if l.max_merged_list_bytes == Some(0) {
+        p.add(
+            "limits.max-merged-list-bytes",
+            "0 would refuse every merged list; leave it out for the default (256 MiB)",
+        );
+    }
     if let Some(h) = &l.client_id_header {
         if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
             p.add(
@@ -252,6 +258,9 @@ fn limits_config(p: &mut Problems, l: &FileLimits) -> Limits {
         max_connections: l.max_connections,
         max_connections_per_client: l.max_connections_per_client,
         max_sessions_per_client: l.max_sessions_per_client,
+        max_merged_list_bytes: l
+            .max_merged_list_bytes
+            .unwrap_or(super::internal::DEFAULT_MAX_MERGED_LIST_BYTES),
         rate: l.rate.as_ref().and_then(|r| rate_of(p, "limits.rate", r)),
         tool_rate,
     }

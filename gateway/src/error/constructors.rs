@@ -207,6 +207,22 @@ impl GatewayError {
         .with("limit", limit)
     }
 
+    /// Virtual servers' merged lists hold `limit` bytes of members' answers (`scope`:
+    /// `gateway`, all of them; `caller`, this caller's share): `limits.max-merged-list-bytes`.
+    pub fn merged_lists_full(scope: &str, limit: usize) -> Self {
+        let whose = match scope {
+            "caller" => "this caller's share",
+            _ => "the gateway's bound",
+        };
+        Self::new(
+            ErrorKind::Overloaded,
+            format!("Merged lists of virtual servers hold {whose} of {limit} bytes of members' answers right now; retry shortly"),
+        )
+        .with("scope", scope)
+        .with("reason", "merged-list-bytes")
+        .with("limit", limit)
+    }
+
     /// The client address holds its share of connections (`limits.max-connections-per-client`).
     pub fn client_connections(limit: usize) -> Self {
         Self::new(

@@ -5,6 +5,7 @@
 // The virtual route that uses these lands with the proxy's dispatch (issue 33); until then the
 // module is built and tested on its own.
 
+pub(crate) mod budget;
 pub(crate) mod cursor;
 pub(crate) mod merge;
 pub(crate) mod names;

@@ -64,6 +64,8 @@ pub struct Gateway {
     bridge: crate::bridge::Bridge,
     /// Where the tasks backends created live.
     tasks: Arc<crate::tasks::Tasks>,
+    /// The bytes virtual servers' merged lists hold, in all and per caller.
+    list_budget: Arc<crate::federation::budget::ListBudget>,
 }
 
 impl Gateway {
@@ -89,6 +91,7 @@ impl Gateway {
             streams,
             captures: Default::default(),
             tasks,
+            list_budget: Default::default(),
         }
     }
 }

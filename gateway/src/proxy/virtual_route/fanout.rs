@@ -78,11 +78,14 @@ pub(super) struct Answer {
 }
 
 /// Asks a member, within `deadline`: its answer, or why there is none (`deadline`,
-/// `too-large`, `failed`: the reason a list counts it left out with).
+/// `too-large`, `failed`: the reason a list counts it left out with; `over-budget-gateway`,
+/// `over-budget-caller`: a merge's bytes, counted into `held` as they are read, would pass
+/// `limits.max-merged-list-bytes`).
 pub(super) async fn ask(
     session: &Session,
     ask: Ask,
     deadline: Duration,
+    held: Option<&std::sync::Mutex<crate::federation::budget::Reservation>>,
 ) -> Result<Answer, &'static str> {
     let spawner = session.subrequest_spawner.as_ref().ok_or("failed")?;
     let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
@@ -117,6 +120,13 @@ pub(super) async fn ask(
                     let chunk = chunk.unwrap_or_default();
                     if body.len() + chunk.len() > ANSWER_LIMIT {
                         return Err("too-large");
+                    }
+                    if let Some(held) = held {
+                        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+                        held.grow(chunk.len()).map_err(|over| match over {
+                            crate::federation::budget::Over::Gateway => "over-budget-gateway",
+                            crate::federation::budget::Over::Caller => "over-budget-caller",
+                        })?;
                     }
                     body.extend_from_slice(&chunk);
                     end

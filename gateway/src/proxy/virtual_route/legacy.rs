@@ -96,6 +96,7 @@ pub(super) async fn serve(
         route,
         members,
         state: ctx.state.clone(),
+        budget: gw.list_budget.clone(),
         principal: ctx.principal.clone(),
         era: ctx.era,
         deadline: route.deadline(None, None).unwrap_or(super::MEMBER_DEADLINE),
@@ -136,7 +137,7 @@ pub(super) async fn serve(
         })?;
         let body = with_id(&body, own_id)?;
         let ask = v.ask_of(member, body);
-        let _ = fanout::ask(v.session, ask, v.deadline).await;
+        let _ = fanout::ask(v.session, ask, v.deadline, None).await;
         drop(v);
         return answer_empty(session, 202).await;
     };
@@ -249,7 +250,7 @@ impl Virtual<'_> {
             .collect();
         let asks = all.iter().map(|&i| {
             let ask = self.ask_of(i, body.clone());
-            fanout::ask(self.session, ask, self.deadline)
+            fanout::ask(self.session, ask, self.deadline, None)
         });
         futures_util::future::join_all(asks).await;
     }
@@ -261,7 +262,7 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
     let all: Vec<usize> = (0..v.members.routes.len()).collect();
     let asks = all.iter().map(|&i| {
         let ask = v.ask_of(i, body.clone());
-        async move { (i, fanout::ask(v.session, ask, v.deadline).await) }
+        async move { (i, fanout::ask(v.session, ask, v.deadline, None).await) }
     });
     let answers = futures_util::future::join_all(asks).await;
     let msg: Value =

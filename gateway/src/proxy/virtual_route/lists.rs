@@ -6,6 +6,7 @@
 
 use super::fanout::{self, Answer};
 use super::Virtual;
+use crate::federation::budget::Reservation;
 use crate::federation::cursor::{Page, Position};
 use crate::federation::merge::{merge, List, Part};
 use crate::sync::lock;
@@ -14,6 +15,9 @@ use serde_json::{json, Map, Value};
 
 /// The `_meta` key of a 2026-07-28 result's server.
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Each member asked and its `result`, or why there is none.
+type Answers = Vec<(usize, Result<Map<String, Value>, &'static str>)>;
 
 /// How many pages of each member a name lookup reads at most.
 const LOOKUP_PAGES: usize = 20;
@@ -41,20 +45,46 @@ impl Virtual<'_> {
         Err("no-answer")
     }
 
-    /// Asks every member in `members` for `body(member)`, concurrently: their results.
+    /// Asks every member in `members` for `body(member)`, concurrently: their results, and
+    /// the bytes their answers hold in the merged lists' budget (given back when dropped).
     async fn ask_all(
         &self,
         members: &[usize],
         body: impl Fn(usize) -> bytes::Bytes,
-    ) -> Vec<(usize, Result<Map<String, Value>, &'static str>)> {
+    ) -> (
+        Vec<(usize, Result<Map<String, Value>, &'static str>)>,
+        Reservation,
+    ) {
+        let max = self.state.config.limits.max_merged_list_bytes;
+        let held = std::sync::Mutex::new(self.budget.reserve(self.budget_caller(), max));
         let asks = members.iter().map(|&i| {
             let ask = self.ask_of(i, body(i));
+            let held = &held;
             async move {
-                let answer = fanout::ask(self.session, ask, self.deadline).await;
+                let answer = fanout::ask(self.session, ask, self.deadline, Some(held)).await;
                 (i, Self::result_of(answer))
             }
         });
-        futures_util::future::join_all(asks).await
+        let answers = futures_util::future::join_all(asks).await;
+        (
+            answers,
+            held.into_inner().unwrap_or_else(|e| e.into_inner()),
+        )
+    }
+
+    /// The refusal of a merge whose members' answers passed the budget, if one did.
+    fn over_budget(&self, answers: &Answers) -> Option<crate::error::GatewayError> {
+        let max = self.state.config.limits.max_merged_list_bytes;
+        answers.iter().find_map(|(_, a)| match a {
+            Err("over-budget-gateway") => Some(crate::error::GatewayError::merged_lists_full(
+                "gateway", max,
+            )),
+            Err("over-budget-caller") => Some(crate::error::GatewayError::merged_lists_full(
+                "caller",
+                crate::federation::budget::caller_share(max),
+            )),
+            _ => None,
+        })
     }
 
     /// Counts and logs the members left out of an answer.
@@ -72,7 +102,7 @@ impl Virtual<'_> {
     /// `resources.subscribe` when a member takes subscriptions).
     pub(super) async fn discover(&self, body: &bytes::Bytes) -> Value {
         let all: Vec<usize> = (0..self.members.routes.len()).collect();
-        let answers = self.ask_all(&all, |_| body.clone()).await;
+        let (answers, _held) = self.ask_all(&all, |_| body.clone()).await;
         let mut capabilities = Map::new();
         let mut instructions = Vec::new();
         let mut left_out = Vec::new();
@@ -145,7 +175,7 @@ impl Virtual<'_> {
         let asked: Vec<usize> = (0..self.members.routes.len())
             .filter(|&i| first || before.next_of(self.member_name(i)).is_some())
             .collect();
-        let merged = self.page(list, msg, &before, &asked).await;
+        let (merged, _held) = self.page(list, msg, &before, &asked).await?;
         self.left_out(&merged.left_out);
         for c in &merged.collisions {
             self.count(self.member_name(c.left_out), "collision");
@@ -172,14 +202,15 @@ impl Virtual<'_> {
         Ok(result)
     }
 
-    /// One merged page: `asked` members asked for their next page after `before`.
+    /// One merged page: `asked` members asked for their next page after `before`, and the
+    /// bytes it holds (until dropped); refused when the members' answers pass the budget.
     async fn page(
         &self,
         list: List,
         msg: &Value,
         before: &Position,
         asked: &[usize],
-    ) -> crate::federation::merge::Merged {
+    ) -> Result<(crate::federation::merge::Merged, Reservation), crate::error::GatewayError> {
         let body = |i: usize| {
             let mut m = msg.clone();
             let params = m
@@ -193,13 +224,16 @@ impl Virtual<'_> {
             }
             bytes::Bytes::from(serde_json::to_vec(&m).unwrap_or_default())
         };
-        let answers = self.ask_all(asked, body).await;
+        let (answers, held) = self.ask_all(asked, body).await;
+        if let Some(refused) = self.over_budget(&answers) {
+            return Err(refused);
+        }
         let parts = answers
             .into_iter()
             .map(|(i, r)| (i, r.map_or_else(Part::Failed, Part::Listed)))
             .collect();
         let mut names = lock(&self.members.names);
-        merge(&mut names, list, before, parts)
+        Ok((merge(&mut names, list, before, parts), held))
     }
 
     /// Reads every member's `list` (up to [`LOOKUP_PAGES`] pages each) so the names map knows
@@ -212,7 +246,10 @@ impl Virtual<'_> {
             if asked.is_empty() {
                 break;
             }
-            let merged = self.page(list, &request, &position, &asked).await;
+            // past the budget, the lookup stops: the name is looked up in what was learnt
+            let Ok((merged, _held)) = self.page(list, &request, &position, &asked).await else {
+                break;
+            };
             self.left_out(&merged.left_out);
             position = merged.position;
             asked.retain(|&i| {
@@ -230,7 +267,7 @@ impl Virtual<'_> {
         let request = lookup_request(List::Templates, msg);
         let all: Vec<usize> = (0..self.members.routes.len()).collect();
         let body = bytes::Bytes::from(serde_json::to_vec(&request).unwrap_or_default());
-        let answers = self.ask_all(&all, |_| body.clone()).await;
+        let (answers, _held) = self.ask_all(&all, |_| body.clone()).await;
         let mut found = Vec::new();
         for (i, answer) in answers {
             let Ok(result) = answer else { continue };

@@ -55,6 +55,8 @@ pub(super) struct Virtual<'a> {
     members: &'a Members,
     /// The config snapshot the client request started with (its member requests read theirs).
     state: Arc<crate::state::State>,
+    /// The bytes merged lists hold (`limits.max-merged-list-bytes`).
+    budget: Arc<crate::federation::budget::ListBudget>,
     principal: Option<Arc<Principal>>,
     era: Era,
     deadline: Duration,
@@ -70,6 +72,16 @@ pub(super) struct Virtual<'a> {
 impl Virtual<'_> {
     fn member_name(&self, i: usize) -> &str {
         &self.members.server.members[i].names.name
+    }
+
+    /// Whose share of the merged lists' bytes this request counts in: the principal, else
+    /// the client identity admission counts it as.
+    fn budget_caller(&self) -> Arc<str> {
+        match (&self.principal, &self.identity) {
+            (Some(p), _) => p.id.clone(),
+            (None, Some(id)) => id.clone(),
+            (None, None) => "-".into(),
+        }
     }
 
     /// The caller a cursor is given to (`""`: anonymous).
@@ -156,6 +168,7 @@ pub(super) async fn serve(
         route: &route,
         members,
         state: ctx.state.clone(),
+        budget: gw.list_budget.clone(),
         principal: ctx.principal.clone(),
         era: ctx.era,
         deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
