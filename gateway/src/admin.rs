@@ -120,7 +120,8 @@ impl AdminApp {
             let Some(members) = &route.members else {
                 continue;
             };
-            let names = crate::sync::lock(&members.names);
+            let map = members.names.shown();
+            let names = crate::sync::read(&map);
             let list: Vec<Value> = members
                 .server
                 .members

@@ -41,7 +41,17 @@ pub struct NameMap {
     /// Bare names dropped for carrying another member's prefix, each warned about once
     /// (bounded: past [`MAX_WARNED`] names they are dropped without a word).
     warned: std::collections::HashSet<(usize, String)>,
+    /// When every member's list of a kind was last read whole for a name lookup: until
+    /// [`LOOKUP_FRESH`] after it, a name still unknown is unknown without reading them again.
+    looked_up: HashMap<Kind, std::time::Instant>,
+    /// The members' resource templates as last read (config order), and when.
+    templates: Option<(std::time::Instant, Vec<(usize, String)>)>,
 }
+
+/// How long a lookup through every member's lists answers for the names it did not find: an
+/// unknown name called again and again (10 calls made 200 upstream list requests) reads the
+/// lists once per this time.
+pub const LOOKUP_FRESH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The most names [`NameMap::expose`] remembers having warned about.
 const MAX_WARNED: usize = 1024;
@@ -53,7 +63,35 @@ impl NameMap {
             members,
             listed: HashMap::new(),
             warned: Default::default(),
+            looked_up: HashMap::new(),
+            templates: None,
         }
+    }
+
+    /// Whether every member's list of `kind` was read for a lookup less than
+    /// [`LOOKUP_FRESH`] ago.
+    pub fn looked_up_lately(&self, kind: Kind) -> bool {
+        self.looked_up
+            .get(&kind)
+            .is_some_and(|at| at.elapsed() < LOOKUP_FRESH)
+    }
+
+    /// Notes that every member's list of `kind` was just read for a lookup.
+    pub fn looked_up(&mut self, kind: Kind) {
+        self.looked_up.insert(kind, std::time::Instant::now());
+    }
+
+    /// The members' resource templates read less than [`LOOKUP_FRESH`] ago, if any.
+    pub fn templates(&self) -> Option<&[(usize, String)]> {
+        self.templates
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < LOOKUP_FRESH)
+            .map(|(_, t)| t.as_slice())
+    }
+
+    /// Keeps the members' resource templates just read.
+    pub fn keep_templates(&mut self, templates: Vec<(usize, String)>) {
+        self.templates = Some((std::time::Instant::now(), templates));
     }
 
     /// The members, in config order.

@@ -9,7 +9,6 @@ use super::Virtual;
 use crate::config::Kind;
 use crate::federation::merge::List;
 use crate::federation::names::Resolved;
-use crate::sync::lock;
 use serde_json::Value;
 
 /// The methods routed to one member by what they name.
@@ -89,11 +88,17 @@ impl Virtual<'_> {
     /// The member and its own name behind `named`, looking in the members' lists when the
     /// map cannot tell.
     pub(super) async fn resolve(&self, named: &Named, body: &[u8]) -> Option<(usize, String)> {
-        let resolve = || lock(&self.members.names).resolve(named.kind, &named.exposed);
+        let map = self.names();
+        let resolve = || crate::sync::read(&map).resolve(named.kind, &named.exposed);
         match resolve() {
             Resolved::Member(i, own) => return Some((i, own)),
             Resolved::Unknown if named.kind != Kind::Resource => return None,
             Resolved::Unknown | Resolved::NeedLists => {}
+        }
+        // every list was read lately and did not name it: unknown, without asking again
+        let looked_up = crate::sync::read(&map).looked_up_lately(named.kind);
+        if looked_up && named.kind != Kind::Resource {
+            return None;
         }
         // the lookups carry the request's `_meta` (its era's envelope): read only now
         let msg: Value = serde_json::from_slice(body).ok()?;
@@ -103,7 +108,9 @@ impl Virtual<'_> {
             Kind::Prompt => List::Prompts,
             Kind::Resource => List::Resources,
         };
-        self.learn(list, msg).await;
+        if !looked_up {
+            self.learn(list, msg).await;
+        }
         if let Resolved::Member(i, own) = resolve() {
             return Some((i, own));
         }

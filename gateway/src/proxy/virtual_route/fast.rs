@@ -16,7 +16,6 @@ use crate::config::{Kind, Mode};
 use crate::error::GatewayError;
 use crate::federation::names::Resolved;
 use crate::routing::{Members, Route};
-use crate::sync::lock;
 use bytes::Bytes;
 use mcp_wire::headers::McpHeaders;
 use mcp_wire::Era;
@@ -69,7 +68,9 @@ pub(in crate::proxy) fn plan(
     {
         return None;
     }
-    let Resolved::Member(i, own) = lock(&members.names).resolve(kind, exposed) else {
+    let caller = ctx.principal.as_deref().map_or("", |p| &*p.id);
+    let map = members.names.of(caller);
+    let Resolved::Member(i, own) = crate::sync::read(&map).resolve(kind, exposed) else {
         return None;
     };
     let to = members.routes.get(i)?;

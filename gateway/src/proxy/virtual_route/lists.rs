@@ -9,7 +9,6 @@ use super::Virtual;
 use crate::federation::budget::Reservation;
 use crate::federation::cursor::{Page, Position};
 use crate::federation::merge::{merge, List, Part};
-use crate::sync::lock;
 use mcp_wire::sse;
 use serde_json::{json, Map, Value};
 
@@ -232,7 +231,8 @@ impl Virtual<'_> {
             .into_iter()
             .map(|(i, r)| (i, r.map_or_else(Part::Failed, Part::Listed)))
             .collect();
-        let mut names = lock(&self.members.names);
+        let map = self.names();
+        let mut names = crate::sync::write(&map);
         Ok((merge(&mut names, list, before, parts), held))
     }
 
@@ -259,11 +259,17 @@ impl Virtual<'_> {
                 )
             });
         }
+        crate::sync::write(&self.names()).looked_up(list.kind());
     }
 
     /// Every member's resource templates (their own `uriTemplate`s the member's resource
     /// filter keeps), members in config order: where a URI no list names is looked for.
     pub(super) async fn templates(&self, msg: &Value) -> Vec<(usize, String)> {
+        // read lately: kept (an unknown URI read again and again asks the members once per
+        // `LOOKUP_FRESH`)
+        if let Some(kept) = crate::sync::read(&self.names()).templates() {
+            return kept.to_vec();
+        }
         let request = lookup_request(List::Templates, msg);
         let all: Vec<usize> = (0..self.members.routes.len()).collect();
         let body = bytes::Bytes::from(serde_json::to_vec(&request).unwrap_or_default());
@@ -284,6 +290,7 @@ impl Virtual<'_> {
             }
         }
         found.sort_by_key(|(i, _)| *i);
+        crate::sync::write(&self.names()).keep_templates(found.clone());
         found
     }
 }

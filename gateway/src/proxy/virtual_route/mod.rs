@@ -84,6 +84,11 @@ impl Virtual<'_> {
         }
     }
 
+    /// The names map this caller reads and teaches (its own where members list per caller).
+    fn names(&self) -> Arc<std::sync::RwLock<crate::federation::names::NameMap>> {
+        self.members.names.of(self.principal_key())
+    }
+
     /// The caller a cursor is given to (`""`: anonymous).
     fn principal_key(&self) -> &str {
         self.principal.as_deref().map_or("", |p| &*p.id)

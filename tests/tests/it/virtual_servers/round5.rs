@@ -348,3 +348,40 @@ async fn merged_lists_are_refused_past_their_byte_bound_and_nothing_else_is() {
         assert!(tools.contains(&shown.to_owned()), "{shown} in {tools:?}");
     }
 }
+
+/// Issue 48, item 13: a name no member exposes, on a route with a bare (`prefix: never`)
+/// member, was looked up in every member's lists on every call (10 calls: 200 upstream list
+/// requests). A lookup now answers for what it did not find for a few seconds: ten calls of an
+/// unknown name read each member's `tools/list` once, and every one is answered -32037.
+#[tokio::test]
+async fn an_unknown_name_called_again_and_again_reads_the_lists_once() {
+    let a = PythonPeer::legacy_v1("a", 0).await;
+    let b = PythonPeer::legacy_v1("b", 0).await;
+    let yaml = hub_yaml(
+        &[
+            ("a", Some("legacy"), a.addr()),
+            ("b", Some("legacy"), b.addr()),
+        ],
+        "",
+        "      - { name: a, pool: a, prefix: never }\n      - { name: b, pool: b }\n",
+    );
+    let gw = Gateway::start(&yaml).await;
+    let lists = |member: &'static str| {
+        let gw = &gw;
+        async move {
+            gw.metric(&format!(
+                "mcpgw_requests_total{{method=\"tools/list\",outcome=\"ok\",route=\"/hub#{member}\"}}"
+            ))
+            .await
+        }
+    };
+    for id in 0..10 {
+        let resp = answered(&gw, call(id, "no_such_tool"), "no_such_tool").await;
+        assert_unknown(&resp, id, "no_such_tool");
+    }
+    assert_eq!(lists("a").await, 1.0, "one lookup read a's list");
+    assert_eq!(lists("b").await, 1.0, "one lookup read b's list");
+    // a name the lookup found is still served
+    let resp = answered(&gw, call(20, "whoami"), "whoami").await;
+    assert_eq!(text(&resp), "a", "{}", resp.text());
+}
