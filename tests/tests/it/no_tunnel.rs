@@ -180,3 +180,76 @@ async fn no_credential_the_gateway_accepts_reaches_a_backend_in_any_spelling_on_
         );
     }
 }
+
+/// A backend that records every byte it is sent, and answers each request with a JSON-RPC
+/// result.
+async fn recording_backend() -> (SocketAddr, Arc<Mutex<Vec<u8>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let seen = bytes.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(stream);
+                while let Ok(Some(head)) = read_head(&mut reader, true).await {
+                    seen.lock()
+                        .unwrap()
+                        .extend_from_slice(format!("{head:?}").as_bytes());
+                    let Ok(body) =
+                        mcp_gateway_tests::wire::read_body(&mut reader, &head, true).await
+                    else {
+                        return;
+                    };
+                    seen.lock().unwrap().extend_from_slice(&body);
+                    let answer = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        answer.len()
+                    );
+                    let stream = reader.get_mut();
+                    if stream.write_all(head.as_bytes()).await.is_err()
+                        || stream.write_all(answer).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, bytes)
+}
+
+/// Issue 48, item 9: on the fast path the body is checked against `Mcp-Name` as it streams,
+/// after a backend was picked and the head written. The head used to go out when the refused
+/// request's upstream connection was dropped (pingora flushes a stream's write buffer when it
+/// is dropped): the backend saw a request head it never got the body of. A sixth carried
+/// pingora-core change drops a head whose body never came whole with its stream, unsent.
+#[tokio::test]
+async fn a_body_refused_on_the_fast_path_sends_nothing_to_the_backend() {
+    let (addr, seen) = recording_backend().await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  p: {{ backends: [{addr}], era: modern }}\nroutes:\n  - {{ path: /mcp, pool: p, mode: stateless }}\n"
+    ))
+    .await;
+    let mut lying = Request::tools_call("/mcp", 3, "whoami");
+    for (name, value) in lying.headers.iter_mut() {
+        if name.eq_ignore_ascii_case("mcp-name") {
+            *value = "other".into();
+        }
+    }
+    let resp = lying.send(gw.addr).await;
+    assert_eq!(resp.status(), 400, "{}", resp.text());
+    assert_eq!(resp.json()["error"]["code"], -32020);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "the backend saw: {}",
+        String::from_utf8_lossy(&seen.lock().unwrap())
+    );
+    // and an honest call goes through whole
+    let resp = Request::tools_call("/mcp", 4, "whoami").send(gw.addr).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    assert!(String::from_utf8_lossy(&seen.lock().unwrap()).contains("\"whoami\""));
+}

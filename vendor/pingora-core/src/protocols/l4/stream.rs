@@ -540,9 +540,20 @@ pub struct Stream {
     write_pending_time: AccumulatedDuration,
     /// Last rx timestamp associated with the last recvmsg call.
     pub rx_ts: Option<SystemTime>,
+    /// What waits in the write buffer is dropped with the stream, never flushed (set through
+    /// a shared reference: a session holds its stream as `dyn IO`).
+    discard_writes: std::sync::atomic::AtomicBool,
 }
 
 impl Stream {
+    /// Whether what waits in the write buffer is dropped with the stream instead of flushed
+    /// (a request head waiting for its body: if the body never comes whole, the head must not
+    /// go out alone).
+    pub fn discard_pending_writes(&self, discard: bool) {
+        self.discard_writes
+            .store(discard, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn stream(&self) -> &BufferedStream {
         self.stream.as_ref().expect("stream should always be set")
     }
@@ -660,6 +671,7 @@ impl From<TcpStream> for Stream {
             read_pending_time: AccumulatedDuration::new(),
             write_pending_time: AccumulatedDuration::new(),
             rx_ts: None,
+            discard_writes: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -683,6 +695,7 @@ impl From<virt::VirtualSocketStream> for Stream {
             read_pending_time: AccumulatedDuration::new(),
             write_pending_time: AccumulatedDuration::new(),
             rx_ts: None,
+            discard_writes: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -707,6 +720,7 @@ impl From<UnixStream> for Stream {
             read_pending_time: AccumulatedDuration::new(),
             write_pending_time: AccumulatedDuration::new(),
             rx_ts: None,
+            discard_writes: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -830,7 +844,7 @@ impl Drop for Stream {
                     debug!("Socket is already broken {:?}", e);
                 }
             }
-        } else {
+        } else if !self.discard_writes.load(std::sync::atomic::Ordering::Relaxed) {
             // try flush the write buffer. We use now_or_never() because
             // 1. Drop cannot be async
             // 2. write should usually be ready, unless the buf is full.

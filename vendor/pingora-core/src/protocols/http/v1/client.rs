@@ -69,6 +69,8 @@ pub struct HttpSession {
     allow_h1_response_invalid_content_length: bool,
     // Whether the response header keeps its header names' case
     keep_header_case: bool,
+    /// The request body ended short of its length: the connection is dropped, never flushed.
+    request_body_unfinished: bool,
 }
 
 /// HTTP 1.x client session
@@ -103,6 +105,7 @@ impl HttpSession {
             close_delimited_resp: false,
             allow_h1_response_invalid_content_length: false,
             keep_header_case: true,
+            request_body_unfinished: false,
         }
     }
 
@@ -159,6 +162,9 @@ impl HttpSession {
                 .flush()
                 .await
                 .or_err(WriteError, "flushing request header")?;
+        } else {
+            // until the body is written whole, a dropped stream sends nothing of the request
+            self.discard_pending_writes(true);
         }
 
         // write was successful
@@ -183,12 +189,30 @@ impl HttpSession {
     /// Content-Length or the last chunk is already sent
     pub async fn write_body(&mut self, buf: &[u8]) -> Result<Option<usize>> {
         // TODO: verify that request header is sent already
-        match self.write_timeout {
+        let written = match self.write_timeout {
             Some(t) => match timeout(t, self.do_write_body(buf)).await {
                 Ok(res) => res,
                 Err(_) => Error::e_explain(WriteTimedout, format!("writing body, timeout: {t:?}")),
             },
             None => self.do_write_body(buf).await,
+        };
+        if self.body_writer.finished() {
+            // written whole (and flushed): the stream flushes as usual again
+            self.discard_pending_writes(false);
+        }
+        written
+    }
+
+    /// Whether the plain TCP stream under this session drops, rather than flushes, what waits
+    /// in its write buffer when it is dropped (a TLS stream encrypts and sends what it is
+    /// given: nothing waits there).
+    fn discard_pending_writes(&self, discard: bool) {
+        if let Some(stream) = self
+            .underlying_stream
+            .as_any()
+            .downcast_ref::<crate::protocols::l4::stream::Stream>()
+        {
+            stream.discard_pending_writes(discard);
         }
     }
 
@@ -202,7 +226,13 @@ impl HttpSession {
     /// Flush local buffer and notify the server by sending the last chunk if chunked encoding is
     /// used.
     pub async fn finish_body(&mut self) -> Result<Option<usize>> {
-        let res = self.body_writer.finish(&mut self.underlying_stream).await?;
+        let res = self.body_writer.finish(&mut self.underlying_stream).await;
+        // the body ended short of its length (the proxy refused it, the client left): what
+        // waits in the write buffer (the head, with change 2) must never be flushed
+        if res.is_err() {
+            self.request_body_unfinished = true;
+        }
+        let res = res?;
         self.underlying_stream
             .flush()
             .await
@@ -678,6 +708,11 @@ impl HttpSession {
     /// Close the connection abruptly. This allows to signal the server that the connection is closed
     /// before dropping [`HttpSession`]
     pub async fn shutdown(&mut self) {
+        if self.request_body_unfinished {
+            // a shutdown flushes the write buffer first: dropped, the stream closes without
+            // sending a request whose body never came whole
+            return;
+        }
         let _ = self.underlying_stream.shutdown().await;
     }
 
