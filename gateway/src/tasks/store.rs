@@ -5,8 +5,9 @@
 use super::TaskRecord;
 use crate::session::store::StoreError;
 use async_trait::async_trait;
+use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,14 +34,28 @@ pub enum Refused {
     OwnerFull,
 }
 
+/// The shortest time between two sweeps made for room (ms). A full map refuses puts, and a
+/// sweep finds nothing to drop until a record expires: sweeping for every refused put cost a
+/// pass over every record per request (issue 48). A record expired meanwhile makes room at
+/// most this late.
+const SWEEP_GAP_MS: u64 = 1_000;
+
 /// This replica's records, bounded in all and per owner; a record past its expiry is gone
-/// (dropped when met, and swept when the map is full).
+/// (dropped when met, and swept when the map is full, at most once per [`SWEEP_GAP_MS`]).
+///
+/// The bounds are hard: a put takes its slot in all and in its owner's share, each in one
+/// atomic step, before it inserts, and gives them back when refused (checking a count and
+/// adding to it later let every put racing for the last slot past the bound).
 #[derive(Default)]
 pub struct LocalTasks {
     /// Shared, so a lookup on every task request copies a pointer, not the record.
     records: DashMap<Arc<str>, Arc<TaskRecord>>,
+    /// Records per owner, slots taken by puts under way included.
     owners: DashMap<Arc<str>, usize>,
+    /// Records kept, slots taken by puts under way included: never above `max`.
     len: AtomicUsize,
+    /// When the map may next be swept to make room (ms since the epoch).
+    next_sweep_ms: AtomicU64,
 }
 
 impl LocalTasks {
@@ -59,24 +74,72 @@ impl LocalTasks {
                 return Ok(());
             }
         }
-        if self.len.load(Ordering::Relaxed) >= max && self.sweep(now_ms) == 0 {
+        if !self.take_slot(max, now_ms) {
             return Err(Refused::Full);
         }
-        let owned = self.owners.get(&record.owner).map_or(0, |n| *n);
-        if owned >= max_per_owner {
-            // its own expired records may be what holds the share
-            self.sweep(now_ms);
-            if self.owners.get(&record.owner).map_or(0, |n| *n) >= max_per_owner {
-                return Err(Refused::OwnerFull);
-            }
+        // its own expired records may be what holds the share: a sweep may give it back
+        if !self.take_share(&record.owner, max_per_owner, now_ms) {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            return Err(Refused::OwnerFull);
         }
-        *self.owners.entry(record.owner.clone()).or_insert(0) += 1;
         if let Some(old) = self.records.insert(key, Arc::new(record)) {
+            // the record it replaces (another owner's, or a racing put's) gives back its slot
+            self.len.fetch_sub(1, Ordering::Relaxed);
             self.uncount(&old.owner);
-        } else {
-            self.len.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Takes a slot in all, if one is free (or a sweep frees one).
+    fn take_slot(&self, max: usize, now_ms: u64) -> bool {
+        let take = || {
+            self.len
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok()
+        };
+        take() || (self.sweep_for_room(now_ms) > 0 && take())
+    }
+
+    /// Takes a slot in `owner`'s share, if one is free (or a sweep frees one).
+    fn take_share(&self, owner: &Arc<str>, max_per_owner: usize, now_ms: u64) -> bool {
+        // the entry holds its shard's lock: one taker at a time (dropped before any sweep)
+        let take = || match self.owners.entry(owner.clone()) {
+            Entry::Occupied(mut n) if *n.get() < max_per_owner => {
+                *n.get_mut() += 1;
+                true
+            }
+            Entry::Occupied(_) => false,
+            Entry::Vacant(n) => {
+                let free = max_per_owner > 0;
+                if free {
+                    n.insert(1);
+                }
+                free
+            }
+        };
+        take() || (self.sweep_for_room(now_ms) > 0 && take())
+    }
+
+    /// Sweeps to make room, unless a sweep for room ran less than [`SWEEP_GAP_MS`] ago (of
+    /// puts racing there, one sweeps); how many records it dropped.
+    fn sweep_for_room(&self, now_ms: u64) -> usize {
+        let next = self.next_sweep_ms.load(Ordering::Relaxed);
+        let due = now_ms >= next
+            && (self.next_sweep_ms)
+                .compare_exchange(
+                    next,
+                    now_ms + SWEEP_GAP_MS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        if due {
+            self.sweep(now_ms)
+        } else {
+            0
+        }
     }
 
     /// The live record under `key`; an expired one is dropped (`Err(())` tells the caller it
@@ -207,12 +270,20 @@ mod tests {
             t.put("k4".into(), record("c", 100), 4, 3, 0),
             Err(Refused::Full)
         );
-        // at time 100 every record has expired: the sweep makes room
-        t.put("k4".into(), record("c", 200), 4, 3, 100).unwrap();
+        // at time 100 every record has expired, but the map was swept at 0: not swept again
+        // before SWEEP_GAP_MS, the refused put costs no pass over the map
+        assert_eq!(
+            t.put("k4".into(), record("c", 2_000), 4, 3, 100),
+            Err(Refused::Full)
+        );
+        assert_eq!(t.len(), 4);
+        // then the sweep makes room
+        t.put("k4".into(), record("c", 2_000), 4, 3, SWEEP_GAP_MS)
+            .unwrap();
         assert_eq!(t.len(), 1);
         assert_eq!(t.get("k0", 100), Ok(None));
-        assert!(t.get("k4", 150).unwrap().is_some());
-        assert_eq!(t.get("k4", 200), Err(()));
+        assert!(t.get("k4", 1_500).unwrap().is_some());
+        assert_eq!(t.get("k4", 2_000), Err(()));
         assert_eq!(t.len(), 0);
         assert!(t.owners.is_empty());
     }
@@ -234,6 +305,43 @@ mod tests {
         // expired records hold nothing
         t.put("k2".into(), record("a", 100), 4, 3, 0).unwrap();
         assert!(t.open_backends("p", 100).is_empty());
+    }
+
+    /// Eight threads put and forget records as fast as they can, each checking after its
+    /// put that neither bound is passed: a put that checked the count and added to it later
+    /// let racers past both (issue 48, item 1).
+    #[test]
+    fn racing_puts_never_pass_either_bound() {
+        const MAX: usize = 4;
+        const SHARE: usize = 3;
+        let t = Arc::new(LocalTasks::default());
+        let threads: Vec<_> = (0..8)
+            .map(|n| {
+                let t = t.clone();
+                std::thread::spawn(move || {
+                    let owner = if n % 2 == 0 { "a" } else { "b" };
+                    for i in 0..20_000 {
+                        let key: Arc<str> = format!("{n}-{i}").into();
+                        if t.put(key.clone(), record(owner, 100), MAX, SHARE, 0)
+                            .is_ok()
+                        {
+                            // `len` counts every record kept (and slots being taken);
+                            // the map's own `len` sums its shards one by one, no snapshot
+                            assert!(t.len() <= MAX, "{} records kept", t.len());
+                            let share = t.owners.get(owner).map_or(0, |n| *n);
+                            assert!(share <= SHARE, "{owner} holds {share}");
+                            t.remove(&key);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(t.len(), 0);
+        assert!(t.records.is_empty());
+        assert!(t.owners.is_empty());
     }
 
     #[test]
