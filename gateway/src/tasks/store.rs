@@ -151,16 +151,28 @@ impl LocalTasks {
         if found.expires_ms > now_ms {
             return Ok(Some(found));
         }
-        self.remove(key);
+        self.remove_expired(key, now_ms);
         Err(())
     }
 
     /// Forgets the record under `key`.
-    pub fn remove(&self, key: &str) {
+    #[cfg(test)]
+    fn remove(&self, key: &str) {
         if let Some((_, old)) = self.records.remove(key) {
-            self.len.fetch_sub(1, Ordering::Relaxed);
-            self.uncount(&old.owner);
+            self.forgotten(&old);
         }
+    }
+
+    /// Forgets the record under `key` if it is expired still: a put may have kept a fresh one
+    /// there since it was seen expired (dropping by key alone took that one).
+    fn remove_expired(&self, key: &str, now_ms: u64) -> bool {
+        let removed = self.records.remove_if(key, |_, r| r.expires_ms <= now_ms);
+        removed.inspect(|(_, old)| self.forgotten(old)).is_some()
+    }
+
+    fn forgotten(&self, old: &TaskRecord) {
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        self.uncount(&old.owner);
     }
 
     /// Records kept.
@@ -176,10 +188,9 @@ impl LocalTasks {
             .filter(|r| r.expires_ms <= now_ms)
             .map(|r| r.key().clone())
             .collect();
-        for key in &expired {
-            self.remove(key);
-        }
-        expired.len()
+        (expired.iter())
+            .filter(|key| self.remove_expired(key, now_ms))
+            .count()
     }
 
     /// Marks the live record under `key` ended; the record as it is now, if there is one
@@ -342,6 +353,33 @@ mod tests {
         assert_eq!(t.len(), 0);
         assert!(t.records.is_empty());
         assert!(t.owners.is_empty());
+    }
+
+    /// A get that met an expired record drops it, while another put a fresh one under the same
+    /// key: the fresh one stays (dropping by key alone took it with the expired one).
+    #[test]
+    fn an_expired_record_dropped_never_takes_a_fresh_one_with_it() {
+        let t = Arc::new(LocalTasks::default());
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let dropper = {
+            let (t, done) = (t.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let _ = t.get("k", 200);
+                }
+            })
+        };
+        for _ in 0..100_000 {
+            t.put("k".into(), record("a", 100), 4, 3, 0).unwrap();
+            t.put("k".into(), record("a", 1_000), 4, 3, 0).unwrap();
+            let fresh = t.get("k", 200);
+            assert!(
+                fresh.as_ref().is_ok_and(|r| r.is_some()),
+                "the fresh record was dropped: {fresh:?}"
+            );
+        }
+        done.store(true, Ordering::Relaxed);
+        dropper.join().unwrap();
     }
 
     #[test]
