@@ -12,6 +12,7 @@
 pub mod config;
 pub mod errors;
 pub mod metrics;
+mod misses;
 pub mod store;
 
 use crate::session::store::{RedisStore, StoreError};
@@ -24,7 +25,8 @@ use store::{LocalTasks, Refused, TaskStore};
 
 /// How long a replica that finds no record waits once before it reads the shared store
 /// again: the replica that saw the handle writes it while the client reads the answer, so a
-/// poll sent at once through another replica can arrive first.
+/// poll sent at once through another replica can arrive first. Once per key: a key read in
+/// vain after the wait is remembered a while, and read without it ([`misses`]).
 const SHARED_WRITE_WAIT: Duration = Duration::from_millis(20);
 
 /// Where one task lives.
@@ -112,6 +114,8 @@ pub struct Tasks {
     /// The latest record of each id per scope, whoever's ([`claim_key`]), in the same bounds.
     claims: LocalTasks,
     shared: Option<Arc<dyn TaskStore>>,
+    /// Keys just read in vain from `shared`: read again without [`SHARED_WRITE_WAIT`].
+    misses: misses::Misses,
     metrics: TaskMetrics,
 }
 
@@ -122,6 +126,7 @@ impl Tasks {
             local: LocalTasks::default(),
             claims: LocalTasks::default(),
             shared,
+            misses: Default::default(),
             metrics,
         })
     }
@@ -196,9 +201,11 @@ impl Tasks {
         true
     }
 
-    /// What the gateway knows of the task `task_id` in `scope` for `principal`.
+    /// What the gateway knows of the task `task_id` in `scope` for `principal` (a record read
+    /// from the shared store is kept here within `cfg`'s bounds).
     pub async fn find(
         &self,
+        cfg: &config::TasksConfig,
         scope: &str,
         task_id: &str,
         principal: Option<&Arc<str>>,
@@ -211,7 +218,7 @@ impl Tasks {
                 self.expired_one(scope);
                 None
             }
-            Ok(None) => self.read_shared(&key, now).await?.map(Arc::new),
+            Ok(None) => self.read_shared(cfg, &key, now).await?.map(Arc::new),
         };
         if let Some(r) = record.filter(|r| r.principal.as_ref() == principal) {
             return Ok(Found::Mine(r));
@@ -265,6 +272,7 @@ impl Tasks {
     pub fn sweep(&self) {
         let now = crate::session::now_ms();
         self.claims.sweep(now);
+        self.misses.sweep(now);
         let n = self.local.sweep(now);
         if n > 0 {
             self.metrics
@@ -289,8 +297,11 @@ impl Tasks {
             .set(self.local.len() as i64);
     }
 
+    /// The record under `key` in the shared store; waits [`SHARED_WRITE_WAIT`] and reads again
+    /// when there is none, unless `key` was read in vain a moment ago.
     async fn read_shared(
         &self,
+        cfg: &config::TasksConfig,
         key: &Arc<str>,
         now: u64,
     ) -> Result<Option<TaskRecord>, StoreError> {
@@ -298,16 +309,25 @@ impl Tasks {
             return Ok(None);
         };
         let mut found = shared.get_task(key).await?;
-        if found.is_none() {
+        if found.is_none() && !self.misses.recent(key, now) {
             tokio::time::sleep(SHARED_WRITE_WAIT).await;
             found = shared.get_task(key).await?;
         }
         let found = found.filter(|r| r.expires_ms > now);
-        if let Some(r) = &found {
-            // a copy for this replica's next poll (within the bounds, or not at all)
-            let _ = self
-                .local
-                .put(key.clone(), r.clone(), usize::MAX, usize::MAX, now);
+        match &found {
+            None => self.misses.remember(key, now),
+            Some(r) => {
+                self.misses.forget(key);
+                // a copy for this replica's next poll, within the bounds its own records
+                // have (unbounded, records read from the store grew the map past them)
+                let _ = self.local.put(
+                    key.clone(),
+                    r.clone(),
+                    cfg.max_records,
+                    cfg.max_per_principal,
+                    now,
+                );
+            }
         }
         Ok(found)
     }
@@ -422,7 +442,11 @@ mod tests {
             let tasks = tasks.clone();
             let who = who.clone();
             async move {
-                match tasks.find("/mcp", "task-1", Some(&who)).await.unwrap() {
+                match tasks
+                    .find(&cfg, "/mcp", "task-1", Some(&who))
+                    .await
+                    .unwrap()
+                {
                     Found::Mine(r) => Some(r.backend.port()),
                     _ => None,
                 }
@@ -431,15 +455,24 @@ mod tests {
         assert_eq!(pod(&bob).await, Some(1));
         assert_eq!(pod(&alice).await, Some(2));
         assert_eq!(
-            tasks.find("/mcp", "task-1", Some(&carol)).await.unwrap(),
+            tasks
+                .find(&cfg, "/mcp", "task-1", Some(&carol))
+                .await
+                .unwrap(),
             Found::Foreign
         );
         assert_eq!(
-            tasks.find("/mcp", "task-2", Some(&carol)).await.unwrap(),
+            tasks
+                .find(&cfg, "/mcp", "task-2", Some(&carol))
+                .await
+                .unwrap(),
             Found::Unknown
         );
         assert_eq!(
-            tasks.find("/other", "task-1", Some(&bob)).await.unwrap(),
+            tasks
+                .find(&cfg, "/other", "task-1", Some(&bob))
+                .await
+                .unwrap(),
             Found::Unknown,
             "scoped by route"
         );
@@ -448,6 +481,92 @@ mod tests {
         let mine = |who| tasks.local.get(&key("/mcp", Some(who), "task-1"), 0);
         assert!(mine(&bob).unwrap().unwrap().ended);
         assert!(!mine(&alice).unwrap().unwrap().ended);
+    }
+
+    /// A shared store in memory, counting its reads.
+    #[derive(Default)]
+    struct Counted {
+        records: std::sync::Mutex<std::collections::HashMap<String, TaskRecord>>,
+        gets: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl TaskStore for Counted {
+        async fn put_task(&self, key: &str, r: &TaskRecord, _: Duration) -> Result<(), StoreError> {
+            self.records.lock().unwrap().insert(key.into(), r.clone());
+            Ok(())
+        }
+        async fn get_task(&self, key: &str) -> Result<Option<TaskRecord>, StoreError> {
+            self.gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(self.records.lock().unwrap().get(key).cloned())
+        }
+    }
+
+    fn gets(store: &Counted) -> usize {
+        store.gets.swap(0, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Records another replica wrote are kept here within the configured bounds (they were put
+    /// with no bound at all: a caller naming its tasks one after another through this replica
+    /// grew its map past `max-per-principal` and `max-records`).
+    #[tokio::test]
+    async fn records_read_from_the_shared_store_are_kept_within_the_bounds() {
+        let store = Arc::new(Counted::default());
+        let tasks = Tasks::new(
+            Some(store.clone()),
+            crate::metrics::scratch(metrics::TaskMetrics::register),
+        );
+        let cfg = config::TasksConfig {
+            max_records: 3,
+            max_per_principal: 2,
+            ..Default::default()
+        };
+        let bob: Arc<str> = "i|bob".into();
+        let mut r = record("127.0.0.1:1", Some("i|bob"));
+        r.expires_ms = u64::MAX;
+        for i in 0..5 {
+            let k = key("/mcp", Some(&bob), &format!("task-{i}"));
+            store.put_task(&k, &r, Duration::ZERO).await.unwrap();
+        }
+        for i in 0..5 {
+            let id = format!("task-{i}");
+            let found = tasks.find(&cfg, "/mcp", &id, Some(&bob)).await.unwrap();
+            assert!(matches!(found, Found::Mine(_)), "{id}");
+        }
+        assert_eq!(tasks.local.len(), 2, "bob's share");
+    }
+
+    /// An unknown id asked for again and again: the first request reads the shared store twice
+    /// around the wait for a write under way (and once for a claim), each next one once (and
+    /// once for a claim), without the wait; a record written since is still found at once.
+    #[tokio::test]
+    async fn an_unknown_id_asked_for_again_waits_and_reads_once() {
+        let store = Arc::new(Counted::default());
+        let tasks = Tasks::new(
+            Some(store.clone()),
+            crate::metrics::scratch(metrics::TaskMetrics::register),
+        );
+        let cfg = config::TasksConfig::default();
+        let bob: Arc<str> = "i|bob".into();
+        let find = || tasks.find(&cfg, "/mcp", "task-1", Some(&bob));
+        assert_eq!(find().await.unwrap(), Found::Unknown);
+        assert_eq!(gets(&store), 3);
+        for _ in 0..3 {
+            let asked = std::time::Instant::now();
+            assert_eq!(find().await.unwrap(), Found::Unknown);
+            assert!(asked.elapsed() < SHARED_WRITE_WAIT, "no wait");
+            assert_eq!(gets(&store), 2);
+        }
+        let mut r = record("127.0.0.1:1", Some("i|bob"));
+        r.expires_ms = u64::MAX;
+        let k = key("/mcp", Some(&bob), "task-1");
+        store.put_task(&k, &r, Duration::ZERO).await.unwrap();
+        assert!(matches!(find().await.unwrap(), Found::Mine(_)));
+        assert_eq!(gets(&store), 1);
+        // another id still gets its wait
+        let other = tasks.find(&cfg, "/mcp", "task-2", Some(&bob)).await;
+        assert_eq!(other.unwrap(), Found::Unknown);
+        assert_eq!(gets(&store), 3);
     }
 
     #[test]

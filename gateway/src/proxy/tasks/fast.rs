@@ -60,7 +60,12 @@ pub(in crate::proxy) async fn pin(
     let principal = ctx.principal.as_ref().map(|p| p.id.clone());
     let found = gw
         .tasks
-        .find(&route.label, task_id, principal.as_ref())
+        .find(
+            &ctx.state.config.tasks,
+            &route.label,
+            task_id,
+            principal.as_ref(),
+        )
         .await?;
     let native = ctx.native.as_mut().expect("checked above");
     let record = match found {

@@ -45,7 +45,7 @@ pub(crate) async fn forward(
     let principal = ctx.principal.as_ref().map(|p| p.id.clone());
     let found = gw
         .tasks
-        .find(scope, &task_id, principal.as_ref())
+        .find(&ctx.state.config.tasks, scope, &task_id, principal.as_ref())
         .await
         .map_err(GatewayError::from)?;
     let balanced = ctx.state.pool(routed.pool)?;

@@ -65,7 +65,12 @@ pub(crate) async fn legacy_task(
     };
     let found = gw
         .tasks
-        .find(&session_scope(&rec.id), task_id, rec.principal.as_ref())
+        .find(
+            &ctx.state.config.tasks,
+            &session_scope(&rec.id),
+            task_id,
+            rec.principal.as_ref(),
+        )
         .await
         .map_err(GatewayError::from)?;
     let Found::Mine(task) = found else {

@@ -307,7 +307,12 @@ async fn task(
     let found = match task_id.as_deref() {
         Some(id) if id.len() <= ctx.state.config.tasks.max_id_bytes => gw
             .tasks
-            .find(&route.label, id, principal.as_ref())
+            .find(
+                &ctx.state.config.tasks,
+                &route.label,
+                id,
+                principal.as_ref(),
+            )
             .await
             .map_err(GatewayError::from)?,
         _ => crate::tasks::Found::Unknown,
