@@ -6,9 +6,9 @@
 //! token gets a new exchange), each a [`TokenSource`] with the same discipline as the pool's
 //! own token (one exchange for every request waiting, refreshed before it expires, dropped on
 //! a backend's 401). Bounded: `cache-per-caller` tokens per caller (the oldest dropped first),
-//! `cache-callers` callers (past it, callers whose tokens all expired are dropped, then any), so
-//! one caller presenting token after token never crowds another out, and no number of callers
-//! grows the gateway past the bound.
+//! `cache-callers` callers (past it, the least recently used caller is dropped), so one caller
+//! presenting token after token never crowds another out, and no number of callers grows the
+//! gateway past the bound (new callers arriving at once may pass it by one each).
 //!
 //! Callers with an API key have no token to exchange: refused (403 -32040), or given the
 //! pool's own client-credentials token (`api-key-callers: client-credentials`). With
@@ -19,6 +19,7 @@ use super::tokens::TokenSource;
 use crate::auth::Principal;
 use crate::config::{ApiKeyCallers, TokenExchange};
 use dashmap::DashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 tokio::task_local! {
@@ -50,13 +51,34 @@ impl NoSubject {
 /// A caller's exchanged tokens: the digest of the token it presented, and the source.
 type Held = Vec<([u8; 32], Arc<TokenSource>)>;
 
+/// One caller's exchanged tokens, and when it last asked for one.
+struct Caller {
+    held: Mutex<Held>,
+    /// The [`Exchanges::tick`] of its last request: the least recently used caller is the one
+    /// dropped for a new one.
+    used: AtomicU64,
+}
+
+/// Of the callers ordered by one pass over them, the least recently used share named for the
+/// next evictions: a full cache makes one pass per this many new callers (a pass over every
+/// caller for each new one, once full, was a caller-driven cost of its own).
+const EVICTED_PER_PASS: usize = 16;
+
 /// A pool's exchanged tokens, by caller.
 pub struct Exchanges {
     pool: String,
     cfg: TokenExchange,
     /// The gateway's own token for the pool (actor token, API-key callers).
     own: Arc<TokenSource>,
-    callers: DashMap<Arc<str>, Mutex<Held>>,
+    callers: DashMap<Arc<str>, Caller>,
+    /// Counts requests, ordering callers by their last.
+    tick: AtomicU64,
+    /// The callers to drop next, least recently used last, each with its `used` when the last
+    /// pass ordered them (one used since is kept).
+    victims: Mutex<Vec<(Arc<str>, u64)>>,
+    /// Passes made over the callers to order them.
+    #[cfg(test)]
+    passes: std::sync::atomic::AtomicUsize,
     /// The token endpoint's last failure, standing for every caller ([`super::tokens::BACKOFF`]).
     endpoint_failed: super::tokens::SharedFailure,
 }
@@ -78,6 +100,10 @@ impl Exchanges {
             cfg: cfg.clone(),
             own: Arc::new(TokenSource::new(pool, &cfg.own)),
             callers: DashMap::new(),
+            tick: AtomicU64::new(0),
+            victims: Mutex::new(Vec::new()),
+            #[cfg(test)]
+            passes: Default::default(),
             endpoint_failed: Default::default(),
         }
     }
@@ -98,8 +124,10 @@ impl Exchanges {
         }
         let subject = bearer.filter(|b| !b.is_empty()).ok_or(NoSubject::NoToken)?;
         let digest = digest(subject);
-        if let Some(held) = self.callers.get(&principal.id) {
-            let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+        let tick = self.tick.fetch_add(1, Ordering::Relaxed);
+        if let Some(caller) = self.callers.get(&principal.id) {
+            caller.used.store(tick, Ordering::Relaxed);
+            let mut held = caller.held.lock().unwrap_or_else(|e| e.into_inner());
             if let Some((_, source)) = held.iter().find(|(d, _)| *d == digest) {
                 return Ok(source.clone());
             }
@@ -114,12 +142,11 @@ impl Exchanges {
             self.make_room();
         }
         let source = self.source(subject);
-        self.callers
-            .entry(principal.id.clone())
-            .or_insert_with(|| Mutex::new(Vec::new()))
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((digest, source.clone()));
+        let caller = (self.callers.entry(principal.id.clone())).or_insert_with(|| Caller {
+            held: Mutex::new(Vec::new()),
+            used: AtomicU64::new(tick),
+        });
+        (caller.held.lock().unwrap_or_else(|e| e.into_inner())).push((digest, source.clone()));
         Ok(source)
     }
 
@@ -140,18 +167,39 @@ impl Exchanges {
         ))
     }
 
-    /// Drops callers whose tokens all expired; if none did, one caller (the cache is full).
+    /// Drops the least recently used caller (the cache is full): the next of the victims the
+    /// last pass named that was not used since, or, when none is left, the next of a new pass.
+    /// Before, each new caller made a pass over all of them, and then dropped any one.
     fn make_room(&self) {
-        self.callers.retain(|_, held| {
-            let held = held.get_mut().unwrap_or_else(|e| e.into_inner());
-            held.iter().any(|(_, s)| s.header().is_some())
-        });
-        if self.callers.len() >= self.cfg.callers {
-            let victim = self.callers.iter().next().map(|e| e.key().clone());
-            if let Some(victim) = victim {
-                self.callers.remove(&victim);
+        let mut victims = self.victims.lock().unwrap_or_else(|e| e.into_inner());
+        for pass in [false, true] {
+            if pass {
+                *victims = self.least_recently_used();
+            }
+            while let Some((caller, seen)) = victims.pop() {
+                let unused = |_: &Arc<str>, c: &Caller| c.used.load(Ordering::Relaxed) == seen;
+                if self.callers.remove_if(&caller, unused).is_some() {
+                    return;
+                }
             }
         }
+    }
+
+    /// One pass over the callers: the least recently used [`EVICTED_PER_PASS`]-th of them (at
+    /// least one), least recently used last.
+    fn least_recently_used(&self) -> Vec<(Arc<str>, u64)> {
+        #[cfg(test)]
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        let mut all: Vec<(Arc<str>, u64)> = (self.callers.iter())
+            .map(|c| (c.key().clone(), c.used.load(Ordering::Relaxed)))
+            .collect();
+        let n = (all.len() / EVICTED_PER_PASS).max(1);
+        if n < all.len() {
+            all.select_nth_unstable_by_key(n, |(_, used)| *used);
+            all.truncate(n);
+        }
+        all.sort_unstable_by_key(|(_, used)| std::cmp::Reverse(*used));
+        all
     }
 }
 
@@ -237,6 +285,41 @@ mod tests {
         let y = Exchanges::new("p", &cfg(2, 2, ApiKeyCallers::ClientCredentials));
         let own = y.source_for(Some(&principal("key:k")), None).unwrap();
         assert!(!own.exchanges());
+    }
+
+    /// A full cache drops its least recently used caller for a new one (before: every caller
+    /// whose token was not fetched, or any one), and orders them by one pass per
+    /// [`EVICTED_PER_PASS`] new callers, not one per new caller.
+    #[test]
+    fn a_full_cache_drops_the_least_recently_used_caller() {
+        let x = Exchanges::new("p", &cfg(2, 64, ApiKeyCallers::Refuse));
+        let ask = |n: usize| x.source_for(Some(&principal(&format!("i|c{n}"))), Some("t"));
+        for n in 0..64 {
+            ask(n).unwrap();
+        }
+        // c0 comes back: c1 is the least recently used now
+        ask(0).unwrap();
+        let kept = |n: usize| x.callers.contains_key(format!("i|c{n}").as_str());
+        ask(64).unwrap();
+        assert!(!kept(1) && kept(0) && kept(2), "c1 dropped");
+        assert_eq!(x.callers(), 64);
+        // the pass named c1 to c4: c2 comes back before its turn and is kept
+        ask(2).unwrap();
+        ask(65).unwrap();
+        ask(66).unwrap();
+        assert!(kept(2) && !kept(3) && !kept(4) && kept(5));
+        assert_eq!(x.passes.load(Ordering::Relaxed), 1);
+        // none left of that pass: the next orders them again
+        ask(67).unwrap();
+        assert!(!kept(5) && kept(6));
+        assert_eq!(x.passes.load(Ordering::Relaxed), 2);
+        assert_eq!(x.callers(), 64);
+        for n in 68..68 + 64 {
+            ask(n).unwrap();
+        }
+        assert_eq!(x.callers(), 64);
+        assert!(x.passes.load(Ordering::Relaxed) <= 2 + 64 / 4 + 1);
+        assert!((68..68 + 64).all(kept), "the newest callers are kept");
     }
 
     /// Twenty callers whose exchanges fail at an unreachable endpoint: one connection attempt
