@@ -13,7 +13,12 @@ use crate::config::{SecretHeader, SecretSource, UpstreamAuth};
 use arc_swap::ArcSwap;
 use http::{HeaderName, HeaderValue};
 use pingora::http::RequestHeader;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Numbers every [`Credentials`] made (at start and on each reload), so a request head's mark
+/// names the credentials that applied it.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// A pool's credential headers, as last read.
 #[derive(Debug)]
@@ -29,11 +34,13 @@ pub struct Credentials {
     token: Option<Arc<super::tokens::TokenSource>>,
     /// The callers' exchanged tokens (`exchange.rs`), sent as `Authorization`.
     exchanges: Option<super::exchange::Exchanges>,
+    /// Which credentials these are, of all made ([`GENERATION`]).
+    generation: u64,
 }
 
 /// The mark a request head gets from [`Credentials::apply`]: whose credentials it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Applied(usize);
+struct Applied(u64);
 
 /// Why a secret could not be read (never its value).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +96,7 @@ impl Credentials {
             exchanges,
             sources: cfg.headers.clone(),
             values: ArcSwap::from_pointee(values),
+            generation: GENERATION.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -264,9 +272,12 @@ impl Credentials {
         })
     }
 
-    /// This pool's credentials, told apart from another's (the address: they are not moved).
-    fn id(&self) -> usize {
-        std::ptr::from_ref(self) as usize
+    /// These credentials, told apart from any other made before or after. Not the address:
+    /// after a reload, the freed pool's allocation may be a new pool's, and a head the old
+    /// credentials applied counted as carrying the new ones (a rotated secret, another pool's
+    /// token).
+    fn id(&self) -> u64 {
+        self.generation
     }
 }
 
@@ -398,6 +409,33 @@ mod tests {
             name: name.into(),
             source: SecretSource::File(path.into()),
             prefix: "Bearer ".into(),
+        }
+    }
+
+    /// Credentials made after others were dropped (a reload) are told apart from them, though
+    /// they may live where the dropped ones did: a head the old ones applied is applied again.
+    #[test]
+    fn credentials_made_after_a_reload_never_count_a_head_as_theirs() {
+        std::env::set_var("MCPGW_TEST_CREDENTIALS_ID", "s");
+        let auth = UpstreamAuth {
+            headers: vec![SecretHeader {
+                name: "x-api-key".into(),
+                source: SecretSource::Env("MCPGW_TEST_CREDENTIALS_ID".into()),
+                prefix: String::new(),
+            }],
+            client_credentials: None,
+            token_exchange: None,
+        };
+        let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        let before = Box::new(Credentials::load("p", &auth));
+        before.apply(&mut req);
+        assert!(before.applied(&req, None));
+        let id = before.id();
+        drop(before);
+        for _ in 0..8 {
+            let after = Box::new(Credentials::load("p", &auth));
+            assert_ne!(after.id(), id);
+            assert!(!after.applied(&req, None));
         }
     }
 
