@@ -13,7 +13,7 @@ use crate::config::{SecretHeader, SecretSource, UpstreamAuth};
 use arc_swap::ArcSwap;
 use http::{HeaderName, HeaderValue};
 use pingora::http::RequestHeader;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Numbers every [`Credentials`] made (at start and on each reload), so a request head's mark
@@ -98,6 +98,11 @@ impl Credentials {
             values: ArcSwap::from_pointee(values),
             generation: GENERATION.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// Whether any of the pool's secrets is read from a file (again every second).
+    fn reads_files(&self) -> bool {
+        (self.sources.iter()).any(|h| matches!(h.source, SecretSource::File(_)))
     }
 
     /// Whether the pool's backends get any credentials.
@@ -290,6 +295,17 @@ pub const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1)
 pub struct CredentialsService {
     pools: Arc<dyn super::LivePools>,
     tokens: pingora_prometheus::prometheus::IntCounterVec,
+    /// Whether the files are being read (on a blocking thread; one reading at a time).
+    reading: Arc<AtomicBool>,
+}
+
+/// Held by a reading of the files; ends it when dropped (a panic too).
+struct Reading(Arc<AtomicBool>);
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl CredentialsService {
@@ -298,7 +314,42 @@ impl CredentialsService {
         pools: Arc<dyn super::LivePools>,
         tokens: pingora_prometheus::prometheus::IntCounterVec,
     ) -> CredentialsService {
-        CredentialsService { pools, tokens }
+        CredentialsService {
+            pools,
+            tokens,
+            reading: Default::default(),
+        }
+    }
+
+    /// One round: the secret files read again, and the tokens due refreshed. The files are
+    /// read on a blocking thread, unless the last round's reading is not done: a file on a
+    /// slow or hung mount (a network volume, a secrets driver) holds that thread, never a
+    /// runtime thread, where it held the token refreshes spawned beside it.
+    fn round(&self) {
+        let pools = self.pools.pools();
+        let files: Vec<Arc<super::Pool>> = (pools.iter())
+            .filter(|(_, p)| p.credentials.reads_files())
+            .map(|(_, p)| p.clone())
+            .collect();
+        if !files.is_empty() && !self.reading.swap(true, Ordering::AcqRel) {
+            let reading = Reading(self.reading.clone());
+            tokio::task::spawn_blocking(move || {
+                for pool in files {
+                    pool.credentials.refresh_logged(&pool.name);
+                }
+                drop(reading);
+            });
+        }
+        for (_, pool) in pools {
+            if pool.credentials.token().is_some_and(|t| t.refresh_due()) {
+                let events = self.tokens.clone();
+                tokio::spawn(async move {
+                    if let Some(token) = pool.credentials.token() {
+                        token.refresh(&events).await;
+                    }
+                });
+            }
+        }
     }
 }
 
@@ -306,19 +357,7 @@ impl CredentialsService {
 impl pingora::services::background::BackgroundService for CredentialsService {
     async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
         loop {
-            for (_, pool) in self.pools.pools() {
-                if !pool.credentials.is_empty() {
-                    pool.credentials.refresh_logged(&pool.name);
-                }
-                if pool.credentials.token().is_some_and(|t| t.refresh_due()) {
-                    let (pool, events) = (pool.clone(), self.tokens.clone());
-                    tokio::spawn(async move {
-                        if let Some(token) = pool.credentials.token() {
-                            token.refresh(&events).await;
-                        }
-                    });
-                }
-            }
+            self.round();
             tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = tokio::time::sleep(REFRESH_EVERY) => {}
@@ -373,6 +412,47 @@ fn read(h: &SecretHeader) -> Result<HeaderValue, Unreadable> {
     Ok(value)
 }
 
+/// [`read_secret`] from a runtime thread (a token fetch): a file is read on a blocking thread,
+/// within `timeout` (a file on a slow or hung mount held the runtime thread, and every request
+/// on it, as long as it took). Reads of one file take turns ([`turn`]).
+pub(super) async fn read_secret_off_runtime(
+    source: &SecretSource,
+    timeout: std::time::Duration,
+) -> Result<String, String> {
+    let SecretSource::File(path) = source else {
+        return read_secret(source);
+    };
+    let (owned, turn) = (source.clone(), turn(path));
+    let read = async move {
+        let held = turn.lock_owned().await;
+        tokio::task::spawn_blocking(move || {
+            let _held = held;
+            read_secret(&owned)
+        })
+        .await
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(read)) => read,
+        Ok(Err(e)) => Err(format!("{} was not read: {e}", where_from(source))),
+        Err(_) => Err(format!(
+            "{} was not read within {timeout:?}",
+            where_from(source)
+        )),
+    }
+}
+
+/// The turn to read the file at `path` from a runtime thread, held by the blocking read itself
+/// until it ends: a file on a hung mount holds one blocking thread, not one more per fetch
+/// that wants it (each waits its timeout for the turn, then fails); reads of a healthy file
+/// take microseconds each.
+fn turn(path: &std::path::Path) -> Arc<tokio::sync::Mutex<()>> {
+    type Turns = std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Arc<TurnLock>>>;
+    type TurnLock = tokio::sync::Mutex<()>;
+    static TURNS: std::sync::OnceLock<Turns> = std::sync::OnceLock::new();
+    let mut turns = (TURNS.get_or_init(Default::default).lock()).unwrap_or_else(|e| e.into_inner());
+    turns.entry(path.to_owned()).or_default().clone()
+}
+
 /// Reads one secret (a file's one trailing newline dropped); the error names where from, never
 /// a value. The header secrets and the OAuth client secrets (`tokens.rs`) alike.
 pub(super) fn read_secret(source: &SecretSource) -> Result<String, String> {
@@ -400,9 +480,60 @@ fn where_from(source: &SecretSource) -> String {
     }
 }
 
+/// Secret files that block their reader, for tests that a read never holds a runtime thread.
+#[cfg(test)]
+pub(super) mod blocking_file {
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    /// A named pipe in place of `path` (made a fresh directory when `None`): opening it to
+    /// read blocks until it is written, as a file on a hung mount does.
+    pub fn fifo(name: &str, path: Option<&Path>) -> PathBuf {
+        let path = path.map(Path::to_owned).unwrap_or_else(|| {
+            let dir = std::env::temp_dir().join(format!("mcpgw-{name}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            dir.join("secret")
+        });
+        let _ = std::fs::remove_file(&path);
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(made.unwrap().success(), "mkfifo {}", path.display());
+        path
+    }
+
+    /// Runs `work` on a runtime of one thread (as a gateway runtime thread runs requests and
+    /// fetches) beside a 50 ms timer, while `work` meets `fifo`: how long the timer took, or
+    /// `None` if it had not fired after 2 s (the thread was held). `fifo` is then written
+    /// with `secret`, so the reading ends; returns once the runtime is done.
+    pub fn timer_beside<W>(fifo: &Path, secret: &str, work: W) -> Option<Duration>
+    where
+        W: std::future::Future + Send + 'static,
+        W::Output: Send,
+    {
+        let (fired, took) = std::sync::mpsc::channel();
+        let runtime = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let work = tokio::spawn(work);
+                let started = Instant::now();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = fired.send(started.elapsed());
+                let _ = work.await;
+            });
+        });
+        let took = took.recv_timeout(Duration::from_secs(2)).ok();
+        std::fs::write(fifo, secret).unwrap();
+        runtime.join().unwrap();
+        took
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn header(name: &str, path: &std::path::Path) -> SecretHeader {
         SecretHeader {
@@ -410,6 +541,78 @@ mod tests {
             source: SecretSource::File(path.into()),
             prefix: "Bearer ".into(),
         }
+    }
+
+    /// The pools in force, for a round of the service.
+    struct Pools(crate::config::PoolConfig, Arc<super::super::Pool>);
+
+    impl super::super::LivePools for Pools {
+        fn pools(&self) -> Vec<(crate::config::PoolConfig, Arc<super::super::Pool>)> {
+            vec![(self.0.clone(), self.1.clone())]
+        }
+        fn mcp_path(&self, _: usize) -> String {
+            "/mcp".into()
+        }
+    }
+
+    /// A secret file that blocks its reader (a hung mount) is read again beside the runtime
+    /// thread of the credentials service, which goes on (before: the thread, and the token
+    /// refreshes spawned on it, waited as long as the file); once it is written, it is taken.
+    #[test]
+    fn a_secret_file_that_blocks_never_holds_the_service_thread() {
+        let dir = std::env::temp_dir().join(format!("mcpgw-cred-hung-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("secret");
+        std::fs::write(&file, "one").unwrap();
+        let yaml = format!(
+            "pools: {{ p: {{ backends: [127.0.0.1:9], upstream-auth: {{ headers: {{ x-api-key: {{ file: {} }} }} }} }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
+            file.display()
+        );
+        let cfg = crate::config::parse(&yaml).unwrap().pools[0].clone();
+        let pool = Arc::new(super::super::Pool::new(&cfg));
+        blocking_file::fifo("cred-hung", Some(&file));
+        let events = pingora_prometheus::prometheus::IntCounterVec::new(
+            pingora_prometheus::prometheus::Opts::new("t", "t"),
+            &["pool", "event"],
+        )
+        .unwrap();
+        let service = CredentialsService::new(Arc::new(Pools(cfg, pool.clone())), events);
+        let took = blocking_file::timer_beside(&file, "two", async move { service.round() });
+        assert!(took.is_some_and(|t| t < Duration::from_secs(1)), "{took:?}");
+        let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        pool.credentials.apply(&mut req);
+        assert_eq!(req.headers["x-api-key"], "two");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A read of a hung file outlasts the fetch that asked for it, holding the file's turn
+    /// until it ends: the next fetch waits its timeout for the turn, reading nothing more.
+    #[tokio::test]
+    async fn a_hung_secret_file_holds_one_read() {
+        let fifo = blocking_file::fifo("cred-turn", None);
+        let source = SecretSource::File(fifo.clone());
+        let timeout = Duration::from_millis(100);
+        for _ in 0..2 {
+            let failed = read_secret_off_runtime(&source, timeout).await.unwrap_err();
+            assert!(failed.ends_with("was not read within 100ms"), "{failed}");
+            assert!(turn(&fifo).try_lock().is_err(), "the first read holds it");
+        }
+        std::fs::write(&fifo, "x").unwrap();
+        let freed = async {
+            while turn(&fifo).try_lock().is_err() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), freed)
+            .await
+            .unwrap();
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::write(&fifo, "y\n").unwrap();
+        assert_eq!(
+            read_secret_off_runtime(&source, timeout).await.unwrap(),
+            "y"
+        );
+        let _ = std::fs::remove_dir_all(fifo.parent().unwrap());
     }
 
     /// Credentials made after others were dropped (a reload) are told apart from them, though

@@ -13,8 +13,9 @@
 //! - **Invalidation.** A backend's 401 to a request that carried the token drops it: the next
 //!   request fetches a new one (the gateway's own requests are sent again once at once).
 //! - **Secrets.** The client secret is read at each fetch (a rotated file is used by the next
-//!   one); the token's header value is marked sensitive; errors and logs name the pool and the
-//!   token endpoint, never the secret, the token or the endpoint's own error text.
+//!   one; a file on a blocking thread, within the endpoint's timeout); the token's header value
+//!   is marked sensitive; errors and logs name the pool and the token endpoint, never the
+//!   secret, the token or the endpoint's own error text.
 
 use crate::config::{ClientAuth, ClientCredentials};
 use arc_swap::ArcSwapOption;
@@ -308,8 +309,10 @@ impl TokenSource {
             detail,
             retry_after: BACKOFF,
         };
-        let secret = super::credentials::read_secret(&client.client_secret)
-            .map_err(|detail| fail("secret-unreadable", detail))?;
+        let secret =
+            super::credentials::read_secret_off_runtime(&client.client_secret, client.timeout)
+                .await
+                .map_err(|detail| fail("secret-unreadable", detail))?;
         let mut form = match &self.grant {
             Grant::ClientCredentials => form_urlencoded(&[("grant_type", "client_credentials")]),
             Grant::Exchange { subject, actor } => {
@@ -499,6 +502,39 @@ mod tests {
         assert!(!may_drop(now, now), "one just dropped: the next is kept");
         assert!(!may_drop(now, now + REFETCH_GAP / 2));
         assert!(may_drop(now, now + REFETCH_GAP));
+    }
+
+    /// A client secret file that blocks its reader (a hung mount) is read beside the runtime
+    /// thread the fetch runs on, which goes on serving (before: the thread, and every request
+    /// on it, waited as long as the file).
+    #[test]
+    fn a_secret_file_that_blocks_never_holds_the_fetch_thread() {
+        use crate::config::{ClientAuth, OAuthClient, SecretSource};
+        let fifo = super::super::credentials::blocking_file::fifo("token-hung", None);
+        let source = TokenSource::new(
+            "p",
+            &ClientCredentials {
+                client: OAuthClient {
+                    token_url: "http://127.0.0.1:9/token".into(),
+                    client_id: "gw".into(),
+                    client_secret: SecretSource::File(fifo.clone()),
+                    auth: ClientAuth::Basic,
+                    timeout: Duration::from_secs(5),
+                },
+                scope: None,
+                audience: None,
+                resource: None,
+            },
+        );
+        let events = IntCounterVec::new(
+            pingora_prometheus::prometheus::Opts::new("t", "t"),
+            &["pool", "event"],
+        )
+        .unwrap();
+        let fetch = async move { source.ready(&events).await.map_err(|f| f.reason) };
+        let took = super::super::credentials::blocking_file::timer_beside(&fifo, "s", fetch);
+        assert!(took.is_some_and(|t| t < Duration::from_secs(1)), "{took:?}");
+        let _ = std::fs::remove_dir_all(fifo.parent().unwrap());
     }
 
     #[test]
