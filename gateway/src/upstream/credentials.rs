@@ -161,7 +161,8 @@ impl Credentials {
             .map(Some)
     }
 
-    /// Takes over `previous`'s token when the pool asks for the same one (a reload).
+    /// Takes over `previous`'s tokens when the pool asks for the same ones (a reload): its
+    /// own, and the callers' exchanged tokens.
     pub fn carry_over(&self, previous: &Credentials, cfg: &UpstreamAuth) {
         if let (Some(now), Some(before), Some(cc)) =
             (&self.token, &previous.token, &cfg.client_credentials)
@@ -169,6 +170,9 @@ impl Credentials {
             if before.same_as(cc) {
                 now.carry_over(before);
             }
+        }
+        if let (Some(now), Some(before)) = (&self.exchanges, &previous.exchanges) {
+            now.carry_over(before);
         }
     }
 
@@ -613,6 +617,71 @@ mod tests {
             "y"
         );
         let _ = std::fs::remove_dir_all(fifo.parent().unwrap());
+    }
+
+    /// A reload that leaves a pool's `token-exchange` as it was keeps every caller's exchanged
+    /// token (they were all dropped: each caller's next request an exchange, all at once); one
+    /// that changes it starts afresh.
+    #[test]
+    fn a_reload_keeps_the_exchanged_tokens_of_an_unchanged_pool() {
+        use crate::config::{ApiKeyCallers, ClientAuth, ClientCredentials, OAuthClient};
+        let te = crate::config::TokenExchange {
+            own: ClientCredentials {
+                client: OAuthClient {
+                    token_url: "http://127.0.0.1:9/token".into(),
+                    client_id: "gw".into(),
+                    client_secret: SecretSource::Env("X".into()),
+                    auth: ClientAuth::Basic,
+                    timeout: Duration::from_secs(1),
+                },
+                scope: None,
+                audience: Some("a".into()),
+                resource: None,
+            },
+            api_key_callers: ApiKeyCallers::Refuse,
+            actor: true,
+            per_caller: 2,
+            callers: 8,
+        };
+        let auth = |te: &crate::config::TokenExchange| UpstreamAuth {
+            headers: vec![],
+            client_credentials: None,
+            token_exchange: Some(te.clone()),
+        };
+        let alice = crate::auth::Principal {
+            id: "i|alice".into(),
+            subject: "alice".into(),
+            scopes: vec![],
+            claims: Default::default(),
+        };
+        let exchanged = |c: &Credentials, bearer: &str| {
+            let source = c
+                .exchanges
+                .as_ref()
+                .unwrap()
+                .source_for(Some(&alice), Some(bearer));
+            source.unwrap().header()
+        };
+        let before = Credentials::load("p", &auth(&te));
+        let x = before.exchanges.as_ref().unwrap();
+        x.source_for(Some(&alice), Some("t1"))
+            .unwrap()
+            .fetched("for-t1");
+        x.source_for(Some(&alice), Some("t2"))
+            .unwrap()
+            .fetched("for-t2");
+
+        let after = Credentials::load("p", &auth(&te));
+        after.carry_over(&before, &auth(&te));
+        assert_eq!(exchanged(&after, "t1").unwrap(), "Bearer for-t1");
+        assert_eq!(exchanged(&after, "t2").unwrap(), "Bearer for-t2");
+        assert_eq!(exchanged(&after, "t3"), None, "no token for another");
+
+        let mut changed = te.clone();
+        changed.own.audience = Some("b".into());
+        let other = Credentials::load("p", &auth(&changed));
+        other.carry_over(&before, &auth(&changed));
+        assert_eq!(exchanged(&other, "t1"), None);
     }
 
     /// Credentials made after others were dropped (a reload) are told apart from them, though

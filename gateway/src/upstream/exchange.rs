@@ -150,6 +150,43 @@ impl Exchanges {
         Ok(source)
     }
 
+    /// Takes over `previous`'s tokens when it exchanged them as these exchanges do (a reload
+    /// that left the pool's `token-exchange` as it was): the gateway's own, each caller's, each
+    /// caller's recency, and a failure of the endpoint that still stands. A reload dropped
+    /// them all: every caller's next request made an exchange at once, a stampede at the
+    /// token endpoint. The sources are made anew (their actor token is this pool's own), each
+    /// with the token its predecessor holds.
+    pub fn carry_over(&self, previous: &Exchanges) {
+        if previous.cfg != self.cfg {
+            return;
+        }
+        self.own.carry_over(&previous.own);
+        let failed = previous
+            .endpoint_failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *self
+            .endpoint_failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = failed.clone();
+        drop(failed);
+        for caller in previous.callers.iter() {
+            let held = caller.held.lock().unwrap_or_else(|e| e.into_inner());
+            let carried: Held = (held.iter())
+                .filter_map(|(digest, before)| {
+                    let source = self.source(before.subject()?);
+                    source.carry_over(before);
+                    Some((*digest, source))
+                })
+                .collect();
+            let used = AtomicU64::new(caller.used.load(Ordering::Relaxed));
+            let held = Mutex::new(carried);
+            self.callers
+                .insert(caller.key().clone(), Caller { held, used });
+        }
+        (self.tick).store(previous.tick.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
     /// How many callers have exchanged tokens kept.
     #[cfg(test)]
     pub fn callers(&self) -> usize {

@@ -170,6 +170,22 @@ impl TokenSource {
         self.current.store(previous.current.load_full());
     }
 
+    /// The caller's token this source exchanges (`None`: the pool's own).
+    pub(super) fn subject(&self) -> Option<&str> {
+        match &self.grant {
+            Grant::Exchange { subject, .. } => Some(subject),
+            Grant::ClientCredentials => None,
+        }
+    }
+
+    /// Holds `token` as if fetched now, for five minutes.
+    #[cfg(test)]
+    pub(super) fn fetched(&self, token: &str) {
+        let body = serde_json::json!({"access_token": token, "expires_in": 300});
+        let token = token_of(&body, Instant::now()).unwrap();
+        self.current.store(Some(Arc::new(token)));
+    }
+
     /// The header of a token that may be sent now, if there is one.
     pub fn header(&self) -> Option<HeaderValue> {
         let token = self.current.load();
