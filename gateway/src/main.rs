@@ -90,9 +90,15 @@ fn secrets(config: &config::Config) -> Vec<String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Validate { file }) => match config::load(&file).map(|c| secrets(&c)) {
-            Ok(unreadable) => {
+        Some(Command::Validate { file }) => match config::load(&file)
+            .map(|c| (secrets(&c), config::notices(&c)))
+        {
+            Ok((unreadable, notices)) => {
                 println!("{}: OK", file.display());
+                // valid, but meaning something a config written before issue 48 did not
+                for n in notices {
+                    eprintln!("  warning: {n}");
+                }
                 // secrets often exist only where the gateway runs (a mounted Secret): said,
                 // not failed (the gateway itself does not start without them)
                 for e in unreadable {

@@ -66,7 +66,7 @@ impl TasksPeer {
     /// Starts `bin` (`env!("CARGO_BIN_EXE_tasks-server")` from an integration test, or
     /// [`TasksPeer::bin`]) with `--name name` and more arguments (`--port P` for a fixed port,
     /// else `--port 0`; `--ttl-ms N`, `--shared-state DIR`, `--json-response`,
-    /// `--poll-interval-ms N`); waits for `READY <port>` and proves the port is its own. A fixed
+    /// `--poll-interval-ms N`, `--serve PATH=NAME` for one more server at PATH); waits for `READY <port>` and proves the port is its own. A fixed
     /// port still held by someone else is tried again for a while.
     pub async fn start_with(bin: impl AsRef<Path>, name: &str, args: &[&str]) -> TasksPeer {
         let fixed = args.contains(&"--port");

@@ -1,8 +1,6 @@
 //! A virtual server's part of a route (`mode: virtual`): the file structs of its members and
 //! their validation into [`VirtualServer`]. Every problem is listed (unknown keys, pools that do
 //! not exist, names a client could not call, names two members would both expose).
-// Read by the route's validation once the proxy serves virtual routes (issue 33).
-#![allow(dead_code)]
 
 use super::member_names::{static_collisions, Filter, Member, Prefix};
 use super::problems::{Problems, Unknown};

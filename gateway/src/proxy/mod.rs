@@ -418,7 +418,7 @@ impl ProxyHttp for Gateway {
     ) -> Result<()> {
         if let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) {
             if tasks::watched(ctx) {
-                tasks::watch(self, session, ctx, &native.pool, backend);
+                tasks::watch(self, session, ctx, (&native.pool, &native.route), backend);
             }
         }
         if let Some(pinned) = ctx.native.as_mut().and_then(|n| n.task.as_deref_mut()) {

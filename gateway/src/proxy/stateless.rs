@@ -240,7 +240,7 @@ pub(super) async fn forward_any(
         }
     }
     let head = client_response(ex.header(), None);
-    super::tasks::watch(gw, session, ctx, pool, &backend);
+    super::tasks::watch(gw, session, ctx, (pool, out.route), &backend);
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
     let relayed = match ctx.filter.take() {
         Some(list) => {

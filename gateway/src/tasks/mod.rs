@@ -50,6 +50,10 @@ pub struct TaskRecord {
     /// read there until it expires, but a draining pod no longer waits for it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ended: bool,
+    /// On a virtual route, the member that answered (two members may share a pool with other
+    /// paths: the pool alone does not say which route the pod's task lives behind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<Arc<str>>,
 }
 
 /// What the gateway knows of a task a request names.
@@ -408,6 +412,7 @@ mod tests {
             expires_ms: 0,
             generation: None,
             ended: false,
+            member: None,
         }
     }
 

@@ -262,6 +262,7 @@ mod tests {
             expires_ms,
             generation: None,
             ended: false,
+            member: None,
         }
     }
 

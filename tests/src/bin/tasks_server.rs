@@ -3,7 +3,12 @@
 //! over Streamable HTTP at `http://127.0.0.1:P/mcp`, for the gateway's tests.
 //!
 //! `tasks-server --port P --name NAME [--shared-state DIR] [--ttl-ms N] [--poll-interval-ms N]
-//! [--json-response]`
+//! [--json-response] [--serve PATH=NAME2]...`
+//!
+//! `--serve PATH=NAME2` (repeatable) serves one more, independent server at PATH beside `/mcp`:
+//! named NAME2 (its `whoami`, its results, its `x-tasks-server`), with tasks of its own (a task
+//! made at PATH is unknown at `/mcp` and at every other PATH): one process standing for several
+//! MCP servers that differ only by path. Not with `--shared-state`.
 //!
 //! Without `--shared-state` the tasks live in rmcp's own `TaskManager` (this process's memory);
 //! with it, every process started on the same DIR keeps its task records as JSON files there, so
@@ -60,12 +65,14 @@ struct Args {
     ttl_ms: Option<u64>,
     poll_interval_ms: u64,
     json_response: bool,
+    /// `--serve PATH=NAME`: more servers of their own, at other paths than `/mcp`.
+    extra: Vec<(String, String)>,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: tasks-server --port P --name NAME [--shared-state DIR] [--ttl-ms N|none] \
-         [--poll-interval-ms N] [--json-response]"
+         [--poll-interval-ms N] [--json-response] [--serve PATH=NAME]..."
     );
     std::process::exit(2)
 }
@@ -78,6 +85,7 @@ fn parse_args() -> Args {
         ttl_ms: Some(DEFAULT_TASK_TTL_MS),
         poll_interval_ms: DEFAULT_POLL_INTERVAL_MS,
         json_response: false,
+        extra: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     let mut port = None;
@@ -98,12 +106,29 @@ fn parse_args() -> Args {
                 args.poll_interval_ms = value().parse().unwrap_or_else(|_| usage())
             }
             "--json-response" => args.json_response = true,
+            "--serve" => {
+                let v = value();
+                match v.split_once('=') {
+                    Some((path, name))
+                        if path.starts_with('/')
+                            && path != "/mcp"
+                            && !name.is_empty()
+                            && !args.extra.iter().any(|(p, _)| p == path) =>
+                    {
+                        args.extra.push((path.to_owned(), name.to_owned()))
+                    }
+                    _ => usage(),
+                }
+            }
             _ => usage(),
         }
     }
     match port {
         Some(p) if !args.name.is_empty() => args.port = p,
         _ => usage(),
+    }
+    if !args.extra.is_empty() && args.shared_state.is_some() {
+        usage();
     }
     args
 }
@@ -240,12 +265,12 @@ impl TasksServer {
 }
 
 impl TasksServer {
-    fn new(args: &Args, backend: Backend) -> Self {
+    fn new(args: &Args, name: &str, backend: Backend) -> Self {
         let options = TaskOptions::new()
             .with_ttl_ms(args.ttl_ms)
             .with_poll_interval_ms(args.poll_interval_ms);
         TasksServer {
-            name: args.name.as_str().into(),
+            name: name.into(),
             tool_router: Self::tool_router(),
             backend: Arc::new(backend),
             options,
@@ -707,17 +732,35 @@ impl ServerHandler for TasksServer {
 
 type Body = http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>;
 
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    service: StreamableHttpService<TasksServer, LocalSessionManager>,
-    name: Arc<str>,
-) {
+type Service = StreamableHttpService<TasksServer, LocalSessionManager>;
+
+/// The servers of one process: `/mcp`'s, then those of `--serve`, each with its path and name.
+type Served = Arc<Vec<(String, Service, Arc<str>)>>;
+
+fn service(server: TasksServer, json_response: bool) -> Service {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(json_response)
+        // behind a gateway the Host header names the gateway; this process binds 127.0.0.1 only
+        .disable_allowed_hosts();
+    StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, served: Served) {
     let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-        let service = service.clone();
-        let name = name.clone();
+        let served = served.clone();
         async move {
-            let mut response: hyper::Response<Body> = if req.uri().path() == "/mcp" {
-                service.handle(req).await
+            let at = served
+                .iter()
+                .position(|(path, _, _)| req.uri().path() == path);
+            // a path no server is at: answered (404) in the process's name, `/mcp`'s
+            let name = served[at.unwrap_or(0)].2.clone();
+            let mut response: hyper::Response<Body> = if let Some(at) = at {
+                served[at].1.handle(req).await
             } else {
                 use http_body_util::BodyExt as _;
                 hyper::Response::builder()
@@ -752,17 +795,22 @@ async fn main() {
             }
         },
     };
-    let server = TasksServer::new(&args, backend);
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(args.json_response)
-        // behind a gateway the Host header names the gateway; this process binds 127.0.0.1 only
-        .disable_allowed_hosts();
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let server = TasksServer::new(&args, &args.name, backend);
+    let mut served = vec![(
+        "/mcp".to_owned(),
+        service(server, args.json_response),
+        Arc::<str>::from(args.name.as_str()),
+    )];
+    for (path, name) in &args.extra {
+        // its own tasks: a memory of its own (--shared-state is refused with --serve)
+        let server = TasksServer::new(&args, name, Backend::Memory(Memory::default()));
+        served.push((
+            path.clone(),
+            service(server, args.json_response),
+            Arc::from(name.as_str()),
+        ));
+    }
+    let served: Served = Arc::new(served);
     let listener =
         match tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], args.port))).await {
             Ok(l) => l,
@@ -782,17 +830,19 @@ async fn main() {
             None => "in-memory tasks".to_owned(),
         }
     );
+    for (path, name) in &args.extra {
+        eprintln!("tasks-server {}: also {name} at {path}", args.name);
+    }
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "READY {port}");
         let _ = out.flush();
     }
-    let name: Arc<str> = args.name.as_str().into();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    tokio::spawn(serve_connection(stream, service.clone(), name.clone()));
+                    tokio::spawn(serve_connection(stream, served.clone()));
                 }
                 Err(e) => eprintln!("tasks-server: accept: {e}"),
             },

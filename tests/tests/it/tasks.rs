@@ -582,7 +582,19 @@ async fn a_pod_gone_from_discovery_keeps_its_tasks_reachable_until_they_end() {
         },
     )
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    // past its drain deadline (1 s) by three discovery rounds (100 ms each), as the admin API
+    // shows it: a pod without an open task would have left by then (it is asked of the pod
+    // itself, not of a sleep that may end before the deadline has passed)
+    mcp_gateway_tests::eventually_async(
+        "the holder outlives its drain deadline",
+        std::time::Duration::from_secs(5),
+        || async {
+            listed(&backends_of(&gw).await, holder)
+                .and_then(|b| b["drainingForMs"].as_u64())
+                .is_none_or(|ms| ms >= 1300)
+        },
+    )
+    .await;
     let now = backends_of(&gw).await;
     let held = listed(&now, holder).expect("a pod holding an open task stays in its pool");
     assert_eq!(held["openTasks"], 1, "{held}");

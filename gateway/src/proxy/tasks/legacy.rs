@@ -39,7 +39,7 @@ pub(crate) fn watch_in_session(
         session,
         ctx,
         scope,
-        pool,
+        (pool, None),
         rec.binding.backend,
         generation,
     );

@@ -48,19 +48,28 @@ pub(crate) fn routes(ctx: &RequestCtx, method: Option<&str>) -> bool {
         && matches!(method, Some("tasks/get" | "tasks/update" | "tasks/cancel"))
 }
 
-/// Starts watching the answer from `backend` of `pool` for a task handle.
+/// Starts watching the answer from `backend` of `pool` for a task handle; `sent_on` is the
+/// route the request went out on (on a virtual route, the member's: `<path>#<member>`).
 pub(crate) fn watch(
     gw: &Gateway,
     session: &mut Session,
     ctx: &RequestCtx,
-    pool: &Pool,
+    (pool, sent_on): (&Pool, &crate::routing::Route),
     backend: &Backend,
 ) {
     if !watched(ctx) {
         return;
     }
     let scope = ctx.route_label().into();
-    watch_for(gw, session, ctx, scope, pool, backend.addr, None);
+    // on a virtual route, the member answering: its fast path's, or the member route's the
+    // request went out on (the client's route stays the virtual one)
+    let member = ctx
+        .native
+        .as_ref()
+        .and_then(|n| n.rename.as_ref())
+        .map(|r| Arc::from(r.member()))
+        .or_else(|| sent_on.label.split_once('#').map(|(_, m)| Arc::from(m)));
+    watch_for(gw, session, ctx, scope, (pool, member), backend.addr, None);
 }
 
 /// Watches the answer for a task handle of `scope`, recorded as living on `backend`.
@@ -69,7 +78,7 @@ pub(super) fn watch_for(
     session: &mut Session,
     ctx: &RequestCtx,
     scope: Arc<str>,
-    pool: &Pool,
+    (pool, member): (&Pool, Option<Arc<str>>),
     backend: std::net::SocketAddr,
     generation: Option<u64>,
 ) {
@@ -83,6 +92,7 @@ pub(super) fn watch_for(
         config: ctx.state.config.tasks,
         scope,
         pool: pool.name.clone(),
+        member,
         backend,
         principal,
         peer,
@@ -98,6 +108,7 @@ pub struct Learner {
     config: crate::tasks::config::TasksConfig,
     scope: Arc<str>,
     pool: String,
+    member: Option<Arc<str>>,
     backend: std::net::SocketAddr,
     principal: Option<Arc<str>>,
     peer: Option<std::net::IpAddr>,
@@ -120,6 +131,7 @@ impl Learner {
             config,
             scope,
             pool,
+            member,
             backend,
             principal,
             peer,
@@ -133,6 +145,7 @@ impl Learner {
             expires_ms: 0,
             generation,
             ended: false,
+            member,
         };
         tasks.learn(&config, &scope, &handle.task_id, handle.ttl_ms, record);
     }

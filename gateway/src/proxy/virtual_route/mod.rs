@@ -321,14 +321,23 @@ async fn task(
         .as_deref()
         .filter(|id| id.len() <= ctx.state.config.tasks.max_id_bytes);
     let member = match (&found, valid) {
-        (crate::tasks::Found::Mine(record), _) => members.routes.iter().position(|r| {
-            ctx.state
-                .config
-                .pools
-                .get(r.default_pool)
-                .map(|p| p.name.as_str())
-                == Some(record.pool.as_str())
-        }),
+        // the member that answered; a record without one (written before issue 48), the
+        // first member on its pool
+        (crate::tasks::Found::Mine(record), _) => match record.member.as_deref() {
+            Some(m) => members
+                .server
+                .members
+                .iter()
+                .position(|c| c.names.name == m),
+            None => members.routes.iter().position(|r| {
+                ctx.state
+                    .config
+                    .pools
+                    .get(r.default_pool)
+                    .map(|p| p.name.as_str())
+                    == Some(record.pool.as_str())
+            }),
+        },
         (unknown_or_foreign, Some(id)) => {
             let event = match unknown_or_foreign {
                 crate::tasks::Found::Foreign => "foreign",
