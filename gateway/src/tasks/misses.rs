@@ -14,7 +14,7 @@
 //! and that is the case the wait is for.
 
 use dashmap::DashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// How long a miss is remembered (ms); a request that misses again renews it, so an unknown
@@ -24,8 +24,6 @@ const REMEMBERED_MS: u64 = 10_000;
 /// remembered (its next request waits, as every request did before). Concurrent misses may
 /// pass it by at most one each.
 const MOST: usize = 10_000;
-/// The shortest time between two sweeps made for room (ms).
-const SWEEP_GAP_MS: u64 = 1_000;
 
 /// Recent misses in the shared store: key → until when it is remembered (ms since the epoch).
 #[derive(Default)]
@@ -63,19 +61,9 @@ impl Misses {
         self.until.retain(|_, until| *until > now_ms);
     }
 
-    /// Sweeps, at most once per [`SWEEP_GAP_MS`]; whether there is room now.
+    /// Sweeps, at most once per [`super::store::SWEEP_GAP_MS`]; whether there is room now.
     fn made_room(&self, now_ms: u64) -> bool {
-        let next = self.next_sweep_ms.load(Ordering::Relaxed);
-        let due = now_ms >= next
-            && (self.next_sweep_ms)
-                .compare_exchange(
-                    next,
-                    now_ms + SWEEP_GAP_MS,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok();
-        if due {
+        if super::store::sweep_due(&self.next_sweep_ms, now_ms) {
             self.sweep(now_ms);
         }
         self.until.len() < MOST

@@ -38,7 +38,7 @@ pub enum Refused {
 /// sweep finds nothing to drop until a record expires: sweeping for every refused put cost a
 /// pass over every record per request (issue 48). A record expired meanwhile makes room at
 /// most this late.
-const SWEEP_GAP_MS: u64 = 1_000;
+pub(super) const SWEEP_GAP_MS: u64 = 1_000;
 
 /// This replica's records, bounded in all and per owner; a record past its expiry is gone
 /// (dropped when met, and swept when the map is full, at most once per [`SWEEP_GAP_MS`]).
@@ -125,17 +125,7 @@ impl LocalTasks {
     /// Sweeps to make room, unless a sweep for room ran less than [`SWEEP_GAP_MS`] ago (of
     /// puts racing there, one sweeps); how many records it dropped.
     fn sweep_for_room(&self, now_ms: u64) -> usize {
-        let next = self.next_sweep_ms.load(Ordering::Relaxed);
-        let due = now_ms >= next
-            && (self.next_sweep_ms)
-                .compare_exchange(
-                    next,
-                    now_ms + SWEEP_GAP_MS,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok();
-        if due {
+        if sweep_due(&self.next_sweep_ms, now_ms) {
             self.sweep(now_ms)
         } else {
             0
@@ -247,6 +237,21 @@ impl LocalTasks {
             self.owners.remove_if(owner, |_, n| *n == 0);
         }
     }
+}
+
+/// Whether a sweep is due at `now_ms` by the gate `next` (the time the next may run), and
+/// if so, moves the gate [`SWEEP_GAP_MS`] on: of callers racing there, one is told yes.
+pub(super) fn sweep_due(next: &std::sync::atomic::AtomicU64, now_ms: u64) -> bool {
+    let at = next.load(Ordering::Relaxed);
+    now_ms >= at
+        && next
+            .compare_exchange(
+                at,
+                now_ms + SWEEP_GAP_MS,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
 }
 
 #[cfg(test)]

@@ -112,6 +112,24 @@ fn upstream_auth(sts_port: u16, dir: &Path, method: &str) -> String {
     )
 }
 
+/// A PyPI `mcp` 2.3.0 server (`m`) that takes only tokens the STS whose public key is at `key`
+/// signed for `audience` with the scope `mcp` (401 otherwise).
+async fn checking_backend(key: &str, audience: &str) -> PythonPeer {
+    let args = [
+        "--port",
+        "0",
+        "--name",
+        "m",
+        "--require-token",
+        key,
+        "--audience",
+        audience,
+        "--scope",
+        "mcp",
+    ];
+    PythonPeer::start("mcp2", "stateless_server.py", &args).await
+}
+
 pub(crate) fn claims(resp: &mcp_gateway_tests::Response) -> Value {
     serde_json::from_str(&resp.tool_text()).unwrap_or_else(|_| panic!("claims: {}", resp.text()))
 }
@@ -125,23 +143,7 @@ async fn a_thousand_first_calls_cause_one_token_fetch_and_every_call_carries_the
     let dir = secrets_dir("mcpgw-cc-modern");
     let sts = Sts::start(&dir, 300, 0).await;
     let key = sts.public_key();
-    let backend = PythonPeer::start(
-        "mcp2",
-        "stateless_server.py",
-        &[
-            "--port",
-            "0",
-            "--name",
-            "m",
-            "--require-token",
-            &key,
-            "--audience",
-            "internal-mcp",
-            "--scope",
-            "mcp",
-        ],
-    )
-    .await;
+    let backend = checking_backend(&key, "internal-mcp").await;
     let yaml = format!(
         "pools:\n  m: {{ era: modern, backends: [{}], {} }}\nroutes:\n  - {{ path: /s, pool: m, mode: stateless, upstream-path: /mcp }}\n",
         backend.addr(),
@@ -321,23 +323,7 @@ async fn a_backend_refusing_every_token_costs_one_new_grant_not_one_per_call() {
     let dir = secrets_dir("mcpgw-cc-401");
     let sts = Sts::start(&dir, 300, 0).await;
     let key = sts.public_key();
-    let backend = PythonPeer::start(
-        "mcp2",
-        "stateless_server.py",
-        &[
-            "--port",
-            "0",
-            "--name",
-            "m",
-            "--require-token",
-            &key,
-            "--audience",
-            "another-audience",
-            "--scope",
-            "mcp",
-        ],
-    )
-    .await;
+    let backend = checking_backend(&key, "another-audience").await;
     let yaml = format!(
         "pools:\n  m: {{ era: modern, backends: [{}], {} }}\nroutes:\n  - {{ path: /s, pool: m, mode: stateless, upstream-path: /mcp }}\n",
         backend.addr(),

@@ -92,6 +92,18 @@ fn hub_yaml(pools: &[(&str, Option<&str>, String)], extra: &str, members: &str) 
     yaml
 }
 
+/// `/hub` over two legacy peers: `a` bare (`prefix: never`, listed first) and `b` prefixed.
+fn bare_a_and_b(a: &PythonPeer, b: &PythonPeer) -> String {
+    hub_yaml(
+        &[
+            ("a", Some("legacy"), a.addr()),
+            ("b", Some("legacy"), b.addr()),
+        ],
+        "",
+        "      - { name: a, pool: a, prefix: never }\n      - { name: b, pool: b }\n",
+    )
+}
+
 /// Issue: the old matcher tried every split of the URI between a template's expressions, one
 /// recursion per expression (`(1..=limit).rev().any(...)`): against `run://{a}{b}{c}{d}{e}!`
 /// (five expressions in a row, then a literal that never comes) a 300-byte URI means some
@@ -267,14 +279,7 @@ async fn a_bare_member_never_takes_a_name_carrying_another_members_prefix() {
     )
     .await;
     let b = PythonPeer::legacy_v1("b", 0).await;
-    let yaml = hub_yaml(
-        &[
-            ("a", Some("legacy"), a.addr()),
-            ("b", Some("legacy"), b.addr()),
-        ],
-        "",
-        "      - { name: a, pool: a, prefix: never }\n      - { name: b, pool: b }\n",
-    );
+    let yaml = bare_a_and_b(&a, &b);
     let gw = Gateway::start(&yaml).await;
     // twice: the second list is merged with what the first one taught the names map
     for id in [1, 2] {
@@ -357,14 +362,7 @@ async fn merged_lists_are_refused_past_their_byte_bound_and_nothing_else_is() {
 async fn an_unknown_name_called_again_and_again_reads_the_lists_once() {
     let a = PythonPeer::legacy_v1("a", 0).await;
     let b = PythonPeer::legacy_v1("b", 0).await;
-    let yaml = hub_yaml(
-        &[
-            ("a", Some("legacy"), a.addr()),
-            ("b", Some("legacy"), b.addr()),
-        ],
-        "",
-        "      - { name: a, pool: a, prefix: never }\n      - { name: b, pool: b }\n",
-    );
+    let yaml = bare_a_and_b(&a, &b);
     let gw = Gateway::start(&yaml).await;
     let lists = |member: &'static str| {
         let gw = &gw;
