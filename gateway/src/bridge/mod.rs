@@ -16,10 +16,8 @@
 //! The pure translation between the eras is `mcp_wire::translate`; the proxy only dispatches
 //! to the two entry points (`proxy/stateful/bridged.rs`, `proxy/bridged.rs`).
 
-pub mod advertise;
 mod answer;
 mod client;
-pub mod config;
 mod errors;
 pub mod legacy_clients;
 pub mod metrics;

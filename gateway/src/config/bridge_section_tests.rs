@@ -1,5 +1,5 @@
 //! The `bridge` section read as part of a whole config file (its structs and validation are
-//! `crate::bridge::config` and `crate::bridge::advertise`, leaves this module imports).
+//! `config/bridge.rs` and `config/advertise.rs`).
 
 use super::*;
 

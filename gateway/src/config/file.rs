@@ -59,10 +59,10 @@ pub struct FileConfig {
     pub client_timeouts: FileClientTimeouts,
     /// `bridge`: the era bridge (pooled backend sessions for 2026-07-28 clients on legacy backends).
     #[serde(default)]
-    pub bridge: crate::bridge::config::FileBridge,
+    pub bridge: super::bridge::FileBridge,
     /// `tasks`: where the tasks backends create live, kept so their polls reach the pod that holds them.
     #[serde(default)]
-    pub tasks: crate::tasks::config::FileTasks,
+    pub tasks: super::tasks::FileTasks,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]

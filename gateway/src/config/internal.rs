@@ -52,7 +52,7 @@ pub struct Config {
     /// The era bridge (`bridge`): pooled backend sessions' bounds.
     pub bridge: super::BridgeConfig,
     /// `tasks`: the task records.
-    pub tasks: crate::tasks::config::TasksConfig,
+    pub tasks: super::tasks::TasksConfig,
 }
 
 /// Gateway-owned sessions.

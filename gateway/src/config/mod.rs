@@ -1,7 +1,9 @@
 //! Configuration: the YAML file format (`file`), its validation into the typed [`Config`]
 //! (`internal`), and loading from disk.
 
+mod advertise;
 mod auth;
+pub(crate) mod bridge;
 mod capture;
 mod file;
 mod hardening;
@@ -15,17 +17,18 @@ mod route_auth;
 pub mod schema;
 mod sentinel;
 mod sessions;
+pub(crate) mod tasks;
 mod tracing;
 pub(crate) mod upstream_auth;
 mod validate;
 mod virtual_server;
 
-pub use crate::bridge::advertise::Advertise;
-pub use crate::bridge::config::{BridgeConfig, ParkedBounds, PooledSessions};
+pub use advertise::Advertise;
 pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
 };
+pub use bridge::{BridgeConfig, ParkedBounds, PooledSessions};
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};

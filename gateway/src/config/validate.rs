@@ -141,8 +141,8 @@ impl Config {
             .and_then(|t| super::tracing::tracing_config(&mut p, t));
         let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
-        let bridge = crate::bridge::config::validate(&mut p, &file.bridge);
-        let tasks = crate::tasks::config::validate(&mut p, &file.tasks);
+        let bridge = super::bridge::validate(&mut p, &file.bridge);
+        let tasks = super::tasks::validate(&mut p, &file.tasks);
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =

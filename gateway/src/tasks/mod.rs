@@ -9,12 +9,12 @@
 //! (the answer is never held for it), read by a replica that has no copy. The handle itself
 //! passes through untouched (`mcp_wire::tasks` reads it).
 
-pub mod config;
 pub mod errors;
 pub mod metrics;
 mod misses;
 pub mod store;
 
+use crate::config::tasks::TasksConfig;
 use crate::session::store::{RedisStore, StoreError};
 use metrics::TaskMetrics;
 use serde::{Deserialize, Serialize};
@@ -139,7 +139,7 @@ impl Tasks {
     /// `ttl_ms` is the server's, bounded by `max-ttl-s`. Returns whether it was recorded.
     pub fn learn(
         self: &Arc<Self>,
-        cfg: &config::TasksConfig,
+        cfg: &TasksConfig,
         scope: &str,
         task_id: &str,
         ttl_ms: Option<u64>,
@@ -209,7 +209,7 @@ impl Tasks {
     /// from the shared store is kept here within `cfg`'s bounds).
     pub async fn find(
         &self,
-        cfg: &config::TasksConfig,
+        cfg: &TasksConfig,
         scope: &str,
         task_id: &str,
         principal: Option<&Arc<str>>,
@@ -305,7 +305,7 @@ impl Tasks {
     /// when there is none, unless `key` was read in vain a moment ago.
     async fn read_shared(
         &self,
-        cfg: &config::TasksConfig,
+        cfg: &TasksConfig,
         key: &Arc<str>,
         now: u64,
     ) -> Result<Option<TaskRecord>, StoreError> {
@@ -426,7 +426,7 @@ mod tests {
             None,
             crate::metrics::scratch(metrics::TaskMetrics::register),
         );
-        let cfg = config::TasksConfig::default();
+        let cfg = TasksConfig::default();
         let (bob, alice, carol): (Arc<str>, Arc<str>, Arc<str>) =
             ("i|bob".into(), "i|alice".into(), "i|carol".into());
         assert!(tasks.learn(
@@ -521,7 +521,7 @@ mod tests {
             Some(store.clone()),
             crate::metrics::scratch(metrics::TaskMetrics::register),
         );
-        let cfg = config::TasksConfig {
+        let cfg = TasksConfig {
             max_records: 3,
             max_per_principal: 2,
             ..Default::default()
@@ -551,7 +551,7 @@ mod tests {
             Some(store.clone()),
             crate::metrics::scratch(metrics::TaskMetrics::register),
         );
-        let cfg = config::TasksConfig::default();
+        let cfg = TasksConfig::default();
         let bob: Arc<str> = "i|bob".into();
         let find = || tasks.find(&cfg, "/mcp", "task-1", Some(&bob));
         assert_eq!(find().await.unwrap(), Found::Unknown);

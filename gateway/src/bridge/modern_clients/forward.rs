@@ -15,9 +15,9 @@
 
 use super::serve::One;
 use crate::auth::Credentials;
-use crate::bridge::advertise::Advertise;
 use crate::bridge::client::end_with_error;
 use crate::bridge::Served;
+use crate::config::Advertise;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::client::CallError;
 use mcp_wire::headers::MCPGW_FORWARDED;

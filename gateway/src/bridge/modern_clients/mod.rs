@@ -32,8 +32,8 @@ mod stray;
 pub use park::Parking;
 pub use serve::{serve, Pooled, Target};
 
-use crate::bridge::config::{BridgeConfig, PooledSessions};
 use crate::bridge::metrics::BridgeMetrics;
+use crate::config::{BridgeConfig, PooledSessions};
 use crate::error::GatewayError;
 use crate::sync::lock;
 use crate::upstream::attempt::{BackendSession, Engine};

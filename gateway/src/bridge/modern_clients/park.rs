@@ -11,8 +11,8 @@
 
 use super::{InUse, Owner};
 use crate::bridge::answer::Messages;
-use crate::bridge::config::ParkedBounds;
 use crate::bridge::metrics::BridgeMetrics;
+use crate::config::ParkedBounds;
 use crate::error::GatewayError;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;

@@ -14,7 +14,7 @@
 //! would: no principal's state restarts because another opened many.
 
 use super::{AcquireError, Entry, Held, Key, Owner, Sessions, Slot};
-use crate::bridge::config::PooledSessions;
+use crate::config::PooledSessions;
 use crate::error::GatewayError;
 use crate::sync::lock;
 use std::collections::HashMap;

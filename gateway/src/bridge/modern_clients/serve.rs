@@ -28,9 +28,9 @@ use crate::auth::Principal;
 use crate::bridge::client::{
     accepted, end_stream, end_with_error, start_stream, write_event, write_json,
 };
-use crate::bridge::config::BridgeConfig;
 use crate::bridge::Bridge;
 use crate::bridge::{ListFilter, Served};
+use crate::config::BridgeConfig;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::attempt::{Engine, Pick, Step};
 use crate::upstream::client::CallError;

@@ -105,7 +105,7 @@ pub(super) fn watch_for(
 /// the record (its owner's share key above all) is made only for one that does.
 pub struct Learner {
     tasks: Arc<crate::tasks::Tasks>,
-    config: crate::tasks::config::TasksConfig,
+    config: crate::config::tasks::TasksConfig,
     scope: Arc<str>,
     pool: String,
     member: Option<Arc<str>>,

@@ -1,9 +1,9 @@
 //! `bridge`: the era bridges' settings. `bridge.pooled-sessions` bounds the backend sessions
 //! the gateway opens and keeps on legacy (session) backends for 2026-07-28 clients
-//! (`super::modern_clients`): file struct, typed settings with their defaults, validation.
-//! A leaf of `crate::config` (which imports it): it imports only `config/problems.rs`.
+//! (`crate::bridge::modern_clients`): file struct, typed settings with their defaults, validation.
+//! The `bridge` section of the config, beside the others: it imports only `problems.rs`.
 
-use crate::config::problems::{Problems, Unknown};
+use super::problems::{Problems, Unknown};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! struct, typed settings with their defaults, validation. A leaf of `crate::config` (which
 //! imports it): it imports only `config/problems.rs`.
 
-use crate::config::problems::{Problems, Unknown};
+use super::problems::{Problems, Unknown};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! `bridge.advertise-url`: the address other replicas reach this one at, sealed into the
 //! `requestState`s it issues so that a retry of an `input_required` call reaching another
-//! replica is forwarded to the one holding the parked call (`super::modern_clients`).
+//! replica is forwarded to the one holding the parked call (`crate::bridge::modern_clients`).
 //! `${VAR}` in the value is read from the environment (a pod's IP in Kubernetes).
 
-use crate::config::problems::Problems;
+use super::problems::Problems;
 
 const KEY: &str = "bridge.advertise-url";
 
