@@ -144,7 +144,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         server.add_service(background_service("config reload", reload));
     }
     // always on: a reload may give a pool credentials (pools without any cost nothing)
-    let credentials = crate::upstream::credentials::CredentialsService::new(
+    let credentials = crate::upstream::credentials_service::CredentialsService::new(
         state.clone(),
         metrics.upstream.upstream_tokens.clone(),
     );

@@ -9,6 +9,7 @@ mod balance;
 pub mod client;
 mod credential_errors;
 pub mod credentials;
+pub mod credentials_service;
 pub mod deadline;
 pub mod deaths;
 pub mod discovery;
