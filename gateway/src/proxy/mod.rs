@@ -110,7 +110,7 @@ impl Gateway {
                 Box::pin(respond::answer(session, ctx, &e)).await;
                 Ok(true)
             }
-            Err(Fail::Io(e)) => client_gone_is_done(e, ctx),
+            Err(Fail::Io(e)) => respond::client_gone_is_done(e, ctx),
         }
     }
 }
@@ -119,24 +119,6 @@ pub(crate) use crate::error::Fail;
 
 /// The result of a gateway-driven handler.
 pub(crate) type Handled = std::result::Result<(), Fail>;
-
-/// A client that went away while the gateway answered it (it closed its GET stream, say) is
-/// the end of that request, not an error worth logging.
-fn client_gone_is_done(e: Box<pingora::Error>, ctx: &mut RequestCtx) -> Result<bool> {
-    let gone = e.esource() == &pingora::ErrorSource::Downstream
-        || (e.esource() != &pingora::ErrorSource::Upstream
-            && matches!(
-                e.etype(),
-                ErrorType::WriteError | ErrorType::WriteTimedout | ErrorType::ConnectionClosed
-            ));
-    if !gone {
-        return Err(e);
-    }
-    if ctx.outcome == Outcome::Forwarded {
-        ctx.outcome = Outcome::ClientGone;
-    }
-    Ok(true)
-}
 
 /// A phase of pingora's pipeline ran without `request_filter`'s plan (or, after
 /// `upstream_peer`, without a backend): an internal error, never a panic.

@@ -191,3 +191,21 @@ pub fn stashed(ctx: &mut RequestCtx, err: GatewayError) -> Box<pingora::Error> {
 pub fn hold() -> Option<Bytes> {
     Some(Bytes::new())
 }
+
+/// A client that went away while the gateway answered it (it closed its GET stream, say) is
+/// the end of that request, not an error worth logging.
+pub(super) fn client_gone_is_done(e: Box<pingora::Error>, ctx: &mut RequestCtx) -> Result<bool> {
+    let gone = e.esource() == &ErrorSource::Downstream
+        || (e.esource() != &ErrorSource::Upstream
+            && matches!(
+                e.etype(),
+                ErrorType::WriteError | ErrorType::WriteTimedout | ErrorType::ConnectionClosed
+            ));
+    if !gone {
+        return Err(e);
+    }
+    if ctx.outcome == Outcome::Forwarded {
+        ctx.outcome = Outcome::ClientGone;
+    }
+    Ok(true)
+}
