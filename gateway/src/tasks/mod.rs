@@ -73,16 +73,16 @@ pub enum Found {
 /// with one id are two records, each reaching its own pod (issue 48, item 3).
 pub fn key(scope: &str, principal: Option<&Arc<str>>, task_id: &str) -> Arc<str> {
     // on every task request: built directly (the formatting machinery costs more than the key)
+    use std::fmt::Write as _;
     let who = principal.map_or("", |p| p);
-    let len = who.len().to_string();
-    let mut key = String::with_capacity(scope.len() + len.len() + who.len() + task_id.len() + 4);
+    // the length's digits fit in 20 bytes
+    let mut key = String::with_capacity(scope.len() + who.len() + task_id.len() + 24);
     key.push_str(scope);
     key.push('\n');
     match principal {
         // a length first: no principal can end where an id begins
         Some(_) => {
-            key.push_str(&len);
-            key.push(':');
+            let _ = write!(key, "{}:", who.len());
             key.push_str(who);
         }
         None => key.push('-'),

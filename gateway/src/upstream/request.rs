@@ -106,18 +106,19 @@ fn connection_named(req: &RequestHeader) -> Vec<String> {
 /// The pass-through path's cleaning of the head pingora cloned from `client` (pingora has
 /// already removed the standard hop-by-hop fields, `Connection` and `Upgrade` among them, and
 /// refused to forward an upgrade: `super::REQUEST_POLICY`): the fields the client's
-/// `Connection` names go too, but for those the gateway decides on ([`nameable`]), and any
-/// hop-by-hop field left (the policy is pingora's; this does not rely on it). A client that
-/// names nothing (the common case) costs one look at its `Connection` values.
+/// `Connection` names go too, but for those the gateway decides on ([`nameable`]), with any
+/// hop-by-hop field still there. A client that names nothing (the common case) costs one look
+/// at its `Connection` values: the standard hop-by-hop fields are then the policy's alone
+/// (`tests/tests/it/no_tunnel.rs` holds it to that).
 pub fn drop_hop_by_hop(req: &mut RequestHeader, client: &RequestHeader) {
     let named = connection_named(client);
-    let hop = |k: &http::HeaderName| HOP_BY_HOP.contains(&k.as_str());
-    let drops = |k: &http::HeaderName| {
-        hop(k) || (nameable(k.as_str()) && named.iter().any(|h| h == k.as_str()))
-    };
-    if named.is_empty() && !req.headers.keys().any(hop) {
+    if named.is_empty() {
         return;
     }
+    let drops = |k: &http::HeaderName| {
+        HOP_BY_HOP.contains(&k.as_str())
+            || (nameable(k.as_str()) && named.iter().any(|h| h == k.as_str()))
+    };
     let present: Vec<http::HeaderName> = req.headers.keys().filter(|k| drops(k)).cloned().collect();
     for name in present {
         req.remove_header(&name);
