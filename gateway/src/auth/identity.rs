@@ -79,6 +79,19 @@ pub fn is_canonically(name: &str, canonical: &str) -> bool {
         })
 }
 
+/// Whether two header names are one to a backend framework (any case, `_` the same as `-`),
+/// neither of them canonical, without allocating.
+pub fn same_name(a: &str, b: &str) -> bool {
+    let read = |c: u8| {
+        if c == b'_' {
+            b'-'
+        } else {
+            c.to_ascii_lowercase()
+        }
+    };
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| read(x) == read(y))
+}
+
 /// A header name as backend frameworks read it: lowercase, `_` the same as `-`.
 pub fn canonical(name: &str) -> String {
     name.chars()
@@ -151,5 +164,9 @@ mod tests {
         let p = principal("alice", serde_json::json!(["ok", "bad\u{7f}"]));
         assert_eq!(render(&p, &identity()), Err(Unrenderable));
         assert_eq!(canonical("X_Mcp_Subject"), "x-mcp-subject");
+        assert!(same_name("x_gw_key", "X-Gw-Key"));
+        assert!(same_name("x-gw-key", "x_gw_key"));
+        assert!(!same_name("x-gw-keys", "x-gw-key"));
+        assert!(!same_name("x-gw-kez", "x-gw-key"));
     }
 }
