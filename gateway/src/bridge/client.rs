@@ -3,6 +3,7 @@
 //! (ended by a gateway error: `GatewayError::event`), `202 Accepted`, and the list filter a
 //! route's `authz` rules apply to a bridged list answer.
 
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::upstream::Backend;
 use bytes::Bytes;
@@ -25,7 +26,7 @@ pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
 
 /// A whole JSON answer (`status`, the gateway session id when there is one).
 pub(super) async fn write_json(
-    session: &mut Session,
+    session: &mut impl Client,
     status: u16,
     session_id: Option<&str>,
     body: Bytes,
@@ -41,14 +42,14 @@ pub(super) async fn write_json(
 }
 
 /// `202 Accepted`, empty: a notification or a client's response taken.
-pub(super) async fn accepted(session: &mut Session) -> Result<()> {
+pub(super) async fn accepted(session: &mut impl Client) -> Result<()> {
     let mut head = ResponseHeader::build(202, Some(1))?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")?;
     session.write_response_header(Box::new(head), true).await
 }
 
 /// The head of an SSE answer.
-pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
+pub(super) async fn start_stream(session: &mut impl Client) -> Result<()> {
     let mut head = ResponseHeader::build(200, Some(3))?;
     head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
     head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
@@ -59,7 +60,7 @@ pub(super) async fn start_stream(session: &mut Session) -> Result<()> {
 /// Ends an SSE answer the client reads with the gateway error `err` as its last event
 /// (`GatewayError::event`).
 pub(super) async fn end_with_error(
-    session: &mut Session,
+    session: &mut impl Client,
     err: &GatewayError,
     id: &RequestId,
 ) -> Result<()> {
@@ -67,14 +68,14 @@ pub(super) async fn end_with_error(
 }
 
 /// Ends an SSE answer with its last message, `body` (the call's response).
-pub(super) async fn end_stream(session: &mut Session, body: Bytes) -> Result<()> {
+pub(super) async fn end_stream(session: &mut impl Client, body: Bytes) -> Result<()> {
     session
         .write_response_body(Some(sse::event(&body)), true)
         .await
 }
 
 /// One message as an SSE event.
-pub(super) async fn write_event(session: &mut Session, msg: &Value) -> Result<()> {
+pub(super) async fn write_event(session: &mut impl Client, msg: &Value) -> Result<()> {
     let json = serde_json::to_vec(msg).unwrap_or_default();
     session
         .write_response_body(Some(sse::event(&json)), false)

@@ -22,6 +22,7 @@
 //! request from `client-timeouts.body-s` in the proxy.
 
 pub(crate) mod cap;
+pub mod client;
 mod endpoint;
 pub mod guard;
 mod head;

@@ -6,6 +6,7 @@
 use super::ctx::RequestCtx;
 use super::relay::{write_whole, Relayed};
 use crate::auth::Principal;
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::client::Exchange;
@@ -24,7 +25,7 @@ pub(super) fn metadata(ctx: &RequestCtx, path: &str) -> Option<Bytes> {
 }
 
 /// Writes the metadata document.
-pub(super) async fn serve_metadata(session: &mut Session, doc: Bytes) -> Result<()> {
+pub(super) async fn serve_metadata(session: &mut impl Client, doc: Bytes) -> Result<()> {
     let mut head = ResponseHeader::build(200, Some(4))?;
     head.insert_header("content-type", "application/json")?;
     head.insert_header("content-length", doc.len().to_string())?;
@@ -37,8 +38,8 @@ pub(super) async fn serve_metadata(session: &mut Session, doc: Bytes) -> Result<
 /// the request: the client's `Authorization` (and API key header) never reach a backend. The
 /// principal is kept in the context and in the request head's extensions (for identity
 /// headers).
-pub(super) async fn authenticate(
-    session: &mut Session,
+pub(super) async fn authenticate<C: Client>(
+    session: &mut C,
     ctx: &mut RequestCtx,
     route: &Route,
 ) -> Result<(), GatewayError> {
@@ -146,7 +147,7 @@ pub(super) fn refusal(ctx: &RequestCtx, denied: crate::auth::Denied) -> GatewayE
 /// first). Anything but a 2xx answer is relayed untouched.
 pub(super) async fn relay_filtered(
     exchange: &mut Exchange,
-    session: &mut Session,
+    session: &mut impl Client,
     mut head: ResponseHeader,
     route: &Route,
     principal: Option<&Principal>,

@@ -9,13 +9,13 @@ use super::relay::end_with_error;
 use super::stateless::{forward_any, Outbound};
 use super::{Gateway, Handled};
 use crate::bridge::modern_clients::{self, Pooled, Target};
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use mcp_wire::RequestId;
-use pingora::prelude::*;
 use std::sync::Arc;
 
 /// Whether the request goes to the bridge for modern clients ([`modern_clients::takes`]).
@@ -26,7 +26,7 @@ pub(super) fn takes(ctx: &RequestCtx, pool: &Pool) -> bool {
 /// Serves the request (its body read and checked) on the pool's legacy backends.
 pub(super) async fn forward(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: &Route,
     pool: &Arc<Pool>,
@@ -86,7 +86,7 @@ pub(super) async fn forward(
 /// client has heard nothing yet, else as the last event of its SSE answer (a JSON answer cut
 /// midway closes the connection).
 pub(super) async fn past_deadline(
-    session: &mut Session,
+    session: &mut impl Client,
     err: GatewayError,
     id: &RequestId,
 ) -> Handled {
@@ -102,7 +102,7 @@ pub(super) async fn past_deadline(
 /// (the one whose era just became unknown), as any stateless request.
 async fn pass_through(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: &Route,
     pool: &Arc<Pool>,

@@ -143,8 +143,6 @@ pub struct RequestCtx {
     pub otel: Option<opentelemetry::Context>,
     /// The MCP method and name, kept for the span (traces on).
     pub mcp_call: Option<Box<(String, Option<String>)>>,
-    /// A member request of a virtual route: its body, given instead of read from the client.
-    pub preset_body: Option<Box<bytes::Bytes>>,
     /// Whether the body's client capabilities list the Tasks extension (`None`: the body was
     /// not read): a server may answer with a task only then, so only then is the answer
     /// watched for one.
@@ -176,7 +174,6 @@ impl RequestCtx {
             captured: Default::default(),
             otel: None,
             mcp_call: None,
-            preset_body: None,
             declares_tasks: None,
         }
     }

@@ -26,26 +26,30 @@ pub(super) fn of6<A, B, C, D, E, G, F: Future>(_: impl FnOnce(A, B, C, D, E, G) 
 /// Each hot-path future with its size in bytes.
 fn sizes() -> Vec<(&'static str, usize)> {
     use crate::proxy::*;
+    use pingora::proxy::Session;
     vec![
         ("steps::prepare", of3(steps::prepare)),
-        ("authn::authenticate", of3(authn::authenticate)),
-        ("respond::answer", of3(respond::answer)),
-        ("stateful::handle", of4(stateful::handle)),
+        ("authn::authenticate", of3(authn::authenticate::<Session>)),
+        ("respond::answer", of3(respond::answer::<Session>)),
+        ("stateful::handle", of4(stateful::handle::<Session>)),
         (
             "stateful::in_session::call",
             stateful::in_session_call_size(),
         ),
         (
             "stateless::forward_buffered",
-            of5(stateless::forward_buffered),
+            of5(stateless::forward_buffered::<Session>),
         ),
-        ("stateless::forward_any", of5(stateless::forward_any)),
+        (
+            "stateless::forward_any",
+            of5(stateless::forward_any::<Session>),
+        ),
         (
             "stateless::refuse_backend_session",
             of6(stateless::refuse_backend_session),
         ),
-        ("relay::relay", of4(relay::relay)),
-        ("relay::read_body", of2(relay::read_body)),
+        ("relay::relay", of4(relay::relay::<Session>)),
+        ("relay::read_body", of2(relay::read_body::<Session>)),
         (
             "SessionManager::forward",
             of4(crate::session::SessionManager::forward),

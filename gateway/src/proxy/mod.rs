@@ -12,6 +12,7 @@ mod authn;
 mod bridged;
 mod capture;
 mod check;
+mod client;
 mod collect;
 pub mod ctx;
 mod fast_body;
@@ -162,16 +163,7 @@ impl ProxyHttp for Gateway {
         verdict::install(modules);
     }
 
-    fn allow_spawning_subrequest(&self, _session: &Session, ctx: &RequestCtx) -> bool {
-        // a virtual route asks its members through subrequests (`virtual_route::fanout`)
-        ctx.state.router.has_virtual()
-    }
-
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
-        if let Some(ask) = virtual_route::take_ask(session) {
-            let served = Box::pin(virtual_route::serve_ask(self, session, ctx, ask)).await;
-            return self.answered(session, ctx, served).await;
-        }
         ctx.otel = crate::telemetry::start(session.req_header());
         let otel = ctx.otel.clone();
         // the longest silence while the client sends its body (`client-timeouts.body-s`)

@@ -2,6 +2,7 @@
 //! requests): reading the client's body, shaping the client response, relaying an upstream
 //! answer as it streams, ending an answer that cannot complete.
 
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::upstream::client::Exchange;
 use crate::upstream::deadline::within;
@@ -11,21 +12,18 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use tokio::time::Instant;
 
-/// The request's body: a virtual route's member request carries its own; otherwise the
-/// client's, read whole ([`read_body`]).
+/// The request's body, read whole within `max-body-bytes` ([`read_body`]; a virtual route's
+/// member request reads its own from its member client).
 pub async fn request_body(
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut super::ctx::RequestCtx,
 ) -> std::result::Result<Bytes, GatewayError> {
-    match ctx.preset_body.take() {
-        Some(body) => Ok(*body),
-        None => read_body(session, ctx.state.config.max_body_bytes).await,
-    }
+    read_body(session, ctx.state.config.max_body_bytes).await
 }
 
 /// Reads the whole request body, refusing more than `max` bytes.
-pub async fn read_body(
-    session: &mut Session,
+pub async fn read_body<C: Client>(
+    session: &mut C,
     max: u64,
 ) -> std::result::Result<Bytes, GatewayError> {
     // A client that asked to be told before it sends (`Expect: 100-continue`) is told here,
@@ -92,7 +90,11 @@ pub fn rewritten_body(head: &mut ResponseHeader) {
 }
 
 /// Writes a complete response.
-pub async fn write_whole(session: &mut Session, head: ResponseHeader, body: Bytes) -> Result<()> {
+pub async fn write_whole(
+    session: &mut impl Client,
+    head: ResponseHeader,
+    body: Bytes,
+) -> Result<()> {
     let empty = body.is_empty();
     session.write_response_header(Box::new(head), empty).await?;
     if !empty {
@@ -124,9 +126,9 @@ pub enum Relayed {
 /// closes its connection while the upstream is quiet (a held SSE stream): noticed at once, not
 /// at the next upstream write, so its stream slot and the upstream connection are given back.
 /// (Every caller has read the request body whole before relaying.)
-pub async fn relay(
+pub async fn relay<C: Client>(
     exchange: &mut Exchange,
-    session: &mut Session,
+    session: &mut C,
     head: ResponseHeader,
     until: Option<Instant>,
 ) -> Result<Relayed> {
@@ -144,10 +146,8 @@ pub async fn relay(
         let next = tokio::select! {
             next = within(until, exchange.chunk()) => next,
             // returns only when the client closes (pipelined bytes are kept for the next request)
-            gone = session.downstream_session.read_body_or_idle(true) => {
-                return Err(gone.err().unwrap_or_else(|| {
-                    Error::explain(ErrorType::ConnectionClosed, "the client went away")
-                }));
+            gone = session.gone() => {
+                return Err(gone);
             }
         };
         let Some(next) = next else {
@@ -171,7 +171,7 @@ pub async fn relay(
 /// stream, otherwise by failing the request so the connection closes (a JSON body cut midway
 /// cannot be mended).
 pub async fn end_with_error(
-    session: &mut Session,
+    session: &mut impl Client,
     sse: bool,
     err: &GatewayError,
     id: &mcp_wire::RequestId,

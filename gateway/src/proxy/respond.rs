@@ -1,6 +1,7 @@
 //! Writing gateway errors to the client, and classifying pingora errors into gateway errors.
 
 use super::ctx::{Outcome, RequestCtx};
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use bytes::{Bytes, BytesMut};
 use mcp_wire::{inspect, RequestId};
@@ -16,7 +17,7 @@ const DRAIN_LIMIT: u64 = 64 * 1024 * 1024;
 /// Answers the client with `err`. The request id comes from the context when the body was
 /// inspected already; otherwise the unread body is read (its first 64 KiB scanned for the id)
 /// and drained, so the connection stays usable. Returns the HTTP status written, 0 if none.
-pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
+pub async fn answer<C: Client>(session: &mut C, ctx: &mut RequestCtx, err: &GatewayError) -> u16 {
     ctx.outcome = Outcome::Answered(err.kind);
     if err.kind == crate::error::ErrorKind::BadFraming {
         // the rest of the connection cannot be read as requests: answer, then close
@@ -65,7 +66,7 @@ pub async fn answer(session: &mut Session, ctx: &mut RequestCtx, err: &GatewayEr
 /// Whether the client holds its body back until told `100 Continue` (and nothing of it came
 /// yet): an error is answered at once, without waiting for a body that will not come, and the
 /// connection closes (RFC 9110 §10.1.1: the client may send the body anyway).
-fn awaits_continue(session: &Session) -> bool {
+fn awaits_continue(session: &impl Client) -> bool {
     let expects = session
         .req_header()
         .headers
@@ -75,12 +76,9 @@ fn awaits_continue(session: &Session) -> bool {
 }
 
 /// Reads the rest of the body away, each read within `silence`; whether it all came.
-async fn drain(
-    downstream: &mut pingora::protocols::http::ServerSession,
-    silence: std::time::Duration,
-) -> bool {
+async fn drain(session: &mut impl Client, silence: std::time::Duration) -> bool {
     loop {
-        match tokio::time::timeout(silence, downstream.read_request_body()).await {
+        match tokio::time::timeout(silence, session.read_request_body()).await {
             Ok(Ok(Some(_))) => {}
             Ok(Ok(None)) => return true,
             _ => return false,
@@ -89,33 +87,32 @@ async fn drain(
 }
 
 /// Finds the JSON-RPC id in the unread request body, then drains the rest.
-async fn read_id(session: &mut Session) -> RequestId {
-    let downstream = session.as_downstream_mut();
-    if downstream.is_body_done() {
+async fn read_id(session: &mut impl Client) -> RequestId {
+    if session.is_body_done() {
         return RequestId::null();
     }
-    let declared = downstream
+    let declared = session
         .req_header()
         .headers
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     // a client that falls silent is not waited for longer than `client-timeouts.body-s`
-    let silence = downstream
+    let silence = session
         .get_read_timeout()
         .unwrap_or(std::time::Duration::from_secs(60));
     let mut prefix = BytesMut::new();
     while prefix.len() < ID_SCAN_LIMIT {
-        match tokio::time::timeout(silence, downstream.read_request_body()).await {
+        match tokio::time::timeout(silence, session.read_request_body()).await {
             Ok(Ok(Some(chunk))) => prefix.extend_from_slice(&chunk),
             _ => break,
         }
     }
     let id = id_of(&prefix);
-    if !downstream.is_body_done() {
+    if !session.is_body_done() {
         let drained =
-            declared.is_some_and(|len| len <= DRAIN_LIMIT) && drain(downstream, silence).await;
+            declared.is_some_and(|len| len <= DRAIN_LIMIT) && drain(session, silence).await;
         if !drained {
-            downstream.set_keepalive(None);
+            session.set_keepalive(None);
         }
     }
     id

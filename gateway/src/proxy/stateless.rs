@@ -13,6 +13,7 @@
 
 use super::relay::{client_response, end_with_error, relay, Relayed};
 use super::{check, ctx::RequestCtx, Gateway, Handled};
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::routing::Route;
 use crate::upstream::attempt::{Pick, Step};
@@ -29,9 +30,9 @@ use std::sync::Arc;
 
 /// Reads the body, routes it (by its method and name), applies the per-tool rate and the
 /// deadline, forwards it, and answers the client. `check`: compare body and MCP headers.
-pub(super) async fn forward_buffered(
+pub(super) async fn forward_buffered<C: Client>(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut C,
     ctx: &mut RequestCtx,
     route: Arc<Route>,
     check: bool,
@@ -91,7 +92,7 @@ impl Routed {
 /// backends are legacy and the request is 2026-07-28, else to any backend of the pool.
 pub(super) async fn forward_body(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: &Arc<Route>,
     body: Bytes,
@@ -179,9 +180,9 @@ pub(super) struct Outbound<'a> {
 
 /// Forwards a buffered request to any backend of `pool` (other backends after refused
 /// connections, as the attempt engine allows) and relays the answer, session ids removed.
-pub(super) async fn forward_any(
+pub(super) async fn forward_any<C: Client>(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut C,
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
     out: Outbound<'_>,

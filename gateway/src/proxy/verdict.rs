@@ -28,20 +28,19 @@ pub struct AnswerVerdict {
     tasks: Option<TaskWatch>,
 }
 
-/// The largest answer read for a task handle: a handle is a few hundred bytes; an answer
-/// past this is a result, not a handle.
-const HANDLE_LIMIT: usize = 16 * 1024;
+/// The largest answer read for a task handle.
+const HANDLE_LIMIT: usize = crate::downstream::client::HOOK_LIMIT;
 
 /// An answer watched for a task handle.
 struct TaskWatch {
-    learner: super::tasks::Learner,
+    learner: crate::downstream::client::AnswerHook,
     sse: bool,
     seen: Vec<u8>,
 }
 
 /// Watches this request's answer for a task handle: recorded by `learner` once the answer
 /// has passed whole (a 200 JSON or SSE answer within [`HANDLE_LIMIT`]).
-pub fn watch_tasks(session: &mut Session, learner: super::tasks::Learner) {
+pub fn watch_tasks(session: &mut Session, learner: crate::downstream::client::AnswerHook) {
     if let Some(m) = session.downstream_modules_ctx.get_mut::<AnswerVerdict>() {
         m.tasks = Some(TaskWatch {
             learner,
@@ -129,7 +128,7 @@ impl HttpModule for AnswerVerdict {
         let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
         if whole {
             if let Some(watch) = self.tasks.take() {
-                watch.learner.learn(watch.sse, &watch.seen);
+                (watch.learner)(watch.sse, &watch.seen);
             }
         }
         Ok(())

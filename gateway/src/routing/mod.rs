@@ -154,8 +154,6 @@ impl Route {
 #[derive(Debug)]
 pub struct Router {
     routes: Vec<std::sync::Arc<Route>>,
-    /// Whether any route is virtual (asked on every request: kept, not searched).
-    has_virtual: bool,
 }
 
 impl Router {
@@ -171,20 +169,12 @@ impl Router {
                 std::sync::Arc::new(route)
             })
             .collect();
-        Router {
-            has_virtual: routes.iter().any(|r| r.members.is_some()),
-            routes,
-        }
+        Router { routes }
     }
 
     /// The routes, in match order.
     pub fn routes(&self) -> &[std::sync::Arc<Route>] {
         &self.routes
-    }
-
-    /// Whether any route is virtual (its requests may ask members through subrequests).
-    pub fn has_virtual(&self) -> bool {
-        self.has_virtual
     }
 
     /// The first route taking this path (query excluded).

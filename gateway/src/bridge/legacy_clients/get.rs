@@ -6,6 +6,7 @@ use super::listen;
 use crate::bridge::client::start_stream;
 use crate::bridge::{Bridge, Served};
 use crate::config::DualBackends;
+use crate::downstream::client::Client;
 use crate::error::Fail;
 use crate::session::{Lookup, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
@@ -21,7 +22,7 @@ use tokio::sync::broadcast;
 pub(super) async fn get(
     bridge: &Bridge,
     sessions: &SessionManager,
-    session: &mut Session,
+    session: &mut impl Client,
     (pool, dual): (&Arc<Pool>, DualBackends),
     rec: SessionRecord,
 ) -> Result<Served, Fail> {
@@ -55,7 +56,7 @@ pub(super) async fn get(
                 Err(broadcast::error::RecvError::Closed) => break Ok(()),
             },
             _ = tokio::time::sleep(keep_alive) => None,
-            _ = session.downstream_session.read_body_or_idle(true) => break Ok(()),
+            _ = session.gone() => break Ok(()),
         };
         let chunk = match next {
             Some(event) => event,

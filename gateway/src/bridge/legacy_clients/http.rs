@@ -11,6 +11,7 @@ use crate::bridge::answer::Messages;
 use crate::bridge::client::{accepted, start_stream, write_event, write_json};
 use crate::bridge::{Bridge, ListFilter, Served};
 use crate::config::DualBackends;
+use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
 use crate::session::SettingChange;
@@ -45,7 +46,7 @@ pub struct Target<'a> {
 }
 
 impl Bridge {
-    fn upstream<'a>(&'a self, to: &Target<'a>, session: &'a Session) -> Upstream<'a> {
+    fn upstream<'a>(&'a self, to: &Target<'a>, session: &'a impl Client) -> Upstream<'a> {
         Upstream {
             engine: &self.engine,
             pool: to.pool,
@@ -62,7 +63,7 @@ impl Bridge {
 pub(super) async fn initialize(
     bridge: &Bridge,
     sessions: &SessionManager,
-    session: &mut Session,
+    session: &mut impl Client,
     to: Target<'_>,
     caller: &Caller,
     params: Option<Arc<str>>,
@@ -119,7 +120,7 @@ pub(super) async fn initialize(
 pub(super) async fn post(
     bridge: &Bridge,
     sessions: &SessionManager,
-    session: &mut Session,
+    session: &mut impl Client,
     to: Target<'_>,
     rec: SessionRecord,
     body: &Bytes,
@@ -247,7 +248,7 @@ enum Next {
 }
 
 impl Bridged<'_> {
-    async fn serve(self, session: &mut Session) -> Result<Served, Fail> {
+    async fn serve(self, session: &mut impl Client) -> Result<Served, Fail> {
         let init = ClientInit::parse(&self.rec.init_params)
             .map_err(|e| GatewayError::internal(format!("stored initialize: {e}")))?;
         let level = self
@@ -293,7 +294,7 @@ impl Bridged<'_> {
                 m = rx.recv() => m.map_or(Next::Idle, Next::ToClient),
                 d = &mut run => Next::Done(d),
                 _ = tokio::time::sleep(keep_alive), if streaming => Next::Idle,
-                _ = session.downstream_session.read_body_or_idle(true), if streaming => Next::ClientGone,
+                _ = session.gone(), if streaming => Next::ClientGone,
             };
             match next {
                 Next::ToClient(m) => {
@@ -377,7 +378,7 @@ impl Bridged<'_> {
 pub(super) async fn delete(
     bridge: &Bridge,
     sessions: &SessionManager,
-    session: &mut Session,
+    session: &mut impl Client,
     pool: &Pool,
     rec: SessionRecord,
 ) -> Result<Served, Fail> {
@@ -392,7 +393,7 @@ pub(super) async fn delete(
 }
 
 /// The `{}` result the gateway answers itself (`ping`, `logging/setLevel`, subscriptions).
-async fn empty_result(session: &mut Session, id: &RequestId) -> Result<Served> {
+async fn empty_result(session: &mut impl Client, id: &RequestId) -> Result<Served> {
     let body = messages::empty_result(id);
     write_json(session, 200, None, body).await?;
     Ok(Served::default())

@@ -17,6 +17,7 @@
 //! requests), `get` (the client's GET stream); `super::answer` reads a modern answer's
 //! messages.
 
+use crate::downstream::client::Client;
 mod call;
 mod get;
 mod http;
@@ -93,7 +94,7 @@ pub enum Request<'a> {
 pub async fn serve(
     bridge: &Bridge,
     sessions: &SessionManager,
-    session: &mut Session,
+    session: &mut impl Client,
     to: Target<'_>,
     request: Request<'_>,
 ) -> Result<Served, Fail> {

@@ -18,6 +18,7 @@ use crate::auth::Credentials;
 use crate::bridge::client::end_with_error;
 use crate::bridge::Served;
 use crate::config::Advertise;
+use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::client::CallError;
 use mcp_wire::headers::MCPGW_FORWARDED;
@@ -40,7 +41,7 @@ const HOP_BY_HOP: [&str; 7] = [
 ];
 
 /// Whether this request was forwarded by another replica already.
-pub(super) fn was_forwarded(session: &Session) -> bool {
+pub(super) fn was_forwarded(session: &impl Client) -> bool {
     session.req_header().headers.contains_key(MCPGW_FORWARDED)
 }
 
@@ -49,7 +50,7 @@ impl One<'_> {
     /// answer to the client.
     pub(super) async fn forward(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         holder: &str,
     ) -> Result<Served, Fail> {
         let pool = &self.to.pool.name;
@@ -140,7 +141,7 @@ impl One<'_> {
     }
 
     /// The client's request head as it came, its credential back, marked as forwarded.
-    fn forwarded_head(&self, session: &Session) -> Result<pingora::http::RequestHeader, Fail> {
+    fn forwarded_head(&self, session: &impl Client) -> Result<pingora::http::RequestHeader, Fail> {
         let credentials = session.req_header().extensions.get::<Credentials>();
         let credentials = credentials.cloned();
         // (a clone of the head does not keep its extensions)

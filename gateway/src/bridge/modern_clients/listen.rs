@@ -17,6 +17,7 @@ use super::serve::{served, One, Pooled};
 use super::{open, AcquireError, Entry, Key};
 use crate::bridge::client::{end_stream, start_stream, write_event};
 use crate::bridge::Served;
+use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::attempt::{Pick, Step};
 use crate::upstream::request::{self, Target};
@@ -48,7 +49,7 @@ const LIST_CHANGES: [(&str, &str, &str); 3] = [
 
 impl One<'_> {
     /// Serves a `subscriptions/listen` request on a backend session held for it.
-    pub(super) async fn listen(&self, session: &mut Session) -> Result<Pooled, Fail> {
+    pub(super) async fn listen(&self, session: &mut impl Client) -> Result<Pooled, Fail> {
         let wanted = self
             .msg
             .get("params")
@@ -101,7 +102,7 @@ impl One<'_> {
 
     async fn serve_listen(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         entry: &Arc<Entry>,
         wanted: &Map<String, Value>,
     ) -> Result<Served, Fail> {
@@ -159,8 +160,8 @@ impl One<'_> {
                         .await?;
                     continue;
                 }
-                gone = session.downstream_session.read_body_or_idle(true) => {
-                    tracing::debug!(gone = ?gone.err(), "a listen stream's client went away");
+                gone = session.gone() => {
+                    tracing::debug!(gone = ?gone, "a listen stream's client went away");
                     return Ok(served(&entry.backend));
                 }
             };

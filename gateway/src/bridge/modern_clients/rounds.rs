@@ -8,6 +8,7 @@ use super::park::Parked;
 use super::serve::{served, unix_ms, Attempt, One};
 use crate::bridge::client::{end_stream, end_with_error, write_json};
 use crate::bridge::Served;
+use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use mcp_wire::messages;
 use mcp_wire::translate::mrtr;
@@ -25,7 +26,7 @@ impl One<'_> {
     /// refused and the call cancelled there).
     pub(super) async fn park(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         parked: Parked,
         params: Value,
         streaming: &mut bool,
@@ -101,7 +102,7 @@ impl One<'_> {
     /// the answer given to the backend, the call's answer read on.
     pub(super) async fn resume(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         sealed: &str,
         responses: Option<&serde_json::Map<String, Value>>,
     ) -> Result<Served, Fail> {

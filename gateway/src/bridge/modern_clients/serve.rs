@@ -31,6 +31,7 @@ use crate::bridge::client::{
 use crate::bridge::Bridge;
 use crate::bridge::{ListFilter, Served};
 use crate::config::BridgeConfig;
+use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::attempt::{Engine, Pick, Step};
 use crate::upstream::client::CallError;
@@ -89,7 +90,7 @@ pub enum Pooled {
 /// Serves one 2026-07-28 request (its body read and checked) on the pool's legacy backends.
 pub async fn serve(
     bridge: &Bridge,
-    session: &mut Session,
+    session: &mut impl Client,
     to: Target<'_>,
     body: &Bytes,
     id: &RequestId,
@@ -114,10 +115,7 @@ pub async fn serve(
         ModernEnvelope::read(&msg).map_err(|e| GatewayError::invalid_params(&e.to_string()))?;
     let init = legacy::initialize(&env);
     // the socket's address, never a header: an anonymous caller's share is its peer's
-    let peer = session
-        .client_addr()
-        .and_then(|a| a.as_inet())
-        .map(|a| a.ip());
+    let peer = session.peer_ip();
     let one = One {
         bridge,
         to: &to,
@@ -171,7 +169,7 @@ impl One<'_> {
         &self.bridge.metrics
     }
 
-    async fn run(&self, session: &mut Session) -> Result<Pooled, Fail> {
+    async fn run(&self, session: &mut impl Client) -> Result<Pooled, Fail> {
         if let Some((state, responses)) = mrtr::retry_parts(self.msg) {
             let served = self.resume(session, state, responses).await?;
             return Ok(Pooled::Served(served));
@@ -199,7 +197,7 @@ impl One<'_> {
     /// ran), at most [`MAX_FORGOTTEN`] times more.
     async fn on(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         backend: &Arc<Backend>,
         before: usize,
         streaming: &mut bool,
@@ -287,7 +285,7 @@ impl One<'_> {
 
     async fn attempt(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         used: InUse,
         streaming: &mut bool,
     ) -> Result<Attempt, Fail> {
@@ -346,7 +344,7 @@ impl One<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn read(
         &self,
-        session: &mut Session,
+        session: &mut impl Client,
         used: InUse,
         mut messages: crate::bridge::answer::Messages,
         (up_id, mut cancel): (String, CancelOnDrop),

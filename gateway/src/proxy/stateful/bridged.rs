@@ -5,6 +5,7 @@
 
 use super::call::Call;
 use crate::bridge::legacy_clients::{self, Request, Target};
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
 use crate::proxy::{Gateway, Handled};
@@ -13,13 +14,12 @@ use crate::session::{Caller, SessionRecord};
 use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use mcp_wire::RequestId;
-use pingora::prelude::*;
 use std::sync::Arc;
 
 /// A legacy `initialize` on a route whose backends are bridged.
 pub(super) async fn initialize(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     routed: (&Arc<Pool>, &Route),
     caller: Caller,
@@ -42,7 +42,7 @@ pub(super) async fn initialize(
 /// A POST in a bridged session.
 pub(super) async fn call(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     routed: (&Arc<Pool>, &Route),
     rec: SessionRecord,
@@ -61,7 +61,7 @@ pub(super) async fn call(
 /// GET or DELETE in a bridged session.
 pub(super) async fn get_or_delete(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     routed: (&Arc<Pool>, &Route),
     rec: SessionRecord,
@@ -82,7 +82,7 @@ pub(super) async fn get_or_delete(
 /// client gets -32012 ([`crate::proxy::bridged::past_deadline`]).
 async fn serve(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
     path: &str,

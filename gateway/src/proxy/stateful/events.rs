@@ -4,10 +4,10 @@
 //! and ends a POST answer early when SSE polling is on (the client resumes with
 //! `Last-Event-ID`).
 
+use crate::downstream::client::Client;
 use crate::stream::Events;
 use crate::stream::KEEP_ALIVE;
 use bytes::Bytes;
-use pingora::prelude::*;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -25,7 +25,7 @@ pub enum Written {
 /// Writes `events` to the client (its response head already written) until the stream ends,
 /// the client goes away, or `close_at` passes.
 pub async fn write_events(
-    session: &mut Session,
+    session: &mut impl Client,
     mut events: Events,
     keep_alive: Duration,
     close_at: Option<Instant>,
@@ -36,7 +36,7 @@ pub async fn write_events(
         let next = tokio::select! {
             next = tokio::time::timeout_at(wake, events.next()) => next,
             // the request body is read: this returns only when the client closes
-            _ = session.downstream_session.read_body_or_idle(true) => return Written::ClientGone,
+            _ = session.gone() => return Written::ClientGone,
         };
         let chunk = match next {
             Ok(Some(event)) => event,

@@ -4,6 +4,7 @@
 use super::call::Call;
 use super::events::{write_events, Written};
 use crate::bridge::legacy_clients;
+use crate::downstream::client::Client;
 use crate::error::ErrorKind;
 use crate::error::GatewayError;
 use crate::proxy::ctx::RequestCtx;
@@ -18,15 +19,14 @@ use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
-use pingora::prelude::*;
 use std::sync::Arc;
 
 /// A POST within a session. The hot path of a stateful route: what runs only now and then
 /// (the bridge, a stream's answer, a filtered list, an answer cut short) is boxed where it is
 /// awaited, so this future stays small (it is moved whole on every call).
-pub(super) async fn call(
+pub(super) async fn call<C: Client>(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut C,
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
     rec: SessionRecord,
@@ -149,7 +149,7 @@ pub(super) async fn call(
 /// A call's answer as an event stream the gateway relays, resumable by the client.
 async fn stream_answer(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     (pool, rec): (&Arc<Pool>, &SessionRecord),
     of: AnswerOf,
     ex: crate::upstream::client::Exchange,
@@ -176,7 +176,7 @@ async fn stream_answer(
 /// answer ends with `err`.
 async fn answer_lost(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     (pool, rec): (&Arc<Pool>, &SessionRecord),
     method_label: Option<&'static str>,
     sse: bool,
@@ -193,7 +193,7 @@ async fn answer_lost(
 /// client's next GET finds the session's stream on its new backend.
 pub(super) async fn stream(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
     rec: SessionRecord,
@@ -238,7 +238,7 @@ pub(super) async fn stream(
 /// DELETE: the session ends at the gateway whatever the backend says (it may be down).
 pub(super) async fn delete(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     pool: &Arc<Pool>,
     rec: SessionRecord,
 ) -> Handled {

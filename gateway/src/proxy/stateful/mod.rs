@@ -3,6 +3,7 @@
 //! moves the session when its backend fails, so the client never notices); what cannot be
 //! repeated safely gets a JSON-RPC error. Nothing here touches the session store.
 
+use crate::downstream::client::Client;
 mod bridged;
 mod call;
 mod events;
@@ -21,13 +22,12 @@ use crate::upstream::Pool;
 use bytes::Bytes;
 use call::Call;
 use mcp_wire::headers::MCP_SESSION_ID;
-use pingora::prelude::*;
 use std::sync::Arc;
 
 /// Handles a request on a stateful (or auto, legacy-era) route.
-pub(super) async fn handle(
+pub(super) async fn handle<C: Client>(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut C,
     ctx: &mut RequestCtx,
     route: Arc<Route>,
 ) -> Handled {
@@ -118,7 +118,7 @@ pub(super) async fn handle(
 /// GET (the session's stream) and DELETE.
 async fn get_or_delete(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
     sid: Option<String>,
@@ -143,7 +143,7 @@ async fn get_or_delete(
 /// answers it (legacy servers refuse it with 400; throwaway session ids are dropped).
 async fn sessionless(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
     route: &Route,
@@ -183,7 +183,7 @@ fn quota(ctx: &RequestCtx) -> Quota {
 /// answer with the gateway's session id.
 async fn initialize(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
     caller: Caller,
@@ -236,5 +236,5 @@ async fn initialize(
 /// The size of a call's future within a session (for `future_sizes`).
 #[cfg(test)]
 pub(super) fn in_session_call_size() -> usize {
-    super::future_sizes::of6(in_session::call)
+    super::future_sizes::of6(in_session::call::<pingora::proxy::Session>)
 }

@@ -1,6 +1,7 @@
 //! The buffered path's routing of a task's request: unknown (balanced), another principal's
 //! (answered as unknown), a shared pool's (balanced), or pinned to its pod.
 
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::proxy::relay::{client_response, write_whole};
 use crate::proxy::stateless::Routed;
@@ -14,7 +15,6 @@ use crate::upstream::encoding;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;
-use pingora::prelude::*;
 use std::sync::Arc;
 
 /// The largest task answer the gateway reads whole (a `tasks/get` of a pod that may have
@@ -27,7 +27,7 @@ const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn forward(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: &Arc<Route>,
     scope: &str,
@@ -98,7 +98,7 @@ pub(crate) async fn forward(
 #[allow(clippy::too_many_arguments)]
 async fn pinned(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     (route, scope): (&Route, &str),
     pool: &Arc<Pool>,
@@ -154,7 +154,7 @@ async fn pinned(
 /// what the client would get for a task that does not exist.
 async fn as_unknown(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: &Route,
     pool: &Arc<Pool>,

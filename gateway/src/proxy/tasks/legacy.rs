@@ -2,6 +2,7 @@
 //! generation, refused as lost once the session moved off it.
 
 use super::watch_for;
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::proxy::{ctx::RequestCtx, Gateway};
 use crate::tasks::errors::Lost;
@@ -24,7 +25,7 @@ pub(crate) fn legacy_task_method(method: Option<&str>) -> bool {
 /// recorded with the session's binding generation.
 pub(crate) fn watch_in_session(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &RequestCtx,
     pool: &Pool,
     rec: &crate::session::SessionRecord,

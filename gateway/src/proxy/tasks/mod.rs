@@ -13,6 +13,7 @@
 //! tasks in sessions; `fast.rs`: a task's request pinned on the fast path; `forward.rs`: the
 //! buffered path's routing.
 
+use crate::downstream::client::Client;
 mod fast;
 mod forward;
 mod legacy;
@@ -26,7 +27,6 @@ use crate::proxy::{ctx::RequestCtx, Gateway};
 use crate::tasks::TaskRecord;
 use crate::upstream::{Backend, Pool};
 use mcp_wire::Era;
-use pingora::prelude::*;
 use std::sync::Arc;
 
 /// Whether this request's answer may carry a task handle the gateway should record: a
@@ -52,7 +52,7 @@ pub(crate) fn routes(ctx: &RequestCtx, method: Option<&str>) -> bool {
 /// route the request went out on (on a virtual route, the member's: `<path>#<member>`).
 pub(crate) fn watch(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &RequestCtx,
     (pool, sent_on): (&Pool, &crate::routing::Route),
     backend: &Backend,
@@ -75,7 +75,7 @@ pub(crate) fn watch(
 /// Watches the answer for a task handle of `scope`, recorded as living on `backend`.
 pub(super) fn watch_for(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &RequestCtx,
     scope: Arc<str>,
     (pool, member): (&Pool, Option<Arc<str>>),
@@ -83,10 +83,7 @@ pub(super) fn watch_for(
     generation: Option<u64>,
 ) {
     let principal = ctx.principal.as_ref().map(|p| p.id.clone());
-    let peer = session
-        .client_addr()
-        .and_then(|a| a.as_inet())
-        .map(|a| a.ip());
+    let peer = session.peer_ip();
     let learner = Learner {
         tasks: gw.tasks.clone(),
         config: ctx.state.config.tasks,
@@ -98,7 +95,7 @@ pub(super) fn watch_for(
         peer,
         generation,
     };
-    crate::proxy::verdict::watch_tasks(session, learner);
+    session.learn_from_answer(Box::new(move |sse, answer| learner.learn(sse, answer)));
 }
 
 /// What records a handle once the answer carrying it has passed. Most answers carry none:

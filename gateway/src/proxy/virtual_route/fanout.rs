@@ -1,24 +1,31 @@
 //! Asking one member from inside a client's request, for what the gateway merges itself
-//! (`server/discover`, the four lists, the lists a bare name is looked up in): a pingora
-//! subrequest of the client's request (its head copied, no body of its own), served by the
-//! gateway's own pipeline on the member's route, so every member answers exactly as a plain
-//! route of its pool and mode would (the reverse bridge for legacy members, the attempt
-//! engine's retries, identity headers); its answer is read whole, bounded, from the
-//! subrequest's channel, within the member's deadline.
+//! (`server/discover`, the four lists, the lists a bare name is looked up in) and for what it
+//! relays (a legacy client's calls and streams in its member sessions): the member's request
+//! is served by calling the same handler a plain route of the member's pool and mode runs
+//! (the reverse bridge for legacy members, the attempt engine's retries, identity headers),
+//! with a client of its own ([`MemberClient`]: the parent's head, this body, an answer read
+//! here) and a context made from the snapshot the parent request started with: never a second
+//! run of pingora's pipeline or of the client-facing filters (the caller was authenticated,
+//! authorized and admitted on the virtual route), and never another snapshot than the
+//! parent's. The member's answer is read whole, bounded, within the member's deadline, or
+//! relayed event by event.
 
 use super::super::ctx::RequestCtx;
 use super::super::stateless::{forward_body, Routed};
-use super::super::{Gateway, Handled};
+use super::super::{Fail, Gateway, Handled};
 use crate::auth::Principal;
+use crate::downstream::client::{AnswerHook, Client, HOOK_LIMIT};
 use crate::routing::Route;
 use bytes::{Bytes, BytesMut};
 use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
 use mcp_wire::{inspect_body, method_label, Era};
+use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::protocols::http::HttpTask;
-use pingora::proxy::subrequest::Ctx as SubrequestCtx;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// Largest member answer read (a list page, a discover result).
 const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
@@ -52,16 +59,202 @@ pub(crate) struct Ask {
 }
 
 impl Ask {
-    /// The extensions to carry for `session`'s caller: only when a pool exchanges tokens.
+    /// The extensions to carry for the parent's caller: only when a pool exchanges tokens.
     pub(super) fn caller_of(
-        session: &Session,
+        parent: &Parent,
         ctx_state: &crate::state::State,
     ) -> Option<http::Extensions> {
         let exchanging = ctx_state
             .pools
             .iter()
             .any(|p| p.credentials.exchanges_tokens());
-        exchanging.then(|| session.req_header().extensions.clone())
+        exchanging.then(|| parent.head.extensions.clone())
+    }
+}
+
+/// What a member request takes from its parent, the client's request: its head (body headers
+/// and `Expect` left out: a member's body is its own) and the client's address.
+pub(crate) struct Parent {
+    head: RequestHeader,
+    peer: Option<std::net::IpAddr>,
+}
+
+impl Parent {
+    /// The parent `client`'s.
+    pub(crate) fn of(client: &impl Client) -> Parent {
+        let mut head = client.req_header().clone();
+        for name in [
+            http::header::CONTENT_LENGTH,
+            http::header::TRANSFER_ENCODING,
+            http::header::EXPECT,
+        ] {
+            head.remove_header(&name);
+        }
+        Parent {
+            head,
+            peer: client.peer_ip(),
+        }
+    }
+}
+
+/// The client side of a member request: the parent's head and the member's body; what the
+/// handler writes goes to the asker as pingora's own `HttpTask`s, through a bounded channel
+/// (a full channel holds the member's handler back: no answer is buffered here).
+pub(crate) struct MemberClient {
+    head: RequestHeader,
+    body: Option<Bytes>,
+    body_read: usize,
+    peer: Option<std::net::IpAddr>,
+    written: Option<ResponseHeader>,
+    out: mpsc::Sender<HttpTask>,
+    /// A task handle's watch: the hook, and the answer so far (`None`: not read).
+    hook: Option<(AnswerHook, bool, Option<Vec<u8>>)>,
+}
+
+impl MemberClient {
+    fn new(parent: &Parent, body: Bytes, out: mpsc::Sender<HttpTask>) -> MemberClient {
+        MemberClient {
+            head: parent.head.clone(),
+            body: Some(body),
+            body_read: 0,
+            peer: parent.peer,
+            written: None,
+            out,
+            hook: None,
+        }
+    }
+
+    async fn send(&mut self, task: HttpTask) -> Result<()> {
+        self.out.send(task).await.map_err(|_| {
+            Error::explain(
+                ErrorType::ConnectionClosed,
+                "the virtual route's request ended",
+            )
+        })
+    }
+}
+
+impl Client for MemberClient {
+    fn req_header(&self) -> &RequestHeader {
+        &self.head
+    }
+
+    fn req_header_mut(&mut self) -> &mut RequestHeader {
+        &mut self.head
+    }
+
+    async fn read_request_body(&mut self) -> Result<Option<Bytes>> {
+        let body = self.body.take().filter(|b| !b.is_empty());
+        self.body_read += body.as_ref().map_or(0, Bytes::len);
+        Ok(body)
+    }
+
+    fn is_body_done(&mut self) -> bool {
+        self.body.is_none()
+    }
+
+    fn body_bytes_read(&self) -> usize {
+        self.body_read
+    }
+
+    async fn write_continue_response(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn get_read_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    async fn write_response_header(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
+        if let Some((_, sse, seen)) = self.hook.as_mut() {
+            let ct = head.headers.get(http::header::CONTENT_TYPE);
+            let ct = ct.and_then(|v| v.to_str().ok());
+            *sse = mcp_wire::sse::is_event_stream(ct);
+            let json = ct.is_some_and(|t| t.starts_with("application/json"));
+            *seen = (head.status == 200 && (*sse || json)).then(Vec::new);
+        }
+        self.written = Some((*head).clone());
+        self.send(HttpTask::Header(head, end)).await?;
+        if end {
+            self.answered();
+        }
+        Ok(())
+    }
+
+    async fn write_response_body(&mut self, body: Option<Bytes>, end: bool) -> Result<()> {
+        if let (Some((_, _, seen @ Some(_))), Some(chunk)) = (self.hook.as_mut(), body.as_ref()) {
+            let within = seen
+                .as_ref()
+                .is_some_and(|s| s.len() + chunk.len() <= HOOK_LIMIT);
+            match (within, seen.as_mut()) {
+                (true, Some(s)) => s.extend_from_slice(chunk),
+                _ => *seen = None,
+            }
+        }
+        self.send(HttpTask::Body(body, end)).await?;
+        if end {
+            self.answered();
+        }
+        Ok(())
+    }
+
+    fn response_written(&self) -> Option<&ResponseHeader> {
+        self.written.as_ref()
+    }
+
+    fn set_keepalive(&mut self, _seconds: Option<u64>) {}
+
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.peer
+    }
+
+    fn learn_from_answer(&mut self, hook: AnswerHook) {
+        self.hook = Some((hook, false, None));
+    }
+
+    async fn gone(&mut self) -> Box<Error> {
+        self.out.closed().await;
+        Error::explain(
+            ErrorType::ConnectionClosed,
+            "the virtual route's request ended",
+        )
+    }
+}
+
+impl MemberClient {
+    /// The whole answer passed: a task handle in it is learnt.
+    fn answered(&mut self) {
+        if let Some((hook, sse, Some(seen))) = self.hook.take() {
+            hook(sse, &seen);
+        }
+    }
+}
+
+/// Serves `ask` as its own request, its answer (or its error, written as a plain route
+/// writes it) sent to `out`; ends when the answer did.
+fn run<'a>(
+    gw: &'a Gateway,
+    parent: &Parent,
+    ask: Ask,
+    out: mpsc::Sender<HttpTask>,
+) -> impl Future<Output = ()> + Send + 'a {
+    let mut client = MemberClient::new(parent, ask.body.clone(), out);
+    async move {
+        let mut ctx = RequestCtx::new(ask.state.clone());
+        let served = serve(gw, &mut client, &mut ctx, ask).await;
+        if let Err(Fail::Answer(e)) = served {
+            Box::pin(super::super::respond::answer(&mut client, &mut ctx, &e)).await;
+        }
+        // counted as a request of the member's route (`<virtual route>#<member>`)
+        let status = client.written.as_ref().map(|h| h.status.as_u16());
+        let route = ctx.route.as_deref();
+        gw.metrics.finished(
+            route.map(|r| &r.metrics),
+            ctx.route_label(),
+            ctx.method_label,
+            ctx.outcome.label(status),
+            ctx.start.elapsed().as_secs_f64(),
+        );
     }
 }
 
@@ -82,16 +275,14 @@ pub(super) struct Answer {
 /// `over-budget-caller`: a merge's bytes, counted into `held` as they are read, would pass
 /// `limits.max-merged-list-bytes`).
 pub(super) async fn ask(
-    session: &Session,
+    gw: &Gateway,
+    parent: &Parent,
     ask: Ask,
     deadline: Duration,
     held: Option<&std::sync::Mutex<crate::federation::budget::Reservation>>,
 ) -> Result<Answer, &'static str> {
-    let spawner = session.subrequest_spawner.as_ref().ok_or("failed")?;
-    let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
-    let ctx = SubrequestCtx::builder().user_ctx(user).build();
-    let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
-    let task = tokio::spawn(prepared.run());
+    let (tx, mut rx) = mpsc::channel(16);
+    let member = run(gw, parent, ask, tx);
     let read = async {
         let mut answer = Answer {
             status: 0,
@@ -100,7 +291,7 @@ pub(super) async fn ask(
             body: Bytes::new(),
         };
         let mut body = BytesMut::new();
-        while let Some(t) = handle.rx.recv().await {
+        while let Some(t) = rx.recv().await {
             let end = match t {
                 HttpTask::Header(head, end) => {
                     answer.status = head.status.as_u16();
@@ -145,25 +336,22 @@ pub(super) async fn ask(
         }
         Ok(answer)
     };
-    let answered = tokio::time::timeout(deadline, read).await;
-    if !matches!(answered, Ok(Ok(_))) {
-        // a member past its deadline (or broken) is given up: its request dropped
-        task.abort();
-    }
-    answered.map_err(|_| "deadline")?
+    // the member's request runs beside the read of its answer; past the deadline (or with its
+    // answer refused) both are dropped, and with them the member's upstream request
+    let both = async {
+        let (_, answer) = tokio::join!(member, read);
+        answer
+    };
+    tokio::time::timeout(deadline, both)
+        .await
+        .map_err(|_| "deadline")?
 }
 
-/// The member request of a subrequest this gateway made ([`ask`]), taken once.
-pub(in crate::proxy) fn take(session: &mut Session) -> Option<Ask> {
-    let ctx = session.subrequest_ctx.as_mut()?.user_ctx_mut()?;
-    ctx.downcast_mut::<Option<Ask>>()?.take()
-}
-
-/// Serves a member request in its subrequest: on the member's route, as a plain route of its
-/// pool would (the caller was authenticated, authorized and admitted on the virtual route).
-pub(in crate::proxy) async fn serve(
+/// Serves a member request: on the member's route, as a plain route of its pool would (the
+/// caller was authenticated, authorized and admitted on the virtual route).
+async fn serve(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     mut ask: Ask,
 ) -> Handled {
@@ -178,16 +366,20 @@ pub(in crate::proxy) async fn serve(
     }
 }
 
-async fn serve_as(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx, ask: Ask) -> Handled {
-    // the subrequest's context loaded the state in force now: the parent's snapshot instead
-    ctx.state = ask.state.clone();
+async fn serve_as(
+    gw: &Gateway,
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    ask: Ask,
+) -> Handled {
+    // the context was made from the parent's snapshot (`run`)
     ctx.route = Some(ask.route.clone());
     ctx.principal = ask.principal;
     ctx.era = ask.era;
     ctx.admitted.identity = ask.identity;
     if ask.era == Era::Legacy {
         let resume = ask.resume;
-        return serve_in_session(gw, session, ctx, ask.route, ask.body, ask.session, resume).await;
+        return serve_in_session(gw, session, ctx, ask.route, ask.session, resume).await;
     }
     let info = inspect_body(&ask.body).map_err(crate::error::GatewayError::from)?;
     ctx.request_id = Some(info.request_id());
@@ -222,10 +414,9 @@ async fn serve_as(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx, ask
 /// `resume` when the client resumes.
 async fn serve_in_session(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: Arc<Route>,
-    body: Bytes,
     member_session: Option<String>,
     resume: Option<String>,
 ) -> Handled {
@@ -250,7 +441,6 @@ async fn serve_in_session(
             head.remove_header(MCP_SESSION_ID);
         }
     }
-    ctx.preset_body = Some(Box::new(body));
     match route.mode {
         crate::config::Mode::Stateless => {
             super::super::stateless::forward_buffered(gw, session, ctx, route, false).await
@@ -261,29 +451,33 @@ async fn serve_in_session(
     }
 }
 
-/// Sends `ask` as a subrequest of `session` and writes its answer to the client as it comes:
-/// the head with `Mcp-Session-Id` set to `client_session`, an SSE body event by event through
-/// `event` (a JSON body untouched).
+/// Asks a member with `ask` and writes its answer to the client as it comes: the head with
+/// `Mcp-Session-Id` set to `client_session`, an SSE body event by event through `event` (a
+/// JSON body untouched). The member's request ends with the client's: dropped before its
+/// answer ended, it is cancelled.
 pub(super) async fn pipe(
-    session: &mut Session,
+    gw: &Gateway,
+    session: &mut impl Client,
     ask: Ask,
     client_session: &str,
     mut event: impl FnMut(&[u8]) -> Bytes,
 ) -> Handled {
-    let spawner = session
-        .subrequest_spawner
-        .as_ref()
-        .ok_or_else(|| crate::error::GatewayError::internal("no subrequests"))?;
-    let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
-    let ctx = SubrequestCtx::builder().user_ctx(user).build();
-    let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
-    let task = tokio::spawn(prepared.run());
-    // the subrequest ends with the client: dropped before its answer ended, it is cancelled
-    let mut task = AbortOnDrop(Some(task));
+    let (tx, mut rx) = mpsc::channel(16);
+    let member = run(gw, &Parent::of(session), ask, tx);
+    tokio::pin!(member);
+    let mut member_done = false;
     let mut sse = false;
     let mut splitter = mcp_wire::sse::EventSplitter::default();
     let mut started = false;
-    while let Some(t) = handle.rx.recv().await {
+    loop {
+        let t = tokio::select! {
+            () = &mut member, if !member_done => {
+                member_done = true;
+                continue;
+            }
+            t = rx.recv() => t,
+        };
+        let Some(t) = t else { break };
         match t {
             HttpTask::Header(mut head, end) => {
                 sse = mcp_wire::sse::is_event_stream(
@@ -301,17 +495,16 @@ pub(super) async fn pipe(
                 session
                     .write_response_header(head, end)
                     .await
-                    .map_err(super::super::Fail::Io)?;
+                    .map_err(Fail::Io)?;
                 started = true;
                 if end {
-                    task.disarm();
                     return Ok(());
                 }
             }
             HttpTask::Body(chunk, end) => {
                 let chunk = chunk.unwrap_or_default();
                 let out = if sse {
-                    let mut out = bytes::BytesMut::new();
+                    let mut out = BytesMut::new();
                     for e in splitter.push(&chunk) {
                         out.extend_from_slice(&event(&e));
                     }
@@ -323,15 +516,14 @@ pub(super) async fn pipe(
                     session
                         .write_response_body(Some(out), end)
                         .await
-                        .map_err(super::super::Fail::Io)?;
+                        .map_err(Fail::Io)?;
                 }
                 if end {
-                    task.disarm();
                     return Ok(());
                 }
             }
             HttpTask::Done => break,
-            HttpTask::Failed(e) if !started => return Err(super::super::Fail::Io(e)),
+            HttpTask::Failed(e) if !started => return Err(Fail::Io(e)),
             HttpTask::Failed(_) => break,
             HttpTask::UpgradedBody(..) | HttpTask::Trailer(_) => {}
         }
@@ -340,53 +532,89 @@ pub(super) async fn pipe(
         session
             .write_response_body(None, true)
             .await
-            .map_err(super::super::Fail::Io)?;
+            .map_err(Fail::Io)?;
         Ok(())
     } else {
         Err(crate::error::GatewayError::internal("a member answered nothing").into())
     }
 }
 
-/// Aborts a task when dropped, unless disarmed.
-struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
-
-impl AbortOnDrop {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(task) = self.0.take() {
-            task.abort();
-        }
-    }
-}
-
-/// A member subrequest started for a stream the client holds: its tasks, in order, tagged with
-/// `member`, sent to `to` until it ends (then `Ended`).
-pub(super) fn stream_into(
-    session: &Session,
+/// A member's request for a stream the client holds: its answer's tasks, in order, tagged
+/// with `member`, sent to `to` until it ends (then `None`). The caller drives the future
+/// (beside its own work: [`Streams`]); dropped, the member's request is cancelled.
+pub(super) fn stream_into<'a>(
+    gw: &'a Gateway,
+    parent: &Parent,
     ask: Ask,
     member: usize,
-    to: tokio::sync::mpsc::Sender<(usize, Option<HttpTask>)>,
-) -> Option<tokio::task::JoinHandle<()>> {
-    let spawner = session.subrequest_spawner.as_ref()?;
-    let user: Box<dyn std::any::Any + Send + Sync> = Box::new(Some(ask));
-    let ctx = SubrequestCtx::builder().user_ctx(user).build();
-    let (prepared, mut handle) = spawner.create_subrequest(&session.downstream_session, ctx);
-    Some(tokio::spawn(async move {
-        // the input side stays open: closed, the subrequest reads it as the client leaving
-        let _input = handle.tx.clone();
-        let run = tokio::spawn(prepared.run());
-        let _run = AbortOnDrop(Some(run));
-        while let Some(t) = handle.rx.recv().await {
-            let end = t.is_end() || matches!(t, HttpTask::Done | HttpTask::Failed(_));
-            if to.send((member, Some(t))).await.is_err() || end {
-                break;
+    to: mpsc::Sender<(usize, Option<HttpTask>)>,
+) -> impl Future<Output = ()> + Send + 'a {
+    let (tx, mut rx) = mpsc::channel(16);
+    let run = run(gw, parent, ask, tx);
+    async move {
+        let forward = async {
+            while let Some(t) = rx.recv().await {
+                let end = t.is_end() || matches!(t, HttpTask::Done | HttpTask::Failed(_));
+                if to.send((member, Some(t))).await.is_err() || end {
+                    break;
+                }
+            }
+            let _ = to.send((member, None)).await;
+        };
+        tokio::pin!(forward);
+        tokio::select! {
+            // the member's answer ended (or its reader left): done, its request dropped
+            () = &mut forward => {}
+            () = run => forward.await,
+        }
+    }
+}
+
+/// The member streams of one client stream, driven beside it: each member's at most once
+/// (starting one again drops the one before), all dropped (their requests cancelled) with it.
+pub(super) struct Streams<'a> {
+    running: futures_util::stream::FuturesUnordered<
+        futures_util::future::Abortable<futures_util::future::BoxFuture<'a, ()>>,
+    >,
+    handles: Vec<Option<futures_util::future::AbortHandle>>,
+}
+
+impl<'a> Streams<'a> {
+    /// Room for `n` members' streams.
+    pub(super) fn new(n: usize) -> Streams<'a> {
+        Streams {
+            running: Default::default(),
+            handles: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// Starts member `i`'s stream (`stream_into`), dropping the one it had.
+    pub(super) fn start(&mut self, i: usize, stream: impl Future<Output = ()> + Send + 'a) {
+        use futures_util::FutureExt;
+        if let Some(old) = self.handles[i].take() {
+            old.abort();
+        }
+        let (stream, handle) = futures_util::future::abortable(stream.boxed());
+        self.running.push(stream);
+        self.handles[i] = Some(handle);
+    }
+
+    /// The next of `rx`, driving the streams (which send to it) meanwhile.
+    pub(super) async fn next<T>(&mut self, rx: &mut mpsc::Receiver<T>) -> Option<T> {
+        loop {
+            tokio::select! {
+                t = rx.recv() => return t,
+                () = self.drive() => {}
             }
         }
-        let _ = to.send((member, None)).await;
-    }))
+    }
+
+    /// Drives the streams; returns when one ended (never while none runs).
+    pub(super) async fn drive(&mut self) {
+        use futures_util::StreamExt;
+        if self.running.is_empty() {
+            std::future::pending::<()>().await;
+        }
+        self.running.next().await;
+    }
 }

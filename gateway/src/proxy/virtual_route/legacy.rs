@@ -23,6 +23,7 @@ use super::fanout::{self, pipe};
 use super::stream::{answer_route, renumber, stream};
 use super::Virtual;
 use super::{answer, answer_empty};
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::routing::{Members, Route};
@@ -41,7 +42,7 @@ use super::super::{Fail, Gateway, Handled};
 /// Serves one request of a legacy client on a virtual route.
 pub(super) async fn serve(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: &Route,
     members: &Members,
@@ -65,9 +66,9 @@ pub(super) async fn serve(
             .map_err(|_| GatewayError::session_not_found("unknown"))?;
         let last = session.req_header().headers.get(LAST_EVENT_ID);
         if let Some(last) = last.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()) {
-            return resume(session, ctx, members, &sessions, &sid, &last).await;
+            return resume(gw, session, ctx, members, &sessions, &sid, &last).await;
         }
-        return stream(session, ctx, members, &sessions).await;
+        return stream(gw, session, ctx, members, &sessions).await;
     }
     let body = if http_method == http::Method::POST {
         let body = request_body(session, ctx).await?;
@@ -91,8 +92,11 @@ pub(super) async fn serve(
         );
         parts
     };
+    let parent = super::fanout::Parent::of(session);
     let mut v = Virtual {
-        session,
+        gw,
+        caller: super::fanout::Ask::caller_of(&parent, &ctx.state),
+        parent,
         route,
         members,
         state: ctx.state.clone(),
@@ -103,7 +107,6 @@ pub(super) async fn serve(
         events: &gw.metrics.virtual_members,
         sessions: None,
         identity: ctx.admitted.identity.clone(),
-        caller: super::fanout::Ask::caller_of(session, &ctx.state),
     };
     let Some(sid) = sid else {
         if method.as_deref() != Some("initialize") {
@@ -137,7 +140,7 @@ pub(super) async fn serve(
         })?;
         let body = with_id(&body, own_id)?;
         let ask = v.ask_of(member, body);
-        let _ = fanout::ask(v.session, ask, v.deadline, None).await;
+        let _ = fanout::ask(v.gw, &v.parent, ask, v.deadline, None).await;
         drop(v);
         return answer_empty(session, 202).await;
     };
@@ -176,8 +179,7 @@ pub(super) async fn serve(
         }
         let body = super::own_name(&body, &method, &named, &own)?;
         let ask = v.ask_of(member, body);
-        drop(v);
-        return pipe(session, ask, &sid, |event| {
+        return pipe(gw, session, ask, &sid, |event| {
             renumber(event, &member_name, true)
         })
         .await;
@@ -196,7 +198,8 @@ pub(super) async fn serve(
 /// answer from the gateway's buffer, on any replica with Redis), renumbered as the answer
 /// was. An id naming no member of this session is -32030 `unknown`, as on a plain session.
 async fn resume(
-    session: &mut Session,
+    gw: &Gateway,
+    session: &mut impl Client,
     ctx: &RequestCtx,
     members: &Members,
     sessions: &std::collections::BTreeMap<String, String>,
@@ -220,10 +223,10 @@ async fn resume(
         era: Era::Legacy,
         session: Some(member_session.ok_or_else(unknown)?.clone()),
         identity: ctx.admitted.identity.clone(),
-        caller: fanout::Ask::caller_of(session, &ctx.state),
+        caller: fanout::Ask::caller_of(&fanout::Parent::of(session), &ctx.state),
         resume: Some(own.to_owned()),
     };
-    pipe(session, ask, sid, |event| renumber(event, member, true)).await
+    pipe(gw, session, ask, sid, |event| renumber(event, member, true)).await
 }
 
 /// What a session-era request names (`resources/subscribe` and `unsubscribe` by URI too).
@@ -250,7 +253,7 @@ impl Virtual<'_> {
             .collect();
         let asks = all.iter().map(|&i| {
             let ask = self.ask_of(i, body.clone());
-            fanout::ask(self.session, ask, self.deadline, None)
+            fanout::ask(self.gw, &self.parent, ask, self.deadline, None)
         });
         futures_util::future::join_all(asks).await;
     }
@@ -262,7 +265,7 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
     let all: Vec<usize> = (0..v.members.routes.len()).collect();
     let asks = all.iter().map(|&i| {
         let ask = v.ask_of(i, body.clone());
-        async move { (i, fanout::ask(v.session, ask, v.deadline, None).await) }
+        async move { (i, fanout::ask(v.gw, &v.parent, ask, v.deadline, None).await) }
     });
     let answers = futures_util::future::join_all(asks).await;
     let msg: Value =

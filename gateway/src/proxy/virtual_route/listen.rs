@@ -19,14 +19,14 @@
 
 use super::calls::Named;
 use super::fanout;
-use super::stream::{start_stream, Tasks, LIST_CHANGED};
+use super::stream::{start_stream, LIST_CHANGED};
 use super::Virtual;
 use crate::config::Kind;
+use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use bytes::Bytes;
 use mcp_wire::translate::listen::{self, Heard};
 use mcp_wire::{messages, sse};
-use pingora::prelude::*;
 use pingora::protocols::http::HttpTask;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
@@ -168,7 +168,8 @@ impl Plan {
     /// keeps a quiet stream open.
     pub(super) async fn serve(
         self,
-        session: &mut Session,
+        gw: &super::super::Gateway,
+        session: &mut impl Client,
         id: &mcp_wire::RequestId,
         up: impl Fn() -> Vec<bool>,
         keep_alive: Duration,
@@ -177,17 +178,18 @@ impl Plan {
         let n = self.asks.len();
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let (again_tx, mut again) = tokio::sync::mpsc::channel::<usize>(8);
-        let mut tasks = Tasks((0..n).map(|_| None).collect());
+        let parent = fanout::Parent::of(session);
+        let mut tasks = fanout::Streams::new(n);
         let mut state: Vec<Member> = (0..n).map(|_| Member::default()).collect();
-        let open = |session: &Session, i: usize, state: &mut Member| {
+        let open = |i: usize, state: &mut Member| {
             state.opened = Some(Instant::now());
             state.splitter = Default::default();
             let ask = self.asks[i].clone()?;
-            fanout::stream_into(session, ask, i, tx.clone())
+            Some(fanout::stream_into(gw, &parent, ask, i, tx.clone()))
         };
         for (i, member) in state.iter_mut().enumerate() {
-            if self.asks[i].is_some() {
-                tasks.0[i] = open(session, i, member);
+            if let Some(stream) = open(i, member) {
+                tasks.start(i, stream);
             } else {
                 member.done = true;
             }
@@ -197,7 +199,7 @@ impl Plan {
         let waiting = |state: &[Member]| state.iter().any(|m| !m.done && !m.acknowledged);
         while waiting(&state) {
             let left = self.deadline.saturating_sub(started.elapsed());
-            let Ok(Some((i, task))) = tokio::time::timeout(left, rx.recv()).await else {
+            let Ok(Some((i, task))) = tokio::time::timeout(left, tasks.next(&mut rx)).await else {
                 break;
             };
             for (heard, raw) in self.follow(&mut state[i], i, task) {
@@ -259,9 +261,11 @@ impl Plan {
                     session.write_response_body(Some(comment), false).await.map_err(Fail::Io)?;
                 }
                 Some(i) = again.recv() => {
-                    tasks.0[i] = open(session, i, &mut state[i]);
+                    if let Some(stream) = open(i, &mut state[i]) {
+                        tasks.start(i, stream);
+                    }
                 }
-                Some((i, task)) = rx.recv() => {
+                Some((i, task)) = tasks.next(&mut rx) => {
                     let ended = task.is_none();
                     for (heard, _) in self.follow(&mut state[i], i, task) {
                         if let Heard::Notify(mut note) = heard {
@@ -282,8 +286,8 @@ impl Plan {
                         });
                     }
                 }
-                gone = session.downstream_session.read_body_or_idle(true) => {
-                    tracing::debug!(gone = ?gone.err(), "a virtual listen stream's client went away");
+                gone = session.gone() => {
+                    tracing::debug!(gone = ?gone, "a virtual listen stream's client went away");
                     return Ok(());
                 }
             }
@@ -356,7 +360,7 @@ fn honoured_uris(raw: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn write_event(session: &mut Session, msg: &Value) -> Handled {
+async fn write_event(session: &mut impl Client, msg: &Value) -> Handled {
     let json = serde_json::to_vec(msg).map_err(|_| GatewayError::internal("an event"))?;
     session
         .write_response_body(Some(sse::event(&json)), false)

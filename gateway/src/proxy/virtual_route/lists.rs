@@ -60,7 +60,8 @@ impl Virtual<'_> {
             let ask = self.ask_of(i, body(i));
             let held = &held;
             async move {
-                let answer = fanout::ask(self.session, ask, self.deadline, Some(held)).await;
+                let answer =
+                    fanout::ask(self.gw, &self.parent, ask, self.deadline, Some(held)).await;
                 (i, Self::result_of(answer))
             }
         });

@@ -13,6 +13,7 @@
 //!   a retry names the same tool, so it reaches the same member); the answer streams back
 //!   untouched.
 
+use crate::downstream::client::Client;
 mod calls;
 mod errors;
 mod fanout;
@@ -22,7 +23,6 @@ mod listen;
 mod lists;
 mod stream;
 
-pub(in crate::proxy) use fanout::{serve as serve_ask, take as take_ask};
 pub(in crate::proxy) use fast::{plan as fast_plan, Rename};
 
 use super::check;
@@ -50,7 +50,9 @@ pub(super) const MEMBER_DEADLINE: Duration = Duration::from_secs(10);
 
 /// One request on a virtual route, while the gateway asks its members.
 pub(super) struct Virtual<'a> {
-    session: &'a Session,
+    gw: &'a Gateway,
+    /// What member requests take from the client's request.
+    parent: fanout::Parent,
     route: &'a Route,
     members: &'a Members,
     /// The config snapshot the client request started with (its member requests read theirs).
@@ -130,7 +132,7 @@ impl Virtual<'_> {
 /// Serves one request on a virtual route.
 pub(super) async fn serve(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     route: Arc<Route>,
 ) -> Handled {
@@ -168,8 +170,11 @@ pub(super) async fn serve(
         // a 2026-07-28 notification: nothing a member waits for
         return answer_empty(session, 202).await;
     }
+    let parent = fanout::Parent::of(session);
     let v = Virtual {
-        session,
+        gw,
+        caller: fanout::Ask::caller_of(&parent, &ctx.state),
+        parent,
         route: &route,
         members,
         state: ctx.state.clone(),
@@ -180,7 +185,6 @@ pub(super) async fn serve(
         events: &gw.metrics.virtual_members,
         sessions: None,
         identity: ctx.admitted.identity.clone(),
-        caller: fanout::Ask::caller_of(session, &ctx.state),
     };
     let id = ctx
         .request_id
@@ -204,7 +208,7 @@ pub(super) async fn serve(
         drop(v);
         let keep_alive = gw.streams.resume_config().keep_alive;
         let up = || stream::members_up(ctx, members);
-        return plan.serve(session, &id, up, keep_alive).await;
+        return plan.serve(gw, session, &id, up, keep_alive).await;
     } else if super::tasks::routes(ctx, Some(&method)) {
         // `name` is `params.taskId`
         super::steps::classify(ctx, &route, Some(&method), name.as_deref())?;
@@ -261,7 +265,7 @@ fn filtered(route: &Route, ctx: &mut RequestCtx, body: Bytes) -> Bytes {
 #[allow(clippy::too_many_arguments)]
 async fn call(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     (_route, members): (&Arc<Route>, &Members),
     (member, own): (usize, String),
@@ -295,7 +299,7 @@ async fn call(
 /// "unknown task" (no one member would answer for all of them).
 async fn task(
     gw: &Gateway,
-    session: &mut Session,
+    session: &mut impl Client,
     ctx: &mut RequestCtx,
     (route, members): (&Arc<Route>, &Members),
     body: Bytes,
@@ -391,7 +395,7 @@ fn own_name(body: &Bytes, method: &str, named: &Named, own: &str) -> Result<Byte
 }
 
 /// An answer with no body (202 to a notification, 200 to a DELETE).
-async fn answer_empty(session: &mut Session, status: u16) -> Handled {
+async fn answer_empty(session: &mut impl Client, status: u16) -> Handled {
     let mut head = ResponseHeader::build(status, Some(1)).map_err(super::Fail::Io)?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")
         .map_err(super::Fail::Io)?;
@@ -401,7 +405,7 @@ async fn answer_empty(session: &mut Session, status: u16) -> Handled {
 
 /// The gateway's own answer `body` (captured): one SSE event to a session-era client that
 /// accepts a stream (as the session servers it stands for answer), else JSON.
-async fn answer(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -> Handled {
+async fn answer(session: &mut impl Client, ctx: &mut RequestCtx, body: Bytes) -> Handled {
     ctx.capture_response(&body);
     let stream = ctx.era == Era::Legacy
         && session

@@ -4,12 +4,12 @@
 //! per member so two members never collide, and the way the client's answers go back.
 
 use super::fanout;
+use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::routing::Members;
 use bytes::Bytes;
 use mcp_wire::sse;
 use pingora::http::ResponseHeader;
-use pingora::prelude::*;
 use pingora::protocols::http::HttpTask;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -26,13 +26,15 @@ const QUICK_ENDS: u32 = 5;
 /// a call; a member's stream that ends (its pod died, its session moved) is opened again
 /// (after 500 ms), so its later notifications and requests still reach the client.
 pub(super) async fn stream(
-    session: &mut Session,
+    gw: &super::super::Gateway,
+    session: &mut impl Client,
     ctx: &RequestCtx,
     members: &Members,
     sessions: &BTreeMap<String, String>,
 ) -> Handled {
     let name = |i: usize| members.server.members[i].names.name.as_str();
-    let caller = fanout::Ask::caller_of(session, &ctx.state);
+    let parent = fanout::Parent::of(session);
+    let caller = fanout::Ask::caller_of(&parent, &ctx.state);
     let ask = |i: usize| fanout::Ask {
         state: ctx.state.clone(),
         route: members.routes[i].clone(),
@@ -54,13 +56,13 @@ pub(super) async fn stream(
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let (again_tx, mut again) = tokio::sync::mpsc::channel::<usize>(8);
     let n = members.routes.len();
-    let mut tasks = Tasks((0..n).map(|_| None).collect());
+    let mut tasks = fanout::Streams::new(n);
     let mut splitters: Vec<sse::EventSplitter> = (0..n).map(|_| Default::default()).collect();
     let mut streaming = vec![false; n];
     let mut quick_ends = vec![0u32; n];
     let mut opened_at = vec![std::time::Instant::now(); n];
     for &i in &held {
-        tasks.0[i] = fanout::stream_into(session, ask(i), i, tx.clone());
+        tasks.start(i, fanout::stream_into(gw, &parent, ask(i), i, tx.clone()));
     }
     // the members' streams being read, or about to be opened again
     let mut live = held.len();
@@ -86,9 +88,9 @@ pub(super) async fn stream(
             Some(i) = again.recv() => {
                 splitters[i] = Default::default();
                 opened_at[i] = std::time::Instant::now();
-                tasks.0[i] = fanout::stream_into(session, ask(i), i, tx.clone());
+                tasks.start(i, fanout::stream_into(gw, &parent, ask(i), i, tx.clone()));
             }
-            Some((i, task)) = rx.recv() => match task {
+            Some((i, task)) = tasks.next(&mut rx) => match task {
                 Some(HttpTask::Header(h, end)) => {
                     let ct = h.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
                     streaming[i] = h.status.as_u16() == 200 && sse::is_event_stream(ct) && !end;
@@ -128,7 +130,7 @@ pub(super) async fn stream(
 }
 
 /// The head of a stream the gateway writes itself (an SSE body, chunked).
-pub(super) async fn start_stream(session: &mut Session) -> Handled {
+pub(super) async fn start_stream(session: &mut impl Client) -> Handled {
     let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
     head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")
         .map_err(Fail::Io)?;
@@ -163,17 +165,6 @@ pub(super) fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
             })
         })
         .collect()
-}
-
-/// The members' stream tasks of one client stream: stopped with it.
-pub(super) struct Tasks(pub(super) Vec<Option<tokio::task::JoinHandle<()>>>);
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for task in self.0.iter_mut().filter_map(Option::take) {
-            task.abort();
-        }
-    }
 }
 
 /// A member's SSE event for the client: a request of the member (it has `method` and `id`)
