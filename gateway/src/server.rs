@@ -7,9 +7,9 @@ use crate::bridge::metrics::BridgeMetrics;
 use crate::config::Config;
 use crate::config::StoreConfig;
 use crate::metrics::Registrar;
-use crate::proxy::metrics::RequestMetrics;
-use crate::proxy::Gateway;
 use crate::reload::{ReloadMetrics, ReloadService};
+use crate::request::metrics::RequestMetrics;
+use crate::request::Gateway;
 use crate::session::store::{
     Cached, Instrumented, RedisEvents, RedisStore, StoreMetrics, StreamStore, Ttl,
 };

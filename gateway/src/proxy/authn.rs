@@ -1,23 +1,16 @@
 //! The request-filter steps of `auth/` and their HTTP glue: serving the protected-resource
 //! metadata, authenticating the caller (401 / 503 answers), removing its credential before
-//! anything goes upstream (no token passthrough), authorizing a call by the name the backend
-//! will execute (403), and filtering list answers.
+//! anything goes upstream (no token passthrough). Authorizing a call by the name the backend
+//! will execute is `classify/`; filtering list answers, `forward/filtered.rs`.
 
-use super::ctx::RequestCtx;
-use super::relay::{write_whole, Relayed};
-use crate::auth::Principal;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
+use crate::forward::relay::write_whole;
+use crate::request::ctx::RequestCtx;
 use crate::routing::Route;
-use crate::upstream::client::Exchange;
-use crate::upstream::encoding;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
-use std::sync::Arc;
-
-/// Largest list answer the gateway filters.
-const LIST_LIMIT: usize = 16 * 1024 * 1024;
 
 /// The metadata document, when `auth` is set and the path is one of its well-known paths.
 pub(super) fn metadata(ctx: &RequestCtx, path: &str) -> Option<Bytes> {
@@ -100,91 +93,4 @@ fn drop_credentials(req: &mut pingora::http::RequestHeader, auth: &crate::auth::
     for name in names {
         req.remove_header(&name);
     }
-}
-
-/// Whether the caller may call `method` on `name` (the name the backend will execute); also
-/// marks a list answer for filtering.
-pub(super) fn authorize(
-    ctx: &mut RequestCtx,
-    route: &Route,
-    method: Option<&str>,
-    name: Option<&str>,
-) -> Result<(), GatewayError> {
-    if !route.guard.has_rules() {
-        return Ok(());
-    }
-    if route.guard.filters(method) {
-        ctx.filter = match method {
-            Some("tools/list") => Some("tools/list"),
-            Some("prompts/list") => Some("prompts/list"),
-            Some("resources/list") => Some("resources/list"),
-            Some("resources/templates/list") => Some("resources/templates/list"),
-            _ => None,
-        };
-    }
-    let principal = ctx.principal.as_deref();
-    route
-        .guard
-        .decide(principal, method, name)
-        .map_err(|denied| refusal(ctx, denied))
-}
-
-/// The answer to a denial: 403 -32024 (naming the metadata document), or -32031 for a URI
-/// that cannot be decided.
-pub(super) fn refusal(ctx: &RequestCtx, denied: crate::auth::Denied) -> GatewayError {
-    if let Some(why) = denied.undecidable {
-        return GatewayError::undecidable_name(why.as_str());
-    }
-    let metadata = ctx
-        .state
-        .auth
-        .as_ref()
-        .map(|a| a.forbidden(denied.scope.as_deref()));
-    metadata.unwrap_or_else(|| GatewayError::forbidden(denied.scope.as_deref(), ""))
-}
-
-/// Relays a list answer with what the caller may not use removed (the whole answer is read
-/// first). Anything but a 2xx answer is relayed untouched.
-pub(super) async fn relay_filtered(
-    exchange: &mut Exchange,
-    session: &mut impl Client,
-    mut head: ResponseHeader,
-    route: &Route,
-    principal: Option<&Principal>,
-    method: &'static str,
-) -> Result<Relayed> {
-    if !head.status.is_success() {
-        return super::relay::relay(exchange, session, head, None).await;
-    }
-    let sse = mcp_wire::sse::is_event_stream(
-        head.headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok()),
-    );
-    let Ok(mut body) = exchange.read_all(LIST_LIMIT).await else {
-        return Ok(Relayed::Broken { sse });
-    };
-    // A compressed list is read decoded and sent decoded; one the gateway cannot decode (it
-    // asks only for gzip and deflate) is never passed on unfiltered.
-    if let Err(why) = encoding::decode_in_place(&mut head, &mut body, LIST_LIMIT) {
-        tracing::debug!(why = %why.0, "a list answer that cannot be decoded is not relayed");
-        return Ok(Relayed::Broken { sse });
-    }
-    let content_type = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let body = route
-        .guard
-        .filter_answer(principal, Some(method), content_type, &body)
-        .unwrap_or(body);
-    head.remove_header(&http::header::TRANSFER_ENCODING);
-    head.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
-    write_whole(session, head, body).await?;
-    Ok(Relayed::Done)
-}
-
-/// The principal of a request, for the session binding.
-pub(super) fn principal_id(ctx: &RequestCtx) -> Option<Arc<str>> {
-    ctx.principal.as_ref().map(|p| p.id.clone())
 }

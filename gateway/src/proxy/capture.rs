@@ -2,8 +2,8 @@
 //! the context kept becomes a [`Seen`] for the route's capture file. Nothing here runs while a
 //! body moves.
 
-use super::ctx::RequestCtx;
 use crate::capture::{Captures, Seen};
+use crate::request::ctx::RequestCtx;
 use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
 use pingora::prelude::*;
 use std::time::SystemTime;

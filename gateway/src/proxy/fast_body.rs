@@ -3,10 +3,11 @@
 //! headers, held back until its end (collected once, `collect.rs`), checked whole, and handed
 //! on: as it came, or with a virtual member's own name in it (`virtual_route::Rename`).
 
-use super::check::{self, Rejected};
-use super::ctx::RequestCtx;
-use super::{collect, native, respond};
+use super::native;
 use crate::error::GatewayError;
+use crate::forward::check::{self, Rejected};
+use crate::forward::{collect, respond};
+use crate::request::ctx::RequestCtx;
 use bytes::Bytes;
 use pingora::prelude::*;
 use pingora_prometheus::prometheus::IntCounterVec;

@@ -19,13 +19,15 @@ fn of4<A, B, C, D, F: Future>(_: impl FnOnce(A, B, C, D) -> F) -> usize {
 fn of5<A, B, C, D, E, F: Future>(_: impl FnOnce(A, B, C, D, E) -> F) -> usize {
     size_of::<F>()
 }
-pub(super) fn of6<A, B, C, D, E, G, F: Future>(_: impl FnOnce(A, B, C, D, E, G) -> F) -> usize {
+pub(crate) fn of6<A, B, C, D, E, G, F: Future>(_: impl FnOnce(A, B, C, D, E, G) -> F) -> usize {
     size_of::<F>()
 }
 
 /// Each hot-path future with its size in bytes.
 fn sizes() -> Vec<(&'static str, usize)> {
-    use crate::proxy::*;
+    use crate::forward::{relay, respond};
+    use crate::handlers::{stateful, stateless};
+    use crate::proxy::{authn, steps};
     use pingora::proxy::Session;
     vec![
         ("steps::prepare", of3(steps::prepare)),
@@ -42,11 +44,11 @@ fn sizes() -> Vec<(&'static str, usize)> {
         ),
         (
             "stateless::forward_any",
-            of5(stateless::forward_any::<Session>),
+            of5(crate::forward::send::forward_any::<Session>),
         ),
         (
             "stateless::refuse_backend_session",
-            of6(stateless::refuse_backend_session),
+            of6(crate::forward::send::refuse_backend_session),
         ),
         ("relay::relay", of4(relay::relay::<Session>)),
         ("relay::read_body", of2(relay::read_body::<Session>)),
@@ -65,7 +67,7 @@ fn sizes() -> Vec<(&'static str, usize)> {
         ),
         (
             "RequestCtx (not a future)",
-            size_of::<crate::proxy::ctx::RequestCtx>(),
+            size_of::<crate::request::ctx::RequestCtx>(),
         ),
     ]
 }

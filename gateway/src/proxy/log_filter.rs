@@ -4,8 +4,8 @@
 //! `mcpgw_log_records_demoted_total` (`quiet.rs`). A call lost with its backend (answered
 //! -32013 or not answerable at all) and an internal error stay at ERROR.
 
-use super::ctx::{Outcome, RequestCtx};
 use crate::error::ErrorKind;
+use crate::request::ctx::{Outcome, RequestCtx};
 use pingora::prelude::*;
 
 /// Whether pingora's final "Fail to proxy" record for this request stays out of the ERROR
@@ -15,7 +15,7 @@ use pingora::prelude::*;
 /// -32005, the route's deadline: -32012; counted by kind in `mcpgw_requests_total`). A call
 /// lost with its backend (-32013: its outcome is unknown) and an internal error stay at ERROR.
 pub fn error_is_handled(ctx: &RequestCtx, error: &Error) -> bool {
-    if error.etype() == &super::respond::ANSWERED
+    if error.etype() == &crate::forward::respond::ANSWERED
         || error.esource() == &pingora::ErrorSource::Downstream
     {
         return true;

@@ -9,93 +9,27 @@
 //! - `stateful`: HTTP glue around the session manager.
 
 mod authn;
-mod bridged;
 mod capture;
-mod check;
 mod client;
-mod collect;
-pub mod ctx;
 mod fast_body;
 #[cfg(test)]
 mod future_sizes;
 mod log_filter;
-pub mod metrics;
-mod relay;
-pub mod respond;
-mod stateful;
-mod stateless;
 mod steps;
-pub(crate) mod tasks;
 mod telemetry;
-mod trace;
 mod verdict;
-mod virtual_route;
 
-use crate::admission::metrics::AdmissionMetrics;
-use crate::bridge::metrics::BridgeMetrics;
-use crate::session::SessionManager;
-use crate::state::State;
-use crate::stream::Streams;
-use crate::upstream::attempt::{Engine, Pick};
+use crate::request::ctx::{Outcome, RequestCtx};
+use crate::upstream::attempt::Pick;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use bytes::Bytes;
-use ctx::{Outcome, RequestCtx};
-use metrics::RequestMetrics;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::FailToProxy;
 use std::sync::Arc;
 use steps::Plan;
-
-/// The gateway's proxy logic.
-pub struct Gateway {
-    state: Arc<ArcSwap<State>>,
-    /// The per-request metric families.
-    metrics: RequestMetrics,
-    /// Requests refused by admission control (`mcpgw_rejections_total`).
-    rejections: AdmissionMetrics,
-    engine: Arc<Engine>,
-    sessions: Arc<SessionManager>,
-    streams: Arc<Streams>,
-    captures: crate::capture::Captures,
-    /// Legacy clients' sessions on 2026-07-28 backends.
-    bridge: crate::bridge::Bridge,
-    /// Where the tasks backends created live.
-    tasks: Arc<crate::tasks::Tasks>,
-    /// The bytes virtual servers' merged lists hold, in all and per caller.
-    list_budget: Arc<crate::federation::budget::ListBudget>,
-}
-
-impl Gateway {
-    /// A gateway serving the given (swappable) state, sessions and their streams, counting
-    /// requests into `metrics` and bridged ones into `bridged`.
-    pub fn new(
-        state: Arc<ArcSwap<State>>,
-        sessions: Arc<SessionManager>,
-        streams: Arc<Streams>,
-        metrics: RequestMetrics,
-        bridged: BridgeMetrics,
-        tasks: Arc<crate::tasks::Tasks>,
-    ) -> Gateway {
-        let engine = sessions.engine().clone();
-        let rejections = state.load().rejections.clone();
-        Gateway {
-            state,
-            metrics,
-            rejections,
-            bridge: crate::bridge::Bridge::new(engine.clone(), streams.clone(), bridged),
-            engine,
-            sessions,
-            streams,
-            captures: Default::default(),
-            tasks,
-            list_budget: Default::default(),
-        }
-    }
-}
 
 impl Gateway {
     /// The end of a request the gateway drove: an error answered in the one place.
@@ -108,18 +42,16 @@ impl Gateway {
         match handled {
             Ok(()) => Ok(true),
             Err(Fail::Answer(e)) => {
-                Box::pin(respond::answer(session, ctx, &e)).await;
+                Box::pin(crate::forward::respond::answer(session, ctx, &e)).await;
                 Ok(true)
             }
-            Err(Fail::Io(e)) => respond::client_gone_is_done(e, ctx),
+            Err(Fail::Io(e)) => crate::forward::respond::client_gone_is_done(e, ctx),
         }
     }
 }
 
 pub(crate) use crate::error::Fail;
-
-/// The result of a gateway-driven handler.
-pub(crate) type Handled = std::result::Result<(), Fail>;
+pub(crate) use crate::request::{Gateway, Handled};
 
 /// A phase of pingora's pipeline ran without `request_filter`'s plan (or, after
 /// `upstream_peer`, without a backend): an internal error, never a panic.
@@ -131,16 +63,16 @@ fn unplanned() -> Box<Error> {
 }
 
 /// The fast path's state (set by the plan before pingora's upstream phases run).
-fn native(ctx: &mut RequestCtx) -> Result<&mut ctx::Native> {
+fn native(ctx: &mut RequestCtx) -> Result<&mut crate::request::ctx::Native> {
     ctx.native.as_mut().ok_or_else(unplanned)
 }
 
 /// The fast path's state and the backend of its current attempt (set by `upstream_peer`
 /// before every later phase): the one place the fast path's phases look them up.
 fn attempt<'a>(
-    native: &'a mut Option<ctx::Native>,
+    native: &'a mut Option<crate::request::ctx::Native>,
     backend: &'a Option<Arc<Backend>>,
-) -> Result<(&'a mut ctx::Native, &'a Arc<Backend>)> {
+) -> Result<(&'a mut crate::request::ctx::Native, &'a Arc<Backend>)> {
     match (native.as_mut(), backend.as_ref()) {
         (Some(native), Some(backend)) => Ok((native, backend)),
         _ => Err(unplanned()),
@@ -191,17 +123,18 @@ impl ProxyHttp for Gateway {
                     .await
                     .map_err(Fail::Io),
                 Ok(Plan::Stateful(route)) => {
-                    let handle = Box::pin(stateful::handle(self, session, ctx, route));
+                    let handle =
+                        Box::pin(crate::handlers::stateful::handle(self, session, ctx, route));
                     telemetry::within(otel, handle).await
                 }
                 Ok(Plan::Buffered { route, check }) => {
-                    let forward = Box::pin(stateless::forward_buffered(
+                    let forward = Box::pin(crate::handlers::stateless::forward_buffered(
                         self, session, ctx, route, check,
                     ));
                     telemetry::within(otel, forward).await
                 }
                 Ok(Plan::Virtual(route)) => {
-                    let serve = Box::pin(virtual_route::serve(self, session, ctx, route));
+                    let serve = Box::pin(crate::virtual_servers::serve(self, session, ctx, route));
                     telemetry::within(otel, serve).await
                 }
                 Err(e) => Err(Fail::Answer(e)),
@@ -231,11 +164,11 @@ impl ProxyHttp for Gateway {
         };
         let Some(b) = next else {
             if let Some(t) = native(ctx)?.task.as_deref() {
-                let err = tasks::pinned_lost(self, t);
-                return Err(respond::stashed(ctx, err));
+                let err = crate::tasks::route::pinned_lost(self, t);
+                return Err(crate::forward::respond::stashed(ctx, err));
             }
             let err = self.engine.exhausted(&pool, &pick, ctx.tried.len());
-            return Err(respond::stashed(ctx, err));
+            return Err(crate::forward::respond::stashed(ctx, err));
         };
         ctx.tried.push(b.addr);
         native(ctx)?.inflight = Some(Pool::track(&b));
@@ -257,7 +190,7 @@ impl ProxyHttp for Gateway {
         self.engine.connect_failed(&native.pool, b);
         if let Some(t) = native.task.as_deref() {
             // no other pod knows the task
-            let err = tasks::pinned_lost(self, t);
+            let err = crate::tasks::route::pinned_lost(self, t);
             ctx.pending_error = Some(Box::new(err));
             e.set_retry(false);
             return e;
@@ -291,7 +224,7 @@ impl ProxyHttp for Gateway {
         if let Some(cx) = ctx.otel.as_ref() {
             crate::telemetry::inject(cx, upstream);
         }
-        stateless::drop_client_session(upstream);
+        crate::forward::send::drop_client_session(upstream);
         // no `Upgrade` leaves the gateway: Streamable HTTP never switches protocols, and a
         // tunnel would carry bytes past every check
         request::drop_hop_by_hop(upstream, session.req_header());
@@ -315,7 +248,7 @@ impl ProxyHttp for Gateway {
         };
         readdressed
             .and(renamed)
-            .map_err(|e| respond::stashed(ctx, e))
+            .map_err(|e| crate::forward::respond::stashed(ctx, e))
     }
 
     async fn upstream_response_filter(
@@ -333,7 +266,7 @@ impl ProxyHttp for Gateway {
             // for, never relayed (no 101 reaches a client)
             let err =
                 crate::error::GatewayError::switched_protocols(&native.pool.name, &backend.label);
-            return Err(respond::stashed(ctx, err));
+            return Err(crate::forward::respond::stashed(ctx, err));
         }
         if let Some((source, header)) = native
             .token
@@ -345,7 +278,9 @@ impl ProxyHttp for Gateway {
             // streams on to the client: its body was not kept to send it again)
             source.invalidate(&header, self.engine.token_events());
         }
-        let opened = upstream.headers.contains_key(&stateless::SESSION_ID);
+        let opened = upstream
+            .headers
+            .contains_key(&crate::forward::send::SESSION_ID);
         if let Some(b) = ctx.backend.as_ref().filter(|_| {
             crate::upstream::era::answer_suggests_other_era(
                 ctx.era,
@@ -361,13 +296,13 @@ impl ProxyHttp for Gateway {
             return Ok(());
         }
         if !upstream.status.is_success() {
-            upstream.remove_header(&stateless::SESSION_ID);
+            upstream.remove_header(&crate::forward::send::SESSION_ID);
             return Ok(());
         }
         // Boxed: a backend session on a stateless route is the rare case; inlined, its future
         // would be copied with this phase's on every fast-path request.
         let path = native.route.upstream_path(session.req_header().uri.path());
-        let refused = Box::pin(stateless::refuse_backend_session(
+        let refused = Box::pin(crate::forward::send::refuse_backend_session(
             self,
             &native.route,
             &path,
@@ -377,7 +312,7 @@ impl ProxyHttp for Gateway {
         ))
         .await;
         match refused {
-            Some(err) => Err(respond::stashed(ctx, err)),
+            Some(err) => Err(crate::forward::respond::stashed(ctx, err)),
             None => Ok(()),
         }
     }
@@ -391,12 +326,18 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         if let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) {
-            if tasks::watched(ctx) {
-                tasks::watch(self, session, ctx, (&native.pool, &native.route), backend);
+            if crate::tasks::watch::watched(ctx) {
+                crate::tasks::watch::watch(
+                    self,
+                    session,
+                    ctx,
+                    (&native.pool, &native.route),
+                    backend,
+                );
             }
         }
         if let Some(pinned) = ctx.native.as_mut().and_then(|n| n.task.as_deref_mut()) {
-            tasks::hold_answer(pinned, upstream);
+            crate::tasks::route::hold_answer(pinned, upstream);
         }
         if session.req_header().version == http::Version::HTTP_10
             && upstream
@@ -428,7 +369,7 @@ impl ProxyHttp for Gateway {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<Option<std::time::Duration>> {
-        tasks::held_chunk(self, ctx, body, end_of_stream);
+        crate::tasks::route::held_chunk(self, ctx, body, end_of_stream);
         Ok(None)
     }
 
@@ -456,7 +397,7 @@ impl ProxyHttp for Gateway {
     ) -> FailToProxy {
         let err = match ctx.pending_error.take() {
             Some(err) => Some(*err),
-            None => respond::classify(e, ctx),
+            None => crate::forward::respond::classify(e, ctx),
         };
         // what the gateway answers for a virtual route's member names it
         let member = ctx.native.as_ref().and_then(|n| n.rename.as_ref());
@@ -472,7 +413,7 @@ impl ProxyHttp for Gateway {
         }
         let code = match err {
             Some(err) if session.response_written().is_none() => {
-                respond::answer(session, ctx, &err).await
+                crate::forward::respond::answer(session, ctx, &err).await
             }
             // The client went away, or part of the answer already went out: nothing to write.
             _ => 0,
@@ -480,7 +421,7 @@ impl ProxyHttp for Gateway {
         FailToProxy {
             error_code: code,
             // after a framing error the connection's bytes cannot be read as requests
-            can_reuse_downstream: code != 0 && !respond::is_bad_chunk(e),
+            can_reuse_downstream: code != 0 && !crate::forward::respond::is_bad_chunk(e),
         }
     }
 

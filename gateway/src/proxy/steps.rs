@@ -3,10 +3,11 @@
 //! the request) and, where the headers are checked against the body, the authorization of the
 //! call. Each step returns `Result<_, GatewayError>`; the proxy answers an error in one place.
 
-use super::ctx::{Native, RequestCtx};
-use super::{trace, Gateway};
 use crate::config::Mode;
 use crate::error::GatewayError;
+use crate::forward::trace;
+use crate::request::ctx::{Native, RequestCtx};
+use crate::request::Gateway;
 use crate::routing::Route;
 use mcp_wire::headers::{read_mcp_headers, HeaderProblem, McpHeaders};
 use mcp_wire::{method_label, Era};
@@ -71,8 +72,13 @@ pub(super) async fn prepare(
     gw.metrics.count_era(ctx.era);
     admit(gw, session, ctx, &route)?;
     let plan = match plan(session, ctx, route, &headers)? {
-        Plan::Native if super::tasks::routes(ctx, headers.method.as_deref()) => {
-            super::tasks::pin(gw, ctx, headers.name.as_deref()).await?
+        Plan::Native if crate::tasks::route::routes(ctx, headers.method.as_deref()) => {
+            let route = ctx.native.as_ref().map(|n| n.route.clone());
+            let fast = crate::tasks::route::pin(gw, ctx, headers.name.as_deref()).await?;
+            match route.filter(|_| !fast) {
+                Some(route) => Plan::Buffered { route, check: true },
+                None => Plan::Native,
+            }
         }
         plan => plan,
     };
@@ -92,7 +98,7 @@ pub(super) async fn prepare(
     // (on the route the client called: a virtual route's rules are on its exposed names)
     let verified = ctx.native.as_ref().is_some_and(|n| n.check_body);
     if let Some(route) = ctx.route.clone().filter(|_| verified) {
-        classify(
+        crate::classify::classify(
             ctx,
             &route,
             headers.method.as_deref(),
@@ -100,27 +106,6 @@ pub(super) async fn prepare(
         )?;
     }
     Ok(plan)
-}
-
-/// The one classification step of a request whose method and name are known (from its body,
-/// or from headers the body is checked against before anything is forwarded): the method
-/// label, the tool noted for metrics, authorization, the per-tool rate. Each path runs it
-/// once: the fast path with checked headers here, the gateway-driven paths after reading the
-/// body.
-pub(super) fn classify(
-    ctx: &mut RequestCtx,
-    route: &Route,
-    method: Option<&str>,
-    name: Option<&str>,
-) -> Result<(), GatewayError> {
-    ctx.method_label = method_label(method);
-    ctx.note_tool(method, name);
-    super::authn::authorize(ctx, route, method, name)?;
-    if let (Some("tools/call"), Some(tool)) = (method, name) {
-        let identity = ctx.admitted.identity.as_deref();
-        ctx.state.admission.admit_tool(identity, tool)?;
-    }
-    Ok(())
 }
 
 /// Admission: concurrency caps (a GET is a stream) and the client's rate. The slots are held
@@ -163,9 +148,9 @@ fn plan(
     if let Some(members) = &route.members {
         let req = session.req_header();
         let post = req.method == http::Method::POST;
-        let declared = super::collect::declared(&req.headers);
+        let declared = crate::forward::collect::declared(&req.headers);
         return Ok(
-            match super::virtual_route::fast_plan(ctx, &route, members, headers, post, declared) {
+            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, post, declared) {
                 Some(native) => {
                     ctx.native = Some(native);
                     Plan::Native
@@ -193,12 +178,12 @@ fn plan(
     // a task's requests go to the pod that holds it (`tasks.rs`): decided on `Mcp-Name` on the
     // fast path, where the body is checked against it before anything is forwarded; from the
     // body otherwise
-    let task = super::tasks::routes(ctx, method) && !route.check_headers;
+    let task = crate::tasks::route::routes(ctx, method) && !route.check_headers;
     if has_body && (by_body || bounded || task || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;
-    if has_body && super::bridged::takes(ctx, &pool) {
+    if has_body && crate::classify::takes(ctx, &pool) {
         // only legacy backends: inside a pooled backend session (the reverse era bridge)
         return Ok(Plan::Buffered { route, check });
     }

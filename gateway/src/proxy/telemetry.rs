@@ -2,8 +2,8 @@
 //! context (so what the session manager does inside lands in it), and at the end the span
 //! gets what the context learned (method, name, route, pool, backend, session, status).
 
-use super::ctx::RequestCtx;
 use crate::config::Mode;
+use crate::request::ctx::RequestCtx;
 use crate::telemetry::Finished;
 use mcp_wire::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use mcp_wire::Era;

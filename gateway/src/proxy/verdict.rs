@@ -9,7 +9,7 @@
 //! Bodies with a content coding are not read (the verdict is then `ok`), and neither are
 //! answers to requests without a method (a GET stream, a resume).
 
-use super::ctx::{Outcome, RequestCtx};
+use crate::request::ctx::{Outcome, RequestCtx};
 use async_trait::async_trait;
 use bytes::Bytes;
 use mcp_wire::verdict::{AnswerScan, Shape, Verdict};

@@ -12,7 +12,10 @@
 pub mod errors;
 pub mod metrics;
 mod misses;
+pub mod pinned;
+pub mod route;
 pub mod store;
+pub mod watch;
 
 use crate::config::tasks::TasksConfig;
 use crate::session::store::{RedisStore, StoreError};

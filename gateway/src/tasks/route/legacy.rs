@@ -1,11 +1,11 @@
 //! Legacy (2025-11-25) tasks inside sessions: recorded with the session's binding
 //! generation, refused as lost once the session moved off it.
 
-use super::watch_for;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
-use crate::proxy::{ctx::RequestCtx, Gateway};
+use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::errors::Lost;
+use crate::tasks::watch::watch_for;
 use crate::tasks::Found;
 use crate::upstream::Pool;
 use pingora::prelude::*;

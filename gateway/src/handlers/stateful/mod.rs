@@ -10,11 +10,11 @@ mod events;
 mod in_session;
 mod subscriptions;
 
-use super::relay::{client_response, relay, write_whole, Relayed};
-use super::stateless::{forward_any, Outbound};
-use super::{ctx::RequestCtx, Gateway, Handled};
 use crate::bridge::legacy_clients::{self, bridge_over_if_needed};
 use crate::config::Mode;
+use crate::forward::relay::{client_response, relay, write_whole, Relayed};
+use crate::forward::send::{forward_any, Outbound};
+use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
 use crate::session::store::Quota;
 use crate::session::{Caller, Opened, Opening};
@@ -25,7 +25,7 @@ use mcp_wire::headers::MCP_SESSION_ID;
 use std::sync::Arc;
 
 /// Handles a request on a stateful (or auto, legacy-era) route.
-pub(super) async fn handle<C: Client>(
+pub(crate) async fn handle<C: Client>(
     gw: &Gateway,
     session: &mut C,
     ctx: &mut RequestCtx,
@@ -33,7 +33,7 @@ pub(super) async fn handle<C: Client>(
 ) -> Handled {
     let state = ctx.state.clone();
     let pool = state.pool(route.default_pool)?;
-    let principal = super::authn::principal_id(ctx);
+    let principal = crate::classify::principal_id(ctx);
     // With `auth` a session counts against its principal (`sessions.max-per-principal`),
     // whether or not another limit made admission name the caller.
     let identity = ctx.admitted.identity.clone().or_else(|| principal.clone());
@@ -67,15 +67,15 @@ pub(super) async fn handle<C: Client>(
             crate::error::GatewayError::method_not_allowed(method.as_str(), "GET, POST, DELETE");
         return Err(err.into());
     }
-    let body = super::relay::request_body(session, ctx).await?;
+    let body = crate::forward::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
     let call = Call::classify(body)?;
     ctx.request_id = Some(call.id.clone());
-    super::steps::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
+    crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     if route.mode == Mode::Auto && call.stateless {
         // A 2026-07-28 body without the version header: no session, rules apply.
         if call.is("subscriptions/listen") {
-            super::stateless::check_listen(ctx, &route, &call.body, false)?;
+            crate::handlers::stateless::check_listen(ctx, &route, &call.body, false)?;
         }
         let pool = state.pool(route.pool_for(call.method.as_deref(), call.name.as_deref()))?;
         let out = Outbound {
@@ -233,8 +233,13 @@ async fn initialize(
     Ok(())
 }
 
-/// The size of a call's future within a session (for `future_sizes`).
+/// The size of a call's future within a session (for `proxy/future_sizes.rs`).
 #[cfg(test)]
-pub(super) fn in_session_call_size() -> usize {
-    super::future_sizes::of6(in_session::call::<pingora::proxy::Session>)
+pub(crate) fn in_session_call_size() -> usize {
+    fn of<A, B, C, D, E, G, F: std::future::Future>(
+        _: impl FnOnce(A, B, C, D, E, G) -> F,
+    ) -> usize {
+        std::mem::size_of::<F>()
+    }
+    of(in_session::call::<pingora::proxy::Session>)
 }

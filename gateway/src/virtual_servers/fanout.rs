@@ -10,12 +10,16 @@
 //! parent's. The member's answer is read whole, bounded, within the member's deadline, or
 //! relayed event by event.
 
-use super::super::ctx::RequestCtx;
-use super::super::stateless::{forward_body, Routed};
-use super::super::{Fail, Gateway, Handled};
 use crate::auth::Principal;
+use crate::classify::Routed;
 use crate::downstream::client::{AnswerHook, Client, HOOK_LIMIT};
+use crate::handlers::stateless::forward_body;
+use crate::request::ctx::RequestCtx;
 use crate::routing::Route;
+use crate::{
+    error::Fail,
+    request::{Gateway, Handled},
+};
 use bytes::{Bytes, BytesMut};
 use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
 use mcp_wire::{inspect_body, method_label, Era};
@@ -243,7 +247,7 @@ fn run<'a>(
         let mut ctx = RequestCtx::new(ask.state.clone());
         let served = serve(gw, &mut client, &mut ctx, ask).await;
         if let Err(Fail::Answer(e)) = served {
-            Box::pin(super::super::respond::answer(&mut client, &mut ctx, &e)).await;
+            Box::pin(crate::forward::respond::answer(&mut client, &mut ctx, &e)).await;
         }
         // counted as a request of the member's route (`<virtual route>#<member>`)
         let status = client.written.as_ref().map(|h| h.status.as_u16());
@@ -443,10 +447,10 @@ async fn serve_in_session(
     }
     match route.mode {
         crate::config::Mode::Stateless => {
-            super::super::stateless::forward_buffered(gw, session, ctx, route, false).await
+            crate::handlers::stateless::forward_buffered(gw, session, ctx, route, false).await
         }
         crate::config::Mode::Stateful | crate::config::Mode::Auto => {
-            super::super::stateful::handle(gw, session, ctx, route).await
+            crate::handlers::stateful::handle(gw, session, ctx, route).await
         }
     }
 }

@@ -35,9 +35,12 @@ use pingora::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-use super::super::ctx::RequestCtx;
-use super::super::relay::{request_body, write_whole};
-use super::super::{Fail, Gateway, Handled};
+use crate::forward::relay::{request_body, write_whole};
+use crate::request::ctx::RequestCtx;
+use crate::{
+    error::Fail,
+    request::{Gateway, Handled},
+};
 
 /// Serves one request of a legacy client on a virtual route.
 pub(super) async fn serve(
@@ -156,12 +159,12 @@ pub(super) async fn serve(
     let result = if method == "ping" {
         json!({})
     } else if let Some(list) = List::of_method(&method) {
-        super::super::steps::classify(ctx, route, Some(&method), None)?;
+        crate::classify::classify(ctx, route, Some(&method), None)?;
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
     } else if let Some(named) = named(&method, name.as_deref(), &body) {
-        super::super::steps::classify(ctx, route, Some(&method), Some(&named.exposed))?;
+        crate::classify::classify(ctx, route, Some(&method), Some(&named.exposed))?;
         let Some((member, own)) = v.resolve(&named, &body).await else {
             v.count("-", "unknown-name");
             let server = &members.server.name;

@@ -7,11 +7,11 @@ use crate::bridge::legacy_clients;
 use crate::downstream::client::Client;
 use crate::error::ErrorKind;
 use crate::error::GatewayError;
-use crate::proxy::ctx::RequestCtx;
-use crate::proxy::relay::{
+use crate::forward::relay::{
     client_response, end_with_error, relay, rewritten_body, write_whole, Relayed,
 };
-use crate::proxy::{Gateway, Handled};
+use crate::request::ctx::RequestCtx;
+use crate::request::{Gateway, Handled};
 use crate::routing::Route;
 use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord};
 use crate::stream::{AnswerOf, StreamOpened};
@@ -39,8 +39,8 @@ pub(super) async fn call<C: Client>(
         GatewayError::deadline(&pool.name, &backend, deadline.unwrap_or_default())
     };
     let task = (call.method.as_deref(), call.name.as_deref());
-    let created_under = match crate::proxy::tasks::legacy_task_method(task.0) {
-        true => Box::pin(crate::proxy::tasks::legacy_task(gw, ctx, pool, &rec, task)).await?,
+    let created_under = match crate::tasks::route::legacy_task_method(task.0) {
+        true => Box::pin(crate::tasks::route::legacy_task(gw, ctx, pool, &rec, task)).await?,
         false => None,
     };
     let out = Outgoing {
@@ -76,11 +76,11 @@ pub(super) async fn call<C: Client>(
         Err(e) => return Err(e.into()),
     };
     ctx.backend = pool.find(rec.binding.backend);
-    if let Some(lost) = crate::proxy::tasks::moved_since(gw, pool, &rec, created_under, task.1) {
+    if let Some(lost) = crate::tasks::route::moved_since(gw, pool, &rec, created_under, task.1) {
         drop(ex);
         return Err(lost.into());
     }
-    crate::proxy::tasks::watch_in_session(gw, session, ctx, pool, &rec);
+    crate::tasks::route::watch_in_session(gw, session, ctx, pool, &rec);
     if ex.header().status.is_success() && call.is("notifications/initialized") {
         // Before the client hears back (and sends its first call), the session's stream is
         // held, so nothing the server asks can be lost.
@@ -112,8 +112,9 @@ pub(super) async fn call<C: Client>(
     let relayed = match filter {
         Some(list) => {
             let principal = ctx.principal.as_deref();
-            let filtered =
-                crate::proxy::authn::relay_filtered(&mut ex, session, head, route, principal, list);
+            let filtered = crate::forward::filtered::relay_filtered(
+                &mut ex, session, head, route, principal, list,
+            );
             Box::pin(filtered).await?
         }
         None => relay(&mut ex, session, head, until).await?,

@@ -4,13 +4,13 @@
 //! no session is no legacy session server, so the request goes to it as received (its era
 //! unknown until probed again). The bridge owns the behaviour.
 
-use super::ctx::RequestCtx;
-use super::relay::end_with_error;
-use super::stateless::{forward_any, Outbound};
-use super::{Gateway, Handled};
 use crate::bridge::modern_clients::{self, Pooled, Target};
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
+use crate::forward::relay::end_with_error;
+use crate::forward::send::{forward_any, Outbound};
+use crate::request::ctx::RequestCtx;
+use crate::request::{Gateway, Handled};
 use crate::routing::Route;
 use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
@@ -18,13 +18,8 @@ use bytes::Bytes;
 use mcp_wire::RequestId;
 use std::sync::Arc;
 
-/// Whether the request goes to the bridge for modern clients ([`modern_clients::takes`]).
-pub(super) fn takes(ctx: &RequestCtx, pool: &Pool) -> bool {
-    modern_clients::takes(ctx.era, &ctx.state.config.bridge, pool)
-}
-
 /// Serves the request (its body read and checked) on the pool's legacy backends.
-pub(super) async fn forward(
+pub(crate) async fn forward(
     gw: &Gateway,
     session: &mut impl Client,
     ctx: &mut RequestCtx,
@@ -85,7 +80,7 @@ pub(super) async fn forward(
 /// the backend sees the cancel): the native path's answer, -32012 as the whole answer when the
 /// client has heard nothing yet, else as the last event of its SSE answer (a JSON answer cut
 /// midway closes the connection).
-pub(super) async fn past_deadline(
+pub(crate) async fn past_deadline(
     session: &mut impl Client,
     err: GatewayError,
     id: &RequestId,

@@ -31,7 +31,7 @@ use pingora::protocols::http::HttpTask;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
-use super::super::Handled;
+use crate::request::Handled;
 use pingora_prometheus::prometheus::IntCounterVec;
 
 /// The list-change flags of a listen filter, in [`LIST_CHANGED`]'s order.
@@ -168,7 +168,7 @@ impl Plan {
     /// keeps a quiet stream open.
     pub(super) async fn serve(
         self,
-        gw: &super::super::Gateway,
+        gw: &crate::request::Gateway,
         session: &mut impl Client,
         id: &mcp_wire::RequestId,
         up: impl Fn() -> Vec<bool>,

@@ -1,7 +1,7 @@
 //! The per-request metric families, counted as a request ends (`logging`) and as it is
 //! classified: finished requests and their durations, JSON-RPC errors answered with 200, tool
 //! calls, requests by era, open GET streams. Registered by [`RequestMetrics::register`], held
-//! by the [`Gateway`](super::Gateway); a route's children of the busiest families are resolved
+//! by the [`Gateway`](crate::request::Gateway); a route's children of the busiest families are resolved
 //! once (`metrics::RouteMetrics`), as are the era families'.
 
 use crate::metrics::{Registrar, Resolved, RouteMetrics, ANSWERED, TOOL_SLOTS};

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 /// member request reads its own from its member client).
 pub async fn request_body(
     session: &mut impl Client,
-    ctx: &mut super::ctx::RequestCtx,
+    ctx: &mut crate::request::ctx::RequestCtx,
 ) -> std::result::Result<Bytes, GatewayError> {
     read_body(session, ctx.state.config.max_body_bytes).await
 }
@@ -53,7 +53,7 @@ pub async fn read_body<C: Client>(
         let chunk = read.map_err(|e| match (e.etype(), silence) {
             // pingora's own read timeout (the same setting) may fire before the timer above
             (ErrorType::ReadTimedout, Some(t)) => GatewayError::client_timeout(t),
-            _ if super::respond::is_bad_chunk(&e) => {
+            _ if crate::forward::respond::is_bad_chunk(&e) => {
                 GatewayError::bad_framing("invalid chunked encoding")
             }
             _ => GatewayError::invalid_request(&format!("reading the request body failed: {e}")),
@@ -64,8 +64,8 @@ pub async fn read_body<C: Client>(
         if (body.len() + chunk.len()) as u64 > max {
             return Err(GatewayError::body_too_large(max));
         }
-        let declared = || super::collect::declared(&session.req_header().headers);
-        super::collect::append(&mut body, chunk, declared, max);
+        let declared = || crate::forward::collect::declared(&session.req_header().headers);
+        crate::forward::collect::append(&mut body, chunk, declared, max);
     }
     Ok(body.freeze())
 }
@@ -175,9 +175,9 @@ pub async fn end_with_error(
     sse: bool,
     err: &GatewayError,
     id: &mcp_wire::RequestId,
-) -> super::Handled {
+) -> crate::request::Handled {
     if session.response_written().is_none() {
-        return Err(super::Fail::Answer(err.clone()));
+        return Err(crate::error::Fail::Answer(err.clone()));
     }
     if !sse {
         // Not a client disconnect: the connection must close, so a type of its own keeps this

@@ -1,11 +1,11 @@
 //! The buffered path's routing of a task's request: unknown (balanced), another principal's
 //! (answered as unknown), a shared pool's (balanced), or pinned to its pod.
 
+use crate::classify::Routed;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
-use crate::proxy::relay::{client_response, write_whole};
-use crate::proxy::stateless::Routed;
-use crate::proxy::{ctx::RequestCtx, Gateway, Handled};
+use crate::forward::relay::{client_response, write_whole};
+use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
 use crate::tasks::errors::Lost;
 use crate::tasks::{Found, TaskRecord};
@@ -21,7 +21,22 @@ use std::sync::Arc;
 /// forgotten the task, an answer to a foreign task): the task's result is in it.
 const ANSWER_LIMIT: usize = 16 * 1024 * 1024;
 
-/// Forwards a read request naming a task (`task_id`, from `params.taskId`) to where the task
+/// What became of a task's request: answered here (pinned to its pod, or another principal's
+/// answered as unknown), or to be balanced like any request of its route (no record of it, or
+/// a `tasks: shared` pool's), which its handler does.
+pub(crate) enum Routing {
+    /// The client has its answer.
+    Answered,
+    /// Balance it: to `routed`'s pool, with its body.
+    Balanced {
+        /// Where it goes on its route.
+        routed: Routed,
+        /// Its body, as read.
+        body: Bytes,
+    },
+}
+
+/// Routes a read request naming a task (`task_id`, from `params.taskId`) to where the task
 /// lives, on `route`; the task's record is looked up in `scope` (the client-facing route's
 /// label: `route`'s own, or a virtual route's, whose member `route` is).
 #[allow(clippy::too_many_arguments)]
@@ -34,7 +49,7 @@ pub(crate) async fn forward(
     body: Bytes,
     method: &str,
     task_id: Option<&str>,
-) -> Handled {
+) -> Result<Routing, crate::error::Fail> {
     let limit = ctx.state.config.tasks.max_id_bytes;
     let task_id = match task_id {
         None => return Err(GatewayError::task_id_missing(method).into()),
@@ -49,20 +64,20 @@ pub(crate) async fn forward(
         .await
         .map_err(GatewayError::from)?;
     let balanced = ctx.state.pool(routed.pool)?;
-    if crate::proxy::bridged::takes(ctx, &balanced) {
+    if crate::classify::takes(ctx, &balanced) {
         return Err(GatewayError::tasks_not_bridged(method).into());
     }
     let record = match found {
         Found::Unknown => {
             let pool = balanced;
             gw.tasks.count(&pool.name, "unknown");
-            return crate::proxy::stateless::forward_body(gw, session, ctx, route, body, routed)
-                .await;
+            return Ok(Routing::Balanced { routed, body });
         }
         Found::Foreign => {
             let pool = balanced;
             gw.tasks.count(&pool.name, "foreign");
-            return as_unknown(gw, session, ctx, route, &pool, body, &task_id).await;
+            as_unknown(gw, session, ctx, route, &pool, body, &task_id).await?;
+            return Ok(Routing::Answered);
         }
         Found::Mine(record) => record,
     };
@@ -81,7 +96,7 @@ pub(crate) async fn forward(
             pool: at.unwrap_or(routed.pool),
             ..routed
         };
-        return crate::proxy::stateless::forward_body(gw, session, ctx, route, body, routed).await;
+        return Ok(Routing::Balanced { routed, body });
     }
     let Some(backend) = pool.find(record.backend) else {
         return Err(lost(gw, &record, &task_id, Lost::BackendGone));
@@ -90,7 +105,8 @@ pub(crate) async fn forward(
     pinned(
         gw, session, ctx, to, &pool, &backend, body, &record, &task_id,
     )
-    .await
+    .await?;
+    Ok(Routing::Answered)
 }
 
 /// Sends a task request to the pod holding the task, once, and relays its answer (read whole:
@@ -228,7 +244,7 @@ fn replace_all(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 
 /// A recorded task that cannot be reached: counted, forgotten, and the error to answer.
 /// The record stays: every later request for the task is told the same.
-fn lost(gw: &Gateway, record: &TaskRecord, task_id: &str, why: Lost) -> crate::proxy::Fail {
+fn lost(gw: &Gateway, record: &TaskRecord, task_id: &str, why: Lost) -> crate::error::Fail {
     gw.tasks.count(&record.pool, "lost");
     GatewayError::task_lost(&record.pool, task_id, why).into()
 }

@@ -1,29 +1,11 @@
-//! Tasks on stateless and auto routes (issue 34): the answers that carry a task handle are
-//! watched as they stream to the client ([`watch`], read by the answer module in
-//! `verdict.rs`), and the requests that name a task (`tasks/get`, `tasks/update`,
-//! `tasks/cancel`) go to the pod that holds it ([`forward`]):
-//! - no record: balanced like any request (the server answers as for an id it never issued);
-//! - another principal's task: answered exactly as an unknown one (the request goes, balanced,
-//!   with an id no server issued, and the answer comes back with the client's id in it);
-//! - a task of a `tasks: shared` pool: balanced;
-//! - else to its pod, once: gone from the pool, refusing connections, or answering that it
-//!   does not know the task is -32038 `task-lost` at once.
-//!
-//! Here: which requests are watched and routed, and the watch itself; `legacy.rs`: legacy
-//! tasks in sessions; `fast.rs`: a task's request pinned on the fast path; `forward.rs`: the
-//! buffered path's routing.
+//! Task handles learnt from answers: which answers are watched ([`watched`]), and the watch
+//! itself ([`watch`], [`watch_for`]): a hook the client side runs on the whole answer once it
+//! passed (`downstream::client::Client::learn_from_answer`), recording the handle it carries
+//! with the pod that answered ([`Learner`]). The sender (`forward/send.rs`) and the session
+//! paths call it; the routing of a task's later requests is `route/`.
 
 use crate::downstream::client::Client;
-mod fast;
-mod forward;
-mod legacy;
-
-pub(in crate::proxy) use fast::pin;
-pub(crate) use fast::{held_chunk, hold_answer, pinned_lost, Pinned};
-pub(crate) use forward::forward;
-pub(crate) use legacy::{legacy_task, legacy_task_method, moved_since, watch_in_session};
-
-use crate::proxy::{ctx::RequestCtx, Gateway};
+use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::TaskRecord;
 use crate::upstream::{Backend, Pool};
 use mcp_wire::Era;
@@ -39,13 +21,6 @@ pub(crate) fn watched(ctx: &RequestCtx) -> bool {
         && ctx.method_label == "tools/call"
         && ctx.state.config.tasks.enabled
         && ctx.declares_tasks != Some(false)
-}
-
-/// Whether a request of `method` is one the gateway routes by its task.
-pub(crate) fn routes(ctx: &RequestCtx, method: Option<&str>) -> bool {
-    ctx.era == Era::Stateless
-        && ctx.state.config.tasks.enabled
-        && matches!(method, Some("tasks/get" | "tasks/update" | "tasks/cancel"))
 }
 
 /// Starts watching the answer from `backend` of `pool` for a task handle; `sent_on` is the
@@ -73,7 +48,7 @@ pub(crate) fn watch(
 }
 
 /// Watches the answer for a task handle of `scope`, recorded as living on `backend`.
-pub(super) fn watch_for(
+pub(crate) fn watch_for(
     gw: &Gateway,
     session: &mut impl Client,
     ctx: &RequestCtx,

@@ -10,11 +10,10 @@
 //! 2026-07-28 pool, no deadline, no filter reading the body). Everything else takes the
 //! gateway-driven path (`serve`), which reads the body first.
 
-use super::super::bridged;
-use super::super::ctx::{Native, RequestCtx};
 use crate::config::{Kind, Mode};
 use crate::error::GatewayError;
 use crate::federation::names::Resolved;
+use crate::request::ctx::{Native, RequestCtx};
 use crate::routing::{Members, Route};
 use bytes::Bytes;
 use mcp_wire::headers::McpHeaders;
@@ -45,7 +44,7 @@ pub struct Rename {
 }
 
 /// The fast path's plan for a call on the virtual route `route`, when it can take one.
-pub(in crate::proxy) fn plan(
+pub(crate) fn plan(
     ctx: &RequestCtx,
     route: &Arc<Route>,
     members: &Members,
@@ -80,7 +79,8 @@ pub(in crate::proxy) fn plan(
         return None;
     }
     let pool = ctx.state.pool(to.pool_for(Some(method), Some(&own))).ok()?;
-    if bridged::takes(ctx, &pool) || crate::upstream::era::require(&pool, ctx.era).is_err() {
+    if crate::classify::takes(ctx, &pool) || crate::upstream::era::require(&pool, ctx.era).is_err()
+    {
         // the gateway-driven path answers these (the bridge, or the member's error)
         return None;
     }
@@ -100,16 +100,14 @@ pub(in crate::proxy) fn plan(
     Some(native)
 }
 
-impl Rename {
-    /// The member's name, for errors (`data.member`) and metrics.
-    pub fn member(&self) -> &str {
+impl crate::request::ctx::Rename for Rename {
+    fn member(&self) -> &str {
         let members = self.route.members.as_ref();
         members.map_or("", |m| m.server.members[self.member].names.name.as_str())
     }
 
-    /// The request head for the member: its own name in `Mcp-Name`, and the length of the
-    /// body it gets (chunked framing when the client declared none).
-    pub fn head(&self, upstream: &mut RequestHeader) -> Result<(), GatewayError> {
+    /// Chunked framing when the client declared no length.
+    fn head(&self, upstream: &mut RequestHeader) -> Result<(), GatewayError> {
         let Some(own) = &self.own else {
             return Ok(());
         };
@@ -128,11 +126,9 @@ impl Rename {
         set(upstream).map_err(|_| GatewayError::internal("Mcp-Name could not be set"))
     }
 
-    /// The body, checked against the client's headers, for the member: counted as routed to
-    /// it, with the member's own name where the exposed one was. `checked` is the name as the
-    /// body check read it: borrowed from the body when written without escapes, so the name is
-    /// spliced in where the check found it, without parsing the body again.
-    pub fn body(
+    /// The member's own name goes where the exposed one was: spliced in where the check found
+    /// it when the body wrote it without escapes, without parsing the body again.
+    fn body(
         &self,
         body: &Bytes,
         checked: Option<&Cow<'_, str>>,

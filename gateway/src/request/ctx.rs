@@ -67,14 +67,32 @@ pub struct Native {
     pub body: BytesMut,
     /// Bytes of request body seen.
     pub body_seen: u64,
-    /// A task's request, sent to the pod holding the task (`proxy/tasks.rs`).
-    pub task: Option<Box<crate::proxy::tasks::Pinned>>,
+    /// A task's request, sent to the pod holding the task (`tasks/route/fast.rs`).
+    pub task: Option<Box<crate::tasks::pinned::Pinned>>,
     /// The token the request goes upstream with, and its source (the token is dropped there
     /// if the backend answers 401).
     /// (Boxed: only pools with upstream credentials have one.)
     pub token: Option<Box<(Arc<crate::upstream::tokens::TokenSource>, http::HeaderValue)>>,
     /// A call on a virtual route: its member, and the member's own name for it.
-    pub rename: Option<Box<crate::proxy::virtual_route::Rename>>,
+    pub rename: Option<Box<dyn Rename>>,
+}
+
+/// A call on a virtual route's fast path, as the phases see it (`virtual_servers/fast.rs`
+/// makes it): which member it goes to, and that member's own name for what the client named.
+pub trait Rename: Send + Sync {
+    /// The member's name, for errors (`data.member`) and metrics.
+    fn member(&self) -> &str;
+    /// The request head for the member: its own name in `Mcp-Name`, and the length of the
+    /// body it gets.
+    fn head(&self, upstream: &mut pingora::http::RequestHeader) -> Result<(), GatewayError>;
+    /// The body, checked against the client's headers, for the member (`checked`: the name as
+    /// the check read it), counted as routed to it in `events`.
+    fn body(
+        &self,
+        body: &Bytes,
+        checked: Option<&std::borrow::Cow<'_, str>>,
+        events: &pingora_prometheus::prometheus::IntCounterVec,
+    ) -> Result<Bytes, GatewayError>;
 }
 
 impl Native {

@@ -23,16 +23,17 @@ mod listen;
 mod lists;
 mod stream;
 
-pub(in crate::proxy) use fast::{plan as fast_plan, Rename};
+pub(crate) use fast::plan as fast_plan;
 
-use super::check;
-use super::ctx::RequestCtx;
-use super::relay::{read_body, write_whole};
-use super::stateless::{forward_body, Routed};
-use super::{Gateway, Handled};
 use crate::auth::Principal;
+use crate::classify::Routed;
 use crate::error::GatewayError;
 use crate::federation::merge::List;
+use crate::forward::check;
+use crate::forward::relay::{read_body, write_whole};
+use crate::handlers::stateless::forward_body;
+use crate::request::ctx::RequestCtx;
+use crate::request::{Gateway, Handled};
 use crate::routing::{Members, Route};
 use bytes::Bytes;
 use calls::Named;
@@ -130,7 +131,7 @@ impl Virtual<'_> {
 }
 
 /// Serves one request on a virtual route.
-pub(super) async fn serve(
+pub(crate) async fn serve(
     gw: &Gateway,
     session: &mut impl Client,
     ctx: &mut RequestCtx,
@@ -191,17 +192,17 @@ pub(super) async fn serve(
         .clone()
         .unwrap_or_else(mcp_wire::RequestId::null);
     let result = if method == "server/discover" {
-        super::steps::classify(ctx, &route, Some(&method), None)?;
+        crate::classify::classify(ctx, &route, Some(&method), None)?;
         v.discover(&body).await
     } else if let Some(list) = List::of_method(&method) {
-        super::steps::classify(ctx, &route, Some(&method), None)?;
+        crate::classify::classify(ctx, &route, Some(&method), None)?;
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
     } else if method == "subscriptions/listen" {
-        super::steps::classify(ctx, &route, Some(&method), None)?;
+        crate::classify::classify(ctx, &route, Some(&method), None)?;
         // the gateway holds this stream itself: its URIs bounded as a session's are
-        super::stateless::check_listen(ctx, &route, &body, true)?;
+        crate::handlers::stateless::check_listen(ctx, &route, &body, true)?;
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         let plan = v.listen_plan(&msg, &body).await;
@@ -209,13 +210,13 @@ pub(super) async fn serve(
         let keep_alive = gw.streams.resume_config().keep_alive;
         let up = || stream::members_up(ctx, members);
         return plan.serve(gw, session, &id, up, keep_alive).await;
-    } else if super::tasks::routes(ctx, Some(&method)) {
+    } else if crate::tasks::route::routes(ctx, Some(&method)) {
         // `name` is `params.taskId`
-        super::steps::classify(ctx, &route, Some(&method), name.as_deref())?;
+        crate::classify::classify(ctx, &route, Some(&method), name.as_deref())?;
         drop(v);
         return task(gw, session, ctx, (&route, members), body, &method, name).await;
     } else if let Some(named) = Named::read(&method, name.as_deref(), &body) {
-        super::steps::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
+        crate::classify::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
         let Some((member, own)) = v.resolve(&named, &body).await else {
             v.count("-", "unknown-name");
             let server = &members.server.name;
@@ -288,7 +289,9 @@ async fn call(
     // what the gateway answers for the member (none of its backends left, say) names it
     let name = &members.server.members[member].names.name;
     served.map_err(|fail| match fail {
-        super::Fail::Answer(e) => super::Fail::Answer(e.with("member", name.as_str())),
+        crate::error::Fail::Answer(e) => {
+            crate::error::Fail::Answer(e.with("member", name.as_str()))
+        }
         io => io,
     })
 }
@@ -360,7 +363,7 @@ async fn task(
     };
     let to = members.routes[member].clone();
     let name = &members.server.members[member].names.name;
-    let served = super::tasks::forward(
+    let routed = crate::tasks::route::forward(
         gw,
         session,
         ctx,
@@ -371,8 +374,17 @@ async fn task(
         task_id.as_deref(),
     )
     .await;
+    let served = match routed {
+        Ok(crate::tasks::route::Routing::Answered) => Ok(()),
+        Ok(crate::tasks::route::Routing::Balanced { routed, body }) => {
+            forward_body(gw, session, ctx, &to, body, routed).await
+        }
+        Err(e) => Err(e),
+    };
     served.map_err(|fail| match fail {
-        super::Fail::Answer(e) => super::Fail::Answer(e.with("member", name.as_str())),
+        crate::error::Fail::Answer(e) => {
+            crate::error::Fail::Answer(e.with("member", name.as_str()))
+        }
         io => io,
     })
 }
@@ -396,9 +408,9 @@ fn own_name(body: &Bytes, method: &str, named: &Named, own: &str) -> Result<Byte
 
 /// An answer with no body (202 to a notification, 200 to a DELETE).
 async fn answer_empty(session: &mut impl Client, status: u16) -> Handled {
-    let mut head = ResponseHeader::build(status, Some(1)).map_err(super::Fail::Io)?;
+    let mut head = ResponseHeader::build(status, Some(1)).map_err(crate::error::Fail::Io)?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")
-        .map_err(super::Fail::Io)?;
+        .map_err(crate::error::Fail::Io)?;
     write_whole(session, head, Bytes::new()).await?;
     Ok(())
 }
@@ -419,11 +431,11 @@ async fn answer(session: &mut impl Client, ctx: &mut RequestCtx, body: Bytes) ->
     } else {
         ("application/json", body)
     };
-    let mut head = ResponseHeader::build(200, Some(2)).map_err(super::Fail::Io)?;
+    let mut head = ResponseHeader::build(200, Some(2)).map_err(crate::error::Fail::Io)?;
     head.insert_header(http::header::CONTENT_TYPE, content_type)
-        .map_err(super::Fail::Io)?;
+        .map_err(crate::error::Fail::Io)?;
     head.insert_header(http::header::CONTENT_LENGTH, body.len())
-        .map_err(super::Fail::Io)?;
+        .map_err(crate::error::Fail::Io)?;
     write_whole(session, head, body).await?;
     Ok(())
 }

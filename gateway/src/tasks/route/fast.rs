@@ -2,30 +2,13 @@
 //! only while it may be the pod's "unknown task".
 
 use crate::error::GatewayError;
-use crate::proxy::steps::Plan;
-use crate::proxy::{ctx::RequestCtx, Gateway};
+use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::errors::Lost;
-use crate::tasks::{Found, TaskRecord};
+use crate::tasks::pinned::Pinned;
+use crate::tasks::Found;
 use crate::upstream::encoding;
-use crate::upstream::Backend;
 use bytes::Bytes;
 use pingora::prelude::*;
-use std::sync::Arc;
-
-/// A task's request on the fast path, pinned to the pod holding the task.
-pub struct Pinned {
-    /// The pod.
-    pub backend: Arc<Backend>,
-    /// The task's record.
-    pub record: Arc<TaskRecord>,
-    /// The task's id (`Mcp-Name`, which the body is checked against).
-    pub task_id: String,
-    /// The answer held back while it may still be the pod's "unknown task" (a small JSON
-    /// answer, or an SSE one of one event): `None` once it streams (or never held).
-    pub held: Option<bytes::BytesMut>,
-    /// The held answer is an event stream.
-    pub sse: bool,
-}
 
 /// The most of a pinned task answer held back to see whether it is the pod's "unknown task"
 /// (an error of a few hundred bytes): past it the answer streams on.
@@ -37,21 +20,20 @@ const HELD_LIMIT: usize = 64 * 1024;
 /// balanced, for a `tasks: shared` pool); everything rarer (another principal's task, a pod
 /// gone, an id that is missing or too long) takes the buffered path, which reads the body
 /// and answers with the request's id.
-pub(in crate::proxy) async fn pin(
+///
+/// `Ok(true)`: the request stays on the fast path; `Ok(false)`: it takes the buffered path
+/// (`ctx.native` cleared).
+pub(crate) async fn pin(
     gw: &Gateway,
     ctx: &mut RequestCtx,
     name: Option<&str>,
-) -> Result<Plan, GatewayError> {
+) -> Result<bool, GatewayError> {
     let Some(native) = ctx.native.as_ref() else {
-        return Ok(Plan::Native);
+        return Ok(true);
     };
-    let route = native.route.clone();
     let buffered = |ctx: &mut RequestCtx| {
         ctx.native = None;
-        Ok(Plan::Buffered {
-            route: route.clone(),
-            check: true,
-        })
+        Ok(false)
     };
     let limit = ctx.state.config.tasks.max_id_bytes;
     let Some(task_id) = name.filter(|id| !id.is_empty() && id.len() <= limit) else {
@@ -62,7 +44,7 @@ pub(in crate::proxy) async fn pin(
         .tasks
         .find(
             &ctx.state.config.tasks,
-            &route.label,
+            &native.route.label,
             task_id,
             principal.as_ref(),
         )
@@ -71,7 +53,7 @@ pub(in crate::proxy) async fn pin(
     let record = match found {
         Found::Unknown => {
             gw.tasks.count(&native.pool.name, "unknown");
-            return Ok(Plan::Native);
+            return Ok(true);
         }
         Found::Foreign => return buffered(ctx),
         Found::Mine(record) => record,
@@ -87,7 +69,7 @@ pub(in crate::proxy) async fn pin(
         .any(|p| p.name == record.pool && p.tasks_shared);
     if shared {
         gw.tasks.count(&native.pool.name, "balanced");
-        return Ok(Plan::Native);
+        return Ok(true);
     }
     let Some(backend) = native.pool.find(record.backend) else {
         return buffered(ctx);
@@ -99,7 +81,7 @@ pub(in crate::proxy) async fn pin(
         held: None,
         sse: false,
     }));
-    Ok(Plan::Native)
+    Ok(true)
 }
 
 /// The fast path's pinned task request could not reach its pod: the error to answer.
@@ -121,7 +103,7 @@ pub(crate) fn hold_answer(pinned: &mut Pinned, upstream: &mut pingora::http::Res
     if upstream.status.as_u16() != 200 || !(json || sse) || encoding::is_encoded(upstream) {
         return;
     }
-    crate::proxy::relay::rewritten_body(upstream);
+    crate::forward::relay::rewritten_body(upstream);
     pinned.held = Some(bytes::BytesMut::new());
     pinned.sse = sse;
 }
@@ -148,8 +130,8 @@ pub(crate) fn held_chunk(gw: &Gateway, ctx: &mut RequestCtx, body: &mut Option<B
         let id = ctx
             .body_prefix
             .as_deref()
-            .map_or_else(mcp_wire::RequestId::null, crate::proxy::respond::id_of);
-        ctx.outcome = crate::proxy::ctx::Outcome::Answered(err.kind);
+            .map_or_else(mcp_wire::RequestId::null, crate::forward::respond::id_of);
+        ctx.outcome = crate::request::ctx::Outcome::Answered(err.kind);
         *body = Some(match pinned.sse {
             true => err.event(&id),
             false => err.to_http(&id).2,

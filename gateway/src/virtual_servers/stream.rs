@@ -14,8 +14,9 @@ use pingora::protocols::http::HttpTask;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-use super::super::ctx::RequestCtx;
-use super::super::{Fail, Handled};
+use crate::error::Fail;
+use crate::request::ctx::RequestCtx;
+use crate::request::Handled;
 
 /// How often a member's stream that ended at once is opened again in a row before the client's
 /// stream goes on without it.
@@ -26,7 +27,7 @@ const QUICK_ENDS: u32 = 5;
 /// a call; a member's stream that ends (its pod died, its session moved) is opened again
 /// (after 500 ms), so its later notifications and requests still reach the client.
 pub(super) async fn stream(
-    gw: &super::super::Gateway,
+    gw: &crate::request::Gateway,
     session: &mut impl Client,
     ctx: &RequestCtx,
     members: &Members,

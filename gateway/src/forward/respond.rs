@@ -1,8 +1,8 @@
 //! Writing gateway errors to the client, and classifying pingora errors into gateway errors.
 
-use super::ctx::{Outcome, RequestCtx};
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
+use crate::request::ctx::{Outcome, RequestCtx};
 use bytes::{Bytes, BytesMut};
 use mcp_wire::{inspect, RequestId};
 use pingora::http::ResponseHeader;
@@ -50,7 +50,7 @@ pub async fn answer<C: Client>(session: &mut C, ctx: &mut RequestCtx, err: &Gate
         let _ = resp.insert_header(name, value);
     }
     if !ctx.trace_id.is_empty() {
-        let _ = resp.insert_header(super::trace::REQUEST_ID, ctx.trace_id.as_str());
+        let _ = resp.insert_header(crate::forward::trace::REQUEST_ID, ctx.trace_id.as_str());
     }
     if session
         .write_response_header(Box::new(resp), false)
@@ -119,7 +119,7 @@ async fn read_id(session: &mut impl Client) -> RequestId {
 }
 
 /// The id of a whole body or of a prefix of one; `null` when it has none.
-pub(super) fn id_of(body: &[u8]) -> RequestId {
+pub(crate) fn id_of(body: &[u8]) -> RequestId {
     inspect::inspect_body(body)
         .map(|info| info.request_id())
         .ok()
@@ -191,7 +191,7 @@ pub fn hold() -> Option<Bytes> {
 
 /// A client that went away while the gateway answered it (it closed its GET stream, say) is
 /// the end of that request, not an error worth logging.
-pub(super) fn client_gone_is_done(e: Box<pingora::Error>, ctx: &mut RequestCtx) -> Result<bool> {
+pub(crate) fn client_gone_is_done(e: Box<pingora::Error>, ctx: &mut RequestCtx) -> Result<bool> {
     let gone = e.esource() == &ErrorSource::Downstream
         || (e.esource() != &ErrorSource::Upstream
             && matches!(

@@ -1,0 +1,105 @@
+//! The classification of a request whose method and name are known (from its body, or from
+//! headers the body is checked against before anything is forwarded): the method label, the
+//! tool noted for metrics, the authorization decision by the name the backend will execute,
+//! the per-tool rate. Every path (the fast path, each gateway-driven handler, a virtual
+//! server's) calls [`classify`] once, before anything is forwarded.
+
+use crate::error::GatewayError;
+use crate::request::ctx::RequestCtx;
+use crate::routing::Route;
+use mcp_wire::method_label;
+use std::sync::Arc;
+
+/// The one classification step of a request whose method and name are known (from its body,
+/// or from headers the body is checked against before anything is forwarded): the method
+/// label, the tool noted for metrics, authorization, the per-tool rate. Each path runs it
+/// once: the fast path with checked headers here, the gateway-driven paths after reading the
+/// body.
+pub(crate) fn classify(
+    ctx: &mut RequestCtx,
+    route: &Route,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Result<(), GatewayError> {
+    ctx.method_label = method_label(method);
+    ctx.note_tool(method, name);
+    authorize(ctx, route, method, name)?;
+    if let (Some("tools/call"), Some(tool)) = (method, name) {
+        let identity = ctx.admitted.identity.as_deref();
+        ctx.state.admission.admit_tool(identity, tool)?;
+    }
+    Ok(())
+}
+
+/// Whether the caller may call `method` on `name` (the name the backend will execute); also
+/// marks a list answer for filtering.
+pub(crate) fn authorize(
+    ctx: &mut RequestCtx,
+    route: &Route,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Result<(), GatewayError> {
+    if !route.guard.has_rules() {
+        return Ok(());
+    }
+    if route.guard.filters(method) {
+        ctx.filter = match method {
+            Some("tools/list") => Some("tools/list"),
+            Some("prompts/list") => Some("prompts/list"),
+            Some("resources/list") => Some("resources/list"),
+            Some("resources/templates/list") => Some("resources/templates/list"),
+            _ => None,
+        };
+    }
+    let principal = ctx.principal.as_deref();
+    route
+        .guard
+        .decide(principal, method, name)
+        .map_err(|denied| refusal(ctx, denied))
+}
+
+/// The answer to a denial: 403 -32024 (naming the metadata document), or -32031 for a URI
+/// that cannot be decided.
+pub(crate) fn refusal(ctx: &RequestCtx, denied: crate::auth::Denied) -> GatewayError {
+    if let Some(why) = denied.undecidable {
+        return GatewayError::undecidable_name(why.as_str());
+    }
+    let metadata = ctx
+        .state
+        .auth
+        .as_ref()
+        .map(|a| a.forbidden(denied.scope.as_deref()));
+    metadata.unwrap_or_else(|| GatewayError::forbidden(denied.scope.as_deref(), ""))
+}
+
+/// The principal of a request, for the session binding.
+pub(crate) fn principal_id(ctx: &RequestCtx) -> Option<Arc<str>> {
+    ctx.principal.as_ref().map(|p| p.id.clone())
+}
+
+/// Where a read and classified request goes on its route.
+pub(crate) struct Routed {
+    /// Index into the config's pools.
+    pub pool: usize,
+    /// Deadline for the whole exchange.
+    pub deadline: Option<std::time::Duration>,
+    /// A `subscriptions/listen` (its filter is checked first).
+    pub listen: bool,
+}
+
+impl Routed {
+    /// Where a request of `method` and `name` goes on `route`.
+    pub(crate) fn of(route: &Route, method: Option<&str>, name: Option<&str>) -> Routed {
+        Routed {
+            pool: route.pool_for(method, name),
+            deadline: route.deadline(method, name),
+            listen: method == Some("subscriptions/listen"),
+        }
+    }
+}
+
+/// Whether the request goes to the reverse era bridge (a 2026-07-28 request to a pool of
+/// legacy backends: `bridge::modern_clients::takes`).
+pub(crate) fn takes(ctx: &RequestCtx, pool: &crate::upstream::Pool) -> bool {
+    crate::bridge::modern_clients::takes(ctx.era, &ctx.state.config.bridge, pool)
+}
