@@ -6,6 +6,7 @@
 //! its `Cargo.toml` and by this list). The tables are data: placing a module is one edit there.
 
 mod doc;
+mod files;
 mod source;
 
 use std::collections::BTreeMap;
@@ -233,6 +234,48 @@ fn the_modules_of_one_floor_import_each_other_without_circles() {
             panic!("an import circle on one floor:\n  {}", steps.join("\n  "));
         }
     }
+}
+
+#[test]
+fn no_two_files_of_the_gateway_import_each_other_even_around_a_circle() {
+    let src = repo().join("gateway/src");
+    let files = files::Files::read(&src, "mcp_gateway");
+    assert!(files.files.len() > 100, "found {} files", files.files.len());
+    let edges = files.edges();
+    let circles = files::circles(&edges);
+    let described: Vec<String> = circles
+        .iter()
+        .map(|scc| {
+            let circle = files::one_circle(&edges, scc);
+            let steps: Vec<String> = circle
+                .windows(2)
+                .map(|w| {
+                    format!(
+                        "{}:{} -> {}",
+                        shown(&files.files[w[0]].path),
+                        edges[w[0]][&w[1]],
+                        shown(&files.files[w[1]].path)
+                    )
+                })
+                .collect();
+            format!(
+                "{} files import each other ({}), for one:\n    {}",
+                scc.len(),
+                scc.iter()
+                    .map(|&f| shown(&files.files[f].path))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                steps.join("\n    ")
+            )
+        })
+        .collect();
+    assert!(
+        described.is_empty(),
+        "{} import circles between the files of gateway/src (move what both sides need to a \
+         leaf file, or let one side hand the other a narrow handle):\n  {}",
+        described.len(),
+        described.join("\n  ")
+    );
 }
 
 /// The files of a module as the module table names it (`auth/`, `admin.rs`, `metrics.rs` with

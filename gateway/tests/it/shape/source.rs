@@ -181,9 +181,54 @@ fn ident(tok: Option<&(Tok, usize)>) -> Option<&str> {
 
 /// Every path into the crate that `src` (the file of module `module`) writes, where the crate
 /// is called `root` (`crate`; `mcp_gateway` in `main.rs`, the binary, whose own `crate::` is not
-/// the library).
+/// the library). Besides `crate::`, `super::` and `self::` paths, a path that starts with a
+/// child module the file declares (`mod x;` .. `x::y`) or with a name a `use` of the file
+/// brought in (`use crate::a::B;` .. `B::new`) is a path into the crate too.
 pub fn references(src: &str, module: &[String], root: &str) -> Vec<Reference> {
     let toks = tokens(&code_only(src));
+    let children: Vec<&str> = (0..toks.len().saturating_sub(2))
+        .filter(|&i| ident(toks.get(i)) == Some("mod") && is(toks.get(i + 2), &Tok::Other(';')))
+        .filter_map(|i| ident(toks.get(i + 1)))
+        .collect();
+    // first the names the `use` statements bring in, then every path with them known
+    let first = scan(&toks, module, root, &children, &[]);
+    let names: Vec<(String, Vec<String>)> = first
+        .into_iter()
+        .filter_map(|(r, local)| Some((local?, r.to)))
+        .collect();
+    scan(&toks, module, root, &children, &names)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// The names the `use` statements of `src` bring in, each with the crate path it stands for
+/// (`use crate::a::B as C;` is `C` for `a::B`).
+pub fn used_names(src: &str, module: &[String], root: &str) -> Vec<(String, Vec<String>)> {
+    let toks = tokens(&code_only(src));
+    let children: Vec<&str> = (0..toks.len().saturating_sub(2))
+        .filter(|&i| ident(toks.get(i)) == Some("mod") && is(toks.get(i + 2), &Tok::Other(';')))
+        .filter_map(|i| ident(toks.get(i + 1)))
+        .collect();
+    let first = scan(&toks, module, root, &children, &[]);
+    let names: Vec<(String, Vec<String>)> = first
+        .into_iter()
+        .filter_map(|(r, local)| Some((local?, r.to)))
+        .collect();
+    scan(&toks, module, root, &children, &names)
+        .into_iter()
+        .filter_map(|(r, local)| Some((local?, r.to)))
+        .collect()
+}
+
+/// One pass of [`references`]; each path with the name a `use` gives it in the file, if any.
+fn scan(
+    toks: &[(Tok, usize)],
+    module: &[String],
+    root: &str,
+    children: &[&str],
+    names: &[(String, Vec<String>)],
+) -> Vec<(Reference, Option<String>)> {
     let mut out = Vec::new();
     // inline modules: (name, the brace depth inside it)
     let mut inline: Vec<(String, usize)> = Vec::new();
@@ -211,8 +256,9 @@ pub fn references(src: &str, module: &[String], root: &str) -> Vec<Reference> {
         let Some(word) = ident(toks.get(i)) else {
             continue;
         };
-        let starts_path = !is(i.checked_sub(1).and_then(|p| toks.get(p)), &Tok::Colons)
-            && !is(i.checked_sub(1).and_then(|p| toks.get(p)), &Tok::Other('$'))
+        let before = i.checked_sub(1).and_then(|p| toks.get(p));
+        let starts_path = !is(before, &Tok::Colons)
+            && !is(before, &Tok::Other('$'))
             && is(toks.get(i + 1), &Tok::Colons);
         if !starts_path {
             continue;
@@ -222,25 +268,35 @@ pub fn references(src: &str, module: &[String], root: &str) -> Vec<Reference> {
             .cloned()
             .chain(inline.iter().map(|(n, _)| n.clone()))
             .collect();
-        let mut base = match word {
-            w if w == root => Vec::new(),
-            "self" => here.clone(),
-            "super" => here[..here.len().saturating_sub(1)].to_vec(),
-            _ => continue,
+        let (mut base, mut j) = match word {
+            w if w == root => (Vec::new(), i + 2),
+            "self" => (here.clone(), i + 2),
+            "super" => (here[..here.len().saturating_sub(1)].to_vec(), i + 2),
+            // `x::y` with `mod x;` here: the child's own segment is read as the path's first
+            w if inline.is_empty() && children.contains(&w) => (here.clone(), i),
+            w => match names.iter().find(|(n, _)| n == w) {
+                Some((_, path)) => (path.clone(), i + 2),
+                None => continue,
+            },
         };
-        let mut j = i + 2;
         if word == "super" {
             while ident(toks.get(j)) == Some("super") && is(toks.get(j + 1), &Tok::Colons) {
                 base.pop();
                 j += 2;
             }
         }
+        let is_use = ident(before) == Some("use");
         let mut leaves = Vec::new();
-        tree(&toks, j, base, toks[i].1, &mut leaves);
-        out.extend(leaves.into_iter().map(|(to, line)| Reference {
-            line,
-            from: here.clone(),
-            to,
+        tree(toks, j, base, toks[i].1, &mut leaves);
+        out.extend(leaves.into_iter().map(|(to, line, local)| {
+            (
+                Reference {
+                    line,
+                    from: here.clone(),
+                    to,
+                },
+                local.filter(|_| is_use),
+            )
         }));
     }
     out
@@ -253,7 +309,7 @@ fn tree(
     mut i: usize,
     mut prefix: Vec<String>,
     mut line: usize,
-    out: &mut Vec<(Vec<String>, usize)>,
+    out: &mut Vec<(Vec<String>, usize, Option<String>)>,
 ) -> usize {
     if is(toks.get(i), &Tok::Open) {
         i += 1;
@@ -283,13 +339,16 @@ fn tree(
             return tree(toks, i, prefix, line, out);
         }
     }
+    let mut local = prefix.last().cloned();
     if is(toks.get(i), &Tok::Other('*')) {
+        local = None;
         i += 1;
     }
     if ident(toks.get(i)) == Some("as") {
+        local = ident(toks.get(i + 1)).map(str::to_owned);
         i += 2;
     }
-    out.push((prefix, line));
+    out.push((prefix, line, local));
     i
 }
 
