@@ -2,6 +2,7 @@
 
 use super::*;
 use mcp_wire::RequestId;
+use serde_json::Value;
 
 #[test]
 fn error_body_echoes_the_request_id_verbatim() {
