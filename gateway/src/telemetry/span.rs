@@ -2,7 +2,7 @@
 //! spans and events for what happens inside (a re-initialization), and the W3C headers
 //! injected into upstream requests.
 
-use super::{enabled, tracer};
+use super::tracer::{enabled, tracer};
 use opentelemetry::context::FutureExt;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
