@@ -2,7 +2,9 @@
 //! format and internal details. `validate.rs` builds it ([`Config::from_file`]), returning every
 //! problem at once, each with its key path.
 
+use super::mode::Mode;
 pub use super::problems::ConfigError;
+use super::sessions::StoreConfig;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -87,16 +89,6 @@ pub struct SessionConfig {
     /// Longest URI one subscription may name (`sessions.max-subscription-uri-bytes`).
     /// Default 2048.
     pub max_subscription_uri_bytes: usize,
-}
-
-/// Where sessions live.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum StoreConfig {
-    /// This process's memory (one replica; a restart loses every session).
-    #[default]
-    Memory,
-    /// Redis, shared by every replica (`sessions.redis`).
-    Redis(super::sessions::RedisConfig),
 }
 
 impl Default for SessionConfig {
@@ -311,17 +303,6 @@ pub enum Balance {
     LeastRequests,
     /// Two random backends, the one with fewer requests in flight.
     PowerOfTwoChoices,
-}
-
-/// How a route treats MCP sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// 2026-07-28 servers: per-request balancing, bodies untouched.
-    Stateless,
-    /// 2025-era servers: gateway-owned sessions pinned to a backend.
-    Stateful,
-    /// Chosen per request by protocol era.
-    Auto,
 }
 
 /// Which path a legacy (2025-era) client takes on a route whose backends serve both eras.

@@ -8,7 +8,9 @@ mod capture;
 mod file;
 mod hardening;
 mod internal;
+mod load;
 mod member_names;
+mod mode;
 mod notices;
 mod pattern;
 mod pools;
@@ -32,39 +34,25 @@ pub use bridge::{BridgeConfig, ParkedBounds, PooledSessions};
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
-pub use internal::*;
+pub use internal::{
+    default_not_found, Balance, Config, ConfigError, Discovery, DualBackends, EraSetting,
+    HealthCheck, Limits, NameMatch, NotFoundRule, PathMatch, PoolConfig, Rate, RouteConfig,
+    RouteLimits, RuleConfig, SessionConfig, DEFAULT_LISTEN, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_MERGED_LIST_BYTES,
+};
+pub use load::{load, parse};
 pub use member_names::{static_collisions, Filter, Kind, Member, Prefix, MAX_NAME_CHARS};
+pub use mode::Mode;
 pub use notices::notices;
 pub use pattern::{fold, Pattern};
-pub use sessions::{RedisConfig, ResumeConfig, SentinelConfig};
+pub use sentinel::SentinelConfig;
+pub use sessions::{RedisConfig, ResumeConfig, StoreConfig};
 pub use tracing::{OtlpProtocol, TracingConfig};
 pub use upstream_auth::{
     ApiKeyCallers, ClientAuth, ClientCredentials, OAuthClient, SecretHeader, SecretSource,
     TokenExchange, UpstreamAuth,
 };
 pub use virtual_server::{MemberConfig, VirtualServer, DEFAULT_SEPARATOR};
-
-/// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.
-pub fn parse(yaml: &str) -> Result<Config, Vec<ConfigError>> {
-    let file: FileConfig = serde_saphyr::from_str(yaml).map_err(|e| {
-        vec![ConfigError {
-            path: "(file)".into(),
-            message: e.to_string(),
-        }]
-    })?;
-    Config::from_file(file)
-}
-
-/// Reads, parses and validates a config file.
-pub fn load(path: &std::path::Path) -> Result<Config, Vec<ConfigError>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        vec![ConfigError {
-            path: "(file)".into(),
-            message: format!("cannot read {}: {e}", path.display()),
-        }]
-    })?;
-    parse(&text)
-}
 
 #[cfg(test)]
 mod bridge_section_tests;

@@ -1,8 +1,8 @@
 //! Internal session settings that the session and stream code read: the Redis store's
 //! address (`sessions.redis`) and resumable streams (`sessions.resume`), and their validation.
 
-use super::internal::StoreConfig;
 use super::problems::Problems;
+use super::sentinel::SentinelConfig;
 use std::time::Duration;
 
 /// `sessions.redis`: where the Redis store is.
@@ -18,13 +18,14 @@ pub struct RedisConfig {
     pub key_prefix: String,
 }
 
-/// `sessions.redis.sentinel`: the primary the Sentinels name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentinelConfig {
-    /// The name the Sentinels monitor the primary by.
-    pub master_name: String,
-    /// `redis://` URLs of the Sentinels.
-    pub nodes: Vec<String>,
+/// Where sessions live.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StoreConfig {
+    /// This process's memory (one replica; a restart loses every session).
+    #[default]
+    Memory,
+    /// Redis, shared by every replica (`sessions.redis`).
+    Redis(RedisConfig),
 }
 
 /// `sessions.resume`: resumable streams.

@@ -3,6 +3,7 @@
 
 use super::file::{FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits};
 use super::internal::*;
+use super::mode::Mode;
 use super::problems::Problems;
 use super::sessions::{resume_config, store_config};
 use super::{Pattern, RouteAuth};

@@ -3,8 +3,8 @@
 //! not exist, names a client could not call, names two members would both expose).
 
 use super::member_names::{static_collisions, Filter, Member, Prefix};
+use super::mode::Mode;
 use super::problems::{Problems, Unknown};
-use super::Mode;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
