@@ -2,7 +2,7 @@
 //! file holds no usable secret. Re-read when its modification time or size changes (looked at
 //! at most once a second); an unreadable or broken file keeps the keys already loaded.
 
-use super::Principal;
+use super::principal::Principal;
 use crate::config::ApiKeysConfig;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

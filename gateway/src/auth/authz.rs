@@ -12,8 +12,8 @@
 //! each entry; a template is hidden when one of its expansions could be refused): the one
 //! place where the gateway rewrites an answer body, and only on routes with rules.
 
+use super::principal::Principal;
 use super::resource_uri::{self, Undecidable};
-use super::Principal;
 use crate::config::{AuthzRule, Pattern, Require, RouteAuth, RouteConfig};
 use bytes::Bytes;
 use serde_json::Value;

@@ -12,7 +12,7 @@
 //! into `HTTP_X_MCP_SUBJECT` alike, and header names are case-insensitive; so a client header
 //! whose name equals an identity header's once lowercased with `_` read as `-` is removed.
 
-use super::Principal;
+use super::principal::Principal;
 use crate::config::IdentityHeaders;
 use std::fmt::Write;
 

@@ -4,7 +4,8 @@
 //! until it expires, so a client reusing its token costs one map lookup, not a signature check.
 
 use super::jwks::{FetchError, KeySet};
-use super::{Principal, Refusal};
+use super::principal::Principal;
+use super::refusal::Refusal;
 use crate::config::JwtConfig;
 use base64::Engine as _;
 use dashmap::DashMap;

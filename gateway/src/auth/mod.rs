@@ -15,14 +15,17 @@ pub mod identity;
 mod jwks;
 mod jwt;
 pub mod metadata;
+mod principal;
+mod refusal;
 pub mod resource_uri;
 
 use crate::config::AuthConfig;
 use crate::error::GatewayError;
-use serde_json::{Map, Value};
 use std::sync::Arc;
 
 pub use authz::{Denied, RouteGuard};
+pub use principal::Principal;
+pub use refusal::Refusal;
 
 /// Longest credential looked at; longer ones are refused unread (an 8 KiB+ header is no token
 /// this gateway issued keys for).
@@ -38,87 +41,6 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.0.iter().map(|(n, _)| n.as_str()).collect();
         write!(f, "Credentials({names:?}, ***)")
-    }
-}
-
-/// An authenticated caller.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Principal {
-    /// Stable identity: `issuer|subject` (token) or `key:NAME` (API key).
-    pub id: Arc<str>,
-    /// The token's `sub`, or the key's name.
-    pub subject: String,
-    /// Scopes granted (`scope`, space separated, or `scp`).
-    pub scopes: Vec<String>,
-    /// Every claim of the token (empty for a key).
-    pub claims: Map<String, Value>,
-}
-
-impl Principal {
-    /// Whether the principal holds `scope`.
-    pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
-    }
-
-    /// The string values of a claim: a string, or the strings of an array (or, for `scope`,
-    /// the granted scopes).
-    pub fn claim_values(&self, name: &str) -> Vec<&str> {
-        if name == "scope" || name == "scp" {
-            return self.scopes.iter().map(String::as_str).collect();
-        }
-        match self.claims.get(name) {
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            Some(Value::Bool(b)) => vec![if *b { "true" } else { "false" }],
-            _ => Vec::new(),
-        }
-    }
-}
-
-/// Why a credential was refused: `data.reason` of the 401 answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// No credential at all.
-    Missing,
-    /// Not a well-formed token (or too long).
-    Malformed,
-    /// The signature does not verify.
-    BadSignature,
-    /// No key with the token's `kid`, even after fetching the key set again.
-    UnknownKey,
-    /// `alg: none`, a symmetric algorithm, or one the key is not for.
-    Algorithm,
-    /// Past `exp` (plus leeway).
-    Expired,
-    /// Before `nbf` (minus leeway).
-    NotYetValid,
-    /// `iss` is not the configured issuer.
-    WrongIssuer,
-    /// `aud` does not name this resource.
-    WrongAudience,
-    /// An API key that is not in the key file.
-    UnknownApiKey,
-    /// A claim an identity header carries holds a control character (CR, LF, ...): no
-    /// header can carry it (`identity.rs`).
-    Unrenderable,
-}
-
-impl Refusal {
-    /// The `data.reason` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Refusal::Missing => "missing",
-            Refusal::Malformed => "malformed",
-            Refusal::BadSignature => "bad-signature",
-            Refusal::UnknownKey => "unknown-key",
-            Refusal::Algorithm => "algorithm-not-allowed",
-            Refusal::Expired => "expired",
-            Refusal::NotYetValid => "not-yet-valid",
-            Refusal::WrongIssuer => "wrong-issuer",
-            Refusal::WrongAudience => "wrong-audience",
-            Refusal::UnknownApiKey => "unknown-api-key",
-            Refusal::Unrenderable => "unrenderable-claim",
-        }
     }
 }
 
