@@ -1,5 +1,6 @@
 use super::*;
 use crate::upstream::credentials_service::CredentialsService;
+use crate::upstream::secrets::{blocking_file, read_secret_off_runtime, turn};
 use std::time::Duration;
 
 fn header(name: &str, path: &std::path::Path) -> SecretHeader {

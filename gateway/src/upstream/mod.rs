@@ -21,6 +21,7 @@ mod membership;
 pub mod metrics;
 mod pick;
 pub mod request;
+mod secrets;
 mod tls;
 pub mod tokens;
 

@@ -325,10 +325,9 @@ impl TokenSource {
             detail,
             retry_after: BACKOFF,
         };
-        let secret =
-            super::credentials::read_secret_off_runtime(&client.client_secret, client.timeout)
-                .await
-                .map_err(|detail| fail("secret-unreadable", detail))?;
+        let secret = super::secrets::read_secret_off_runtime(&client.client_secret, client.timeout)
+            .await
+            .map_err(|detail| fail("secret-unreadable", detail))?;
         let mut form = match &self.grant {
             Grant::ClientCredentials => form_urlencoded(&[("grant_type", "client_credentials")]),
             Grant::Exchange { subject, actor } => {

@@ -45,7 +45,7 @@ fn a_401_drops_a_token_at_most_once_per_gap() {
 #[test]
 fn a_secret_file_that_blocks_never_holds_the_fetch_thread() {
     use crate::config::{ClientAuth, OAuthClient, SecretSource};
-    let fifo = crate::upstream::credentials::blocking_file::fifo("token-hung", None);
+    let fifo = crate::upstream::secrets::blocking_file::fifo("token-hung", None);
     let source = TokenSource::new(
         "p",
         &ClientCredentials {
@@ -67,7 +67,7 @@ fn a_secret_file_that_blocks_never_holds_the_fetch_thread() {
     )
     .unwrap();
     let fetch = async move { source.ready(&events).await.map_err(|f| f.reason) };
-    let took = crate::upstream::credentials::blocking_file::timer_beside(&fifo, "s", fetch);
+    let took = crate::upstream::secrets::blocking_file::timer_beside(&fifo, "s", fetch);
     assert!(took.is_some_and(|t| t < Duration::from_secs(1)), "{took:?}");
     let _ = std::fs::remove_dir_all(fifo.parent().unwrap());
 }
