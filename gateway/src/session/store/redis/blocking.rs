@@ -20,7 +20,7 @@ impl Blocking {
         pipe: &Pipeline,
         block: Duration,
     ) -> Result<T, StoreError> {
-        let bound = block + super::TIMEOUT;
+        let bound = block + super::timeout::TIMEOUT;
         match tokio::time::timeout(bound, pipe.query_async(&mut self.0)).await {
             Ok(result) => result.map_err(failed),
             Err(_) => Err(failed("Redis did not answer in time")),
@@ -31,7 +31,7 @@ impl Blocking {
 impl RedisStore {
     /// A new connection for blocking reads (the config's server or cluster).
     pub(super) async fn blocking(&self) -> Result<Blocking, StoreError> {
-        let conn = tokio::time::timeout(super::TIMEOUT, conn::connect(&self.config))
+        let conn = tokio::time::timeout(super::timeout::TIMEOUT, conn::connect(&self.config))
             .await
             .map_err(|_| failed("connecting to Redis timed out"))??;
         Ok(Blocking(conn))

@@ -4,7 +4,8 @@
 
 use super::layout::failed;
 use super::sentinel::SentinelConn;
-use super::{RedisConfig, TIMEOUT};
+use super::timeout::TIMEOUT;
+use super::RedisConfig;
 use crate::session::store::StoreError;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, Value};

@@ -13,15 +13,14 @@
 //! three), by which a reader on another replica knows that a silent stream's writer died.
 //! The sessions' lists of held streams are `held.rs`.
 
+use super::entry::Entry;
 use super::RedisStore;
 use crate::session::store::streams::{
     StoredEvent, StreamEntry, StreamFollower, StreamStore, ALIVE_EVERY,
 };
 use crate::session::store::StoreError;
 use async_trait::async_trait;
-use bytes::Bytes;
 use dashmap::DashMap;
-use redis::Value;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -260,7 +259,7 @@ impl StreamStore for RedisEvents {
     async fn follower(&self) -> Result<Box<dyn StreamFollower>, StoreError> {
         let conn = self.store.blocking().await?;
         let store = self.store.clone();
-        Ok(Box::new(super::held::Follower { store, conn }))
+        Ok(Box::new(super::follower::Follower { store, conn }))
     }
 }
 
@@ -309,37 +308,5 @@ async fn alive_loop(events: Weak<RedisEvents>) {
             pipe.cmd("PEXPIRE").arg(&key).arg(window).ignore();
             let _ = events.store.run::<()>(&pipe).await;
         }
-    }
-}
-
-/// One stream entry, as Redis answers it.
-pub(super) struct Entry(pub(super) StreamEntry);
-
-impl redis::FromRedisValue for Entry {
-    fn from_redis_value(v: Value) -> Result<Self, redis::ParsingError> {
-        let (id, fields): (String, Vec<(String, Vec<u8>)>) = redis::from_redis_value(v)?;
-        let seq = id
-            .split_once('-')
-            .and_then(|(s, _)| s.parse().ok())
-            .ok_or_else(|| redis::ParsingError::from("not a gateway stream entry"))?;
-        let mut entry = StreamEntry {
-            seq,
-            event: None,
-            writer: String::new(),
-            request: None,
-            backend: None,
-            end: false,
-        };
-        for (name, value) in fields {
-            match name.as_str() {
-                "e" => entry.event = Some(Bytes::from(value)),
-                "r" => entry.writer = String::from_utf8_lossy(&value).into_owned(),
-                "q" => entry.request = Some(String::from_utf8_lossy(&value).into_owned()),
-                "b" => entry.backend = Some(String::from_utf8_lossy(&value).into_owned()),
-                "end" => entry.end = true,
-                _ => {}
-            }
-        }
-        Ok(Entry(entry))
     }
 }

@@ -3,6 +3,7 @@
 //! key layout of `events.rs` and `held.rs`.
 use super::tests::RedisServer;
 use super::*;
+use crate::session::store::RedisEvents;
 use crate::session::store::{StoredEvent, StreamStore};
 use bytes::Bytes;
 use std::sync::Arc;

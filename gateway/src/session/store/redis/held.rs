@@ -8,14 +8,8 @@
 //! `XREAD BLOCK` on a connection of its own (`blocking.rs`), so an event reaches a client GET
 //! on another replica about one Redis round trip after its holder wrote it.
 
-use super::blocking::Blocking;
-use super::events::{Entry, RedisEvents};
-use super::RedisStore;
-use crate::session::store::streams::{StreamEntry, StreamFollower};
+use super::events::RedisEvents;
 use crate::session::store::StoreError;
-use async_trait::async_trait;
-use std::sync::Arc;
-use std::time::Duration;
 
 /// Held streams kept per session in its list.
 const KEPT: i64 = 16;
@@ -67,48 +61,6 @@ impl RedisEvents {
                 };
                 Some((u64::from_str_radix(hex, 16).ok()?, resumed))
             })
-            .collect())
-    }
-}
-
-/// What `XREAD` answers: per stream key, its entries.
-type XreadReply = Vec<(String, Vec<Entry>)>;
-
-/// Waits on streams' next entries on a connection of its own.
-pub(super) struct Follower {
-    pub(super) store: Arc<RedisStore>,
-    pub(super) conn: Blocking,
-}
-
-#[async_trait]
-impl StreamFollower for Follower {
-    async fn wait(
-        &mut self,
-        session: &str,
-        token: u64,
-        after: Option<u64>,
-        count: usize,
-        block: Duration,
-    ) -> Result<Vec<StreamEntry>, StoreError> {
-        let after = match after {
-            Some(seq) => format!("{seq}-1"),
-            None => "0-0".to_owned(),
-        };
-        let mut pipe = redis::pipe();
-        pipe.cmd("XREAD")
-            .arg("COUNT")
-            .arg(count)
-            .arg("BLOCK")
-            .arg(block.as_millis() as u64)
-            .arg("STREAMS")
-            .arg(self.store.event_key(session, token))
-            .arg(after);
-        let (reply,): (Option<XreadReply>,) = self.conn.run(&pipe, block).await?;
-        Ok(reply
-            .into_iter()
-            .flatten()
-            .flat_map(|(_, entries)| entries)
-            .map(|e| e.0)
             .collect())
     }
 }

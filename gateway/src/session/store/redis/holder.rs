@@ -10,7 +10,8 @@
 
 use super::conn::{connect, Conn};
 use super::layout::failed;
-use super::{RedisConfig, TIMEOUT};
+use super::timeout::TIMEOUT;
+use super::RedisConfig;
 use crate::session::store::StoreError;
 use arc_swap::ArcSwapOption;
 use std::sync::{Arc, Mutex};

@@ -35,7 +35,9 @@ impl RedisStore {
         invocation: &redis::ScriptInvocation<'_>,
     ) -> Result<T, StoreError> {
         let mut conn = self.conn().await?;
-        match tokio::time::timeout(super::TIMEOUT, invocation.invoke_async(&mut conn)).await {
+        match tokio::time::timeout(super::timeout::TIMEOUT, invocation.invoke_async(&mut conn))
+            .await
+        {
             Ok(result) => result.map_err(super::layout::failed),
             Err(_) => Err(super::layout::failed("Redis did not answer in time")),
         }

@@ -6,7 +6,7 @@
 //! the Sentinels again, so the store follows a failover by itself. Commands that fail meanwhile
 //! are the store's outage (`session/store/cached.rs` serves sessions from their copies).
 
-use super::TIMEOUT;
+use super::timeout::TIMEOUT;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::sentinel::{SentinelClient, SentinelServerType};
 use redis::{AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, Value};
