@@ -176,12 +176,12 @@ impl Streams {
         backend_id: &str,
         method_label: &'static str,
     ) -> Result<Exchange, GatewayError> {
-        let req = super::standalone::stream_request(rec, Some(backend_id))?;
+        let req = super::upstream_get::stream_request(rec, Some(backend_id))?;
         let ex = self
             .sessions
             .send_on_binding(pool, rec, &Outgoing::get(&req, method_label))
             .await?;
-        if super::standalone::is_stream(ex.header()) {
+        if super::upstream_get::is_stream(ex.header()) {
             Ok(ex)
         } else {
             let status = ex.header().status.as_u16();

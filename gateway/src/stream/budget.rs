@@ -62,8 +62,9 @@ impl Resume {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{event_id, message_event, Refusal, ResumeConfig};
+    use super::super::{event_id, message_event, Refusal};
     use super::*;
+    use crate::config::ResumeConfig;
     use crate::stream::StreamMetrics as Metrics;
 
     fn resume(max_bytes: usize, max_buffered_bytes: usize) -> (Resume, Metrics) {

@@ -25,6 +25,7 @@
 
 use super::held::{lock, Held, Lease, Leases};
 use super::ingest::{Ended, Ingest, Leg, Seen};
+use super::upstream_get::{is_stream, stream_request};
 use super::{event_id, SessionLink};
 use super::{parse_event_id, primes, priming, Events, Read, Refusal, SharedReader, Streams};
 use crate::error::GatewayError;
@@ -32,8 +33,6 @@ use crate::session::store::Hold;
 use crate::session::{short, Forwarded, Outgoing, SessionRecord};
 use crate::upstream::client::Exchange;
 use crate::upstream::Pool;
-use mcp_wire::headers::MCP_PROTOCOL_VERSION;
-use mcp_wire::sse::is_event_stream;
 use pingora::http::{RequestHeader, ResponseHeader};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,24 +82,6 @@ fn expects_server_requests(init_params: &str) -> bool {
     ["sampling", "elicitation", "roots"]
         .iter()
         .any(|c| caps.and_then(|caps| caps.get(c)).is_some())
-}
-
-/// The GET the gateway sends for a held stream (its own, so it outlives client requests), or
-/// to resume an answer after the backend's own event id.
-pub(crate) fn stream_request(
-    rec: &SessionRecord,
-    last_event_id: Option<&str>,
-) -> Result<RequestHeader, GatewayError> {
-    let build = || -> pingora::Result<RequestHeader> {
-        let mut req = RequestHeader::build("GET", rec.path.as_bytes(), Some(4))?;
-        req.insert_header(http::header::ACCEPT, "text/event-stream")?;
-        req.insert_header(MCP_PROTOCOL_VERSION, &*rec.protocol_version)?;
-        if let Some(id) = last_event_id {
-            req.insert_header("last-event-id", id)?;
-        }
-        Ok(req)
-    };
-    build().map_err(|e| GatewayError::internal(format!("stream request: {e}")))
 }
 
 impl Streams {
@@ -411,15 +392,6 @@ impl Streams {
         );
         (lease, held)
     }
-}
-
-/// Whether an answer is a 2xx event stream.
-pub fn is_stream(head: &ResponseHeader) -> bool {
-    let content_type = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    head.status.is_success() && is_event_stream(content_type)
 }
 
 /// Reads the backend's stream into the log until it ends, or until no client has read it for
