@@ -130,3 +130,24 @@ async fn a_lost_request_is_repeated_only_when_safe_and_its_backend_marked() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_refused_connection_announces_a_serving_backend_dead_once() {
+    let yaml = "pools: { p: { backends: [127.0.0.1:9], failure-cooldown-ms: 10000 } }\nroutes: [ { path: /mcp, pool: p } ]\n";
+    let pool = crate::upstream::Pool::new(&crate::config::parse(yaml).unwrap().pools[0]);
+    let registry = pingora_prometheus::prometheus::Registry::new();
+    let engine =
+        crate::upstream::attempt::Engine::new(crate::upstream::metrics::UpstreamMetrics::register(
+            &crate::metrics::Registrar::new(&registry),
+        ));
+    let mut deaths = engine.deaths().subscribe();
+    let backend = pool.backends()[0].clone();
+    engine.connect_failed(&pool, &backend);
+    engine.connect_failed(&pool, &backend); // still marked: no second death
+    let death = deaths.try_recv().expect("announced");
+    assert_eq!(
+        (death.backend, death.cause),
+        (backend.addr, "connect-refused")
+    );
+    assert!(deaths.try_recv().is_err(), "once per death");
+}

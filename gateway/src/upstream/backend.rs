@@ -2,13 +2,14 @@
 //! passive failure marks and their cooldown, draining, the era it was found to serve, and the
 //! guard that counts a request in flight for as long as it lives.
 
-use super::era;
+use super::clock::now_ms;
+use super::era_schedule;
 use crate::config::EraSetting;
 use mcp_wire::BackendEra;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// One backend of a pool and its live state.
 #[derive(Debug)]
@@ -20,11 +21,11 @@ pub struct Backend {
     /// Host header sent to it (built once, not per request; the config checks it).
     pub host_header: http::HeaderValue,
     pub(super) inflight: AtomicUsize,
-    /// Milliseconds since [`epoch`] until which the backend is skipped; 0 when healthy.
+    /// Milliseconds since [`epoch`](super::clock::epoch) until which the backend is skipped; 0 when healthy.
     pub(super) failed_until_ms: AtomicU64,
     /// Active health checks say it is down.
     pub(super) down: AtomicBool,
-    /// Milliseconds since [`epoch`] at which draining started; 0 when not draining.
+    /// Milliseconds since [`epoch`](super::clock::epoch) at which draining started; 0 when not draining.
     pub(super) draining_since_ms: AtomicU64,
     /// Draining because discovery no longer lists it (not an operator's drain).
     pub(super) discovery_drained: AtomicBool,
@@ -37,7 +38,7 @@ pub struct Backend {
     /// the pool's `era` setting, or learned by the era probe.
     pub(super) era: AtomicU8,
     /// When the era probe is due next (pools with `era: detect`).
-    pub(super) era_probe: era::Schedule,
+    pub(super) era_probe: era_schedule::Schedule,
 }
 
 /// What a backend is doing, for admin and metrics.
@@ -88,7 +89,7 @@ impl Backend {
                 EraSetting::Detect => 0,
                 EraSetting::Fixed(e) => era_code(Some(e)),
             }),
-            era_probe: era::Schedule::due_now(),
+            era_probe: era_schedule::Schedule::due_now(),
         }
     }
 
@@ -204,13 +205,4 @@ impl Drop for InflightGuard {
     fn drop(&mut self) {
         self.0.inflight.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-pub(super) fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-pub(super) fn now_ms() -> u64 {
-    epoch().elapsed().as_millis() as u64 + 1
 }

@@ -16,9 +16,10 @@
 //! backends are counted by era in `mcpgw_backends{pool,era}`.
 
 use super::attempt::Engine;
+use super::clock::now_ms;
 use super::metrics::UpstreamMetrics;
 use super::request::{self, Target};
-use super::{now_ms, Backend, Pool};
+use super::{Backend, Pool};
 use crate::config::{Config, EraSetting, PathMatch};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -27,128 +28,14 @@ use mcp_wire::headers::{MCP_METHOD, MCP_SESSION_ID};
 use mcp_wire::{BackendEra, Era};
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How often the service looks for probes that are due.
 const TICK: Duration = Duration::from_millis(200);
-/// The first wait after an inconclusive probe; doubled each time, up to [`MAX_BACKOFF_MS`].
-const FIRST_BACKOFF_MS: u64 = 500;
-/// The longest wait between inconclusive probes.
-const MAX_BACKOFF_MS: u64 = 30_000;
-/// The shortest time between two probes a backend's answers asked for (a flood of suspicious
-/// answers makes one probe, not one per answer).
-const MIN_GAP_MS: u64 = 2_000;
 /// A whole probe (one or two requests and a DELETE) gives up after this: inconclusive.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// No probe due (and none running).
-const IDLE: u64 = u64::MAX;
-/// A probe is running.
-const RUNNING: u64 = u64::MAX - 1;
-
-/// When a backend's era probe is due, in milliseconds of the upstream clock.
-#[derive(Debug)]
-pub(super) struct Schedule {
-    due_ms: AtomicU64,
-    backoff_ms: AtomicU64,
-    last_ms: AtomicU64,
-    /// The backend went down since its era was learned: it may come back as another image,
-    /// so it takes new work only when no other backend can, until a probe says again.
-    stale: AtomicBool,
-    /// Asked for at once while a probe was running (it may have started before the backend
-    /// came back): another probe follows it.
-    again_after: AtomicBool,
-}
-
-impl Schedule {
-    /// A new member: probed at once (in pools that detect).
-    pub(super) fn due_now() -> Schedule {
-        Schedule {
-            due_ms: AtomicU64::new(0),
-            backoff_ms: AtomicU64::new(FIRST_BACKOFF_MS),
-            last_ms: AtomicU64::new(0),
-            stale: AtomicBool::new(false),
-            again_after: AtomicBool::new(false),
-        }
-    }
-
-    /// Claims the probe when it is due: one prober per backend at a time.
-    fn claim(&self, now: u64) -> bool {
-        let due = self.due_ms.load(Ordering::Relaxed);
-        due <= now
-            && self
-                .due_ms
-                .compare_exchange(due, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-    }
-
-    fn finish(&self, conclusive: bool, now: u64) {
-        self.last_ms.store(now, Ordering::Relaxed);
-        // asked for while this probe ran: what answered may have been what was there before
-        let again = self.again_after.swap(false, Ordering::AcqRel);
-        if conclusive {
-            self.backoff_ms.store(FIRST_BACKOFF_MS, Ordering::Relaxed);
-            if !again {
-                self.stale.store(false, Ordering::Relaxed);
-            }
-        }
-        let next = if again {
-            now
-        } else if conclusive {
-            IDLE
-        } else {
-            let wait = self.backoff_ms.load(Ordering::Relaxed);
-            self.backoff_ms
-                .store((wait * 2).min(MAX_BACKOFF_MS), Ordering::Relaxed);
-            now + wait
-        };
-        self.due_ms.store(next, Ordering::Release);
-        // [`Schedule::now`] may have seen this probe running just before it ended, and set its
-        // flag after the swap above: the probe it asked for is not lost
-        if self.again_after.swap(false, Ordering::AcqRel) {
-            let _ = self
-                .due_ms
-                .compare_exchange(next, now, Ordering::AcqRel, Ordering::Relaxed);
-        }
-    }
-
-    /// Asks for a probe at once (the backend is back: what answers may be another image); one
-    /// running now is followed by another.
-    fn now(&self) {
-        let now = now_ms();
-        loop {
-            let due = self.due_ms.load(Ordering::Acquire);
-            if due == RUNNING {
-                self.again_after.store(true, Ordering::Release);
-                // still running: its `finish` sees the flag; ended meanwhile: ask again below
-                if self.due_ms.load(Ordering::Acquire) == RUNNING {
-                    return;
-                }
-                continue;
-            }
-            if due <= now
-                || self
-                    .due_ms
-                    .compare_exchange(due, now, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return;
-            }
-        }
-    }
-
-    /// Asks for a probe soon: at once, but not sooner than [`MIN_GAP_MS`] after the last one.
-    fn again(&self) {
-        let at = (self.last_ms.load(Ordering::Relaxed) + MIN_GAP_MS).max(now_ms());
-        let _ = self
-            .due_ms
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |due| {
-                (due != RUNNING && due > at).then_some(at)
-            });
-    }
-}
-
 impl Pool {
     /// Whether the pool has members but none of them serves `era` (their eras are known and
     /// all of the other one): the "no backend of this era" case, not a failure.
@@ -188,7 +75,7 @@ impl Backend {
 
     /// The proxy's hook for an answer that suggests the known era is wrong (a 2026-07-28
     /// request answered 400 by a legacy server, a legacy `initialize` answered -32601 or
-    /// -32022): probes again soon, at most once per [`MIN_GAP_MS`]. Cheap: two atomics.
+    /// -32022): probes again soon, at most once per `MIN_GAP_MS` (`era_schedule.rs`). Cheap: two atomics.
     pub fn suspect_era(&self) {
         self.era_probe.again();
     }

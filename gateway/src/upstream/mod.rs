@@ -7,6 +7,7 @@ pub mod attempt;
 mod backend;
 mod balance;
 pub mod client;
+mod clock;
 mod credential_errors;
 pub mod credentials;
 pub mod credentials_service;
@@ -15,6 +16,7 @@ pub mod deaths;
 pub mod discovery;
 pub mod encoding;
 pub mod era;
+mod era_schedule;
 pub mod exchange;
 pub mod health;
 mod membership;
@@ -28,8 +30,8 @@ pub mod tokens;
 use crate::config::EraSetting;
 use crate::config::{Balance, PoolConfig};
 use arc_swap::ArcSwap;
-use backend::now_ms;
 pub use backend::{Backend, BackendState, InflightGuard};
+use clock::now_ms;
 use mcp_wire::Era;
 pub use membership::Membership;
 use pingora::upstreams::peer::HttpPeer;
@@ -246,8 +248,8 @@ impl Pool {
         let members = self.backends();
         let untried = |b: &Backend| !tried.contains(&b.addr) && era.is_none_or(|era| b.serves(era));
         let good = |b: &Backend| untried(b) && b.eligible() && !b.era_is_stale();
-        balance::pick(self, &members, &good)
-            .or_else(|| balance::pick(self, &members, &untried))
+        balance::pick(self.balance, &self.cursor, &members, &good)
+            .or_else(|| balance::pick(self.balance, &self.cursor, &members, &untried))
             .map(|i| members[i].clone())
     }
 
