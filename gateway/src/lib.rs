@@ -25,6 +25,7 @@ pub mod quiet;
 pub(crate) mod reload;
 pub(crate) mod request;
 pub(crate) mod routing;
+pub(crate) mod sealer;
 pub mod server;
 pub(crate) mod session;
 pub(crate) mod session_hash;

@@ -2,8 +2,9 @@
 //! two protocol eras (`era`), cheap inspection of request bodies, never re-serialized
 //! (`inspect`), the incremental scan of an answer (`verdict`), SSE framing (`sse`), the era
 //! probe's messages and the reading of their answers (`discover`), the pure translation between
-//! the eras (`translate`), and the messages a gateway writes itself with which methods are safe
-//! to repeat (`messages`).
+//! the eras (`translate`), the messages a gateway writes itself with which methods are safe
+//! to repeat (`messages`), and the one sealer of the opaque tokens a gateway hands out, a key
+//! per purpose (`seal`).
 //!
 //! Pure by construction: no pingora, no tokio, no clock (its `Cargo.toml` lists what it may
 //! use). Nothing here knows about the gateway; the gateway crate uses it.
@@ -17,6 +18,7 @@ pub mod inspect;
 pub mod messages;
 pub mod rewrite;
 mod scan;
+pub mod seal;
 pub mod sse;
 pub mod tasks;
 pub mod translate;

@@ -18,7 +18,7 @@ pub struct FileBridge {
     pub pooled_sessions: FilePooledSessions,
     /// Seconds a call parked for a 2026-07-28 client's input (`input_required`) waits for its retry. Default 120.
     pub input_ttl_s: Option<u64>,
-    /// A file holding the 256-bit key (64 hex digits) that seals `requestState`s. Default: a random key per process.
+    /// A file holding the 256-bit root key (64 hex digits) of the gateway's one sealer: `requestState`s, virtual servers' cursors and session ids are each sealed with a key of their own derived from it. Default: a random key per process.
     pub request_state_key_file: Option<String>,
     /// The URL other replicas reach this one at (`http://HOST:PORT`; `${VAR}` is read from the environment, e.g. `http://${POD_IP}:8080`), sealed into the `requestState`s it issues: a retry reaching another replica is forwarded here. Needs `request-state-key-file`. Default none: a retry must reach the replica that parked its call.
     pub advertise_url: Option<String>,
@@ -100,8 +100,10 @@ pub struct BridgeConfig {
     /// How long a call parked for a 2026-07-28 client's input waits for the retry; then the
     /// backend's request is answered (an elicitation cancelled, others refused). Default 120 s.
     pub input_ttl: Duration,
-    /// The key sealing `requestState`s (`request-state-key-file`). Default: random per
-    /// process (read at start; a reload does not change it).
+    /// The root key of the one sealer (`request-state-key-file`), from which `requestState`s,
+    /// virtual servers' cursors and session ids each derive a key of their own
+    /// (`mcp_wire::seal`). Default: random per process (read at start; a reload does not
+    /// change it).
     pub request_state_key: Option<[u8; 32]>,
     /// Where other replicas reach this one (`advertise-url`). Default none.
     pub advertise: Option<super::advertise::Advertise>,

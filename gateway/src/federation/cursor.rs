@@ -1,19 +1,19 @@
 //! The cursor a virtual server hands out for its merged lists: opaque to the client, it carries
 //! where each member is in its own pagination (the member's own cursor, or "done"), the virtual
-//! server it belongs to and the principal it was given to. It is sealed (ChaCha20-Poly1305 with
-//! the gateway's key, so any replica with that key opens it): a client can neither read nor
-//! forge one, and a cursor of another virtual server or another caller is refused by name.
+//! server it belongs to and the principal it was given to. It is sealed by the gateway's one
+//! sealer (`mcp_wire::seal`, purpose `ListCursor`: a key of its own derived from the configured
+//! key, so any replica with that key opens it): a client can neither read nor forge one, and a
+//! cursor of another virtual server or another caller is refused by name. A virtual server's
+//! session ids are sealed the same way, under purpose `VirtualSession`.
 //!
 //! Members are named, not numbered, so a reload that adds or removes members keeps cursors
 //! valid: a removed member is skipped, and a member the cursor does not name is done for this
 //! pagination (it appears on the next first page).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use mcp_wire::seal::{Purpose, Sealer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Where one member is in its pagination.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,15 +84,10 @@ struct Sealed<'a, T> {
     position: T,
 }
 
-/// A marker in the associated data so a sealed MRTR state never opens as a cursor.
-const PURPOSE: &[u8] = b"mcp-gateway virtual-server cursor v1";
-
-/// The same for a virtual server's session ids.
-const SESSION_PURPOSE: &[u8] = b"mcp-gateway virtual-server session v1";
-
-/// Seals and opens the cursors of virtual servers with one key.
+/// Seals and opens the cursors and session ids of virtual servers: a thin user of the one
+/// sealer, which gives each its own key.
 pub struct CursorSealer {
-    cipher: ChaCha20Poly1305,
+    sealer: Arc<Sealer>,
 }
 
 impl std::fmt::Debug for CursorSealer {
@@ -102,28 +97,20 @@ impl std::fmt::Debug for CursorSealer {
 }
 
 impl CursorSealer {
-    /// A sealer with a 256-bit key (the same on every replica).
-    pub fn new(key: [u8; 32]) -> CursorSealer {
-        CursorSealer {
-            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
-        }
-    }
-
-    /// A sealer with a random key (cursors stop opening at a restart, or on another replica).
-    pub fn random() -> CursorSealer {
-        CursorSealer {
-            cipher: ChaCha20Poly1305::new(&ChaCha20Poly1305::generate_key(&mut OsRng)),
-        }
+    /// Cursors and session ids sealed by `sealer` (of the configured key: the same on every
+    /// replica; or the process's random one).
+    pub fn new(sealer: Arc<Sealer>) -> CursorSealer {
+        CursorSealer { sealer }
     }
 
     /// The cursor for `position`, given by virtual server `server` to `principal`.
     pub fn seal(&self, server: &str, principal: &str, position: &Position) -> String {
-        self.seal_as(PURPOSE, server, principal, position)
+        self.seal_as(Purpose::ListCursor, server, principal, position)
     }
 
     /// The position a cursor carries, if virtual server `server` gave it to `principal`.
     pub fn open(&self, cursor: &str, server: &str, principal: &str) -> Result<Position, Refusal> {
-        self.open_as(PURPOSE, cursor, server, principal)
+        self.open_as(Purpose::ListCursor, cursor, server, principal)
     }
 
     /// A legacy client's session id on virtual server `server`: its members' own session ids
@@ -136,7 +123,7 @@ impl CursorSealer {
         principal: &str,
         members: &BTreeMap<String, String>,
     ) -> String {
-        self.seal_as(SESSION_PURPOSE, server, principal, members)
+        self.seal_as(Purpose::VirtualSession, server, principal, members)
     }
 
     /// The members' session ids a virtual session id carries.
@@ -146,12 +133,12 @@ impl CursorSealer {
         server: &str,
         principal: &str,
     ) -> Result<BTreeMap<String, String>, Refusal> {
-        self.open_as(SESSION_PURPOSE, id, server, principal)
+        self.open_as(Purpose::VirtualSession, id, server, principal)
     }
 
     fn seal_as<T: Serialize>(
         &self,
-        purpose: &[u8],
+        purpose: Purpose,
         server: &str,
         principal: &str,
         what: &T,
@@ -163,45 +150,19 @@ impl CursorSealer {
             position: what,
         })
         .expect("a sealed value serializes");
-        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let sealed = self
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: &plain,
-                    aad: purpose,
-                },
-            )
-            .expect("encryption of a small message does not fail");
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        URL_SAFE_NO_PAD.encode(out)
+        self.sealer.seal(purpose, &[], &plain)
     }
 
     fn open_as<T: serde::de::DeserializeOwned>(
         &self,
-        purpose: &[u8],
+        purpose: Purpose,
         sealed: &str,
         server: &str,
         principal: &str,
     ) -> Result<T, Refusal> {
-        let raw = URL_SAFE_NO_PAD
-            .decode(sealed.as_bytes())
-            .map_err(|_| Refusal::Forged)?;
-        if raw.len() < 12 + 16 {
-            return Err(Refusal::Forged);
-        }
-        let (nonce, ciphertext) = raw.split_at(12);
         let plain = self
-            .cipher
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: ciphertext,
-                    aad: purpose,
-                },
-            )
+            .sealer
+            .open(purpose, &[], sealed)
             .map_err(|_| Refusal::Forged)?;
         let sealed: Sealed<'_, T> = serde_json::from_slice(&plain).map_err(|_| Refusal::Forged)?;
         if sealed.version != 1 {
@@ -220,6 +181,12 @@ impl CursorSealer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+
+    fn sealer(key: u8) -> CursorSealer {
+        CursorSealer::new(Arc::new(Sealer::new([key; 32])))
+    }
 
     fn position() -> Position {
         let mut p = Position::default();
@@ -231,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_cursor_opens_to_the_position_it_was_sealed_with() {
-        let s = CursorSealer::new([7; 32]);
+        let s = sealer(7);
         let c = s.seal("/hub", "alice", &position());
         assert_eq!(s.open(&c, "/hub", "alice"), Ok(position()));
         assert_eq!(position().next_of("search"), Some("page-2"));
@@ -241,7 +208,7 @@ mod tests {
 
     #[test]
     fn the_same_position_seals_to_different_cursors() {
-        let s = CursorSealer::new([7; 32]);
+        let s = sealer(7);
         assert_ne!(
             s.seal("/hub", "a", &position()),
             s.seal("/hub", "a", &position())
@@ -250,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_cursor_of_another_server_or_caller_is_refused_by_name() {
-        let s = CursorSealer::new([7; 32]);
+        let s = sealer(7);
         let c = s.seal("/hub", "alice", &position());
         assert_eq!(s.open(&c, "/other", "alice"), Err(Refusal::OtherServer));
         assert_eq!(s.open(&c, "/hub", "bob"), Err(Refusal::OtherPrincipal));
@@ -258,7 +225,7 @@ mod tests {
 
     #[test]
     fn altered_made_up_and_foreign_key_cursors_are_forged() {
-        let s = CursorSealer::new([7; 32]);
+        let s = sealer(7);
         let c = s.seal("/hub", "alice", &position());
         let mut bytes = URL_SAFE_NO_PAD.decode(&c).unwrap();
         let last = bytes.len() - 1;
@@ -273,8 +240,49 @@ mod tests {
         ] {
             assert_eq!(s.open(bad, "/hub", "alice"), Err(Refusal::Forged), "{bad}");
         }
-        let other = CursorSealer::new([8; 32]);
+        let other = sealer(8);
         assert_eq!(other.open(&c, "/hub", "alice"), Err(Refusal::Forged));
+    }
+
+    #[test]
+    fn a_session_id_never_opens_as_a_cursor_nor_a_cursor_as_a_session_id() {
+        let s = sealer(7);
+        let members: BTreeMap<String, String> = [("search".to_owned(), "sid-1".to_owned())].into();
+        let id = s.seal_session("/hub", "alice", &members);
+        assert_eq!(s.open_session(&id, "/hub", "alice"), Ok(members));
+        assert_eq!(s.open(&id, "/hub", "alice"), Err(Refusal::Forged));
+        let c = s.seal("/hub", "alice", &position());
+        assert_eq!(s.open_session(&c, "/hub", "alice"), Err(Refusal::Forged));
+        assert_eq!(
+            s.open_session(&id, "/other", "alice"),
+            Err(Refusal::OtherServer)
+        );
+        assert_eq!(
+            s.open_session(&id, "/hub", "bob"),
+            Err(Refusal::OtherPrincipal)
+        );
+    }
+
+    #[test]
+    fn a_request_state_never_opens_as_a_cursor_or_session_id() {
+        let one = Arc::new(Sealer::new([7; 32]));
+        let s = CursorSealer::new(one.clone());
+        // a requestState-sealed body that would otherwise read as a cursor
+        let plain = serde_json::to_vec(&Sealed {
+            version: 1,
+            server: "/hub".into(),
+            principal: "alice".into(),
+            position: position(),
+        })
+        .unwrap();
+        let state = one.seal(Purpose::RequestState, &[], &plain);
+        assert_eq!(s.open(&state, "/hub", "alice"), Err(Refusal::Forged));
+        assert_eq!(
+            s.open_session(&state, "/hub", "alice"),
+            Err(Refusal::Forged)
+        );
+        let cursor = one.seal(Purpose::ListCursor, &[], &plain);
+        assert_eq!(s.open(&cursor, "/hub", "alice"), Ok(position()));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A virtual route's members, compiled: one plain [`Route`] per member (its pool, mode and
 //! upstream path; the virtual route's limits and `auth`; no rules, no `authz`: authorization
 //! reads the exposed names, on the virtual route), what their lists exposed (a `NameMap`, kept
-//! in `name_maps.rs`), and the key sealing the virtual server's cursors. The `Members` type
+//! in `name_maps.rs`), and the sealer of the virtual server's cursors. The `Members` type
 //! sits beside `Route` in `route.rs` (each holds the other).
 
 use super::name_maps::NameMaps;
@@ -9,7 +9,7 @@ use super::route::{Members, Route};
 use crate::config::{Config, RouteConfig};
 use crate::federation::cursor::CursorSealer;
 use crate::federation::names::NameMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 impl Members {
     /// The members of the virtual route `rc` (at `index` in the config).
@@ -54,18 +54,10 @@ impl Members {
             server,
             routes,
             names: NameMaps::new(NameMap::new(names), per_caller),
-            cursors: sealer(config.bridge.request_state_key),
+            cursors: Arc::new(CursorSealer::new(crate::sealer::sealer(
+                config.bridge.request_state_key,
+            ))),
         })
     }
 }
 
-/// The cursor sealer: of the configured key, or the process's random one.
-fn sealer(key: Option<[u8; 32]>) -> Arc<CursorSealer> {
-    static RANDOM: OnceLock<Arc<CursorSealer>> = OnceLock::new();
-    match key {
-        Some(key) => Arc::new(CursorSealer::new(key)),
-        None => RANDOM
-            .get_or_init(|| Arc::new(CursorSealer::random()))
-            .clone(),
-    }
-}

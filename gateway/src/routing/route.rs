@@ -158,7 +158,8 @@ pub struct Members {
     /// What the members' lists exposed, and where each exposed name leads: for every caller,
     /// or for each caller where members list per caller ([`NameMaps`]).
     pub names: NameMaps,
-    /// Seals the merged cursors: `bridge.request-state-key-file` when set (the same on every
-    /// replica), else one random key for the life of the process (kept across reloads).
+    /// Seals the merged cursors and the virtual session ids: the one sealer (`crate::sealer`) of
+    /// `bridge.request-state-key-file` when set (the same on every replica), else of one random
+    /// key for the life of the process (kept across reloads).
     pub cursors: Arc<CursorSealer>,
 }

@@ -3,15 +3,11 @@
 //! with one `inputRequests` entry and a `requestState` the gateway seals; the client's retry
 //! carries `inputResponses` and that `requestState` back. Pure: no I/O.
 //!
-//! The state is sealed with ChaCha20-Poly1305 (RustCrypto `chacha20poly1305`, a random 96-bit
-//! nonce per state, base64url of nonce and ciphertext): a client can neither read nor change
-//! it. It binds the principal, an expiry, a digest of the original request (method and params
+//! The state is sealed by the one sealer (`crate::seal`, purpose `RequestState`: its own key,
+//! derived from the configured one): a client can neither read nor change it. It binds the principal, an expiry, a digest of the original request (method and params
 //! without `_meta`, `inputResponses` and `requestState`, keys sorted) and the parked call.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use crate::seal::{Purpose, Sealer};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -43,7 +39,8 @@ pub struct State {
 /// Why a retry's `requestState` is refused: the `data.reason` of its -32602.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// It does not open with the gateway's key (forged, tampered, or another key's).
+    /// It does not open with the gateway's key (forged, tampered, another key's, or sealed
+    /// for another purpose).
     Forged,
     /// Its expiry passed.
     Expired,
@@ -65,71 +62,35 @@ impl Refusal {
     }
 }
 
-/// Seals and opens `requestState`s with one key.
-pub struct Sealer {
-    cipher: ChaCha20Poly1305,
+/// The sealed text of `state` (`Purpose::RequestState`).
+pub fn seal(sealer: &Sealer, state: &State) -> String {
+    let plain = serde_json::to_vec(state).expect("a state serializes");
+    sealer.seal(Purpose::RequestState, &[], &plain)
 }
 
-impl Sealer {
-    /// A sealer with a 256-bit key.
-    pub fn new(key: [u8; 32]) -> Sealer {
-        Sealer {
-            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
-        }
+/// Opens a sealed state and checks it against the retry: its principal, the time now and the
+/// retry's digest.
+pub fn open(
+    sealer: &Sealer,
+    sealed: &str,
+    principal: &str,
+    now_ms: u64,
+    digest: &str,
+) -> Result<State, Refusal> {
+    let plain = sealer
+        .open(Purpose::RequestState, &[], sealed)
+        .map_err(|_| Refusal::Forged)?;
+    let state: State = serde_json::from_slice(&plain).map_err(|_| Refusal::Forged)?;
+    if state.principal != principal {
+        return Err(Refusal::OtherPrincipal);
     }
-
-    /// A sealer with a random key (states from before a restart stop opening).
-    pub fn random() -> Sealer {
-        Sealer {
-            cipher: ChaCha20Poly1305::new(&ChaCha20Poly1305::generate_key(&mut OsRng)),
-        }
+    if now_ms >= state.expires_ms {
+        return Err(Refusal::Expired);
     }
-
-    /// The sealed text of `state`.
-    pub fn seal(&self, state: &State) -> String {
-        let plain = serde_json::to_vec(state).expect("a state serializes");
-        let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let sealed = self
-            .cipher
-            .encrypt(&nonce, plain.as_slice())
-            .expect("encryption of a small message does not fail");
-        let mut out = nonce.to_vec();
-        out.extend_from_slice(&sealed);
-        URL_SAFE_NO_PAD.encode(out)
+    if state.digest != digest {
+        return Err(Refusal::OtherRequest);
     }
-
-    /// Opens a sealed state and checks it against the retry: its principal, the time now and
-    /// the retry's digest.
-    pub fn open(
-        &self,
-        sealed: &str,
-        principal: &str,
-        now_ms: u64,
-        digest: &str,
-    ) -> Result<State, Refusal> {
-        let raw = URL_SAFE_NO_PAD
-            .decode(sealed.as_bytes())
-            .map_err(|_| Refusal::Forged)?;
-        if raw.len() < 12 + 16 {
-            return Err(Refusal::Forged);
-        }
-        let (nonce, ciphertext) = raw.split_at(12);
-        let plain = self
-            .cipher
-            .decrypt(Nonce::from_slice(nonce), ciphertext)
-            .map_err(|_| Refusal::Forged)?;
-        let state: State = serde_json::from_slice(&plain).map_err(|_| Refusal::Forged)?;
-        if state.principal != principal {
-            return Err(Refusal::OtherPrincipal);
-        }
-        if now_ms >= state.expires_ms {
-            return Err(Refusal::Expired);
-        }
-        if state.digest != digest {
-            return Err(Refusal::OtherRequest);
-        }
-        Ok(state)
-    }
+    Ok(state)
 }
 
 /// Hex SHA-256 of a request as its retries must repeat it: the method and the params without
@@ -234,8 +195,8 @@ mod tests {
     #[test]
     fn a_sealed_state_opens_only_unchanged_in_time_for_its_principal_and_request() {
         let s = Sealer::random();
-        let sealed = s.seal(&state("alice", 1000, "d1"));
-        let opened = s.open(&sealed, "alice", 999, "d1").unwrap();
+        let sealed = seal(&s, &state("alice", 1000, "d1"));
+        let opened = open(&s, &sealed, "alice", 999, "d1").unwrap();
         assert_eq!(opened.parked, "c1");
         assert_eq!(
             opened.holder.as_deref(),
@@ -243,29 +204,55 @@ mod tests {
             "the holder's address is sealed with the call"
         );
         assert_eq!(
-            s.open(&sealed, "bob", 999, "d1"),
+            open(&s, &sealed, "bob", 999, "d1"),
             Err(Refusal::OtherPrincipal)
         );
-        assert_eq!(s.open(&sealed, "alice", 1000, "d1"), Err(Refusal::Expired));
         assert_eq!(
-            s.open(&sealed, "alice", 999, "d2"),
+            open(&s, &sealed, "alice", 1000, "d1"),
+            Err(Refusal::Expired)
+        );
+        assert_eq!(
+            open(&s, &sealed, "alice", 999, "d2"),
             Err(Refusal::OtherRequest)
         );
         let mut tampered = sealed.clone().into_bytes();
         let last = tampered.len() - 3;
         tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
         let tampered = String::from_utf8(tampered).unwrap();
-        assert_eq!(s.open(&tampered, "alice", 999, "d1"), Err(Refusal::Forged));
         assert_eq!(
-            s.open("not base64!", "alice", 0, "d1"),
+            open(&s, &tampered, "alice", 999, "d1"),
+            Err(Refusal::Forged)
+        );
+        assert_eq!(
+            open(&s, "not base64!", "alice", 0, "d1"),
             Err(Refusal::Forged)
         );
         let other = Sealer::random();
         assert_eq!(
-            other.open(&sealed, "alice", 999, "d1"),
+            open(&other, &sealed, "alice", 999, "d1"),
             Err(Refusal::Forged)
         );
-        assert_ne!(s.seal(&state("alice", 1000, "d1")), sealed, "a fresh nonce");
+        assert_ne!(
+            seal(&s, &state("alice", 1000, "d1")),
+            sealed,
+            "a fresh nonce"
+        );
+    }
+
+    #[test]
+    fn a_state_never_opens_as_a_token_of_another_purpose_nor_one_of_those_as_a_state() {
+        let s = Sealer::new([7; 32]);
+        let sealed = seal(&s, &state("alice", 1000, "d1"));
+        for other in [Purpose::ListCursor, Purpose::VirtualSession] {
+            assert!(s.open(other, &[], &sealed).is_err(), "{other:?}");
+            let plain = serde_json::to_vec(&state("alice", 1000, "d1")).unwrap();
+            let foreign = s.seal(other, &[], &plain);
+            assert_eq!(
+                open(&s, &foreign, "alice", 999, "d1"),
+                Err(Refusal::Forged),
+                "{other:?}"
+            );
+        }
     }
 
     #[test]

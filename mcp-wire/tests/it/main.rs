@@ -1,10 +1,11 @@
 //! The protocol crate's property tests, in one test binary (`it`): the body scanner, the header
-//! decoder, SSE framing and the era translation, fed arbitrary and mutated input.
+//! decoder, SSE framing, the era translation and the sealer, fed arbitrary and mutated input.
 //!
 //! Run them: `cargo test -p mcp-wire`; one module: `cargo test -p mcp-wire --test it sse_properties::`.
 #![forbid(unsafe_code)]
 
 mod properties;
 mod scan_utf8;
+mod seal_properties;
 mod sse_properties;
 mod translate_properties;

@@ -4,17 +4,14 @@
 //! the `mcpgw-forwarded` hop header added) and the holder's answer streamed back; a holder that
 //! cannot be reached is -32004 `holder-unreachable` (HTTP 503, `Retry-After`); one that drops
 //! the connection after taking the retry is -32013; a retry already forwarded is never
-//! forwarded again (-32602 `unknown-call`). The states are sealed here the way the gateway
-//! seals them (ChaCha20-Poly1305 with the shared key file, base64url of nonce and ciphertext),
-//! standing in for the replica that parked the call. Real peers: `real_peers_mrtr_replicas.rs`.
+//! forwarded again (-32602 `unknown-call`). The states are sealed here by the gateway's own
+//! sealer (`mcp_wire::seal`, purpose `RequestState`, of the shared key file), standing in for
+//! the replica that parked the call. Real peers: `real_peers_mrtr_replicas.rs`.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
-use chacha20poly1305::ChaCha20Poly1305;
 use mcp_gateway_tests::auth::sha256_hex;
 use mcp_gateway_tests::harness::unique_temp_path;
 use mcp_gateway_tests::{Gateway, Request};
+use mcp_wire::seal::{Purpose, Sealer};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -74,14 +71,7 @@ fn sealed(principal: &str, holder: &str) -> String {
         .as_millis() as u64;
     let state = json!({"p": principal, "e": now_ms + 60_000, "d": sha256_hex(canon.as_bytes()),
                        "c": "parked-elsewhere", "k": "input", "h": holder});
-    let cipher = ChaCha20Poly1305::new_from_slice(&KEY).unwrap();
-    let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
-    let sealed = cipher
-        .encrypt(&nonce, state.to_string().as_bytes())
-        .unwrap();
-    let mut out = nonce.to_vec();
-    out.extend_from_slice(&sealed);
-    URL_SAFE_NO_PAD.encode(out)
+    Sealer::new(KEY).seal(Purpose::RequestState, &[], state.to_string().as_bytes())
 }
 
 fn retry(id: u64, state: &str) -> Request {

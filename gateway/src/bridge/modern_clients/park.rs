@@ -16,7 +16,8 @@ use crate::config::ParkedBounds;
 use crate::error::GatewayError;
 use crate::sync::lock;
 use crate::upstream::attempt::Engine;
-use mcp_wire::translate::mrtr::{self, Sealer};
+use mcp_wire::seal::Sealer;
+use mcp_wire::translate::mrtr;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -88,7 +89,7 @@ struct Inner {
     engine: Arc<Engine>,
     metrics: BridgeMetrics,
     calls: Mutex<Calls>,
-    sealer: OnceLock<Sealer>,
+    sealer: OnceLock<Arc<Sealer>>,
     sweeping: OnceLock<()>,
 }
 
@@ -107,12 +108,10 @@ impl Parking {
         }
     }
 
-    /// The sealer: `key` (from the config) the first time, else a random one, for the life of
-    /// the process.
+    /// The one sealer (`crate::sealer`): of `key` (from the config) the first time, else of the
+    /// process's random key, for the life of the process.
     pub(crate) fn sealer(&self, key: Option<[u8; 32]>) -> &Sealer {
-        self.inner
-            .sealer
-            .get_or_init(|| key.map_or_else(Sealer::random, Sealer::new))
+        self.inner.sealer.get_or_init(|| crate::sealer::sealer(key))
     }
 
     fn metrics(&self) -> &BridgeMetrics {

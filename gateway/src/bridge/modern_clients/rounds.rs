@@ -78,9 +78,7 @@ impl One<'_> {
             key: request.key.clone(),
             holder: self.to.config.advertise.as_ref().map(|a| a.url.clone()),
         };
-        let sealed = parking
-            .sealer(self.to.config.request_state_key)
-            .seal(&state);
+        let sealed = mrtr::seal(parking.sealer(self.to.config.request_state_key), &state);
         let info = entry.init_result.get("serverInfo");
         let result = mrtr::input_required(
             &request.key,
@@ -112,10 +110,9 @@ impl One<'_> {
             parking.refused_state(&self.to.pool.name);
             Fail::from(GatewayError::bad_request_state(reason, detail))
         };
-        let state = parking
-            .sealer(self.to.config.request_state_key)
-            .open(sealed, self.principal(), unix_ms(), &digest)
-            .map_err(|r| {
+        let sealer = parking.sealer(self.to.config.request_state_key);
+        let state =
+            mrtr::open(sealer, sealed, self.principal(), unix_ms(), &digest).map_err(|r| {
                 let detail = match r {
                     mrtr::Refusal::Forged => "it was not issued by this gateway, or was changed",
                     mrtr::Refusal::Expired => "it expired",
