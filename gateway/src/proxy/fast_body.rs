@@ -3,7 +3,7 @@
 //! headers, held back until its end (collected once, `collect.rs`), checked whole, and handed
 //! on: as it came, or with a virtual member's own name in it (`virtual_route::Rename`).
 
-use super::native;
+use super::native::native;
 use crate::error::GatewayError;
 use crate::forward::check::{self, Rejected};
 use crate::forward::{collect, respond};

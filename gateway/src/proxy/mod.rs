@@ -15,6 +15,7 @@ mod fast_body;
 #[cfg(test)]
 mod future_sizes;
 mod log_filter;
+mod native;
 mod steps;
 mod telemetry;
 mod verdict;
@@ -22,13 +23,13 @@ mod verdict;
 use crate::request::ctx::{Outcome, RequestCtx};
 use crate::upstream::attempt::Pick;
 use crate::upstream::request::{self, Target};
-use crate::upstream::{Backend, Pool};
+use crate::upstream::Pool;
 use async_trait::async_trait;
 use bytes::Bytes;
+use native::{attempt, native};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::FailToProxy;
-use std::sync::Arc;
 use steps::Plan;
 
 impl Gateway {
@@ -52,32 +53,6 @@ impl Gateway {
 
 pub(crate) use crate::error::Fail;
 pub(crate) use crate::request::{Gateway, Handled};
-
-/// A phase of pingora's pipeline ran without `request_filter`'s plan (or, after
-/// `upstream_peer`, without a backend): an internal error, never a panic.
-fn unplanned() -> Box<Error> {
-    Error::explain(
-        ErrorType::InternalError,
-        "no upstream was planned for this request",
-    )
-}
-
-/// The fast path's state (set by the plan before pingora's upstream phases run).
-fn native(ctx: &mut RequestCtx) -> Result<&mut crate::request::ctx::Native> {
-    ctx.native.as_mut().ok_or_else(unplanned)
-}
-
-/// The fast path's state and the backend of its current attempt (set by `upstream_peer`
-/// before every later phase): the one place the fast path's phases look them up.
-fn attempt<'a>(
-    native: &'a mut Option<crate::request::ctx::Native>,
-    backend: &'a Option<Arc<Backend>>,
-) -> Result<(&'a mut crate::request::ctx::Native, &'a Arc<Backend>)> {
-    match (native.as_mut(), backend.as_ref()) {
-        (Some(native), Some(backend)) => Ok((native, backend)),
-        _ => Err(unplanned()),
-    }
-}
 
 #[async_trait]
 impl ProxyHttp for Gateway {

@@ -9,7 +9,7 @@
 //! were full, and polled every second; or ids made up to load the store) cost two reads and
 //! the wait.
 //!
-//! Waiting only when a claim exists for the id ([`super::claim_key`]) would not do: the claim
+//! Waiting only when a claim exists for the id ([`super::record::claim_key`]) would not do: the claim
 //! is written after the record, so when the record is not written yet, neither is the claim,
 //! and that is the case the wait is for.
 

@@ -5,7 +5,7 @@
 //! still unknown is matched against their resource templates (RFC 6570 level 1 and 2: an
 //! expression matches a run of the URI; `{+x}` and `{#x}` may hold `/`).
 
-use super::Virtual;
+use super::request::Virtual;
 use crate::config::Kind;
 use crate::federation::merge::List;
 use crate::federation::names::Resolved;

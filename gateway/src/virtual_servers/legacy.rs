@@ -18,11 +18,11 @@
 //!   began has no session in it: its calls get -32011 with `data.member` and
 //!   `data.reason: member-not-in-session` (a new session includes it again).
 
+use super::answers::{answer, answer_empty, filtered, own_name};
 use super::calls::Named;
 use super::fanout::{self, pipe};
+use super::request::{Virtual, MEMBER_DEADLINE};
 use super::stream::{answer_route, renumber, stream};
-use super::Virtual;
-use super::{answer, answer_empty};
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::federation::merge::List;
@@ -106,7 +106,7 @@ pub(super) async fn serve(
         budget: gw.list_budget.clone(),
         principal: ctx.principal.clone(),
         era: ctx.era,
-        deadline: route.deadline(None, None).unwrap_or(super::MEMBER_DEADLINE),
+        deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
         events: &gw.metrics.virtual_members,
         sessions: None,
         identity: ctx.admitted.identity.clone(),
@@ -180,7 +180,7 @@ pub(super) async fn serve(
         {
             return Err(member_not_in_session(&member_name).into());
         }
-        let body = super::own_name(&body, &method, &named, &own)?;
+        let body = own_name(&body, &method, &named, &own)?;
         let ask = v.ask_of(member, body);
         return pipe(gw, session, ask, &sid, |event| {
             renumber(event, &member_name, true)
@@ -191,7 +191,7 @@ pub(super) async fn serve(
     };
     drop(v);
     // the authz rules filter a merged list for legacy clients as for 2026-07-28 ones
-    let body = super::filtered(route, ctx, mcp_wire::messages::result(&id, &result));
+    let body = filtered(route, ctx, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
 }
 

@@ -19,8 +19,8 @@
 
 use super::calls::Named;
 use super::fanout;
+use super::request::Virtual;
 use super::stream::{start_stream, LIST_CHANGED};
-use super::Virtual;
 use crate::config::Kind;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};

@@ -5,7 +5,7 @@
 //! or misses it is left out of that answer, counted and logged, never the whole answer.
 
 use super::fanout::{self, Answer};
-use super::Virtual;
+use super::request::Virtual;
 use crate::federation::budget::Reservation;
 use crate::federation::cursor::{Page, Position};
 use crate::federation::merge::{merge, List, Part};

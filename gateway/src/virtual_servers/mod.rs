@@ -14,6 +14,7 @@
 //!   untouched.
 
 use crate::downstream::client::Client;
+mod answers;
 mod calls;
 mod errors;
 mod fanout;
@@ -21,16 +22,19 @@ mod fast;
 mod legacy;
 mod listen;
 mod lists;
+mod request;
 mod stream;
 
 pub(crate) use fast::plan as fast_plan;
 
-use crate::auth::Principal;
+use answers::{answer, answer_empty, filtered, own_name};
+use request::{Virtual, MEMBER_DEADLINE};
+
 use crate::classify::Routed;
 use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::forward::check;
-use crate::forward::relay::{read_body, write_whole};
+use crate::forward::relay::read_body;
 use crate::handlers::stateless::forward_body;
 use crate::request::ctx::RequestCtx;
 use crate::request::{Gateway, Handled};
@@ -39,96 +43,8 @@ use bytes::Bytes;
 use calls::Named;
 use mcp_wire::headers::MCP_NAME;
 use mcp_wire::{inspect_body, Era};
-use pingora::http::ResponseHeader;
-use pingora::prelude::*;
-use pingora_prometheus::prometheus::IntCounterVec;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// A member's deadline for what the gateway merges, unless the route sets `limits.timeout-ms`.
-pub(super) const MEMBER_DEADLINE: Duration = Duration::from_secs(10);
-
-/// One request on a virtual route, while the gateway asks its members.
-pub(super) struct Virtual<'a> {
-    gw: &'a Gateway,
-    /// What member requests take from the client's request.
-    parent: fanout::Parent,
-    route: &'a Route,
-    members: &'a Members,
-    /// The config snapshot the client request started with (its member requests read theirs).
-    state: Arc<crate::state::State>,
-    /// The bytes merged lists hold (`limits.max-merged-list-bytes`).
-    budget: Arc<crate::federation::budget::ListBudget>,
-    principal: Option<Arc<Principal>>,
-    era: Era,
-    deadline: Duration,
-    events: &'a IntCounterVec,
-    /// A legacy client's member sessions (member name → its session id there).
-    sessions: Option<std::collections::BTreeMap<String, String>>,
-    /// Who admission counts the caller as.
-    identity: Option<Arc<str>>,
-    /// The client head's extensions, for members whose pools exchange the caller's token.
-    caller: Option<http::Extensions>,
-}
-
-impl Virtual<'_> {
-    fn member_name(&self, i: usize) -> &str {
-        &self.members.server.members[i].names.name
-    }
-
-    /// Whose share of the merged lists' bytes this request counts in: the principal, else
-    /// the client identity admission counts it as.
-    fn budget_caller(&self) -> Arc<str> {
-        match (&self.principal, &self.identity) {
-            (Some(p), _) => p.id.clone(),
-            (None, Some(id)) => id.clone(),
-            (None, None) => "-".into(),
-        }
-    }
-
-    /// The names map this caller reads and teaches (its own where members list per caller).
-    fn names(&self) -> Arc<std::sync::RwLock<crate::federation::names::NameMap>> {
-        self.members.names.of(self.principal_key())
-    }
-
-    /// The caller a cursor is given to (`""`: anonymous).
-    fn principal_key(&self) -> &str {
-        self.principal.as_deref().map_or("", |p| &*p.id)
-    }
-
-    fn server_info(&self) -> Value {
-        let server = &self.members.server;
-        json!({"name": server.name, "version": server.version})
-    }
-
-    /// Whether the client is of the session era (answers without the 2026-07-28 keys).
-    fn legacy(&self) -> bool {
-        self.era == Era::Legacy
-    }
-
-    /// A member request: `body` for member `i`, in the client's session there.
-    fn ask_of(&self, i: usize, body: Bytes) -> fanout::Ask {
-        let name = self.member_name(i);
-        fanout::Ask {
-            state: self.state.clone(),
-            route: self.members.routes[i].clone(),
-            body,
-            principal: self.principal.clone(),
-            era: self.era,
-            session: self.sessions.as_ref().and_then(|s| s.get(name)).cloned(),
-            identity: self.identity.clone(),
-            caller: self.caller.clone(),
-            resume: None,
-        }
-    }
-
-    fn count(&self, member: &str, event: &str) {
-        self.events
-            .with_label_values(&[&self.route.label, member, event])
-            .inc();
-    }
-}
 
 /// Serves one request on a virtual route.
 pub(crate) async fn serve(
@@ -246,20 +162,6 @@ pub(crate) async fn serve(
     };
     let body = filtered(&route, ctx, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
-}
-
-/// A merged list answer as the route's `authz` rules let the caller see it (the exposed
-/// names); any other answer as it is.
-fn filtered(route: &Route, ctx: &mut RequestCtx, body: Bytes) -> Bytes {
-    let Some(list) = ctx.filter.take() else {
-        return body;
-    };
-    let principal = ctx.principal.as_deref();
-    let json = Some("application/json");
-    route
-        .guard
-        .filter_answer(principal, Some(list), json, &body)
-        .unwrap_or(body)
 }
 
 /// A call on its member's route: the member's own name in the body and in `Mcp-Name`.
@@ -387,55 +289,4 @@ async fn task(
         }
         io => io,
     })
-}
-
-/// `body` with the member's own name `own` where the exposed one was (every other byte kept).
-fn own_name(body: &Bytes, method: &str, named: &Named, own: &str) -> Result<Bytes, GatewayError> {
-    if own == named.exposed {
-        return Ok(body.clone());
-    }
-    let method = match method {
-        // the URI of a subscription is where a read's is
-        "resources/subscribe" | "resources/unsubscribe" => "resources/read",
-        m => m,
-    };
-    let path = mcp_wire::rewrite::name_path(method, named.ref_type.as_deref())
-        .ok_or_else(|| GatewayError::internal("no name path for a routed method"))?;
-    let rewritten = mcp_wire::rewrite::replace_string(body, path, own)
-        .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
-    Ok(Bytes::from(rewritten))
-}
-
-/// An answer with no body (202 to a notification, 200 to a DELETE).
-async fn answer_empty(session: &mut impl Client, status: u16) -> Handled {
-    let mut head = ResponseHeader::build(status, Some(1)).map_err(crate::error::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, "0")
-        .map_err(crate::error::Fail::Io)?;
-    write_whole(session, head, Bytes::new()).await?;
-    Ok(())
-}
-
-/// The gateway's own answer `body` (captured): one SSE event to a session-era client that
-/// accepts a stream (as the session servers it stands for answer), else JSON.
-async fn answer(session: &mut impl Client, ctx: &mut RequestCtx, body: Bytes) -> Handled {
-    ctx.capture_response(&body);
-    let stream = ctx.era == Era::Legacy
-        && session
-            .req_header()
-            .headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("text/event-stream"));
-    let (content_type, body) = if stream {
-        ("text/event-stream", mcp_wire::sse::event(&body))
-    } else {
-        ("application/json", body)
-    };
-    let mut head = ResponseHeader::build(200, Some(2)).map_err(crate::error::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, content_type)
-        .map_err(crate::error::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, body.len())
-        .map_err(crate::error::Fail::Io)?;
-    write_whole(session, head, body).await?;
-    Ok(())
 }

@@ -25,7 +25,7 @@ pub(super) async fn initialize(
     caller: Caller,
     call: Call,
 ) -> Handled {
-    let quota = super::quota(ctx);
+    let quota = super::quota::quota(ctx);
     let path: String = routed
         .1
         .upstream_path(session.req_header().uri.path())

@@ -8,6 +8,7 @@ mod bridged;
 mod call;
 mod events;
 mod in_session;
+mod quota;
 mod subscriptions;
 
 use crate::bridge::legacy_clients::{self, bridge_over_if_needed};
@@ -16,12 +17,12 @@ use crate::forward::relay::{client_response, relay, write_whole, Relayed};
 use crate::forward::send::{forward_any, Outbound};
 use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
-use crate::session::store::Quota;
 use crate::session::{Caller, Opened, Opening};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use call::Call;
 use mcp_wire::headers::MCP_SESSION_ID;
+use quota::quota;
 use std::sync::Arc;
 
 /// Handles a request on a stateful (or auto, legacy-era) route.
@@ -158,25 +159,6 @@ async fn sessionless(
         stateless: false,
     };
     forward_any(gw, session, ctx, pool, out).await
-}
-
-/// The session caps in force for a new session (native or bridged): with `auth` the caller
-/// is one principal, held to `sessions.max-per-principal` too (anonymous callers are not one
-/// principal: only `limits.max-sessions-per-client` counts them, by header or address).
-fn quota(ctx: &RequestCtx) -> Quota {
-    let config = &ctx.state.config;
-    let per_principal = ctx
-        .principal
-        .as_ref()
-        .map(|_| config.sessions.max_per_principal);
-    let max_per_client = match (config.limits.max_sessions_per_client, per_principal) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    Quota {
-        max_sessions: config.sessions.max,
-        max_per_client,
-    }
 }
 
 /// A client's initialize: the manager opens the session; the client gets the backend's

@@ -1,0 +1,88 @@
+//! What a virtual route answers itself: a merged list as the route's `authz` rules let the
+//! caller see it, a member's own name put in a body, an empty answer, the gateway's own
+//! answer (SSE to a session-era client that accepts a stream, else JSON).
+
+use super::calls::Named;
+use crate::downstream::client::Client;
+use crate::error::GatewayError;
+use crate::forward::relay::write_whole;
+use crate::request::ctx::RequestCtx;
+use crate::request::Handled;
+use crate::routing::Route;
+use bytes::Bytes;
+use mcp_wire::Era;
+use pingora::http::ResponseHeader;
+
+/// A merged list answer as the route's `authz` rules let the caller see it (the exposed
+/// names); any other answer as it is.
+pub(super) fn filtered(route: &Route, ctx: &mut RequestCtx, body: Bytes) -> Bytes {
+    let Some(list) = ctx.filter.take() else {
+        return body;
+    };
+    let principal = ctx.principal.as_deref();
+    let json = Some("application/json");
+    route
+        .guard
+        .filter_answer(principal, Some(list), json, &body)
+        .unwrap_or(body)
+}
+
+/// `body` with the member's own name `own` where the exposed one was (every other byte kept).
+pub(super) fn own_name(
+    body: &Bytes,
+    method: &str,
+    named: &Named,
+    own: &str,
+) -> Result<Bytes, GatewayError> {
+    if own == named.exposed {
+        return Ok(body.clone());
+    }
+    let method = match method {
+        // the URI of a subscription is where a read's is
+        "resources/subscribe" | "resources/unsubscribe" => "resources/read",
+        m => m,
+    };
+    let path = mcp_wire::rewrite::name_path(method, named.ref_type.as_deref())
+        .ok_or_else(|| GatewayError::internal("no name path for a routed method"))?;
+    let rewritten = mcp_wire::rewrite::replace_string(body, path, own)
+        .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
+    Ok(Bytes::from(rewritten))
+}
+
+/// An answer with no body (202 to a notification, 200 to a DELETE).
+pub(super) async fn answer_empty(session: &mut impl Client, status: u16) -> Handled {
+    let mut head = ResponseHeader::build(status, Some(1)).map_err(crate::error::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, "0")
+        .map_err(crate::error::Fail::Io)?;
+    write_whole(session, head, Bytes::new()).await?;
+    Ok(())
+}
+
+/// The gateway's own answer `body` (captured): one SSE event to a session-era client that
+/// accepts a stream (as the session servers it stands for answer), else JSON.
+pub(super) async fn answer(
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    body: Bytes,
+) -> Handled {
+    ctx.capture_response(&body);
+    let stream = ctx.era == Era::Legacy
+        && session
+            .req_header()
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/event-stream"));
+    let (content_type, body) = if stream {
+        ("text/event-stream", mcp_wire::sse::event(&body))
+    } else {
+        ("application/json", body)
+    };
+    let mut head = ResponseHeader::build(200, Some(2)).map_err(crate::error::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_TYPE, content_type)
+        .map_err(crate::error::Fail::Io)?;
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())
+        .map_err(crate::error::Fail::Io)?;
+    write_whole(session, head, body).await?;
+    Ok(())
+}
