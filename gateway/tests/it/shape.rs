@@ -278,6 +278,49 @@ fn no_two_files_of_the_gateway_import_each_other_even_around_a_circle() {
     );
 }
 
+/// A request carries the one config snapshot it started with: the running state is loaded in
+/// `proxy/mod.rs` `new_ctx` and nowhere on a request's way (a member request of a virtual
+/// server, a task's request, a handler). Loading it again would let one request read two
+/// configs: a member resolving its pool's index in a newer snapshot than its parent's route
+/// (another pool's backends and credentials after a reload).
+#[test]
+fn a_request_reads_the_snapshot_it_started_with_and_never_loads_another() {
+    let src = repo().join("gateway/src");
+    let mut found = Vec::new();
+    for dir in [
+        "handlers",
+        "forward",
+        "virtual_servers",
+        "tasks",
+        "classify",
+        "request/ctx.rs",
+        "proxy",
+    ] {
+        let path = src.join(dir);
+        let files = if path.is_dir() {
+            rust_files(&path)
+        } else {
+            vec![path]
+        };
+        for f in files {
+            let code = source::code_only(&read(&f));
+            for (n, line) in code.lines().enumerate() {
+                let loads = line.contains("state.load") || line.contains("state.load_full");
+                let allowed = shown(&f) == "gateway/src/proxy/mod.rs"
+                    && line.contains("RequestCtx::new(self.state.load_full())");
+                if loads && !allowed {
+                    found.push(format!("{}:{}: {}", shown(&f), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the running state loaded on a request's way (take the request's `ctx.state`):\n  {}",
+        found.join("\n  ")
+    );
+}
+
 /// The files of a module as the module table names it (`auth/`, `admin.rs`, `metrics.rs` with
 /// its `metrics/`), or of a crate of the workspace (`mcp-wire/`).
 fn files_of(module: &str) -> Option<Vec<PathBuf>> {

@@ -18,6 +18,9 @@
 //! | `fail`, `fail_sse` (not listed) | a result with `isError: true`, as JSON, or as SSE after a progress notification |
 //! | `resources/read {uri}` | text `read <uri>` |
 //! | `prompts/get {name}` | one user message `prompt <name>` |
+//!
+//! A mock whose name starts with `slow` answers `tools/list` after 1.5 s (a member whose list
+//! is still on its way while something else happens).
 
 use crate::wire::{read_body, read_head, Head};
 use serde_json::{json, Value};
@@ -127,6 +130,9 @@ async fn serve(stream: TcpStream, name: Arc<str>, seen: Arc<Mutex<Vec<Value>>>) 
         }
         let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         seen.lock().expect("lock").push(msg.clone());
+        if name.starts_with("slow") && msg["method"] == "tools/list" {
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        }
         let (status, answer) = match answer(&name, &head, &msg) {
             Answer::Json(status, v) => (status, v),
             Answer::Accepted => {

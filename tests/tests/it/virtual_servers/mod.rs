@@ -12,6 +12,7 @@ mod listen;
 mod operations;
 mod resume;
 mod round5;
+mod snapshot;
 mod tasks_member;
 
 use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
