@@ -21,7 +21,7 @@
 use super::answers::{answer, answer_empty, filtered, own_name};
 use super::calls::Named;
 use super::fanout::{self, pipe};
-use super::request::{Virtual, MEMBER_DEADLINE};
+use super::request::Virtual;
 use super::stream::{answer_route, renumber, stream};
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
@@ -58,20 +58,7 @@ pub(super) async fn serve(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if http_method == http::Method::GET {
-        let Some(sid) = sid else {
-            let detail = "a session's stream needs the Mcp-Session-Id its initialize answered";
-            return Err(GatewayError::invalid_request(detail).into());
-        };
-        let principal = ctx.principal.as_deref().map_or("", |p| &*p.id);
-        let sessions = members
-            .cursors
-            .open_session(&sid, &route.label, principal)
-            .map_err(|_| GatewayError::session_not_found("unknown"))?;
-        let last = session.req_header().headers.get(LAST_EVENT_ID);
-        if let Some(last) = last.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()) {
-            return resume(gw, session, ctx, members, &sessions, &sid, &last).await;
-        }
-        return stream(gw, session, ctx, members, &sessions).await;
+        return get(gw, session, ctx, (route, members), sid).await;
     }
     let body = if http_method == http::Method::POST {
         let body = request_body(session, ctx).await?;
@@ -95,22 +82,7 @@ pub(super) async fn serve(
         );
         parts
     };
-    let parent = super::fanout::Parent::of(session);
-    let mut v = Virtual {
-        gw,
-        caller: super::fanout::Ask::caller_of(&parent, &ctx.state),
-        parent,
-        route,
-        members,
-        state: ctx.state.clone(),
-        budget: gw.list_budget.clone(),
-        principal: ctx.principal.clone(),
-        era: ctx.era,
-        deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
-        events: &gw.metrics.virtual_members,
-        sessions: None,
-        identity: ctx.admitted.identity.clone(),
-    };
+    let mut v = Virtual::of(gw, session, ctx, route, members);
     let Some(sid) = sid else {
         if method.as_deref() != Some("initialize") {
             let detail = "a session-era request on a virtual route needs the Mcp-Session-Id its initialize answered";
@@ -230,6 +202,31 @@ async fn resume(
         resume: Some(own.to_owned()),
     };
     pipe(gw, session, ask, sid, |event| renumber(event, member, true)).await
+}
+
+/// The client's GET in its session `sid`: the merged stream of its member sessions, or the
+/// resumption of one member's answer (`Last-Event-ID`).
+async fn get(
+    gw: &Gateway,
+    session: &mut impl Client,
+    ctx: &RequestCtx,
+    (route, members): (&Route, &Members),
+    sid: Option<String>,
+) -> Handled {
+    let Some(sid) = sid else {
+        let detail = "a session's stream needs the Mcp-Session-Id its initialize answered";
+        return Err(GatewayError::invalid_request(detail).into());
+    };
+    let principal = ctx.principal.as_deref().map_or("", |p| &*p.id);
+    let sessions = members
+        .cursors
+        .open_session(&sid, &route.label, principal)
+        .map_err(|_| GatewayError::session_not_found("unknown"))?;
+    let last = session.req_header().headers.get(LAST_EVENT_ID);
+    if let Some(last) = last.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()) {
+        return resume(gw, session, ctx, members, &sessions, &sid, &last).await;
+    }
+    stream(gw, session, ctx, members, &sessions).await
 }
 
 /// What a session-era request names (`resources/subscribe` and `unsubscribe` by URI too).

@@ -28,7 +28,7 @@ mod stream;
 pub(crate) use fast::plan as fast_plan;
 
 use answers::{answer, answer_empty, filtered, own_name};
-use request::{Virtual, MEMBER_DEADLINE};
+use request::Virtual;
 
 use crate::classify::Routed;
 use crate::error::GatewayError;
@@ -64,45 +64,12 @@ pub(crate) async fn serve(
     if http_method != http::Method::POST {
         return Err(GatewayError::method_not_allowed(http_method.as_str(), "POST").into());
     }
-    let body = read_body(session, ctx.state.config.max_body_bytes).await?;
-    ctx.capture_request(&body);
-    let info = if route.check_headers {
-        check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
-            ctx.request_id = rejected.id;
-            rejected.error
-        })?
-    } else {
-        inspect_body(&body)?
-    };
-    ctx.request_id = Some(info.request_id());
-    let method = info.method.as_deref().map(str::to_owned);
-    let name = info.name.as_deref().map(str::to_owned);
-    let has_id = info.id.is_some();
-    drop(info);
-    let Some(method) = method else {
-        // a response: 2026-07-28 has none to send (input goes in a retry)
+    let Some((body, method, name)) = read_request(session, ctx, &route).await? else {
+        // a response (2026-07-28 has none to send: input goes in a retry) or a notification:
+        // nothing a member waits for
         return answer_empty(session, 202).await;
     };
-    if !has_id {
-        // a 2026-07-28 notification: nothing a member waits for
-        return answer_empty(session, 202).await;
-    }
-    let parent = fanout::Parent::of(session);
-    let v = Virtual {
-        gw,
-        caller: fanout::Ask::caller_of(&parent, &ctx.state),
-        parent,
-        route: &route,
-        members,
-        state: ctx.state.clone(),
-        budget: gw.list_budget.clone(),
-        principal: ctx.principal.clone(),
-        era: ctx.era,
-        deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
-        events: &gw.metrics.virtual_members,
-        sessions: None,
-        identity: ctx.admitted.identity.clone(),
-    };
+    let v = Virtual::of(gw, session, ctx, &route, members);
     let id = ctx
         .request_id
         .clone()
@@ -162,6 +129,32 @@ pub(crate) async fn serve(
     };
     let body = filtered(&route, ctx, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
+}
+
+/// A 2026-07-28 client's request on the virtual route: its body (read whole, checked against
+/// its MCP headers when the route checks them), its method and name; `None` for a message that
+/// is no request (a response, a notification).
+async fn read_request(
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    route: &Route,
+) -> Result<Option<(Bytes, String, Option<String>)>, crate::error::Fail> {
+    let body = read_body(session, ctx.state.config.max_body_bytes).await?;
+    ctx.capture_request(&body);
+    let info = if route.check_headers {
+        check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
+            ctx.request_id = rejected.id;
+            rejected.error
+        })?
+    } else {
+        inspect_body(&body)?
+    };
+    ctx.request_id = Some(info.request_id());
+    let method = info.method.as_deref().map(str::to_owned);
+    let name = info.name.as_deref().map(str::to_owned);
+    let has_id = info.id.is_some();
+    drop(info);
+    Ok(method.filter(|_| has_id).map(|m| (body, m, name)))
 }
 
 /// A call on its member's route: the member's own name in the body and in `Mcp-Name`.

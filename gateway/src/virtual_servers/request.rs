@@ -40,7 +40,33 @@ pub(super) struct Virtual<'a> {
     pub(super) caller: Option<http::Extensions>,
 }
 
-impl Virtual<'_> {
+impl<'a> Virtual<'a> {
+    /// The virtual route's request `ctx` (on `client`), while its members are asked.
+    pub(super) fn of(
+        gw: &'a Gateway,
+        client: &impl crate::downstream::client::Client,
+        ctx: &crate::request::ctx::RequestCtx,
+        route: &'a Route,
+        members: &'a Members,
+    ) -> Virtual<'a> {
+        let parent = fanout::Parent::of(client);
+        Virtual {
+            gw,
+            caller: fanout::Ask::caller_of(&parent, &ctx.state),
+            parent,
+            route,
+            members,
+            state: ctx.state.clone(),
+            budget: gw.list_budget.clone(),
+            principal: ctx.principal.clone(),
+            era: ctx.era,
+            deadline: route.deadline(None, None).unwrap_or(MEMBER_DEADLINE),
+            events: &gw.metrics.virtual_members,
+            sessions: None,
+            identity: ctx.admitted.identity.clone(),
+        }
+    }
+
     pub(super) fn member_name(&self, i: usize) -> &str {
         &self.members.server.members[i].names.name
     }
