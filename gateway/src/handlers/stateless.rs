@@ -20,7 +20,6 @@ use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
 use crate::tasks::route::Routing;
 use bytes::Bytes;
-use mcp_wire::inspect_body;
 use pingora::prelude::*;
 use std::sync::Arc;
 
@@ -35,15 +34,7 @@ pub(crate) async fn forward_buffered<C: Client>(
 ) -> Handled {
     let body = crate::forward::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
-    let info = if check {
-        check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
-            ctx.request_id = rejected.id;
-            rejected.error
-        })?
-    } else {
-        inspect_body(&body)?
-    };
-    ctx.request_id = Some(info.request_id());
+    let info = check::inspect(ctx, &session.req_header().headers, &body, check)?;
     ctx.declares_tasks = Some(info.declares_tasks);
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     crate::classify::classify(ctx, &route, method, name)?;

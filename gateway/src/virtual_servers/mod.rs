@@ -42,7 +42,7 @@ use crate::routing::{Members, Route};
 use bytes::Bytes;
 use calls::Named;
 use mcp_wire::headers::MCP_NAME;
-use mcp_wire::{inspect_body, Era};
+use mcp_wire::Era;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -141,15 +141,12 @@ async fn read_request(
 ) -> Result<Option<(Bytes, String, Option<String>)>, crate::error::Fail> {
     let body = read_body(session, ctx.state.config.max_body_bytes).await?;
     ctx.capture_request(&body);
-    let info = if route.check_headers {
-        check::check_body(&session.req_header().headers, &body).map_err(|rejected| {
-            ctx.request_id = rejected.id;
-            rejected.error
-        })?
-    } else {
-        inspect_body(&body)?
-    };
-    ctx.request_id = Some(info.request_id());
+    let info = check::inspect(
+        ctx,
+        &session.req_header().headers,
+        &body,
+        route.check_headers,
+    )?;
     let method = info.method.as_deref().map(str::to_owned);
     let name = info.name.as_deref().map(str::to_owned);
     let has_id = info.id.is_some();

@@ -185,18 +185,7 @@ fn ident(tok: Option<&(Tok, usize)>) -> Option<&str> {
 /// child module the file declares (`mod x;` .. `x::y`) or with a name a `use` of the file
 /// brought in (`use crate::a::B;` .. `B::new`) is a path into the crate too.
 pub fn references(src: &str, module: &[String], root: &str) -> Vec<Reference> {
-    let toks = tokens(&code_only(src));
-    let children: Vec<&str> = (0..toks.len().saturating_sub(2))
-        .filter(|&i| ident(toks.get(i)) == Some("mod") && is(toks.get(i + 2), &Tok::Other(';')))
-        .filter_map(|i| ident(toks.get(i + 1)))
-        .collect();
-    // first the names the `use` statements bring in, then every path with them known
-    let first = scan(&toks, module, root, &children, &[]);
-    let names: Vec<(String, Vec<String>)> = first
-        .into_iter()
-        .filter_map(|(r, local)| Some((local?, r.to)))
-        .collect();
-    scan(&toks, module, root, &children, &names)
+    both_passes(src, module, root)
         .into_iter()
         .map(|(r, _)| r)
         .collect()
@@ -205,20 +194,25 @@ pub fn references(src: &str, module: &[String], root: &str) -> Vec<Reference> {
 /// The names the `use` statements of `src` bring in, each with the crate path it stands for
 /// (`use crate::a::B as C;` is `C` for `a::B`).
 pub fn used_names(src: &str, module: &[String], root: &str) -> Vec<(String, Vec<String>)> {
+    both_passes(src, module, root)
+        .into_iter()
+        .filter_map(|(r, local)| Some((local?, r.to)))
+        .collect()
+}
+
+/// Every path of `src`, each with the name a `use` gives it: a first pass for the names the
+/// `use` statements bring in, then every path with them known.
+fn both_passes(src: &str, module: &[String], root: &str) -> Vec<(Reference, Option<String>)> {
     let toks = tokens(&code_only(src));
     let children: Vec<&str> = (0..toks.len().saturating_sub(2))
         .filter(|&i| ident(toks.get(i)) == Some("mod") && is(toks.get(i + 2), &Tok::Other(';')))
         .filter_map(|i| ident(toks.get(i + 1)))
         .collect();
-    let first = scan(&toks, module, root, &children, &[]);
-    let names: Vec<(String, Vec<String>)> = first
+    let names: Vec<(String, Vec<String>)> = scan(&toks, module, root, &children, &[])
         .into_iter()
         .filter_map(|(r, local)| Some((local?, r.to)))
         .collect();
     scan(&toks, module, root, &children, &names)
-        .into_iter()
-        .filter_map(|(r, local)| Some((local?, r.to)))
-        .collect()
 }
 
 /// One pass of [`references`]; each path with the name a `use` gives it in the file, if any.
@@ -407,6 +401,24 @@ mod tests {
                 (3, "a::y::Z".into()),
                 (5, "a::b::w".into())
             ]
+        );
+    }
+
+    #[test]
+    fn a_declared_child_and_a_used_name_start_paths_into_the_crate() {
+        let src = "mod child;\nuse crate::a::B as C;\nfn f() { child::g(); C::new(); other::h(); }";
+        assert_eq!(
+            paths(src, &["m"]),
+            vec![
+                (2, "a::B".into()),
+                (3, "m::child::g".into()),
+                (3, "a::B::new".into())
+            ]
+        );
+        let names = super::used_names(src, &["m".to_owned()], "crate");
+        assert_eq!(
+            names,
+            vec![("C".to_owned(), vec!["a".to_owned(), "B".to_owned()])]
         );
     }
 
