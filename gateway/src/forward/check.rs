@@ -67,6 +67,27 @@ pub fn check_body<'b>(
     Ok(info)
 }
 
+/// What a read body says (`mcp_wire::inspect`), checked against the request's MCP headers
+/// when `check` (the route's `check-headers`); the request's id noted in `ctx` for the answer,
+/// a refused body's too. The one reading of a gateway-driven request's body, on every path.
+pub fn inspect<'b>(
+    ctx: &mut crate::request::ctx::RequestCtx,
+    headers: &http::HeaderMap,
+    body: &'b [u8],
+    check: bool,
+) -> Result<BodyInfo<'b>, crate::error::GatewayError> {
+    let info = if check {
+        check_body(headers, body).map_err(|rejected| {
+            ctx.request_id = rejected.id;
+            rejected.error
+        })?
+    } else {
+        inspect_body(body)?
+    };
+    ctx.request_id = Some(info.request_id());
+    Ok(info)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,25 +153,4 @@ mod tests {
         let err = check_body(&headers(&[]), b"[]").unwrap_err().error;
         assert_eq!(err.kind, ErrorKind::InvalidRequest);
     }
-}
-
-/// What a read body says (`mcp_wire::inspect`), checked against the request's MCP headers
-/// when `check` (the route's `check-headers`); the request's id noted in `ctx` for the answer,
-/// a refused body's too. The one reading of a gateway-driven request's body, on every path.
-pub fn inspect<'b>(
-    ctx: &mut crate::request::ctx::RequestCtx,
-    headers: &http::HeaderMap,
-    body: &'b [u8],
-    check: bool,
-) -> Result<BodyInfo<'b>, crate::error::GatewayError> {
-    let info = if check {
-        check_body(headers, body).map_err(|rejected| {
-            ctx.request_id = rejected.id;
-            rejected.error
-        })?
-    } else {
-        inspect_body(body)?
-    };
-    ctx.request_id = Some(info.request_id());
-    Ok(info)
 }
