@@ -254,7 +254,7 @@ fn scan(
         let starts_path = !is(before, &Tok::Colons)
             && !is(before, &Tok::Other('$'))
             && is(toks.get(i + 1), &Tok::Colons);
-        if !starts_path {
+        if !starts_path || in_visibility(toks, i) {
             continue;
         }
         let here: Vec<String> = module
@@ -294,6 +294,15 @@ fn scan(
         }));
     }
     out
+}
+
+/// Whether the path at `toks[i]` is the module of a `pub(in path)` visibility: it names an
+/// ancestor the item is visible in, and imports nothing from it.
+fn in_visibility(toks: &[(Tok, usize)], i: usize) -> bool {
+    i >= 3
+        && ident(toks.get(i - 1)) == Some("in")
+        && is(toks.get(i - 2), &Tok::Other('('))
+        && ident(toks.get(i - 3)) == Some("pub")
 }
 
 /// Reads a path (or a `use` tree) from `toks[i]` on, below `prefix`; pushes each complete path
@@ -426,5 +435,11 @@ mod tests {
     fn macro_crate_paths_and_visibility_are_not_paths() {
         let src = "pub(crate) fn f() { $crate::x::y(); }\npub(super) struct S;";
         assert!(paths(src, &["m"]).is_empty());
+    }
+
+    #[test]
+    fn the_module_of_a_pub_in_visibility_is_not_a_path() {
+        let src = "pub(in crate::a) struct S;\npub(in super::super) fn f() -> crate::b::C {}";
+        assert_eq!(paths(src, &["a", "x", "y"]), vec![(2, "b::C".into())]);
     }
 }
