@@ -22,54 +22,7 @@ mod errors;
 pub mod legacy_clients;
 pub mod metrics;
 pub mod modern_clients;
+mod state;
 
 pub use client::{ListFilter, Served};
-
-use crate::upstream::attempt::Engine;
-use metrics::BridgeMetrics;
-use std::sync::Arc;
-
-/// Both bridges' state in this process.
-pub struct Bridge {
-    engine: Arc<Engine>,
-    /// Both bridges' metric families.
-    metrics: BridgeMetrics,
-    /// The session streams' settings (the keep-alive interval of the streams it serves).
-    streams: Arc<crate::stream::Streams>,
-    /// Legacy clients: the `server/discover` cache.
-    discovered: legacy_clients::Discovered,
-    /// Legacy clients: what calls wait for.
-    live: legacy_clients::Live,
-    /// Legacy clients: the `subscriptions/listen` streams feeding their GET streams.
-    listens: legacy_clients::Listens,
-    /// Modern clients: backend sessions kept on legacy backends.
-    pooled: modern_clients::Sessions,
-    /// Modern clients: their calls parked for input.
-    parking: modern_clients::Parking,
-}
-
-impl Bridge {
-    /// A bridge sending through `engine`, its streams kept alive as `streams` says, counted
-    /// into `metrics`.
-    pub fn new(
-        engine: Arc<Engine>,
-        streams: Arc<crate::stream::Streams>,
-        metrics: BridgeMetrics,
-    ) -> Bridge {
-        Bridge {
-            pooled: modern_clients::Sessions::new(engine.clone(), metrics.clone()),
-            parking: modern_clients::Parking::new(engine.clone(), metrics.clone()),
-            engine,
-            metrics,
-            streams,
-            discovered: Default::default(),
-            live: Default::default(),
-            listens: Default::default(),
-        }
-    }
-
-    /// How often a quiet stream to the client carries a keep-alive comment.
-    fn keep_alive(&self) -> std::time::Duration {
-        self.streams.resume_config().keep_alive
-    }
-}
+pub use state::Bridge;
