@@ -4,9 +4,9 @@
 //! capability check), the client's responses are awaited and the call is retried with them
 //! and the `requestState`, until the result is complete or the round cap is reached.
 
+use super::limits::{INPUT_TIMEOUT, MAX_ROUNDS};
 use super::live::Live;
 use super::upstream::Upstream;
-use super::{INPUT_TIMEOUT, MAX_ROUNDS};
 use crate::bridge::answer::Messages;
 use crate::error::GatewayError;
 use crate::upstream::Backend;

@@ -5,10 +5,11 @@
 //! stream: `super::get`).
 
 use super::call::{Call, Final, Progress};
-use super::serves_bridged;
+use super::serves::serves_bridged;
 use super::upstream::Upstream;
 use crate::bridge::answer::Messages;
 use crate::bridge::client::{accepted, start_stream, write_event, write_json};
+use crate::bridge::metrics::BridgeMetrics;
 use crate::bridge::{Bridge, ListFilter, Served};
 use crate::config::DualBackends;
 use crate::downstream::client::Client;
@@ -190,7 +191,7 @@ pub(super) async fn post(
                     let metrics = &bridge.metrics;
                     let reason = "tasks are an extension in 2026-07-28, not bridged";
                     let e = GatewayError::not_bridged(method, reason);
-                    super::count_error(metrics, &to.pool.name, &e);
+                    count_error(metrics, &to.pool.name, &e);
                     return Err(e.into());
                 }
             }
@@ -354,7 +355,7 @@ impl Bridged<'_> {
                 });
             }
             Err(e) => {
-                super::count_error(&self.bridge.metrics, &self.to.pool.name, &e);
+                count_error(&self.bridge.metrics, &self.to.pool.name, &e);
                 if !streaming {
                     return Err(e.into());
                 }
@@ -397,4 +398,22 @@ async fn empty_result(session: &mut impl Client, id: &RequestId) -> Result<Serve
     let body = messages::empty_result(id);
     write_json(session, 200, None, body).await?;
     Ok(Served::default())
+}
+
+/// Counts a bridge error answered to a legacy client (`mcpgw_bridge_errors_total`).
+pub(crate) fn count_error(metrics: &BridgeMetrics, pool: &str, e: &GatewayError) {
+    use crate::error::ErrorKind::*;
+    if matches!(
+        e.kind,
+        MissingClientCapability
+            | BridgeRoundsExceeded
+            | NotBridged
+            | InputNotGiven
+            | Untranslatable
+    ) {
+        metrics
+            .bridge_errors
+            .with_label_values(&[pool, e.kind.as_str()])
+            .inc();
+    }
 }

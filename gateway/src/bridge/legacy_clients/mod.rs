@@ -8,55 +8,45 @@
 //! as a 2026-07-28 request balanced on its own over the modern backends: nothing is pinned, so
 //! a dead pod costs nothing. An `input_required` answer becomes real server→client requests on
 //! the call's SSE answer; the client's responses (its POSTs) are taken here and the call is
-//! retried with `inputResponses` and `requestState`, for at most [`MAX_ROUNDS`] rounds.
+//! retried with `inputResponses` and `requestState`, for at most
+//! [`MAX_ROUNDS`](limits::MAX_ROUNDS) rounds.
 //!
-//! This file says which sessions are bridged; `upstream` (which backend, the
-//! `server/discover` cache), `call` (the rounds of one call), `live` (what a call waits for:
-//! the client's responses, cancellations, the GET streams), `listen` (the `subscriptions/
-//! listen` stream that feeds a GET stream the session's subscriptions), `http` (the session's
-//! requests), `get` (the client's GET stream); `super::answer` reads a modern answer's
-//! messages.
+//! This file says which sessions are bridged; `serves` (which backends serve a session
+//! natively, which bridged), `limits` (the rounds, the input timeout, how long a
+//! `server/discover` result is reused), `upstream` (which backend, the `server/discover`
+//! cache), `call` (the rounds of one call), `live` (what a call waits for: the client's
+//! responses, cancellations, the GET streams), `listen` (the `subscriptions/listen` stream
+//! that feeds a GET stream the session's subscriptions), `http` (the session's requests, and
+//! the bridge errors it counts), `get` (the client's GET stream); `super::answer` reads a
+//! modern answer's messages.
 
 use crate::downstream::client::Client;
 mod call;
 mod get;
 mod http;
+mod limits;
 mod listen;
 mod live;
+mod serves;
 mod upstream;
 
 pub use http::Target;
 pub use listen::listen_body_len;
 pub(super) use listen::Listens;
 pub(super) use live::Live;
+pub use serves::{serves_bridged, serves_native};
 pub(super) use upstream::Discovered;
 
 use super::{Bridge, Served};
-use crate::bridge::metrics::BridgeMetrics;
 use crate::config::DualBackends;
 use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
 use crate::session::{Caller, SessionManager, SessionRecord};
-use crate::upstream::{Backend, BackendState, Pool};
+use crate::upstream::{BackendState, Pool};
 use bytes::Bytes;
-use mcp_wire::{BackendEra, RequestId};
+use mcp_wire::RequestId;
 use pingora::prelude::*;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Most `input_required` rounds one call may take (the TypeScript SDK's legacy shim allows 8
-/// too); the next one is answered -32032 `bridge-rounds-exceeded`.
-pub const MAX_ROUNDS: usize = 8;
-/// How long the gateway waits for the client's answer to one server→client request
-/// (human-paced: an elicitation waits for a person; the TypeScript shim waits 600 s too); then
-/// -32034 `input-not-given`.
-pub const INPUT_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long a backend's `server/discover` result is reused when it says `ttlMs: 0` or
-/// nothing (the TypeScript SDK's default): the capabilities of a running pod do not change.
-pub const DISCOVER_REUSE: Duration = Duration::from_secs(30);
-/// The longest a backend's `server/discover` result is reused, whatever its `ttlMs` says (a
-/// pod's capabilities may change with its next rollout; the cache must not hold it for days).
-pub const DISCOVER_TTL_MAX: Duration = Duration::from_secs(300);
 
 /// One request of a legacy client to the bridge.
 pub enum Request<'a> {
@@ -151,42 +141,4 @@ pub fn bridges(pool: &Pool, dual: DualBackends) -> bool {
         }
     };
     decide(true).or_else(|| decide(false)).unwrap_or(false)
-}
-
-/// Counts a bridge error answered to a legacy client (`mcpgw_bridge_errors_total`).
-pub(crate) fn count_error(metrics: &BridgeMetrics, pool: &str, e: &GatewayError) {
-    use crate::error::ErrorKind::*;
-    if matches!(
-        e.kind,
-        MissingClientCapability
-            | BridgeRoundsExceeded
-            | NotBridged
-            | InputNotGiven
-            | Untranslatable
-    ) {
-        metrics
-            .bridge_errors
-            .with_label_values(&[pool, e.kind.as_str()])
-            .inc();
-    }
-}
-
-/// Whether `b` takes a legacy client's session natively: a legacy backend, one of unknown era
-/// (as before eras were known), or a dual one on a route that keeps dual backends native.
-pub fn serves_native(b: &Backend, dual: DualBackends) -> bool {
-    match b.era() {
-        None | Some(BackendEra::Legacy) => true,
-        Some(BackendEra::Dual) => dual == DualBackends::Native,
-        Some(BackendEra::Modern) => false,
-    }
-}
-
-/// Whether `b` takes a bridged session's requests: a modern backend, or a dual one on a route
-/// that bridges dual backends.
-pub fn serves_bridged(b: &Backend, dual: DualBackends) -> bool {
-    match b.era() {
-        Some(BackendEra::Modern) => true,
-        Some(BackendEra::Dual) => dual == DualBackends::Bridge,
-        None | Some(BackendEra::Legacy) => false,
-    }
 }

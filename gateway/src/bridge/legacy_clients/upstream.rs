@@ -3,7 +3,8 @@
 //! lost one only when the request is safe to repeat), and the `server/discover` result each
 //! backend gave, reused for later `initialize`s.
 
-use super::serves_bridged;
+use super::limits::{DISCOVER_REUSE, DISCOVER_TTL_MAX};
+use super::serves::serves_bridged;
 use crate::config::DualBackends;
 use crate::error::GatewayError;
 use crate::upstream::attempt::{Engine, Pick, Step};
@@ -96,7 +97,7 @@ impl Upstream<'_> {
 
 /// `server/discover` results by backend, with when they stop being reused. Bounded: a put
 /// drops every expired entry (a backend replaced by discovery or a reload leaves with its
-/// result's [`super::DISCOVER_TTL_MAX`] at the latest), and past [`DISCOVERED_MAX`] entries
+/// result's [`DISCOVER_TTL_MAX`] at the latest), and past [`DISCOVERED_MAX`] entries
 /// the one closest to expiry makes room.
 #[derive(Default)]
 pub(in crate::bridge) struct Discovered(DashMap<SocketAddr, (Instant, Value)>);
@@ -114,8 +115,8 @@ impl Discovered {
         })
     }
 
-    /// Keeps `backend`'s result for its `ttlMs` capped at [`super::DISCOVER_TTL_MAX`], or
-    /// [`super::DISCOVER_REUSE`] when that is 0 or absent. Puts happen on misses only (once
+    /// Keeps `backend`'s result for its `ttlMs` capped at [`DISCOVER_TTL_MAX`], or
+    /// [`DISCOVER_REUSE`] when that is 0 or absent. Puts happen on misses only (once
     /// per backend per TTL), so the sweep costs nothing on the hot path.
     pub(super) fn put(&self, backend: SocketAddr, result: Value) {
         let ttl = reuse_for(mcp_wire::translate::result::ttl_ms(&result));
@@ -138,13 +139,13 @@ impl Discovered {
     }
 }
 
-/// How long a result with `ttl_ms` is reused: 0 or none is [`super::DISCOVER_REUSE`], past
-/// [`super::DISCOVER_TTL_MAX`] is that (a server's `ttlMs` is a hint, not a lease on memory).
+/// How long a result with `ttl_ms` is reused: 0 or none is [`DISCOVER_REUSE`], past
+/// [`DISCOVER_TTL_MAX`] is that (a server's `ttlMs` is a hint, not a lease on memory).
 fn reuse_for(ttl_ms: Option<u64>) -> Duration {
     ttl_ms
         .filter(|ms| *ms > 0)
-        .map_or(super::DISCOVER_REUSE, Duration::from_millis)
-        .min(super::DISCOVER_TTL_MAX)
+        .map_or(DISCOVER_REUSE, Duration::from_millis)
+        .min(DISCOVER_TTL_MAX)
 }
 
 #[cfg(test)]
@@ -154,24 +155,15 @@ mod tests {
 
     #[test]
     fn a_servers_ttl_is_capped_and_zero_means_the_default() {
-        assert_eq!(
-            reuse_for(None),
-            crate::bridge::legacy_clients::DISCOVER_REUSE
-        );
-        assert_eq!(
-            reuse_for(Some(0)),
-            crate::bridge::legacy_clients::DISCOVER_REUSE
-        );
+        assert_eq!(reuse_for(None), DISCOVER_REUSE);
+        assert_eq!(reuse_for(Some(0)), DISCOVER_REUSE);
         assert_eq!(reuse_for(Some(1_500)), Duration::from_millis(1_500));
-        assert_eq!(
-            reuse_for(Some(u64::MAX)),
-            crate::bridge::legacy_clients::DISCOVER_TTL_MAX
-        );
+        assert_eq!(reuse_for(Some(u64::MAX)), DISCOVER_TTL_MAX);
         let d = Discovered::default();
         let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
         d.put(addr, json!({"ttlMs": u64::MAX, "capabilities": {}}));
         let until = d.0.get(&addr).unwrap().0;
-        assert!(until <= Instant::now() + crate::bridge::legacy_clients::DISCOVER_TTL_MAX);
+        assert!(until <= Instant::now() + DISCOVER_TTL_MAX);
     }
 
     #[test]
