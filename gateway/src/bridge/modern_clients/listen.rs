@@ -13,8 +13,11 @@
 //! client going away ends the backend session (DELETE); the backend's GET stream ending ends
 //! the client's stream without a result (an abrupt end: the client re-listens and refetches).
 
+use super::acquire_error::AcquireError;
+use super::entry::Entry;
+use super::key::Key;
+use super::open;
 use super::serve::{served, One, Pooled};
-use super::{open, AcquireError, Entry, Key};
 use crate::bridge::client::{end_stream, start_stream, write_event};
 use crate::bridge::Served;
 use crate::downstream::client::Client;

@@ -3,7 +3,9 @@
 //! and `InitializeResult` read from its answer (JSON or SSE), then
 //! `notifications/initialized` in the new session.
 
-use super::{AcquireError, Entry, Key};
+use super::acquire_error::AcquireError;
+use super::entry::Entry;
+use super::key::Key;
 use crate::error::GatewayError;
 use crate::upstream::attempt::{BackendSession, Engine, PostError};
 use crate::upstream::client::CallError;

@@ -9,7 +9,8 @@
 //! -32018 `parked-calls`. Parked calls do not count toward `limits.max-inflight` (no request
 //! of the client's is in flight while its call waits; their own bound holds them).
 
-use super::{InUse, Owner};
+use super::owner::Owner;
+use super::sessions::InUse;
 use crate::bridge::answer::Messages;
 use crate::bridge::metrics::BridgeMetrics;
 use crate::config::ParkedBounds;

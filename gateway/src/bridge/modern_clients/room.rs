@@ -13,7 +13,11 @@
 //! its share, and a full backend never takes from an owner holding no more than the newcomer
 //! would: no principal's state restarts because another opened many.
 
-use super::{AcquireError, Entry, Held, Key, Owner, Sessions, Slot};
+use super::acquire_error::AcquireError;
+use super::entry::Entry;
+use super::key::Key;
+use super::owner::Owner;
+use super::sessions::{Held, Sessions, Slot};
 use crate::config::PooledSessions;
 use crate::error::GatewayError;
 use crate::sync::lock;

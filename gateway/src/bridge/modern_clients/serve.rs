@@ -21,9 +21,13 @@
 //! session, and the request is repeated only when it is safe to repeat (an in-flight
 //! `tools/call` gets -32013).
 
+use super::acquire_error::AcquireError;
+use super::cancel::CancelOnDrop;
+use super::entry::Entry;
+use super::key::Key;
+use super::owner::Owner;
 use super::park::Parked;
-use super::side::CancelOnDrop;
-use super::{AcquireError, Entry, InUse, Key, Owner};
+use super::sessions::InUse;
 use crate::auth::Principal;
 use crate::bridge::client::{
     accepted, end_stream, end_with_error, start_stream, write_event, write_json,

@@ -2,10 +2,10 @@
 //! notifications as the 2026-07-28 client gets them, a server→client request it does not
 //! bridge refused upstream, and the legacy cancellation of a call whose exchange was dropped.
 
+use super::cancel::CancelOnDrop;
+use super::entry::Entry;
 use super::serve::One;
-use super::Entry;
 use crate::error::GatewayError;
-use crate::upstream::attempt::Engine;
 use mcp_wire::translate::legacy;
 use serde_json::Value;
 use std::sync::Arc;
@@ -54,38 +54,5 @@ impl One<'_> {
             entry: entry.clone(),
             up_id: Some(up_id.to_owned()),
         }
-    }
-}
-
-/// A call in flight on a pooled session whose exchange may be dropped before its answer is
-/// read: the client went away, or the route's deadline passed (`proxy/bridged.rs`). Closing the
-/// answer stream does not stop a legacy server's tool, so the call is cancelled the legacy way
-/// (`notifications/cancelled` in the backend session) when the guard drops armed.
-pub(super) struct CancelOnDrop {
-    engine: Arc<Engine>,
-    entry: Arc<Entry>,
-    up_id: Option<String>,
-}
-
-impl CancelOnDrop {
-    /// The call ended (answered, lost with its connection) or is parked: nothing to cancel.
-    pub(super) fn disarm(&mut self) {
-        self.up_id = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(up_id) = self.up_id.take() else {
-            return;
-        };
-        let reason = "the client went away or its deadline passed";
-        let cancel = mcp_wire::messages::cancelled(&up_id, reason);
-        self.engine.spawn_notify(
-            self.entry.pool.clone(),
-            self.entry.backend.clone(),
-            self.entry.session.clone(),
-            cancel.to_string(),
-        );
     }
 }

@@ -6,7 +6,7 @@
 //! is the only one (it must be the one that asked); otherwise the backend gets a refusal, since
 //! nothing ties the request to a call.
 
-use super::Entry;
+use super::entry::Entry;
 use crate::bridge::answer::Messages;
 use crate::error::GatewayError;
 use crate::sync::lock;
