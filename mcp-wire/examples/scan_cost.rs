@@ -3,7 +3,7 @@
 //! N and 2N: the difference over N is one check). BODY: `call` (default: the body `mcp-load`
 //! sends for a 2026-07-28 `tools/call`), or that call with a 4 KiB argument of `ascii` text,
 //! `latin` text (an accented letter every few bytes) or `cjk` text (three-byte characters).
-fn main() {
+fn main() -> std::process::ExitCode {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
@@ -19,13 +19,22 @@ fn main() {
         Some("ascii") => call(&text("lorem ipsum ")),
         Some("latin") => call(&text("café crème ")),
         Some("cjk") => call(&text("漢字")),
-        Some(other) => panic!("unknown body {other}"),
+        Some(other) => {
+            eprintln!("unknown body {other}: call, ascii, latin or cjk");
+            return std::process::ExitCode::from(2);
+        }
     };
     let body = std::hint::black_box(body.into_bytes());
     let mut found = 0usize;
     for _ in 0..n {
-        let info = mcp_wire::inspect_body(std::hint::black_box(&body)).expect("a message");
-        found += info.name.map_or(0, |n| n.len());
+        match mcp_wire::inspect_body(std::hint::black_box(&body)) {
+            Ok(info) => found += info.name.map_or(0, |n| n.len()),
+            Err(e) => {
+                eprintln!("not a message: {e:?}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
     }
     println!("{found}");
+    std::process::ExitCode::SUCCESS
 }

@@ -26,7 +26,7 @@ impl Eq for RequestId {}
 impl RequestId {
     /// The id `null`, used when the request's id is unknown (e.g. unparseable bodies).
     pub fn null() -> Self {
-        RequestId(RawValue::from_string("null".into()).expect("null is JSON"))
+        RequestId(RawValue::NULL.to_owned())
     }
 
     /// The id as raw JSON, for serializing verbatim.

@@ -37,8 +37,9 @@ impl Purpose {
         Purpose::VirtualSession,
     ];
 
-    /// Its name: the HKDF `info` its key is derived with, and the head of its associated data.
-    pub fn name(self) -> &'static str {
+    /// Its name: the HKDF `info` its key is derived with, and the head of its associated data
+    /// (behind its length in one byte: every name is shorter than 256 bytes, checked below).
+    pub const fn name(self) -> &'static str {
         match self {
             Purpose::RequestState => "mcp-gateway request-state v1",
             Purpose::ListCursor => "mcp-gateway virtual-server cursor v1",
@@ -102,6 +103,11 @@ impl Sealer {
     pub fn seal(&self, purpose: Purpose, associated: &[u8], plain: &[u8]) -> String {
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
         let aad = associated_data(purpose, associated);
+        #[expect(
+            clippy::expect_used,
+            reason = "ChaCha20-Poly1305 refuses only a message over 2^38 bytes (256 GiB); a token's \
+                      plaintext is a few hundred bytes"
+        )]
         let sealed = self.ciphers[purpose.index()]
             .encrypt(
                 &nonce,
@@ -143,13 +149,24 @@ impl Sealer {
     }
 }
 
+// Every purpose's name is shorter than 256 bytes, so its length is one byte of the associated
+// data (`associated_data`): a longer name does not compile.
+const _: () = {
+    let mut i = 0;
+    while i < Purpose::ALL.len() {
+        assert!(Purpose::ALL[i].name().len() <= u8::MAX as usize);
+        i += 1;
+    }
+};
+
 /// The associated data a token of `purpose` is sealed with: the length of the purpose's name
 /// (one byte), the name, then the caller's bytes. The length keeps a name and the caller's
 /// bytes from running into each other.
 fn associated_data(purpose: Purpose, associated: &[u8]) -> Vec<u8> {
     let name = purpose.name().as_bytes();
     let mut aad = Vec::with_capacity(1 + name.len() + associated.len());
-    aad.push(u8::try_from(name.len()).expect("a purpose's name is short"));
+    // every name fits its one-byte length (checked when compiled, above)
+    aad.push(name.len() as u8);
     aad.extend_from_slice(name);
     aad.extend_from_slice(associated);
     aad

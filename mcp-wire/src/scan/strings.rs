@@ -141,11 +141,11 @@ fn run<const ASCII: bool>(b: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut i = 0;
-    while let Some(word) = b.get(i..i + 8) {
+    while let Some(word) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
         if i == 32 {
             return i + long_run::<ASCII>(&b[i..]);
         }
-        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let w = u64::from_le_bytes(*word);
         // a byte's high bit set where it is `"`, `\\` or below 0x20 (and with `ASCII`, past
         // ASCII): each test is exact at its lowest set bit (a borrow only ever spills into
         // higher bytes), so the lowest bit of their union is the first such byte

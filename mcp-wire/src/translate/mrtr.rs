@@ -64,6 +64,11 @@ impl Refusal {
 
 /// The sealed text of `state` (`Purpose::RequestState`).
 pub fn seal(sealer: &Sealer, state: &State) -> String {
+    #[expect(
+        clippy::expect_used,
+        reason = "a State is strings, an integer and an optional string: serde_json fails only \
+                  on a map with keys that are not strings or a Serialize impl that errs"
+    )]
     let plain = serde_json::to_vec(state).expect("a state serializes");
     sealer.seal(Purpose::RequestState, &[], &plain)
 }

@@ -135,13 +135,26 @@ pub fn modern_request(
         .and_then(|k| params.get(k))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
-    }
-    let meta = meta.as_object_mut().expect("made an object above");
+    stamp_envelope(params, env);
+    let headers = modern_headers(&method, name);
+    let body = serde_json::to_vec(&Value::Object(msg))
+        .map_err(|e| TranslateError::Malformed(e.to_string()))?;
+    Ok(ModernRequest {
+        body,
+        method,
+        headers,
+    })
+}
+
+/// Writes the envelope into `params._meta` (made an object when it is missing or is not
+/// one): protocolVersion, clientCapabilities, clientInfo and logLevel, replacing any the
+/// client put there; its other keys stay where they are.
+fn stamp_envelope(params: &mut Map<String, Value>, env: Envelope<'_>) {
+    let slot = params.entry("_meta").or_insert(Value::Null);
+    let mut meta = match slot.take() {
+        Value::Object(meta) => meta,
+        _ => Map::new(),
+    };
     meta.insert(META_PROTOCOL_VERSION.into(), MODERN_VERSION.into());
     meta.insert(
         META_CLIENT_CAPABILITIES.into(),
@@ -155,29 +168,43 @@ pub fn modern_request(
         Some(level) => meta.insert(META_LOG_LEVEL.into(), level.into()),
         None => meta.remove(META_LOG_LEVEL),
     };
+    *slot = Value::Object(meta);
+}
+
+/// The headers a 2026-07-28 server checks against the body of a `method` request (with
+/// `Mcp-Name` when it names a tool, prompt or resource).
+fn modern_headers(method: &str, name: Option<String>) -> Vec<(&'static str, String)> {
     let mut headers = vec![
         (MCP_PROTOCOL_VERSION, MODERN_VERSION.to_owned()),
-        (MCP_METHOD, encode_value(&method)),
+        (MCP_METHOD, encode_value(method)),
     ];
     if let Some(name) = name {
         headers.push((MCP_NAME, encode_value(&name)));
     }
-    let body = serde_json::to_vec(&Value::Object(msg))
-        .map_err(|e| TranslateError::Malformed(e.to_string()))?;
-    Ok(ModernRequest {
-        body,
-        method,
-        headers,
-    })
+    headers
 }
 
 /// The `server/discover` request the gateway sends to learn what it answers `initialize`
 /// with, on behalf of the client whose `initialize` it is.
 pub fn discover(init: &ClientInit, id: u64) -> ModernRequest {
-    let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "server/discover"});
-    let env = Envelope {
-        init,
-        log_level: None,
-    };
-    modern_request(&msg, env, None).expect("a well-formed request translates")
+    const METHOD: &str = "server/discover";
+    let mut params = Map::new();
+    stamp_envelope(
+        &mut params,
+        Envelope {
+            init,
+            log_level: None,
+        },
+    );
+    let mut msg = Map::new();
+    msg.insert("jsonrpc".into(), "2.0".into());
+    msg.insert("id".into(), id.into());
+    msg.insert("method".into(), METHOD.into());
+    msg.insert("params".into(), Value::Object(params));
+    ModernRequest {
+        // a `Value` prints as serde_json writes it, and printing it cannot fail
+        body: Value::Object(msg).to_string().into_bytes(),
+        method: METHOD.to_owned(),
+        headers: modern_headers(METHOD, None),
+    }
 }

@@ -1,7 +1,7 @@
 //! The translations on the shapes the real SDKs send (TypeScript SDK 2.4.0 `server/discover`,
 //! `input_required`; PyPI mcp 1.30.0 / TS 1.32.2 `initialize` params).
 
-use super::request::{disposition, modern_request, Disposition, Envelope, Retry};
+use super::request::{discover, disposition, modern_request, Disposition, Envelope, Retry};
 use super::result::{answer, initialize_result, legacy_result, Answer, ProgressShift};
 use super::rounds::{client_answer, missing_capability, server_request, ClientAnswer};
 use super::*;
@@ -40,6 +40,39 @@ fn a_legacy_call_gets_the_envelope_and_headers_and_keeps_its_progress_token() {
     assert_eq!(h("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(h("mcp-method"), Some("tools/call"));
     assert_eq!(h("mcp-name"), Some("=?base64?csOpc3Vtw6k=?="));
+}
+
+#[test]
+fn the_discover_request_is_the_translation_of_a_bare_server_discover_byte_for_byte() {
+    let bare = ClientInit {
+        protocol_version: "2025-11-25".into(),
+        capabilities: json!({}),
+        client_info: None,
+    };
+    for i in [init(json!({"sampling": {}})), bare] {
+        let msg = json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover"});
+        let env = Envelope {
+            init: &i,
+            log_level: None,
+        };
+        assert_eq!(discover(&i, 3), modern_request(&msg, env, None).unwrap());
+    }
+}
+
+#[test]
+fn a_meta_that_is_not_an_object_is_replaced_by_the_envelope() {
+    let i = init(json!({}));
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "t", "_meta": 5, "arguments": {}}});
+    let env = Envelope {
+        init: &i,
+        log_level: None,
+    };
+    let out = modern_request(&msg, env, None).unwrap();
+    let body: Value = serde_json::from_slice(&out.body).unwrap();
+    let meta = &body["params"]["_meta"];
+    assert_eq!(meta[META_PROTOCOL_VERSION], "2026-07-28");
+    assert!(meta.get(META_LOG_LEVEL).is_none());
 }
 
 #[test]
