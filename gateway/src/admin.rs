@@ -21,7 +21,8 @@ use crate::stream::Streams;
 use crate::upstream::metrics::UpstreamMetrics;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
-use http::Response;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, Response, StatusCode};
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use pingora_prometheus::prometheus::{Encoder, Registry, TextEncoder};
@@ -200,7 +201,10 @@ impl AdminApp {
                 .map(|(_, v)| v.to_owned())
         };
         let (Some(pool_name), Some(addr)) = (param("pool"), param("backend")) else {
-            return reply_json(400, &json!({"error": "give ?pool=NAME&backend=IP:PORT"}));
+            return reply_json(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "give ?pool=NAME&backend=IP:PORT"}),
+            );
         };
         let state = self.state.load();
         let backend = state
@@ -213,12 +217,12 @@ impl AdminApp {
                 b.set_draining(on);
                 tracing::info!(pool = %pool_name, backend = %addr, draining = on, "drain changed by the admin API");
                 reply_json(
-                    200,
+                    StatusCode::OK,
                     &json!({"pool": pool_name, "backend": addr, "state": b.state().as_str()}),
                 )
             }
             None => reply_json(
-                404,
+                StatusCode::NOT_FOUND,
                 &json!({"error": format!("no backend {addr} in pool {pool_name}")}),
             ),
         }
@@ -256,21 +260,23 @@ fn sessions_of(counts: &[(std::net::SocketAddr, usize)], addr: std::net::SocketA
         .map_or(0, |(_, n)| *n)
 }
 
-fn reply_json(status: u16, value: &Value) -> Response<Vec<u8>> {
+fn reply_json(status: StatusCode, value: &Value) -> Response<Vec<u8>> {
+    // `{:#}` prints a `Value` as `to_vec_pretty` writes it, and printing it cannot fail
     reply(
         status,
         "application/json",
-        serde_json::to_vec_pretty(value).expect("JSON"),
+        format!("{value:#}").into_bytes(),
     )
 }
 
-fn reply(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
-    Response::builder()
-        .status(status)
-        .header("content-type", content_type)
-        .header("content-length", body.len())
-        .body(body)
-        .expect("valid response")
+fn reply(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Vec<u8>> {
+    let length = HeaderValue::from(body.len());
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CONTENT_LENGTH, length);
+    response
 }
 
 #[async_trait]
@@ -279,7 +285,7 @@ impl ServeHttp for AdminApp {
         let config = &self.state.load().config;
         if let Err(refused) = crate::admin_auth::check(session.req_header(), config) {
             let mut resp = reply_json(refused.status, &json!({"error": refused.message}));
-            if refused.status == 401 {
+            if refused.status == StatusCode::UNAUTHORIZED {
                 resp.headers_mut().insert(
                     http::header::WWW_AUTHENTICATE,
                     http::HeaderValue::from_static("Bearer"),
@@ -291,19 +297,19 @@ impl ServeHttp for AdminApp {
         let query = session.req_header().uri.query().unwrap_or("").to_owned();
         let post = session.req_header().method == http::Method::POST;
         match path.as_str() {
-            "/admin/backends" => reply_json(200, &self.backends_json().await),
+            "/admin/backends" => reply_json(StatusCode::OK, &self.backends_json().await),
             "/admin/backends/drain" if post => self.drain(&query, true),
             "/admin/backends/undrain" if post => self.drain(&query, false),
-            "/admin/sessions" => reply_json(200, &self.sessions_json().await),
-            "/admin/virtual" => reply_json(200, &self.virtual_json()),
-            "/admin/tasks" => reply_json(200, &self.tasks_json()),
+            "/admin/sessions" => reply_json(StatusCode::OK, &self.sessions_json().await),
+            "/admin/virtual" => reply_json(StatusCode::OK, &self.virtual_json()),
+            "/admin/tasks" => reply_json(StatusCode::OK, &self.tasks_json()),
             p if p.starts_with("/admin/sessions/") => {
                 match self.session_json(&p["/admin/sessions/".len()..]).await {
-                    Some(v) => reply_json(200, &v),
-                    None => reply_json(404, &json!({"error": "no such session"})),
+                    Some(v) => reply_json(StatusCode::OK, &v),
+                    None => reply_json(StatusCode::NOT_FOUND, &json!({"error": "no such session"})),
                 }
             }
-            "/healthz" => reply(200, "text/plain", b"ok\n".to_vec()),
+            "/healthz" => reply(StatusCode::OK, "text/plain", b"ok\n".to_vec()),
             "/readyz" => {
                 let store = self.sessions.store_ready().await.err();
                 let state = self.state.load();
@@ -318,20 +324,28 @@ impl ServeHttp for AdminApp {
                         "ready (degraded): the session store: {}; sessions held here are served, new sessions and moves get 503 -32006\n",
                         e.data["detail"]
                     );
-                    reply(200, "text/plain", body.into_bytes())
+                    reply(StatusCode::OK, "text/plain", body.into_bytes())
                 } else if not_ready.is_empty() {
-                    reply(200, "text/plain", b"ready\n".to_vec())
+                    reply(StatusCode::OK, "text/plain", b"ready\n".to_vec())
                 } else {
                     let body = format!(
                         "not ready: no reachable backend in pool(s) {}\n",
                         not_ready.join(", ")
                     );
-                    reply(503, "text/plain", body.into_bytes())
+                    reply(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain",
+                        body.into_bytes(),
+                    )
                 }
             }
-            "/metrics" => reply(200, "text/plain; version=0.0.4", self.metrics_text().await),
+            "/metrics" => reply(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                self.metrics_text().await,
+            ),
             _ => reply(
-                404,
+                StatusCode::NOT_FOUND,
                 "text/plain",
                 b"admin endpoints: /healthz /readyz /metrics\n".to_vec(),
             ),

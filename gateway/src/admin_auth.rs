@@ -18,12 +18,12 @@ use std::net::IpAddr;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refusal {
     /// HTTP status: 401, 403 or 421.
-    pub status: u16,
+    pub status: http::StatusCode,
     /// What to do about it.
     pub message: String,
 }
 
-fn refuse(status: u16, message: impl Into<String>) -> Result<(), Refusal> {
+fn refuse(status: http::StatusCode, message: impl Into<String>) -> Result<(), Refusal> {
     Err(Refusal {
         status,
         message: message.into(),
@@ -40,7 +40,7 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
     let listener_hosts = Patterns::new(&config.allowed_hosts);
     if !(is_ip_or_localhost(host) || listener_hosts.is_some_and(|p| p.is_match(host))) {
         return refuse(
-            421,
+            http::StatusCode::MISDIRECTED_REQUEST,
             format!("Host `{host}` is not served here: use an IP address or localhost"),
         );
     }
@@ -49,7 +49,7 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
         let loopback: Vec<String> = LOOPBACK_ORIGINS.iter().map(|s| (*s).to_owned()).collect();
         if !Patterns::new(&loopback).is_some_and(|p| p.is_match(&origin)) {
             return refuse(
-                403,
+                http::StatusCode::FORBIDDEN,
                 format!("browser Origin `{origin}` may not use the admin API"),
             );
         }
@@ -67,12 +67,15 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
                 .map(str::trim);
             match presented {
                 Some(p) if token.matches(p) => Ok(()),
-                _ => refuse(401, "give the admin token: Authorization: Bearer TOKEN"),
+                _ => refuse(
+                    http::StatusCode::UNAUTHORIZED,
+                    "give the admin token: Authorization: Bearer TOKEN",
+                ),
             }
         }
         None if req.method == http::Method::GET || req.method == http::Method::HEAD => Ok(()),
         None => refuse(
-            403,
+            http::StatusCode::FORBIDDEN,
             "changing anything through the admin API needs `admin-token` in the config",
         ),
     }
@@ -118,7 +121,7 @@ mod tests {
     }
 
     fn status(r: Result<(), Refusal>) -> u16 {
-        r.map_or_else(|e| e.status, |()| 200)
+        r.map_or_else(|e| e.status.as_u16(), |()| 200)
     }
 
     #[test]

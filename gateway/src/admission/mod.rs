@@ -67,13 +67,17 @@ struct Bucket {
     limiter: DefaultKeyedRateLimiter<String>,
 }
 
+/// One cell a nanosecond, the shortest period governor counts in: the quota of a rate above
+/// 10^9 a second, whose period rounds down to zero.
+const ONE_A_NANOSECOND: Quota = Quota::per_second(NonZeroU32::MIN.saturating_add(999_999_999));
+
 impl Bucket {
     fn new(rate: Rate) -> Bucket {
         // governor works in whole cells per period: express fractional rates as one cell
         // every 1/rate seconds.
         let period = Duration::from_secs_f64(1.0 / rate.per_second);
         let quota = Quota::with_period(period)
-            .expect("positive rate")
+            .unwrap_or(ONE_A_NANOSECOND)
             .allow_burst(NonZeroU32::new(rate.burst).unwrap_or(NonZeroU32::MIN));
         Bucket {
             rate,

@@ -69,3 +69,22 @@ fn tool_rate_applies_only_to_matching_tools() {
     assert!(a.admit_tool(Some(&me), "report_q4").is_ok(), "per tool");
     assert!(a.admit_tool(Some(&me), "whoami").is_ok());
 }
+
+#[test]
+fn a_rate_too_high_for_governors_clock_is_one_a_nanosecond_not_a_panic() {
+    // 10^10 a second passes validation (positive, finite) but its period, 0.1 ns, rounds to zero
+    for per_second in ["1e10", "1e300"] {
+        let a = admission(&format!(
+            "{{ rate: {{ per-second: {per_second}, burst: 2 }} }}"
+        ));
+        let me = a
+            .identity(&http::HeaderMap::new(), Some("127.0.0.1".parse().unwrap()))
+            .unwrap();
+        assert!(a.admit(0, Some(&me), false).is_ok());
+        assert!(a.admit(0, Some(&me), false).is_ok());
+    }
+    assert_eq!(
+        ONE_A_NANOSECOND.replenish_interval(),
+        Duration::from_nanos(1)
+    );
+}

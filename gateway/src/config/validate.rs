@@ -148,9 +148,10 @@ impl Config {
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =
             super::hardening::guard_list(listen, file.allowed_origins, super::LOOPBACK_ORIGINS);
-        if p.0.is_empty() {
-            Ok(Config {
-                listen: listen.expect("checked"),
+        // `p.addr` noted a problem when `listen` is not an address
+        match (p.0.is_empty(), listen) {
+            (true, Some(listen)) => Ok(Config {
+                listen,
                 allowed_hosts,
                 allowed_origins,
                 admin,
@@ -168,9 +169,8 @@ impl Config {
                 client_timeouts,
                 bridge,
                 tasks,
-            })
-        } else {
-            Err(p.0)
+            }),
+            _ => Err(p.0),
         }
     }
 

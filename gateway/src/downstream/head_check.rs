@@ -95,8 +95,8 @@ fn visible_run(b: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut i = 0;
-    while let Some(word) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+    while let Some(word) = b.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let w = u64::from_le_bytes(*word);
         let other = (w.wrapping_sub(ONES * 0x20) | w | w.wrapping_add(ONES)) & HIGHS;
         if other != 0 {
             return i + (other.trailing_zeros() / 8) as usize;

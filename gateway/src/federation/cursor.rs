@@ -103,8 +103,14 @@ impl CursorSealer {
         CursorSealer { sealer }
     }
 
-    /// The cursor for `position`, given by virtual server `server` to `principal`.
-    pub fn seal(&self, server: &str, principal: &str, position: &Position) -> String {
+    /// The cursor for `position`, given by virtual server `server` to `principal`; an error
+    /// only if the position does not serialize.
+    pub fn seal(
+        &self,
+        server: &str,
+        principal: &str,
+        position: &Position,
+    ) -> Result<String, serde_json::Error> {
         self.seal_as(Purpose::ListCursor, server, principal, position)
     }
 
@@ -116,13 +122,13 @@ impl CursorSealer {
     /// A legacy client's session id on virtual server `server`: its members' own session ids
     /// (member name → the member route's session id; `""` for a member that keeps none),
     /// sealed for `principal` under another purpose than cursors (one never opens as the
-    /// other).
+    /// other); an error only if the ids do not serialize.
     pub fn seal_session(
         &self,
         server: &str,
         principal: &str,
         members: &BTreeMap<String, String>,
-    ) -> String {
+    ) -> Result<String, serde_json::Error> {
         self.seal_as(Purpose::VirtualSession, server, principal, members)
     }
 
@@ -142,15 +148,14 @@ impl CursorSealer {
         server: &str,
         principal: &str,
         what: &T,
-    ) -> String {
+    ) -> Result<String, serde_json::Error> {
         let plain = serde_json::to_vec(&Sealed {
             version: 1,
             server: server.into(),
             principal: principal.into(),
             position: what,
-        })
-        .expect("a sealed value serializes");
-        self.sealer.seal(purpose, &[], &plain)
+        })?;
+        Ok(self.sealer.seal(purpose, &[], &plain))
     }
 
     fn open_as<T: serde::de::DeserializeOwned>(
@@ -199,7 +204,7 @@ mod tests {
     #[test]
     fn a_cursor_opens_to_the_position_it_was_sealed_with() {
         let s = sealer(7);
-        let c = s.seal("/hub", "alice", &position());
+        let c = s.seal("/hub", "alice", &position()).unwrap();
         assert_eq!(s.open(&c, "/hub", "alice"), Ok(position()));
         assert_eq!(position().next_of("search"), Some("page-2"));
         assert_eq!(position().next_of("conf"), None);
@@ -210,15 +215,15 @@ mod tests {
     fn the_same_position_seals_to_different_cursors() {
         let s = sealer(7);
         assert_ne!(
-            s.seal("/hub", "a", &position()),
-            s.seal("/hub", "a", &position())
+            s.seal("/hub", "a", &position()).unwrap(),
+            s.seal("/hub", "a", &position()).unwrap()
         );
     }
 
     #[test]
     fn a_cursor_of_another_server_or_caller_is_refused_by_name() {
         let s = sealer(7);
-        let c = s.seal("/hub", "alice", &position());
+        let c = s.seal("/hub", "alice", &position()).unwrap();
         assert_eq!(s.open(&c, "/other", "alice"), Err(Refusal::OtherServer));
         assert_eq!(s.open(&c, "/hub", "bob"), Err(Refusal::OtherPrincipal));
     }
@@ -226,7 +231,7 @@ mod tests {
     #[test]
     fn altered_made_up_and_foreign_key_cursors_are_forged() {
         let s = sealer(7);
-        let c = s.seal("/hub", "alice", &position());
+        let c = s.seal("/hub", "alice", &position()).unwrap();
         let mut bytes = URL_SAFE_NO_PAD.decode(&c).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
@@ -248,10 +253,10 @@ mod tests {
     fn a_session_id_never_opens_as_a_cursor_nor_a_cursor_as_a_session_id() {
         let s = sealer(7);
         let members: BTreeMap<String, String> = [("search".to_owned(), "sid-1".to_owned())].into();
-        let id = s.seal_session("/hub", "alice", &members);
+        let id = s.seal_session("/hub", "alice", &members).unwrap();
         assert_eq!(s.open_session(&id, "/hub", "alice"), Ok(members));
         assert_eq!(s.open(&id, "/hub", "alice"), Err(Refusal::Forged));
-        let c = s.seal("/hub", "alice", &position());
+        let c = s.seal("/hub", "alice", &position()).unwrap();
         assert_eq!(s.open_session(&c, "/hub", "alice"), Err(Refusal::Forged));
         assert_eq!(
             s.open_session(&id, "/other", "alice"),

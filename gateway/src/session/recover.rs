@@ -42,10 +42,12 @@ impl Trigger {
 /// A session's place in the single-flight map, held while a request waits for or runs its
 /// move. Dropping it (the move done, or the request cancelled while it waited) removes the
 /// entry when no other request holds it, so a cancelled waiter leaves nothing behind.
+///
+/// Fields drop in the order they are declared: the slot's own `lock` first, then `_sweep`,
+/// which removes the entry when only the map's reference is left.
 struct FlightSlot<'a> {
-    locks: &'a dashmap::DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
-    id: &'a Arc<str>,
-    lock: Option<Arc<tokio::sync::Mutex<()>>>,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    _sweep: Sweep<'a>,
 }
 
 impl<'a> FlightSlot<'a> {
@@ -55,20 +57,24 @@ impl<'a> FlightSlot<'a> {
     ) -> FlightSlot<'a> {
         let lock = locks.entry(id.clone()).or_default().clone();
         FlightSlot {
-            locks,
-            id,
-            lock: Some(lock),
+            lock,
+            _sweep: Sweep { locks, id },
         }
     }
 
     fn lock(&self) -> &tokio::sync::Mutex<()> {
-        self.lock.as_deref().expect("held until drop")
+        &self.lock
     }
 }
 
-impl Drop for FlightSlot<'_> {
+/// Removes a session's single-flight entry, when dropped, if no one holds it any more.
+struct Sweep<'a> {
+    locks: &'a dashmap::DashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>,
+    id: &'a Arc<str>,
+}
+
+impl Drop for Sweep<'_> {
     fn drop(&mut self) {
-        drop(self.lock.take());
         self.locks
             .remove_if(self.id, |_, l| Arc::strong_count(l) == 1);
     }

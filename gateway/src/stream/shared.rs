@@ -203,10 +203,11 @@ impl SharedReader {
 
     /// One blocking read of stream `token` after the cursor; whether anything came.
     async fn read(&mut self, token: u64) -> Result<bool, StoreError> {
-        if self.follower.is_none() {
-            self.follower = Some(self.store.follower().await?);
-        }
-        let follower = self.follower.as_mut().expect("connected above");
+        let follower = match self.follower.take() {
+            Some(follower) => follower,
+            None => self.store.follower().await?,
+        };
+        let follower = self.follower.insert(follower);
         let entries = follower
             .wait(&self.rec.id, token, self.cursor, 100, BLOCK)
             .await?;

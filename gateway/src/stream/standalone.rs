@@ -139,7 +139,7 @@ impl Streams {
                     // another replica holds the backend's GET: its events come through Redis
                     let reader =
                         SharedReader::new(self.clone(), pool.clone(), rec, mirror.clone(), None);
-                    return Ok(self.shared(reader));
+                    return self.shared(reader);
                 }
                 let (exchange, record) = match self
                     .open_upstream(pool, rec.clone(), method_label, None)
@@ -164,16 +164,12 @@ impl Streams {
     }
 
     /// A client GET reading the held stream another replica holds.
-    fn shared(&self, reader: SharedReader) -> StreamOpened {
-        let head = match replay_head() {
-            Ok(head) => Box::new(head),
-            Err(_) => Box::new(ResponseHeader::build(200, None).expect("a 200 head")),
-        };
-        StreamOpened::Events {
-            head,
+    fn shared(&self, reader: SharedReader) -> Result<StreamOpened, GatewayError> {
+        Ok(StreamOpened::Events {
+            head: Box::new(replay_head()?),
             events: Events::shared(reader),
             backend: None,
-        }
+        })
     }
 
     /// A `Last-Event-ID` of one of the session's held streams (any replica's, in Redis): the
@@ -201,7 +197,7 @@ impl Streams {
         let from = Some((token, seq));
         let (streams, pool, rec) = (self.clone(), pool.clone(), rec.clone());
         let reader = SharedReader::new(streams, pool, rec, mirror.clone(), from).ahead(ahead);
-        Ok(Some(self.shared(reader)))
+        self.shared(reader).map(Some)
     }
 
     /// Gives the stream lease up after the backend's GET could not be opened.

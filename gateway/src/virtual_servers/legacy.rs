@@ -363,7 +363,8 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
     let sid = v
         .members
         .cursors
-        .seal_session(&v.route.label, v.principal_key(), &sessions);
+        .seal_session(&v.route.label, v.principal_key(), &sessions)
+        .map_err(|e| GatewayError::internal(format!("sealing a virtual session id: {e}")))?;
     let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
     head.insert_header(http::header::CONTENT_TYPE, "application/json")
         .map_err(Fail::Io)?;

@@ -192,11 +192,13 @@ impl Virtual<'_> {
             })
         };
         if !merged.position.finished() {
-            let cursor = self.members.cursors.seal(
-                &self.route.label,
-                self.principal_key(),
-                &merged.position,
-            );
+            let cursor = self
+                .members
+                .cursors
+                .seal(&self.route.label, self.principal_key(), &merged.position)
+                .map_err(|e| {
+                    crate::error::GatewayError::internal(format!("sealing a list cursor: {e}"))
+                })?;
             result["nextCursor"] = Value::String(cursor);
         }
         Ok(result)

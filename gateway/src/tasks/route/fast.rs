@@ -49,7 +49,11 @@ pub(crate) async fn pin(
             principal.as_ref(),
         )
         .await?;
-    let native = ctx.native.as_mut().expect("checked above");
+    let Some(native) = ctx.native.as_mut() else {
+        return Err(GatewayError::internal(
+            "the fast path's state went away while its task was looked up",
+        ));
+    };
     let record = match found {
         Found::Unknown => {
             gw.tasks.count(&native.pool.name, "unknown");
