@@ -32,6 +32,10 @@ pub const RECORDS: &[&str] = &[
 fn family() -> &'static IntCounterVec {
     static FAMILY: OnceLock<IntCounterVec> = OnceLock::new();
     FAMILY.get_or_init(|| {
+        #[expect(
+            clippy::expect_used,
+            reason = "a literal name, help and label: valid for any run, as the tests show"
+        )]
         let c = IntCounterVec::new(
             Opts::new(
                 "mcpgw_log_records_demoted_total",

@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 use bytes::BytesMut;
 use dashmap::DashMap;
-use http::Response;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, Response, StatusCode};
 use pingora::apps::http_app::{HttpServer, ServeHttp};
 use pingora::protocols::http::ServerSession;
 use pingora::server::Server;
@@ -19,21 +20,29 @@ struct LegacyPod {
     minted: AtomicU64,
 }
 
-fn reply(status: u16, body: Option<Value>, session: Option<&str>) -> Response<Vec<u8>> {
-    let bytes = body
-        .map(|b| serde_json::to_vec(&b).expect("JSON"))
-        .unwrap_or_default();
-    let mut r = Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .header("content-length", bytes.len());
-    if let Some(s) = session {
-        r = r.header("mcp-session-id", s);
+fn reply(status: StatusCode, body: Option<Value>, session: Option<&str>) -> Response<Vec<u8>> {
+    let Ok(session) = session.map(HeaderValue::from_str).transpose() else {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            -32603,
+            "the pod's name makes session ids that are not header values",
+        );
+    };
+    // a `Value` prints as serde_json writes it, and printing it cannot fail
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let length = HeaderValue::from(bytes.len());
+    let mut r = Response::new(bytes);
+    *r.status_mut() = status;
+    let headers = r.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CONTENT_LENGTH, length);
+    if let Some(session) = session {
+        headers.insert("mcp-session-id", session);
     }
-    r.body(bytes).expect("valid response")
+    r
 }
 
-fn rpc_error(status: u16, code: i64, message: &str) -> Response<Vec<u8>> {
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Vec<u8>> {
     reply(
         status,
         Some(
@@ -62,16 +71,20 @@ impl ServeHttp for LegacyPod {
         let rpc = request.get("method").and_then(Value::as_str).unwrap_or("");
         if method == http::Method::DELETE {
             return match sid.and_then(|s| self.sessions.remove(&s)) {
-                Some(_) => reply(200, None, None),
-                None => rpc_error(404, -32600, "Session not found"),
+                Some(_) => reply(StatusCode::OK, None, None),
+                None => rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found"),
             };
         }
         if method != http::Method::POST {
-            return rpc_error(405, -32600, "Method not allowed");
+            return rpc_error(StatusCode::METHOD_NOT_ALLOWED, -32600, "Method not allowed");
         }
         let Some(sid) = sid else {
             if rpc != "initialize" {
-                return rpc_error(400, -32600, "Bad Request: Missing session ID");
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Bad Request: Missing session ID",
+                );
             }
             let n = self.minted.fetch_add(1, Ordering::Relaxed) + 1;
             let new_id = format!("{}-{n:04}", self.name);
@@ -79,16 +92,16 @@ impl ServeHttp for LegacyPod {
             let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": self.name, "version": "demo"}});
             return reply(
-                200,
+                StatusCode::OK,
                 Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
                 Some(&new_id),
             );
         };
         let Some(mut calls) = self.sessions.get_mut(&sid) else {
-            return rpc_error(404, -32600, "Session not found");
+            return rpc_error(StatusCode::NOT_FOUND, -32600, "Session not found");
         };
         if request.get("id").is_none() {
-            return reply(202, None, None);
+            return reply(StatusCode::ACCEPTED, None, None);
         }
         *calls += 1;
         let result = match rpc {
@@ -103,14 +116,14 @@ impl ServeHttp for LegacyPod {
                 let error =
                     json!({"code": -32601, "message": format!("Method not found: {other}")});
                 return reply(
-                    200,
+                    StatusCode::OK,
                     Some(json!({"jsonrpc": "2.0", "id": id, "error": error})),
                     None,
                 );
             }
         };
         reply(
-            200,
+            StatusCode::OK,
             Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
             None,
         )
@@ -127,7 +140,7 @@ pub fn run_pod(port: u16, name: &str) -> ! {
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     });
-    let mut server = Server::new(None).expect("pingora server");
+    let mut server = super::exit::or_exit(Server::new(None), "the pod's server");
     server.bootstrap();
     let pod = LegacyPod {
         name: name.to_owned(),

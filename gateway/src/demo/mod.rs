@@ -8,6 +8,7 @@
 //!   A scripted client opens a session, the demo SIGKILLs its pod, and the next call is
 //!   answered by another pod on the same session.
 
+mod exit;
 mod legacy;
 mod show;
 mod stateless;
@@ -16,6 +17,7 @@ pub use legacy::run_pod;
 pub use stateless::{demo_service, DemoServer};
 
 use crate::config::Config;
+use exit::or_exit;
 use std::process::{Child, Command, Stdio};
 
 /// Ports of one demo: gateway `port`, admin `port+10`, stateless servers `port+1..=3`,
@@ -57,22 +59,30 @@ routes:
 
 /// Runs the whole demo; never returns.
 pub fn run(port: u16) -> ! {
-    let config = crate::config::parse(&config_yaml(port)).expect("demo config is valid");
-    let exe = std::env::current_exe().expect("own executable");
+    let config = or_exit(
+        crate::config::parse(&config_yaml(port)),
+        "the demo's config",
+    );
+    let exe = or_exit(
+        std::env::current_exe(),
+        "finding the gateway's own executable",
+    );
     let pods: Vec<(String, Child)> = (0..3)
         .map(|i| {
             let name = format!("pod-{i}");
-            let child = Command::new(&exe)
-                .args([
-                    "demo-pod",
-                    "--port",
-                    &(port + 4 + i).to_string(),
-                    "--name",
-                    &name,
-                ])
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start a demo pod");
+            let child = or_exit(
+                Command::new(&exe)
+                    .args([
+                        "demo-pod",
+                        "--port",
+                        &(port + 4 + i).to_string(),
+                        "--name",
+                        &name,
+                    ])
+                    .stdout(Stdio::null())
+                    .spawn(),
+                "starting a demo pod",
+            );
             (name, child)
         })
         .collect();

@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use http::Response;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, SERVER};
+use http::{HeaderValue, Response, StatusCode};
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use pingora::services::listening::Service;
@@ -74,22 +75,29 @@ impl ServeHttp for DemoServer {
                 json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("Parse error: {e}")}}),
             ),
         };
-        let builder = Response::builder().header("server", format!("demo-mcp/{}", self.name));
-        match reply {
-            None => builder
-                .status(202)
-                .header("content-length", 0)
-                .body(Vec::new()),
-            Some(v) => {
-                let bytes = serde_json::to_vec(&v).expect("JSON");
-                builder
-                    .status(200)
-                    .header("content-type", "application/json")
-                    .header("content-length", bytes.len())
-                    .body(bytes)
+        let mut response = match reply {
+            None => {
+                let mut r = Response::new(Vec::new());
+                *r.status_mut() = StatusCode::ACCEPTED;
+                r.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(0));
+                r
             }
+            Some(v) => {
+                // a `Value` prints as serde_json writes it, and printing it cannot fail
+                let bytes = v.to_string().into_bytes();
+                let length = HeaderValue::from(bytes.len());
+                let mut r = Response::new(bytes);
+                let headers = r.headers_mut();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(CONTENT_LENGTH, length);
+                r
+            }
+        };
+        // a name that is not a header value (not one of the demo's) goes without the header
+        if let Ok(server) = HeaderValue::from_str(&format!("demo-mcp/{}", self.name)) {
+            response.headers_mut().insert(SERVER, server);
         }
-        .expect("valid response")
+        response
     }
 }
 

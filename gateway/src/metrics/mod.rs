@@ -22,6 +22,14 @@ use pingora_prometheus::prometheus::{
 };
 use std::cell::RefCell;
 
+/// `count` bucket bounds from `start`, each `factor` times the one before: prometheus's
+/// `exponential_buckets` without its `Result`, for the literal arguments it never refuses.
+pub fn exponential_buckets(start: f64, factor: f64, count: usize) -> Vec<f64> {
+    std::iter::successors(Some(start), |bound| Some(bound * factor))
+        .take(count)
+        .collect()
+}
+
 /// Registers metric families into one registry, noting every family name.
 pub struct Registrar<'r> {
     registry: &'r Registry,
@@ -38,6 +46,10 @@ impl<'r> Registrar<'r> {
     }
 
     /// A counter family `name` with `labels`, registered.
+    #[expect(
+        clippy::expect_used,
+        reason = "called at start with a literal name, help and labels, each family once into a fresh registry: a bad or repeated name is a bug the tests catch, not an input"
+    )]
     pub fn counter(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
         let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
         self.add(name, Box::new(c.clone()));
@@ -45,6 +57,10 @@ impl<'r> Registrar<'r> {
     }
 
     /// A gauge family `name` with `labels`, registered.
+    #[expect(
+        clippy::expect_used,
+        reason = "called at start with a literal name, help and labels, each family once into a fresh registry: a bad or repeated name is a bug the tests catch, not an input"
+    )]
     pub fn gauge(&self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
         let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
         self.add(name, Box::new(g.clone()));
@@ -52,6 +68,10 @@ impl<'r> Registrar<'r> {
     }
 
     /// A histogram family `name` with `labels` and `buckets`, registered.
+    #[expect(
+        clippy::expect_used,
+        reason = "called at start with a literal name, help and labels, each family once into a fresh registry: a bad or repeated name is a bug the tests catch, not an input"
+    )]
     pub fn histogram(
         &self,
         name: &str,
@@ -65,6 +85,10 @@ impl<'r> Registrar<'r> {
         h
     }
 
+    #[expect(
+        clippy::expect_used,
+        reason = "called at start with a literal name, help and labels, each family once into a fresh registry: a bad or repeated name is a bug the tests catch, not an input"
+    )]
     fn add(&self, name: &str, family: Box<dyn pingora_prometheus::prometheus::core::Collector>) {
         self.registry.register(family).expect("unique metric");
         self.names.borrow_mut().push(name.to_owned());
@@ -80,4 +104,13 @@ impl<'r> Registrar<'r> {
 #[cfg(test)]
 pub(crate) fn scratch<T>(register: impl FnOnce(&Registrar) -> T) -> T {
     register(&Registrar::new(&Registry::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_buckets_are_prometheus_own() {
+        let theirs = pingora_prometheus::prometheus::exponential_buckets(0.0005, 2.0, 16).unwrap();
+        assert_eq!(super::exponential_buckets(0.0005, 2.0, 16), theirs);
+    }
 }

@@ -7,9 +7,7 @@
 use crate::metrics::{Registrar, Resolved, RouteMetrics, ANSWERED, TOOL_SLOTS};
 use crate::upstream::Backend;
 use mcp_wire::{BackendEra, Era};
-use pingora_prometheus::prometheus::{
-    exponential_buckets, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec,
-};
+use pingora_prometheus::prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGaugeVec};
 use std::sync::Arc;
 
 /// The per-request families.
@@ -69,7 +67,7 @@ impl RequestMetrics {
                 "mcpgw_request_duration_seconds",
                 "Time from request head to the last response byte",
                 &["route", "method"],
-                exponential_buckets(0.0005, 2.0, 16).expect("valid buckets"),
+                crate::metrics::exponential_buckets(0.0005, 2.0, 16),
             ),
             tool_calls: families.counter(
                 "mcpgw_tool_calls_total",

@@ -65,6 +65,10 @@ impl BackendState {
 
 /// `host` as a header value; `ip:port` when there is none (or it is not one: the config
 /// refuses such a `host`, so only a test could pass it).
+#[expect(
+    clippy::expect_used,
+    reason = "a SocketAddr prints as digits, hex, dots, colons, brackets and `%`: always a header value"
+)]
 fn host_header(addr: SocketAddr, host: Option<&str>) -> http::HeaderValue {
     host.and_then(|h| http::HeaderValue::from_str(h).ok())
         .unwrap_or_else(|| {

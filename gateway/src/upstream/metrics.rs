@@ -5,9 +5,7 @@
 
 use super::Pool;
 use crate::metrics::Registrar;
-use pingora_prometheus::prometheus::{
-    exponential_buckets, HistogramVec, IntCounterVec, IntGaugeVec,
-};
+use pingora_prometheus::prometheus::{HistogramVec, IntCounterVec, IntGaugeVec};
 use std::collections::HashSet;
 
 /// The upstream families: attempts, backends, discovery, eras.
@@ -49,7 +47,7 @@ impl UpstreamMetrics {
                 "mcpgw_upstream_duration_seconds",
                 "From sending a request upstream to its response head",
                 &["pool"],
-                exponential_buckets(0.0005, 2.0, 16).expect("valid buckets"),
+                crate::metrics::exponential_buckets(0.0005, 2.0, 16),
             ),
             upstream_connect_failures: families.counter(
                 "mcpgw_upstream_connect_failures_total",
