@@ -24,10 +24,16 @@ fn give_back_freed() {
         .name("mimalloc-collect".into())
         .spawn(|| loop {
             std::thread::sleep(COLLECT_EVERY);
+            #[expect(
+                unsafe_code,
+                reason = "mimalloc has no safe wrapper for mi_collect; see SAFETY below"
+            )]
             // SAFETY: mi_collect (declared by `libmimalloc-sys`, the library the allocator is)
             // takes no arguments but a flag and only walks mimalloc's own state, which it
             // locks itself; it is safe to call from any thread at any time.
-            unsafe { libmimalloc_sys::mi_collect(false) };
+            unsafe {
+                libmimalloc_sys::mi_collect(false)
+            };
         });
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "the allocator's collect thread did not start");
