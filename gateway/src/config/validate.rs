@@ -40,52 +40,7 @@ impl Config {
             p.add("max-body-bytes", "must be at least 1");
         }
         let check_headers = file.check_headers.unwrap_or(true);
-        p.unknown(
-            "sessions",
-            &file.sessions.unknown,
-            "idle-timeout-s, max, hold-streams, store, redis, resume, background-moves-per-second, \
-             max-per-principal, max-subscriptions, max-subscription-uri-bytes",
-        );
-        let resume = resume_config(&mut p, &file.sessions.resume);
-        let store = store_config(&mut p, &file.sessions);
-        let defaults = SessionConfig::default();
-        let sessions = SessionConfig {
-            idle_timeout: file
-                .sessions
-                .idle_timeout_s
-                .map_or(defaults.idle_timeout, Duration::from_secs),
-            max: file.sessions.max.unwrap_or(defaults.max),
-            // With every store: a shared store's stream lease lets one replica hold each
-            // session's stream, and the others read it through Redis (`stream/owner.rs`).
-            hold_streams: file.sessions.hold_streams.unwrap_or(defaults.hold_streams),
-            store,
-            resume,
-            background_moves_per_second: file
-                .sessions
-                .background_moves_per_second
-                .unwrap_or(defaults.background_moves_per_second),
-            max_per_principal: (file.sessions.max_per_principal)
-                .unwrap_or(defaults.max_per_principal),
-            max_subscriptions: (file.sessions.max_subscriptions)
-                .unwrap_or(defaults.max_subscriptions),
-            max_subscription_uri_bytes: (file.sessions.max_subscription_uri_bytes)
-                .unwrap_or(defaults.max_subscription_uri_bytes),
-        };
-        if sessions.idle_timeout.is_zero() {
-            p.add("sessions.idle-timeout-s", "must be at least 1");
-        }
-        for (key, value) in [
-            ("max-per-principal", sessions.max_per_principal),
-            ("max-subscriptions", sessions.max_subscriptions),
-            (
-                "max-subscription-uri-bytes",
-                sessions.max_subscription_uri_bytes,
-            ),
-        ] {
-            if value == 0 {
-                p.add(format!("sessions.{key}"), "must be at least 1");
-            }
-        }
+        let sessions = session_config(&mut p, &file.sessions);
         let limits = limits_config(&mut p, &file.limits);
 
         let pool_index: BTreeMap<&str, usize> = file
@@ -116,26 +71,7 @@ impl Config {
             .listen_tls
             .as_ref()
             .and_then(|t| super::auth::listen_tls(&mut p, t));
-        for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
-            let at = format!("routes[{i}]");
-            (route.auth, route.authz) = super::route_auth::route_auth(
-                &mut p,
-                &at,
-                (file_route.auth.as_deref(), &file_route.authz),
-                auth.is_some(),
-            );
-        }
-        if routes.is_empty() {
-            p.add("routes", "at least one route is needed");
-        }
-        for (i, a) in routes.iter().enumerate() {
-            if routes[..i].iter().any(|b| b.path == a.path) {
-                p.add(
-                    format!("routes[{i}]"),
-                    "same path as an earlier route, which always wins",
-                );
-            }
-        }
+        check_routes(&mut p, &mut routes, &file.routes, auth.is_some());
         let tracing = file
             .tracing
             .as_ref()
@@ -481,5 +417,82 @@ fn pool_ref(
                 0
             }
         },
+    }
+}
+
+/// The `sessions` section.
+fn session_config(p: &mut Problems, sessions: &super::file::FileSessions) -> SessionConfig {
+    p.unknown(
+        "sessions",
+        &sessions.unknown,
+        "idle-timeout-s, max, hold-streams, store, redis, resume, background-moves-per-second, \
+         max-per-principal, max-subscriptions, max-subscription-uri-bytes",
+    );
+    let resume = resume_config(p, &sessions.resume);
+    let store = store_config(p, sessions);
+    let defaults = SessionConfig::default();
+    let config = SessionConfig {
+        idle_timeout: sessions
+            .idle_timeout_s
+            .map_or(defaults.idle_timeout, Duration::from_secs),
+        max: sessions.max.unwrap_or(defaults.max),
+        // With every store: a shared store's stream lease lets one replica hold each
+        // session's stream, and the others read it through Redis (`stream/owner.rs`).
+        hold_streams: sessions.hold_streams.unwrap_or(defaults.hold_streams),
+        store,
+        resume,
+        background_moves_per_second: sessions
+            .background_moves_per_second
+            .unwrap_or(defaults.background_moves_per_second),
+        max_per_principal: (sessions.max_per_principal).unwrap_or(defaults.max_per_principal),
+        max_subscriptions: (sessions.max_subscriptions).unwrap_or(defaults.max_subscriptions),
+        max_subscription_uri_bytes: (sessions.max_subscription_uri_bytes)
+            .unwrap_or(defaults.max_subscription_uri_bytes),
+    };
+    if config.idle_timeout.is_zero() {
+        p.add("sessions.idle-timeout-s", "must be at least 1");
+    }
+    for (key, value) in [
+        ("max-per-principal", config.max_per_principal),
+        ("max-subscriptions", config.max_subscriptions),
+        (
+            "max-subscription-uri-bytes",
+            config.max_subscription_uri_bytes,
+        ),
+    ] {
+        if value == 0 {
+            p.add(format!("sessions.{key}"), "must be at least 1");
+        }
+    }
+    config
+}
+
+/// The routes' `auth` and `authz` (read once the `auth` section is), and no two routes on one
+/// path.
+fn check_routes(
+    p: &mut Problems,
+    routes: &mut [RouteConfig],
+    files: &[super::file::FileRoute],
+    with_auth: bool,
+) {
+    for (i, (route, file_route)) in routes.iter_mut().zip(files).enumerate() {
+        let at = format!("routes[{i}]");
+        (route.auth, route.authz) = super::route_auth::route_auth(
+            p,
+            &at,
+            (file_route.auth.as_deref(), &file_route.authz),
+            with_auth,
+        );
+    }
+    if routes.is_empty() {
+        p.add("routes", "at least one route is needed");
+    }
+    for (i, a) in routes.iter().enumerate() {
+        if routes[..i].iter().any(|b| b.path == a.path) {
+            p.add(
+                format!("routes[{i}]"),
+                "same path as an earlier route, which always wins",
+            );
+        }
     }
 }
