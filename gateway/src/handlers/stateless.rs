@@ -77,7 +77,7 @@ pub(crate) async fn forward_body(
         check_listen(ctx, route, &body, bridged)?;
     }
     if bridged {
-        return crate::handlers::bridged::forward(gw, session, ctx, route, &pool, body).await;
+        return crate::forward::bridged::forward(gw, session, ctx, route, &pool, body).await;
     }
     let out = Outbound {
         route,

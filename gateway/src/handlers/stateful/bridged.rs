@@ -79,7 +79,7 @@ pub(super) async fn get_or_delete(
 /// none): the whole exchange, its rounds and the client's answers to the server's requests
 /// within it included (on a native session they are part of the one POST answer too). Past
 /// it the exchange is dropped (its upstream connection closed, its waits ended) and the
-/// client gets -32012 ([`crate::handlers::bridged::past_deadline`]).
+/// client gets -32012 ([`crate::forward::bridged::past_deadline`]).
 async fn serve(
     gw: &Gateway,
     session: &mut impl Client,
@@ -110,7 +110,7 @@ async fn serve(
     let Some(done) = within(until, done).await else {
         let e = GatewayError::bridged_deadline(&pool.name, "forward", deadline.unwrap_or_default());
         let id = call.map_or_else(RequestId::null, |c| c.id.clone());
-        return crate::handlers::bridged::past_deadline(session, e, &id).await;
+        return crate::forward::bridged::past_deadline(session, e, &id).await;
     };
     let served = done?;
     if served.backend.is_some() {
