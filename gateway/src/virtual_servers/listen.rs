@@ -178,7 +178,7 @@ impl Plan {
         let n = self.asks.len();
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let (again_tx, mut again) = tokio::sync::mpsc::channel::<usize>(8);
-        let parent = fanout::Parent::of(session);
+        let parent = super::member::Parent::of(session);
         let mut tasks = fanout::Streams::new(n);
         let mut state: Vec<Member> = (0..n).map(|_| Member::default()).collect();
         let open = |i: usize, state: &mut Member| {

@@ -22,6 +22,7 @@ mod fast;
 mod legacy;
 mod listen;
 mod lists;
+mod member;
 mod request;
 mod stream;
 

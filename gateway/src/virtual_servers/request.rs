@@ -21,7 +21,7 @@ pub(super) const MEMBER_DEADLINE: Duration = Duration::from_secs(10);
 pub(super) struct Virtual<'a> {
     pub(super) gw: &'a Gateway,
     /// What member requests take from the client's request.
-    pub(super) parent: fanout::Parent,
+    pub(super) parent: super::member::Parent,
     pub(super) route: &'a Route,
     pub(super) members: &'a Members,
     /// The config snapshot the client request started with (its member requests read theirs).
@@ -49,7 +49,7 @@ impl<'a> Virtual<'a> {
         route: &'a Route,
         members: &'a Members,
     ) -> Virtual<'a> {
-        let parent = fanout::Parent::of(client);
+        let parent = super::member::Parent::of(client);
         Virtual {
             gw,
             caller: fanout::Ask::caller_of(&parent, &ctx.state),

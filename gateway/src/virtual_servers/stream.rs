@@ -34,7 +34,7 @@ pub(super) async fn stream(
     sessions: &BTreeMap<String, String>,
 ) -> Handled {
     let name = |i: usize| members.server.members[i].names.name.as_str();
-    let parent = fanout::Parent::of(session);
+    let parent = super::member::Parent::of(session);
     let caller = fanout::Ask::caller_of(&parent, &ctx.state);
     let ask = |i: usize| fanout::Ask {
         state: ctx.state.clone(),

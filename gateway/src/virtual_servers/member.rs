@@ -1,0 +1,174 @@
+//! The client side of a member request ([`MemberClient`]): what the plain route's handler
+//! reads the request from and writes the answer to when a virtual server asks a member. The
+//! request is the client's head ([`Parent`]: body headers and `Expect` left out) with the
+//! member's body; the answer goes to the asker as pingora's own `HttpTask`s through a bounded
+//! channel, and a task handle in it is learnt as the client's own session learns it.
+
+use crate::downstream::client::{AnswerHook, Client, HOOK_LIMIT};
+use bytes::Bytes;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::prelude::*;
+use pingora::protocols::http::HttpTask;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// What a member request takes from its parent, the client's request: its head (body headers
+/// and `Expect` left out: a member's body is its own) and the client's address.
+pub(crate) struct Parent {
+    head: RequestHeader,
+    peer: Option<std::net::IpAddr>,
+}
+
+impl Parent {
+    /// The client head's extensions (its principal, the token it authenticated with).
+    pub(crate) fn extensions(&self) -> &http::Extensions {
+        &self.head.extensions
+    }
+
+    /// The parent `client`'s.
+    pub(crate) fn of(client: &impl Client) -> Parent {
+        let mut head = client.req_header().clone();
+        for name in [
+            http::header::CONTENT_LENGTH,
+            http::header::TRANSFER_ENCODING,
+            http::header::EXPECT,
+        ] {
+            head.remove_header(&name);
+        }
+        Parent {
+            head,
+            peer: client.peer_ip(),
+        }
+    }
+}
+
+/// The client side of a member request: the parent's head and the member's body; what the
+/// handler writes goes to the asker as pingora's own `HttpTask`s, through a bounded channel
+/// (a full channel holds the member's handler back: no answer is buffered here).
+pub(crate) struct MemberClient {
+    head: RequestHeader,
+    body: Option<Bytes>,
+    body_read: usize,
+    peer: Option<std::net::IpAddr>,
+    pub(super) written: Option<ResponseHeader>,
+    out: mpsc::Sender<HttpTask>,
+    /// A task handle's watch: the hook, and the answer so far (`None`: not read).
+    hook: Option<(AnswerHook, bool, Option<Vec<u8>>)>,
+}
+
+impl MemberClient {
+    pub(super) fn new(parent: &Parent, body: Bytes, out: mpsc::Sender<HttpTask>) -> MemberClient {
+        MemberClient {
+            head: parent.head.clone(),
+            body: Some(body),
+            body_read: 0,
+            peer: parent.peer,
+            written: None,
+            out,
+            hook: None,
+        }
+    }
+
+    /// The whole answer passed: a task handle in it is learnt.
+    fn answered(&mut self) {
+        if let Some((hook, sse, Some(seen))) = self.hook.take() {
+            hook(sse, &seen);
+        }
+    }
+
+    async fn send(&mut self, task: HttpTask) -> Result<()> {
+        self.out.send(task).await.map_err(|_| {
+            Error::explain(
+                ErrorType::ConnectionClosed,
+                "the virtual route's request ended",
+            )
+        })
+    }
+}
+
+impl Client for MemberClient {
+    fn req_header(&self) -> &RequestHeader {
+        &self.head
+    }
+
+    fn req_header_mut(&mut self) -> &mut RequestHeader {
+        &mut self.head
+    }
+
+    async fn read_request_body(&mut self) -> Result<Option<Bytes>> {
+        let body = self.body.take().filter(|b| !b.is_empty());
+        self.body_read += body.as_ref().map_or(0, Bytes::len);
+        Ok(body)
+    }
+
+    fn is_body_done(&mut self) -> bool {
+        self.body.is_none()
+    }
+
+    fn body_bytes_read(&self) -> usize {
+        self.body_read
+    }
+
+    async fn write_continue_response(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn get_read_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    async fn write_response_header(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
+        if let Some((_, sse, seen)) = self.hook.as_mut() {
+            let ct = head.headers.get(http::header::CONTENT_TYPE);
+            let ct = ct.and_then(|v| v.to_str().ok());
+            *sse = mcp_wire::sse::is_event_stream(ct);
+            let json = ct.is_some_and(|t| t.starts_with("application/json"));
+            *seen = (head.status == 200 && (*sse || json)).then(Vec::new);
+        }
+        self.written = Some((*head).clone());
+        self.send(HttpTask::Header(head, end)).await?;
+        if end {
+            self.answered();
+        }
+        Ok(())
+    }
+
+    async fn write_response_body(&mut self, body: Option<Bytes>, end: bool) -> Result<()> {
+        if let (Some((_, _, seen @ Some(_))), Some(chunk)) = (self.hook.as_mut(), body.as_ref()) {
+            let within = seen
+                .as_ref()
+                .is_some_and(|s| s.len() + chunk.len() <= HOOK_LIMIT);
+            match (within, seen.as_mut()) {
+                (true, Some(s)) => s.extend_from_slice(chunk),
+                _ => *seen = None,
+            }
+        }
+        self.send(HttpTask::Body(body, end)).await?;
+        if end {
+            self.answered();
+        }
+        Ok(())
+    }
+
+    fn response_written(&self) -> Option<&ResponseHeader> {
+        self.written.as_ref()
+    }
+
+    fn set_keepalive(&mut self, _seconds: Option<u64>) {}
+
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.peer
+    }
+
+    fn learn_from_answer(&mut self, hook: AnswerHook) {
+        self.hook = Some((hook, false, None));
+    }
+
+    async fn gone(&mut self) -> Box<Error> {
+        self.out.closed().await;
+        Error::explain(
+            ErrorType::ConnectionClosed,
+            "the virtual route's request ended",
+        )
+    }
+}
