@@ -11,6 +11,7 @@
 
 mod apikeys;
 pub mod authz;
+mod caller;
 pub mod identity;
 mod jwks;
 mod jwt;
@@ -24,25 +25,13 @@ use crate::error::GatewayError;
 use std::sync::Arc;
 
 pub use authz::{Denied, RouteGuard};
+pub use caller::{Caller, Credentials};
 pub use principal::Principal;
 pub use refusal::Refusal;
 
 /// Longest credential looked at; longer ones are refused unread (an 8 KiB+ header is no token
 /// this gateway issued keys for).
 pub const MAX_CREDENTIAL_BYTES: usize = 8 * 1024;
-
-/// The credential headers removed from an authenticated request (kept in its head's
-/// extensions, never sent to a backend): a retry of an `input_required` call forwarded to the
-/// replica that holds it carries them again, so that replica authenticates the client itself.
-#[derive(Clone, Default)]
-pub struct Credentials(pub Vec<(http::HeaderName, http::HeaderValue)>);
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.0.iter().map(|(n, _)| n.as_str()).collect();
-        write!(f, "Credentials({names:?}, ***)")
-    }
-}
 
 /// The compiled `auth` section.
 pub struct Auth {

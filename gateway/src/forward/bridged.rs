@@ -4,6 +4,7 @@
 //! no session is no legacy session server, so the request goes to it as received (its era
 //! unknown until probed again). The bridge owns the behaviour.
 
+use crate::auth::Caller;
 use crate::bridge::modern_clients::{self, Pooled, Target};
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
@@ -38,11 +39,12 @@ pub(crate) async fn forward(
             .guard
             .filter_answer(principal.as_deref(), list, json, body)
     };
-    let principal = ctx.principal.clone();
+    // the bridge's own requests for this one are made for its caller
+    let caller = Caller::of(&session.req_header().extensions);
     let to = Target {
         pool,
         path: &path,
-        principal: principal.as_ref(),
+        caller: &caller,
         config: &ctx.state.config.bridge,
         filter: list.is_some().then_some(&filter as _),
     };

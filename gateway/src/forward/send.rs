@@ -5,6 +5,7 @@
 //! never passed on, a backend session on a stateless route refused (-32007), a task handle in
 //! the answer learnt. Every handler that forwards outside a session calls [`forward_any`].
 
+use crate::auth::Caller;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::forward::relay::{client_response, end_with_error, relay, Relayed};
@@ -92,8 +93,9 @@ pub(crate) async fn forward_any<C: Client>(
         backend.suspect_era();
     }
     if out.stateless {
+        let client = session.req_header();
         if let Some(e) =
-            refuse_backend_session(gw, out.route, &path, pool, &backend, ex.header()).await
+            refuse_backend_session(gw, client, out.route, &path, pool, &backend, ex.header()).await
         {
             return Err(e.into());
         }
@@ -142,9 +144,11 @@ pub(crate) fn drop_client_session(upstream: &mut RequestHeader) {
 
 /// A stateless route cannot carry sessions: when its backend answers with a session of its own
 /// (a legacy server behind a stateless route), that session is closed again and the client
-/// gets -32007 instead of an id that the next backend would not know.
+/// gets -32007 instead of an id that the next backend would not know. The DELETE is made for
+/// the caller of `client`, the client's request.
 pub(crate) async fn refuse_backend_session(
     gw: &Gateway,
+    client: &RequestHeader,
     route: &Route,
     upstream_path: &str,
     pool: &Pool,
@@ -155,8 +159,9 @@ pub(crate) async fn refuse_backend_session(
         return None;
     }
     let sid = upstream.headers.get(MCP_SESSION_ID)?.to_str().ok()?;
+    let caller = Caller::of(&client.extensions);
     gw.engine
-        .delete_session(pool, backend, upstream_path, sid, None)
+        .delete_session(pool, backend, upstream_path, sid, None, &caller)
         .await;
     Some(GatewayError::session_required(&route.label, &backend.label))
 }

@@ -81,43 +81,26 @@ impl ProxyHttp for Gateway {
         if let Ok(Plan::Native) = plan {
             return Ok(false);
         }
-        // the gateway's own requests for this one (a re-initialization, a bridged session)
-        // know its caller, for pools that exchange the caller's token
-        let caller = (ctx.principal.is_some()).then_some(()).and_then(|()| {
-            let exchanging = ctx
-                .state
-                .pools
-                .iter()
-                .any(|p| p.credentials.exchanges_tokens());
-            exchanging.then(|| session.req_header().extensions.clone())
-        });
-        let work = async {
-            match plan {
-                Ok(Plan::Native) => Ok(()),
-                Ok(Plan::Metadata(doc)) => Box::pin(authn::serve_metadata(session, doc))
-                    .await
-                    .map_err(Fail::Io),
-                Ok(Plan::Stateful(route)) => {
-                    let handle =
-                        Box::pin(crate::handlers::stateful::handle(self, session, ctx, route));
-                    telemetry::within(otel, handle).await
-                }
-                Ok(Plan::Buffered { route, check }) => {
-                    let forward = Box::pin(crate::handlers::stateless::forward_buffered(
-                        self, session, ctx, route, check,
-                    ));
-                    telemetry::within(otel, forward).await
-                }
-                Ok(Plan::Virtual(route)) => {
-                    let serve = Box::pin(crate::virtual_servers::serve(self, session, ctx, route));
-                    telemetry::within(otel, serve).await
-                }
-                Err(e) => Err(Fail::Answer(e)),
+        let handled = match plan {
+            Ok(Plan::Native) => Ok(()),
+            Ok(Plan::Metadata(doc)) => Box::pin(authn::serve_metadata(session, doc))
+                .await
+                .map_err(Fail::Io),
+            Ok(Plan::Stateful(route)) => {
+                let handle = Box::pin(crate::handlers::stateful::handle(self, session, ctx, route));
+                telemetry::within(otel, handle).await
             }
-        };
-        let handled = match caller {
-            Some(ext) => Box::pin(crate::upstream::exchange::CALLER.scope(ext, work)).await,
-            None => work.await,
+            Ok(Plan::Buffered { route, check }) => {
+                let forward = Box::pin(crate::handlers::stateless::forward_buffered(
+                    self, session, ctx, route, check,
+                ));
+                telemetry::within(otel, forward).await
+            }
+            Ok(Plan::Virtual(route)) => {
+                let serve = Box::pin(crate::virtual_servers::serve(self, session, ctx, route));
+                telemetry::within(otel, serve).await
+            }
+            Err(e) => Err(Fail::Answer(e)),
         };
         self.answered(session, ctx, handled).await
     }
@@ -279,6 +262,7 @@ impl ProxyHttp for Gateway {
         let path = native.route.upstream_path(session.req_header().uri.path());
         let refused = Box::pin(crate::forward::send::refuse_backend_session(
             self,
+            session.req_header(),
             &native.route,
             &path,
             &native.pool,

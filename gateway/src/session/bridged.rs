@@ -6,10 +6,11 @@
 //! own. Ending or expiring one therefore deletes nothing upstream (`delete_upstream` finds no
 //! backend at the unspecified address).
 
-use super::manager::{Caller, SessionManager};
+use super::manager::{Requester, SessionManager};
 use super::reinit::Reason;
 use super::store::{CreateError, Quota, Rebound};
 use super::{now_ms, short, Binding, SessionRecord, Settings};
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use crate::upstream::Pool;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -38,7 +39,7 @@ impl Binding {
 /// A bridged session to open.
 pub struct BridgedOpening<'a> {
     /// Who opens it.
-    pub caller: &'a Caller,
+    pub caller: &'a Requester,
     /// Upstream path its requests go to.
     pub path: Arc<str>,
     /// The client's `initialize` params, verbatim.
@@ -90,11 +91,13 @@ impl SessionManager {
     /// by the generation like any move (the loser adopts the winner's record); the session
     /// keeps its id, its stored `initialize` and its settings, and stays bridged from then on.
     /// Its held stream stops (the bridge serves the client's GET itself) and the backend
-    /// session it leaves is deleted upstream when that backend still answers.
+    /// session it leaves is deleted upstream when that backend still answers (for `caller`,
+    /// the request's).
     pub async fn bridge_over(
         &self,
         pool: &Arc<Pool>,
         rec: &SessionRecord,
+        caller: &Caller,
     ) -> Result<SessionRecord, GatewayError> {
         let binding = Binding::bridged(rec.binding.generation + 1);
         match self
@@ -111,7 +114,7 @@ impl SessionManager {
                 if let Some(observer) = self.observer() {
                     observer.ended(&rec.id);
                 }
-                self.delete_left_behind(pool, rec, Reason::Bridged);
+                self.delete_left_behind(pool, rec, Reason::Bridged, caller);
                 Ok(record)
             }
             Rebound::Lost(lookup) => lookup.live(),

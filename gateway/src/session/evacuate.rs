@@ -14,6 +14,7 @@ use super::expiry::SweepSource;
 use super::recover::Trigger;
 use super::reinit::Reason;
 use super::{short, Lookup, SessionManager};
+use crate::auth::Caller;
 use crate::upstream::deaths::Death;
 use crate::upstream::Pool;
 use async_trait::async_trait;
@@ -59,7 +60,7 @@ impl SessionManager {
             }
         };
         match self
-            .recover_as(pool, &seen, reason, Trigger::Background)
+            .recover_as(pool, &seen, reason, Trigger::Background, &Caller::default())
             .await
         {
             Ok(moved) if moved.binding.generation == seen.binding.generation => Evacuated::Skipped,

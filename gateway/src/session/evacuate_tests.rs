@@ -3,6 +3,7 @@
 //! arrives during its session's move waits for that move instead of starting another.
 
 use super::{Evacuated, EvacuationService, Pacer};
+use crate::auth::Caller;
 use crate::config::{parse, SessionConfig};
 use crate::session::reinit::Reason;
 use crate::session::store::{Quota, SessionStore, Ttl};
@@ -254,7 +255,7 @@ async fn a_request_during_its_sessions_background_move_waits_for_that_move() {
     let asked = Instant::now();
     let adopted = s
         .sessions
-        .recover(&s.pool, &seen, Reason::BackendDown)
+        .recover(&s.pool, &seen, Reason::BackendDown, &Caller::default())
         .await
         .unwrap();
     assert!(

@@ -8,6 +8,7 @@ use super::observer::SessionObserver;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
 use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
+use crate::auth::Caller;
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
 use crate::upstream::attempt::Engine;
@@ -33,7 +34,7 @@ const TOMBSTONE_MIN: Duration = Duration::from_secs(600);
 
 /// Who is asking, for the checks and counts keyed by client.
 #[derive(Debug, Clone, Default)]
-pub struct Caller {
+pub struct Requester {
     /// The identity per-client limits count by (empty when no limit needs one).
     pub identity: Arc<str>,
     /// The authenticated principal (none without authentication). A session answers only to
@@ -161,7 +162,11 @@ impl SessionManager {
     /// The live session `id`, or the answer for the client: 404 -32015 with the reason it
     /// ended (a session of another principal is exactly as unknown as one never seen), or 503
     /// -32006 when the store fails.
-    pub async fn lookup(&self, id: &str, caller: &Caller) -> Result<SessionRecord, GatewayError> {
+    pub async fn lookup(
+        &self,
+        id: &str,
+        caller: &Requester,
+    ) -> Result<SessionRecord, GatewayError> {
         match self.store.get(id).await? {
             Lookup::Live(r) if r.principal != caller.principal => Lookup::Unknown.live(),
             // Tombstones do not say whose session ended: with authentication, an ended
@@ -288,11 +293,8 @@ impl SessionManager {
         // boxed: a move (re-initialize, replay) is the rare case, and `forward` awaits this
         // inline on its hot path, where an unboxed move would be copied on every call
         // the re-initialization is made for this client's caller (a pool exchanging its token)
-        let caller = out.client.extensions.clone();
-        let recover = Box::pin(self.recover(pool, rec, reason));
-        let moved = crate::upstream::exchange::CALLER
-            .scope(caller, recover)
-            .await?;
+        let caller = Caller::of(&out.client.extensions);
+        let moved = Box::pin(self.recover(pool, rec, reason, &caller)).await?;
         if let Some(observer) = self.observer().filter(|_| out.is_post) {
             observer.moved(pool, &moved).await;
         }
@@ -361,14 +363,20 @@ impl SessionManager {
     }
 
     /// Tells the session's backend that request `id` is cancelled (its deadline passed), in
-    /// the background: the client's answer does not wait for it.
-    pub fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId) {
+    /// the background: the client's answer does not wait for it. The notification is made
+    /// for `caller`, the request's.
+    pub fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId, caller: &Caller) {
         let Some(backend) = pool.find(rec.binding.backend) else {
             return;
         };
         let message = mcp_wire::messages::deadline_cancelled(id.as_json());
-        self.engine
-            .spawn_notify(pool.clone(), backend, backend_session(rec), message);
+        self.engine.spawn_notify(
+            pool.clone(),
+            backend,
+            backend_session(rec),
+            message,
+            caller.clone(),
+        );
     }
 
     /// Ends a session (client DELETE): its tombstone says why; the backend session is deleted.
@@ -379,13 +387,14 @@ impl SessionManager {
         id: &str,
         reason: GoneReason,
         label: &str,
+        caller: &Caller,
     ) -> Result<bool, GatewayError> {
         self.publish_ended(id);
         let Some(record) = self.store.end(id, reason).await? else {
             return Ok(false);
         };
         self.count_ended(pool, label);
-        self.delete_upstream(pool, &record).await;
+        self.delete_upstream(pool, &record, caller).await;
         Ok(true)
     }
 
@@ -408,7 +417,9 @@ impl SessionManager {
                     continue;
                 };
                 self.count_ended(pool, "expired");
-                self.delete_upstream(pool, record).await;
+                // made for nobody: no client asked (a pool that exchanges callers' tokens has
+                // none to send, and the backend expires the session itself)
+                self.delete_upstream(pool, record, &Caller::default()).await;
             }
             ended += batch.len();
             if batch.len() < EXPIRY_BATCH {
@@ -456,15 +467,15 @@ impl SessionManager {
         Ok(self.store.get_fresh(id).await?)
     }
 
-    /// Best-effort DELETE of the record's backend session.
-    pub(super) async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord) {
+    /// Best-effort DELETE of the record's backend session, made for `caller`.
+    pub(super) async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord, caller: &Caller) {
         let Some(b) = pool.find(rec.binding.backend) else {
             return;
         };
         let sid = &rec.binding.backend_session;
         let version = Some(&*rec.protocol_version);
         self.engine
-            .delete_session(pool, &b, &rec.path, sid, version)
+            .delete_session(pool, &b, &rec.path, sid, version, caller)
             .await;
     }
 }

@@ -1,6 +1,6 @@
 //! Session manager behaviour that needs no backend: lookups and their answers.
 
-use super::manager::{Caller, SessionManager};
+use super::manager::{Requester, SessionManager};
 use super::store::{Quota, SessionStore, Ttl};
 use super::{now_ms, Binding, GoneReason, MemoryStore, SessionRecord, Settings};
 use crate::upstream::attempt::Engine;
@@ -49,11 +49,11 @@ async fn a_session_of_another_principal_is_exactly_as_unknown_as_a_missing_one()
     let (sessions, store) = manager();
     let rec = record(Some("alice"));
     store.create(rec.clone(), OPEN).await.unwrap();
-    let alice = Caller {
+    let alice = Requester {
         identity: "".into(),
         principal: Some("alice".into()),
     };
-    let mallory = Caller {
+    let mallory = Requester {
         identity: "".into(),
         principal: Some("mallory".into()),
     };
@@ -71,7 +71,7 @@ async fn ended_sessions_answer_with_their_reason() {
     store.create(rec.clone(), OPEN).await.unwrap();
     store.end(&rec.id, GoneReason::Expired).await.unwrap();
     let err = sessions
-        .lookup(&rec.id, &Caller::default())
+        .lookup(&rec.id, &Requester::default())
         .await
         .unwrap_err();
     assert_eq!(err.data["reason"], "expired");

@@ -28,7 +28,7 @@ pub mod store;
 pub use bridged::BridgedOpening;
 pub use evacuate::EvacuationService;
 pub use expiry::{ExpiryService, SweepSource};
-pub use manager::{Caller, Forwarded, Outgoing, SessionManager};
+pub use manager::{Forwarded, Outgoing, Requester, SessionManager};
 pub use metrics::SessionMetrics;
 pub use not_found::is_not_found;
 pub use observer::SessionObserver;

@@ -2,7 +2,7 @@
 //! fewest sessions (others when one is unreachable); the record is created only when the
 //! backend accepted, and a backend session the store then refuses is deleted again.
 
-use super::manager::{Caller, SessionManager, ANSWER_LIMIT};
+use super::manager::{Requester, SessionManager, ANSWER_LIMIT};
 use super::reinit;
 use super::store::{CreateError, Quota};
 use super::{now_ms, short, Binding, SessionRecord, Settings};
@@ -28,7 +28,7 @@ pub struct Opening<'a> {
     /// Its `params`, verbatim, replayed on re-initialization.
     pub params: Option<Arc<str>>,
     /// Who opens it.
-    pub caller: &'a Caller,
+    pub caller: &'a Requester,
     /// Caps to respect.
     pub quota: Quota,
 }
@@ -178,7 +178,8 @@ impl SessionManager {
             Err(CreateError::ClientFull { max }) => GatewayError::client_session_limit(max),
             Err(CreateError::Store(e)) => e.into(),
         };
-        self.delete_upstream(pool, &record).await;
+        let caller = crate::auth::Caller::of(&opening.client.extensions);
+        self.delete_upstream(pool, &record, &caller).await;
         Err(refused)
     }
 }

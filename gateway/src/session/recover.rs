@@ -8,6 +8,7 @@ use super::manager::SessionManager;
 use super::reinit::{self, Failed, Reason};
 use super::store::Rebound;
 use super::{short, Binding, GoneReason, SessionRecord};
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use crate::telemetry;
 use crate::upstream::attempt::{BackendSession, Pick, Step};
@@ -90,22 +91,27 @@ impl SessionManager {
         pool: &Arc<Pool>,
         seen: &SessionRecord,
         reason: Reason,
+        caller: &Caller,
     ) -> Result<SessionRecord, GatewayError> {
-        self.recover_as(pool, seen, reason, Trigger::OnDemand).await
+        self.recover_as(pool, seen, reason, Trigger::OnDemand, caller)
+            .await
     }
 
     /// [`SessionManager::recover`] for `trigger`: the same single flight, so a request that
-    /// arrives during its session's background move waits for that move and adopts it.
+    /// arrives during its session's background move waits for that move and adopts it. The
+    /// replay is made for `caller` (the client request's; nobody for a background move).
     pub(super) async fn recover_as(
         &self,
         pool: &Arc<Pool>,
         seen: &SessionRecord,
         reason: Reason,
         trigger: Trigger,
+        caller: &Caller,
     ) -> Result<SessionRecord, GatewayError> {
         let slot = FlightSlot::take(&self.locks, &seen.id);
         let _single_flight = slot.lock().lock().await;
-        self.recover_locked(pool, seen, reason, trigger).await
+        self.recover_locked(pool, seen, reason, trigger, caller)
+            .await
     }
 
     async fn recover_locked(
@@ -114,6 +120,7 @@ impl SessionManager {
         seen: &SessionRecord,
         reason: Reason,
         trigger: Trigger,
+        caller: &Caller,
     ) -> Result<SessionRecord, GatewayError> {
         let current = self.store.get_fresh(&seen.id).await?.live()?;
         if current.binding.generation != seen.binding.generation {
@@ -160,7 +167,7 @@ impl SessionManager {
             .engine
             .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
                 Box::pin(async move {
-                    let replay = reinit::replay(&self.engine, pool, &backend, current);
+                    let replay = reinit::replay(&self.engine, pool, &backend, current, caller);
                     let replayed = telemetry::child(
                         "mcp.session.reinitialize",
                         reinit_attributes(current, &backend, reason),
@@ -181,7 +188,9 @@ impl SessionManager {
             })
             .await
             .inspect_err(|_| self.count_move(pool, trigger, Some("failed")))?;
-        let rebound = self.rebind(pool, current, binding, reason, trigger).await;
+        let rebound = self
+            .rebind(pool, current, binding, (reason, trigger), caller)
+            .await;
         if let Ok(moved) = &rebound {
             telemetry::event(
                 "mcp.session.reinitialized",
@@ -199,11 +208,13 @@ impl SessionManager {
     /// The winner of a move ends the session it left on a backend that is still alive (a
     /// drained pod, a connection lost to a live one), so no backend keeps an orphan until its
     /// own expiry. A backend that said it does not know the session, or is down, is spared.
+    /// The DELETE is made for `caller`, the one the move was made for.
     pub(super) fn delete_left_behind(
         &self,
         pool: &Arc<Pool>,
         left: &SessionRecord,
         reason: Reason,
+        caller: &Caller,
     ) {
         if reason == Reason::SessionUnknown {
             return;
@@ -212,7 +223,7 @@ impl SessionManager {
             return;
         };
         self.engine
-            .spawn_delete_session(pool.clone(), old, backend_session(left));
+            .spawn_delete_session(pool.clone(), old, backend_session(left), caller.clone());
     }
 
     /// Waits (bounded by the claim's lifetime) until the session is at a newer generation.
@@ -256,8 +267,8 @@ impl SessionManager {
         pool: &Arc<Pool>,
         current: &SessionRecord,
         (binding, backend): (Binding, Arc<Backend>),
-        reason: Reason,
-        trigger: Trigger,
+        (reason, trigger): (Reason, Trigger),
+        caller: &Caller,
     ) -> Result<SessionRecord, GatewayError> {
         let made = BackendSession {
             id: binding.backend_session.clone(),
@@ -276,7 +287,7 @@ impl SessionManager {
                     .inc();
                 self.count_move(pool, trigger, Some("moved"));
                 tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), trigger = trigger.as_str(), "session re-initialized");
-                self.delete_left_behind(pool, current, reason);
+                self.delete_left_behind(pool, current, reason, caller);
                 return Ok(record);
             }
             Ok(Rebound::Lost(lookup)) => {
@@ -289,7 +300,7 @@ impl SessionManager {
             }
         };
         self.engine
-            .spawn_delete_session(pool.clone(), backend, made);
+            .spawn_delete_session(pool.clone(), backend, made, caller.clone());
         lost?.live()
     }
 }
@@ -323,6 +334,7 @@ fn reinit_attributes(rec: &SessionRecord, to: &Backend, reason: Reason) -> Vec<K
 #[cfg(test)]
 mod tests {
     use super::Trigger;
+    use crate::auth::Caller;
     use crate::config::parse;
     use crate::session::reinit::Reason;
     use crate::session::store::Ttl;
@@ -366,8 +378,14 @@ mod tests {
         let held = sessions.locks.entry(seen.id.clone()).or_default().clone();
         let guard = held.lock().await;
         // ...this one waits for it...
-        let mut waiting =
-            Box::pin(sessions.recover_as(&pool, &seen, Reason::BackendDown, Trigger::OnDemand));
+        let nobody = Caller::default();
+        let mut waiting = Box::pin(sessions.recover_as(
+            &pool,
+            &seen,
+            Reason::BackendDown,
+            Trigger::OnDemand,
+            &nobody,
+        ));
         let first = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx).is_pending()));
         assert!(first.await, "the request waits for the move in progress");
         // ...the move ends (its holder gone), and the waiting request is cancelled before it runs

@@ -4,6 +4,7 @@
 //! to the session manager; sending belongs to the attempt engine.
 
 use super::{Binding, SessionRecord};
+use crate::auth::Caller;
 use crate::upstream::attempt::{BackendSession, Engine};
 use crate::upstream::client::CallError;
 use crate::upstream::request::{self, Target};
@@ -98,12 +99,14 @@ pub enum Failed {
     Credentials(Box<crate::error::GatewayError>),
 }
 
-/// Replays `rec`'s initialize (and settings) on `backend`; the binding it would have next.
+/// Replays `rec`'s initialize (and settings) on `backend` for `caller`; the binding it would
+/// have next.
 pub async fn replay(
     engine: &Engine,
     pool: &Pool,
     backend: &Arc<Backend>,
     rec: &SessionRecord,
+    caller: &Caller,
 ) -> Result<Binding, Failed> {
     let generation = rec.binding.generation + 1;
     let body = messages::reinitialize(generation, &rec.init_params);
@@ -111,7 +114,7 @@ pub async fn replay(
         path: &rec.path,
         host: &backend.host_header,
     };
-    let req = request::own(http::Method::POST, target, None, None, body.len())
+    let req = request::own(http::Method::POST, target, None, None, body.len(), caller)
         .map_err(|_| Failed::Refused)?;
     let (head, answer) = match engine.call(pool, backend, &req, Bytes::from(body)).await {
         Ok(ok) => ok,
@@ -131,7 +134,7 @@ pub async fn replay(
         generation,
         stale: false,
     };
-    let send = |body: String| send_one(engine, pool, backend, rec, &binding, body);
+    let send = |body: String| send_one(engine, pool, backend, rec, &binding, body, caller);
     send(messages::initialized()).await;
     if let Some(level) = &rec.settings.log_level {
         send(messages::replay_log_level(level)).await;
@@ -150,13 +153,17 @@ async fn send_one(
     rec: &SessionRecord,
     binding: &Binding,
     body: String,
+    caller: &Caller,
 ) {
     let session = BackendSession {
         id: binding.backend_session.clone(),
         path: rec.path.clone(),
         protocol_version: rec.protocol_version.clone(),
     };
-    match engine.post_in_session(pool, backend, &session, body).await {
+    match engine
+        .post_in_session(pool, backend, &session, body, caller)
+        .await
+    {
         Ok((head, _)) if head.status.is_success() => {}
         Ok((head, _)) => tracing::warn!(
             session = super::short(&rec.id),

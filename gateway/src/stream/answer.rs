@@ -11,6 +11,7 @@
 
 use super::ingest::{Ended, Ingest, Leg, Seen};
 use super::{event_id, message_event, primes, LogReader, Refusal, StreamLog, Streams};
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use crate::session::{short, Outgoing, SessionRecord};
 use crate::upstream::client::Exchange;
@@ -31,6 +32,8 @@ pub struct AnswerOf {
     pub until: Option<Instant>,
     /// The method label (metrics).
     pub method_label: &'static str,
+    /// Whom the request was made for: a cancellation upstream is made for it too.
+    pub caller: Caller,
 }
 
 /// Events for one client response: live, replayed, or both.
@@ -132,6 +135,7 @@ impl Streams {
             deadline: None,
             until: None,
             method_label: "none",
+            caller: Caller::default(),
         };
         self.relay_answer(pool, rec, of, exchange)
     }
@@ -245,7 +249,7 @@ async fn pump(
         Ended::TimedOut => {
             drop(exchange);
             if let Some(id) = &of.id {
-                sessions.cancel(&pool, &rec, id);
+                sessions.cancel(&pool, &rec, id, &of.caller);
             }
             let backend = rec.binding.backend.to_string();
             let deadline = of.deadline.unwrap_or_default();
@@ -264,7 +268,7 @@ async fn pump(
         Ended::Orphaned => {
             drop(exchange);
             if let Some(id) = &of.id {
-                sessions.cancel(&pool, &rec, id);
+                sessions.cancel(&pool, &rec, id, &of.caller);
             }
             tracing::debug!(
                 session = short(&rec.id),

@@ -1,6 +1,7 @@
 //! The narrow interface streams use to reach a session (its backend, its binding, its use):
 //! [`SessionLink`], implemented by the [`SessionManager`].
 
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use crate::session::store::Hold;
 use crate::session::{Forwarded, Outgoing, SessionManager, SessionRecord};
@@ -31,7 +32,7 @@ pub trait SessionLink: Send + Sync {
     /// Returns a finished exchange's connection to the pool.
     fn release(&self, exchange: Exchange);
     /// Tells the backend that request `id` is cancelled, in the background.
-    fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId);
+    fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId, caller: &Caller);
     /// The session's backend broke the connection: its binding is suspect.
     async fn connection_lost(
         &self,
@@ -71,8 +72,8 @@ impl SessionLink for SessionManager {
         self.engine().release(exchange);
     }
 
-    fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId) {
-        SessionManager::cancel(self, pool, rec, id);
+    fn cancel(&self, pool: &Arc<Pool>, rec: &SessionRecord, id: &RequestId, caller: &Caller) {
+        SessionManager::cancel(self, pool, rec, id, caller);
     }
 
     async fn connection_lost(

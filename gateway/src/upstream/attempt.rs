@@ -16,6 +16,7 @@ use super::metrics::UpstreamMetrics;
 pub use super::pick::Pick;
 use super::request::{self, Target};
 use super::{Backend, Pool};
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use bytes::Bytes;
 use mcp_wire::Era;
@@ -431,7 +432,8 @@ impl Engine {
         self.client.release(exchange);
     }
 
-    /// Ends a backend's session with a DELETE; best effort (failures are logged at debug).
+    /// Ends a backend's session with a DELETE made for `caller`; best effort (failures are
+    /// logged at debug).
     pub async fn delete_session(
         &self,
         pool: &Pool,
@@ -439,6 +441,7 @@ impl Engine {
         path: &str,
         backend_session: &str,
         protocol_version: Option<&str>,
+        caller: &Caller,
     ) {
         let target = Target {
             path,
@@ -450,6 +453,7 @@ impl Engine {
             Some(backend_session),
             protocol_version,
             0,
+            caller,
         ) {
             Ok(req) => req,
             Err(e) => return tracing::debug!(error = %e, "upstream DELETE not built"),
@@ -459,14 +463,15 @@ impl Engine {
         }
     }
 
-    /// Sends a message of the gateway's own into a backend session and reads the (bounded)
-    /// answer.
+    /// Sends a message of the gateway's own into a backend session, for `caller`, and reads
+    /// the (bounded) answer.
     pub async fn post_in_session(
         &self,
         pool: &Pool,
         backend: &Arc<Backend>,
         session: &BackendSession,
         message: String,
+        caller: &Caller,
     ) -> Result<(ResponseHeader, Bytes), PostError> {
         let target = Target {
             path: &session.path,
@@ -474,8 +479,15 @@ impl Engine {
         };
         let id = Some(&*session.id);
         let version = Some(&*session.protocol_version);
-        let req = request::own(http::Method::POST, target, id, version, message.len())
-            .map_err(PostError::Unbuilt)?;
+        let req = request::own(
+            http::Method::POST,
+            target,
+            id,
+            version,
+            message.len(),
+            caller,
+        )
+        .map_err(PostError::Unbuilt)?;
         self.call(pool, backend, &req, Bytes::from(message))
             .await
             .map_err(PostError::Call)
@@ -488,12 +500,20 @@ impl Engine {
         pool: Arc<Pool>,
         backend: Arc<Backend>,
         session: BackendSession,
+        caller: Caller,
     ) {
         let engine = self.clone();
         tokio::spawn(async move {
             let version = Some(&*session.protocol_version);
             engine
-                .delete_session(&pool, &backend, &session.path, &session.id, version)
+                .delete_session(
+                    &pool,
+                    &backend,
+                    &session.path,
+                    &session.id,
+                    version,
+                    &caller,
+                )
                 .await;
         });
     }
@@ -506,10 +526,11 @@ impl Engine {
         backend: Arc<Backend>,
         session: BackendSession,
         message: String,
+        caller: Caller,
     ) {
         let engine = self.clone();
         tokio::spawn(async move {
-            let sent = engine.post_in_session(&pool, &backend, &session, message);
+            let sent = engine.post_in_session(&pool, &backend, &session, message, &caller);
             if tokio::time::timeout(NOTIFY_TIMEOUT, sent).await.is_err() {
                 tracing::debug!(backend = %backend.label, "notification to the backend timed out");
             }

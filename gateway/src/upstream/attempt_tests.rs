@@ -38,6 +38,7 @@ async fn a_refused_backend_is_marked_once_when_the_connection_failed() {
                     None,
                     None,
                     0,
+                    &Caller::default(),
                 )
                 .unwrap();
                 let sent = e.send(p, &b, &req, Bytes::new(), true).await;
@@ -69,7 +70,7 @@ async fn a_message_that_cannot_be_built_is_not_a_refused_connection() {
         protocol_version: "2025-06-18".into(),
     };
     let sent = engine
-        .post_in_session(&pool, &backend, &session, "{}".into())
+        .post_in_session(&pool, &backend, &session, "{}".into(), &Caller::default())
         .await;
     assert!(
         matches!(sent, Err(PostError::Unbuilt(_))),

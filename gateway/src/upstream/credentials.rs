@@ -140,25 +140,18 @@ impl Credentials {
         let Some(exchanges) = &self.exchanges else {
             return Ok(None);
         };
-        let of = |ext: &http::Extensions| {
-            let principal = ext.get::<Arc<crate::auth::Principal>>();
-            let removed = ext.get::<crate::auth::Credentials>();
-            let bearer = removed.and_then(|c| {
-                let (_, v) = c.0.iter().find(|(n, _)| n == http::header::AUTHORIZATION)?;
-                let text = v.to_str().ok()?;
-                let (kind, token) = text.split_once(' ')?;
-                kind.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            });
-            exchanges.source_for(principal.map(|p| &**p), bearer)
-        };
-        if req.extensions.get::<crate::auth::Credentials>().is_some() {
-            return of(&req.extensions).map(Some);
-        }
-        // the gateway's own request for a client's (a re-initialization, a bridged backend
-        // session's, which carry at most the principal): that client's caller
-        super::exchange::CALLER
-            .try_with(|ext| of(ext))
-            .unwrap_or_else(|_| of(&req.extensions))
+        // the caller the request is made for: the client's, or the one a request of the
+        // gateway's own was built for (`request::own`)
+        let principal = req.extensions.get::<Arc<crate::auth::Principal>>();
+        let removed = req.extensions.get::<crate::auth::Credentials>();
+        let bearer = removed.and_then(|c| {
+            let (_, v) = c.0.iter().find(|(n, _)| n == http::header::AUTHORIZATION)?;
+            let text = v.to_str().ok()?;
+            let (kind, token) = text.split_once(' ')?;
+            kind.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+        exchanges
+            .source_for(principal.map(|p| &**p), bearer)
             .map(Some)
     }
 

@@ -83,13 +83,10 @@ async fn a_hung_secret_file_holds_one_read() {
     let _ = std::fs::remove_dir_all(fifo.parent().unwrap());
 }
 
-/// A reload that leaves a pool's `token-exchange` as it was keeps every caller's exchanged
-/// token (they were all dropped: each caller's next request an exchange, all at once); one
-/// that changes it starts afresh.
-#[test]
-fn a_reload_keeps_the_exchanged_tokens_of_an_unchanged_pool() {
+/// A pool's `token-exchange` (its endpoint unreachable: nothing here fetches).
+fn token_exchange() -> crate::config::TokenExchange {
     use crate::config::{ApiKeyCallers, ClientAuth, ClientCredentials, OAuthClient};
-    let te = crate::config::TokenExchange {
+    crate::config::TokenExchange {
         own: ClientCredentials {
             client: OAuthClient {
                 token_url: "http://127.0.0.1:9/token".into(),
@@ -106,7 +103,62 @@ fn a_reload_keeps_the_exchanged_tokens_of_an_unchanged_pool() {
         actor: true,
         per_caller: 2,
         callers: 8,
+    }
+}
+
+/// A request the gateway builds on its own (`request::own`) is made for the caller handed to
+/// it: a pool exchanging callers' tokens takes that caller's exchanged token for it, and has
+/// none for a request made for nobody (no task-local fills the gap).
+#[test]
+fn a_request_of_the_gateways_own_takes_the_token_of_the_caller_it_is_made_for() {
+    let te = token_exchange();
+    let auth = UpstreamAuth {
+        headers: vec![],
+        client_credentials: None,
+        token_exchange: Some(te),
     };
+    let credentials = Credentials::load("p", &auth);
+    let alice = Arc::new(crate::auth::Principal {
+        id: "i|alice".into(),
+        subject: "alice".into(),
+        scopes: vec![],
+        claims: Default::default(),
+    });
+    let mut client = http::Extensions::new();
+    client.insert(alice.clone());
+    client.insert(crate::auth::Credentials(vec![(
+        http::header::AUTHORIZATION,
+        http::HeaderValue::from_static("Bearer alices-token"),
+    )]));
+    let exchanges = credentials.exchanges.as_ref().unwrap();
+    exchanges
+        .source_for(Some(&alice), Some("alices-token"))
+        .unwrap()
+        .fetched("for-alice");
+    let host = http::HeaderValue::from_static("b:80");
+    let target = crate::upstream::request::Target {
+        path: "/mcp",
+        host: &host,
+    };
+    let own = |caller: &crate::auth::Caller| {
+        crate::upstream::request::own(http::Method::POST, target, None, None, 2, caller).unwrap()
+    };
+    let for_alice = own(&crate::auth::Caller::of(&client));
+    let source = credentials.source_for(&for_alice).unwrap().unwrap();
+    assert_eq!(source.header().unwrap(), "Bearer for-alice");
+    let for_nobody = own(&crate::auth::Caller::default());
+    assert_eq!(
+        credentials.source_for(&for_nobody).err(),
+        Some(crate::upstream::exchange::NoSubject::NoToken)
+    );
+}
+
+/// A reload that leaves a pool's `token-exchange` as it was keeps every caller's exchanged
+/// token (they were all dropped: each caller's next request an exchange, all at once); one
+/// that changes it starts afresh.
+#[test]
+fn a_reload_keeps_the_exchanged_tokens_of_an_unchanged_pool() {
+    let te = token_exchange();
     let auth = |te: &crate::config::TokenExchange| UpstreamAuth {
         headers: vec![],
         client_credentials: None,

@@ -128,12 +128,15 @@ pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) 
                 version: Option<&str>,
                 session: Option<&str>,
                 mcp_method: Option<&str>| {
-        let req = request::own(method, target, session, version, body.len()).map(|mut req| {
-            if let Some(m) = mcp_method {
-                let _ = req.insert_header(MCP_METHOD, m);
-            }
-            req
-        });
+        // made for nobody: the probe is the gateway's own
+        let nobody = &crate::auth::Caller::default();
+        let req =
+            request::own(method, target, session, version, body.len(), nobody).map(|mut req| {
+                if let Some(m) = mcp_method {
+                    let _ = req.insert_header(MCP_METHOD, m);
+                }
+                req
+            });
         async move {
             let req = req.ok()?;
             let (head, body) = engine

@@ -22,13 +22,6 @@ use dashmap::DashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-tokio::task_local! {
-    /// The caller of the client request the gateway's own requests are made for (a session's
-    /// re-initialization on another pod, its replayed settings): the client head's extensions
-    /// (its principal, the token it authenticated with), for requests built without them.
-    pub static CALLER: http::Extensions;
-}
-
 /// Why a caller has no token for the pool (answered 403 -32040).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoSubject {

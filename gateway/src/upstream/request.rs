@@ -2,6 +2,7 @@
 //! and the requests the gateway sends on its own (replayed `initialize`, notifications,
 //! backend-session DELETE). Backend session ids are set here and only here.
 
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use mcp_wire::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use pingora::http::RequestHeader;
@@ -219,17 +220,20 @@ fn identity_headers(req: &mut RequestHeader, identity: &crate::config::IdentityH
     }
 }
 
-/// A request the gateway sends on its own: `POST` with a JSON body of `body_len` bytes, or
-/// `DELETE` (no body), in the backend session `session` at protocol `version`.
+/// A request the gateway sends on its own for `caller`'s request: `POST` with a JSON body of
+/// `body_len` bytes, `GET` or `DELETE` (no body), in the backend session `session` at protocol
+/// `version`.
 pub fn own(
     method: http::Method,
     target: Target<'_>,
     session: Option<&str>,
     version: Option<&str>,
     body_len: usize,
+    caller: &Caller,
 ) -> Result<RequestHeader, GatewayError> {
     let mut req = RequestHeader::build(method.clone(), target.path.as_bytes(), Some(6))
         .map_err(|_| invalid("path"))?;
+    caller.mark(req.extensions_mut());
     req.insert_header(http::header::HOST, target.host.clone())
         .map_err(|_| invalid("host"))?;
     let mut set = |name: &'static str, value: &str| {
@@ -375,11 +379,27 @@ mod tests {
 
     #[test]
     fn own_requests_are_complete_posts_or_bodyless_deletes() {
-        let post = own(http::Method::POST, TARGET, Some("s"), Some("2025-11-25"), 7).unwrap();
+        let post = own(
+            http::Method::POST,
+            TARGET,
+            Some("s"),
+            Some("2025-11-25"),
+            7,
+            &Caller::default(),
+        )
+        .unwrap();
         assert_eq!(post.method, http::Method::POST);
         assert_eq!(post.headers["content-length"], "7");
         assert_eq!(post.headers[MCP_PROTOCOL_VERSION], "2025-11-25");
-        let delete = own(http::Method::DELETE, TARGET, Some("s"), None, 0).unwrap();
+        let delete = own(
+            http::Method::DELETE,
+            TARGET,
+            Some("s"),
+            None,
+            0,
+            &Caller::default(),
+        )
+        .unwrap();
         assert!(delete.headers.get("content-length").is_none());
         assert_eq!(delete.headers[MCP_SESSION_ID], "s");
     }

@@ -54,26 +54,9 @@ pub(crate) struct Ask {
     pub(super) session: Option<String>,
     /// Who admission counts the caller as (a session's client, for the sessions' caps).
     pub(super) identity: Option<Arc<str>>,
-    /// The client head's extensions (its principal and the token it authenticated with), for
-    /// members whose pools exchange the caller's token; `None` otherwise.
-    pub(super) caller: Option<http::Extensions>,
     /// A legacy client resuming an answer of this member: the member session's own event id
     /// (`Last-Event-ID` there); `None`: a stream starts afresh.
     pub(super) resume: Option<String>,
-}
-
-impl Ask {
-    /// The extensions to carry for the parent's caller: only when a pool exchanges tokens.
-    pub(super) fn caller_of(
-        parent: &Parent,
-        ctx_state: &crate::state::State,
-    ) -> Option<http::Extensions> {
-        let exchanging = ctx_state
-            .pools
-            .iter()
-            .any(|p| p.credentials.exchanges_tokens());
-        exchanging.then(|| parent.extensions().clone())
-    }
 }
 
 /// Serves `ask` as its own request, its answer (or its error, written as a plain route
@@ -195,29 +178,7 @@ pub(super) async fn ask(
 
 /// Serves a member request: on the member's route, as a plain route of its pool would (the
 /// caller was authenticated, authorized and admitted on the virtual route).
-async fn serve(
-    gw: &Gateway,
-    session: &mut impl Client,
-    ctx: &mut RequestCtx,
-    mut ask: Ask,
-) -> Handled {
-    match ask.caller.take() {
-        // the member's pool exchanges the caller's token: its requests know the caller
-        Some(caller) => {
-            *session.req_header_mut().extensions_mut() = caller.clone();
-            let serve = Box::pin(serve_as(gw, session, ctx, ask));
-            crate::upstream::exchange::CALLER.scope(caller, serve).await
-        }
-        None => serve_as(gw, session, ctx, ask).await,
-    }
-}
-
-async fn serve_as(
-    gw: &Gateway,
-    session: &mut impl Client,
-    ctx: &mut RequestCtx,
-    ask: Ask,
-) -> Handled {
+async fn serve(gw: &Gateway, session: &mut impl Client, ctx: &mut RequestCtx, ask: Ask) -> Handled {
     // the context was made from the parent's snapshot (`run`)
     ctx.route = Some(ask.route.clone());
     ctx.principal = ask.principal;

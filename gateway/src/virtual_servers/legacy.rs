@@ -198,7 +198,6 @@ async fn resume(
         era: Era::Legacy,
         session: Some(member_session.ok_or_else(unknown)?.clone()),
         identity: ctx.admitted.identity.clone(),
-        caller: fanout::Ask::caller_of(&super::member::Parent::of(session), &ctx.state),
         resume: Some(own.to_owned()),
     };
     pipe(gw, session, ask, sid, |event| renumber(event, member, true)).await

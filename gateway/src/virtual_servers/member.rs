@@ -13,18 +13,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// What a member request takes from its parent, the client's request: its head (body headers
-/// and `Expect` left out: a member's body is its own) and the client's address.
+/// and `Expect` left out: a member's body is its own; its extensions kept: the caller the auth
+/// step found, whom the member's requests are made for) and the client's address.
 pub(crate) struct Parent {
     head: RequestHeader,
     peer: Option<std::net::IpAddr>,
 }
 
 impl Parent {
-    /// The client head's extensions (its principal, the token it authenticated with).
-    pub(crate) fn extensions(&self) -> &http::Extensions {
-        &self.head.extensions
-    }
-
     /// The parent `client`'s.
     pub(crate) fn of(client: &impl Client) -> Parent {
         let mut head = client.req_header().clone();

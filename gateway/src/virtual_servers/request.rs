@@ -36,8 +36,6 @@ pub(super) struct Virtual<'a> {
     pub(super) sessions: Option<std::collections::BTreeMap<String, String>>,
     /// Who admission counts the caller as.
     pub(super) identity: Option<Arc<str>>,
-    /// The client head's extensions, for members whose pools exchange the caller's token.
-    pub(super) caller: Option<http::Extensions>,
 }
 
 impl<'a> Virtual<'a> {
@@ -52,7 +50,6 @@ impl<'a> Virtual<'a> {
         let parent = super::member::Parent::of(client);
         Virtual {
             gw,
-            caller: fanout::Ask::caller_of(&parent, &ctx.state),
             parent,
             route,
             members,
@@ -112,7 +109,6 @@ impl<'a> Virtual<'a> {
             era: self.era,
             session: self.sessions.as_ref().and_then(|s| s.get(name)).cloned(),
             identity: self.identity.clone(),
-            caller: self.caller.clone(),
             resume: None,
         }
     }

@@ -35,7 +35,6 @@ pub(super) async fn stream(
 ) -> Handled {
     let name = |i: usize| members.server.members[i].names.name.as_str();
     let parent = super::member::Parent::of(session);
-    let caller = fanout::Ask::caller_of(&parent, &ctx.state);
     let ask = |i: usize| fanout::Ask {
         state: ctx.state.clone(),
         route: members.routes[i].clone(),
@@ -44,7 +43,6 @@ pub(super) async fn stream(
         era: mcp_wire::Era::Legacy,
         session: sessions.get(name(i)).cloned(),
         identity: ctx.admitted.identity.clone(),
-        caller: caller.clone(),
         resume: None,
     };
     let held: Vec<usize> = (0..members.routes.len())

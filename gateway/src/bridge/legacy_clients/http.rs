@@ -16,7 +16,7 @@ use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
 use crate::session::SettingChange;
-use crate::session::{BridgedOpening, Caller, GoneReason, SessionManager, SessionRecord};
+use crate::session::{BridgedOpening, GoneReason, Requester, SessionManager, SessionRecord};
 use crate::stream::KEEP_ALIVE;
 use crate::upstream::Pool;
 use bytes::Bytes;
@@ -66,7 +66,7 @@ pub(super) async fn initialize(
     sessions: &SessionManager,
     session: &mut impl Client,
     to: Target<'_>,
-    caller: &Caller,
+    caller: &Requester,
     params: Option<Arc<str>>,
     id: &RequestId,
     quota: Quota,
@@ -383,8 +383,9 @@ pub(super) async fn delete(
     pool: &Pool,
     rec: SessionRecord,
 ) -> Result<Served, Fail> {
+    let caller = crate::auth::Caller::of(&session.req_header().extensions);
     sessions
-        .end(pool, &rec.id, GoneReason::Deleted, "deleted")
+        .end(pool, &rec.id, GoneReason::Deleted, "deleted", &caller)
         .await?;
     bridge.live.end(&rec.id);
     let mut head = ResponseHeader::build(200, Some(1))?;

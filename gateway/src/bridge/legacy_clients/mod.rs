@@ -41,7 +41,7 @@ use super::{Bridge, Served};
 use crate::config::DualBackends;
 use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
-use crate::session::{Caller, SessionManager, SessionRecord};
+use crate::session::{Requester, SessionManager, SessionRecord};
 use crate::upstream::{BackendState, Pool};
 use bytes::Bytes;
 use mcp_wire::RequestId;
@@ -54,7 +54,7 @@ pub enum Request<'a> {
     /// bridged session opened with the client's `params`, within `quota`.
     Initialize {
         /// Who opens the session.
-        caller: &'a Caller,
+        caller: &'a Requester,
         /// The client's `initialize` params, verbatim.
         params: Option<Arc<str>>,
         /// The request's id.
@@ -109,17 +109,19 @@ pub async fn serve(
 /// A native session whose pool has no backend left that serves it natively, but 2026-07-28
 /// ones (a rolling upgrade's last legacy pod went), continues on the bridge instead of
 /// failing; any other session is returned as it is. Cheap when nothing changed: a look at the
-/// pool's backends.
+/// pool's backends. `client` is the request's head: a move is made for its caller.
 pub async fn bridge_over_if_needed(
     sessions: &SessionManager,
     pool: &Arc<Pool>,
     dual: DualBackends,
     rec: SessionRecord,
+    client: &pingora::http::RequestHeader,
 ) -> Result<SessionRecord, GatewayError> {
     if rec.binding.is_bridged() || !bridges(pool, dual) {
         return Ok(rec);
     }
-    Box::pin(sessions.bridge_over(pool, &rec)).await
+    let caller = crate::auth::Caller::of(&client.extensions);
+    Box::pin(sessions.bridge_over(pool, &rec, &caller)).await
 }
 
 /// Whether a legacy client's new session on `pool` is bridged: no backend serves it natively

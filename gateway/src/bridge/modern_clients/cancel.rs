@@ -34,6 +34,7 @@ impl Drop for CancelOnDrop {
             self.entry.backend.clone(),
             self.entry.session.clone(),
             cancel.to_string(),
+            self.entry.caller.clone(),
         );
     }
 }

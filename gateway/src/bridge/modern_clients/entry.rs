@@ -3,6 +3,7 @@
 //! how it is used (in flight, last use, dropped from the table).
 
 use super::key::Key;
+use crate::auth::Caller;
 use crate::sync::lock;
 use crate::upstream::attempt::BackendSession;
 use crate::upstream::{Backend, Pool};
@@ -17,6 +18,9 @@ pub(crate) struct Entry {
     pub(crate) pool: Arc<Pool>,
     pub(crate) backend: Arc<Backend>,
     pub(crate) session: BackendSession,
+    /// Whom it was opened for: its requests that no client request makes (the DELETE that
+    /// closes it, the cancel of a parked call that expired) are made for this caller.
+    pub(crate) caller: Caller,
     /// The backend's `InitializeResult` (`server/discover` is answered from it).
     pub(crate) init_result: Value,
     /// The level of the last `logging/setLevel` sent in it.

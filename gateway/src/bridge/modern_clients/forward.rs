@@ -142,10 +142,8 @@ impl One<'_> {
 
     /// The client's request head as it came, its credential back, marked as forwarded.
     fn forwarded_head(&self, session: &impl Client) -> Result<pingora::http::RequestHeader, Fail> {
-        let credentials = session.req_header().extensions.get::<Credentials>();
-        let credentials = credentials.cloned();
-        // (a clone of the head does not keep its extensions)
         let mut head = session.req_header().clone();
+        let credentials = head.extensions.get::<Credentials>().cloned();
         for h in HOP_BY_HOP {
             head.remove_header(h);
         }

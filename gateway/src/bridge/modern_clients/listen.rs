@@ -70,6 +70,7 @@ impl One<'_> {
             entry.pool.clone(),
             entry.backend.clone(),
             entry.session.clone(),
+            entry.caller.clone(),
         );
         result.map(Pooled::Served)
     }
@@ -89,10 +90,10 @@ impl One<'_> {
                     let key = Key {
                         backend: backend.addr,
                         path: self.to.path.into(),
-                        principal: self.to.principal.map(|p| p.id.clone()),
+                        principal: self.to.caller.principal().map(|p| p.id.clone()),
                         digest: self.init.digest,
                     };
-                    match open::open(engine, pool, &backend, key, params, self.to.principal).await {
+                    match open::open(engine, pool, &backend, key, params, self.to.caller).await {
                         Ok(entry) => Step::Done(Ok(entry)),
                         Err(AcquireError::Unreachable) => Step::Unreachable,
                         Err(AcquireError::Answer(e)) => Step::Stop(e),
@@ -203,7 +204,13 @@ impl One<'_> {
         let msg = messages::subscribe(&id, uri);
         let sent = self
             .engine()
-            .post_in_session(&entry.pool, &entry.backend, &entry.session, msg)
+            .post_in_session(
+                &entry.pool,
+                &entry.backend,
+                &entry.session,
+                msg,
+                self.to.caller,
+            )
             .await;
         let Ok((head, body)) = sent else { return false };
         let content_type = head
@@ -222,7 +229,7 @@ impl One<'_> {
         };
         let id = Some(&*entry.session.id);
         let version = Some(&*entry.session.protocol_version);
-        let mut head = request::own(http::Method::GET, target, id, version, 0)?;
+        let mut head = request::own(http::Method::GET, target, id, version, 0, self.to.caller)?;
         head.insert_header("accept", "text/event-stream")?;
         let pool = &entry.pool.name;
         let refused = |detail: &str| {

@@ -6,6 +6,7 @@
 use super::acquire_error::AcquireError;
 use super::entry::Entry;
 use super::key::Key;
+use crate::auth::Caller;
 use crate::error::GatewayError;
 use crate::upstream::attempt::{BackendSession, Engine, PostError};
 use crate::upstream::client::CallError;
@@ -20,25 +21,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Opens a backend session on `backend` with `init_params`.
+/// Opens a backend session on `backend` with `init_params`, for `caller`.
 pub(super) async fn open(
     engine: &Arc<Engine>,
     pool: &Arc<Pool>,
     backend: &Arc<Backend>,
     key: Key,
     init_params: &str,
-    principal: Option<&Arc<crate::auth::Principal>>,
+    caller: &Caller,
 ) -> Result<Arc<Entry>, AcquireError> {
     let body = legacy::initialize_request(init_params);
     let target = Target {
         path: &key.path,
         host: &backend.host_header,
     };
-    let mut head = request::own(http::Method::POST, target, None, None, body.len())
+    let mut head = request::own(http::Method::POST, target, None, None, body.len(), caller)
         .map_err(AcquireError::Answer)?;
-    if let Some(p) = principal {
-        head.extensions_mut().insert(p.clone());
-    }
     request::identify(&mut head, pool);
     let (head, answer) = match engine.call(pool, backend, &head, Bytes::from(body)).await {
         Ok(a) => a,
@@ -98,7 +96,7 @@ pub(super) async fn open(
         protocol_version: version.into(),
     };
     match engine
-        .post_in_session(pool, backend, &session, messages::initialized())
+        .post_in_session(pool, backend, &session, messages::initialized(), caller)
         .await
     {
         Ok(_) => {}
@@ -114,6 +112,7 @@ pub(super) async fn open(
         pool: pool.clone(),
         backend: backend.clone(),
         session,
+        caller: caller.clone(),
         init_result: result,
         level: Mutex::new(None),
         strays: Mutex::new(Vec::new()),

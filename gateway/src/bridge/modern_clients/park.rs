@@ -192,8 +192,13 @@ impl Parking {
             } = call;
             let entry = used.0.clone();
             let post = |message: String| {
-                let sent =
-                    engine.post_in_session(&entry.pool, &entry.backend, &entry.session, message);
+                let sent = engine.post_in_session(
+                    &entry.pool,
+                    &entry.backend,
+                    &entry.session,
+                    message,
+                    &entry.caller,
+                );
                 tokio::time::timeout(Duration::from_secs(2), sent)
             };
             if post(answer).await.is_ok() {

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 impl One<'_> {
     fn principal(&self) -> &str {
-        self.to.principal.map_or("", |p| &p.id)
+        self.to.caller.principal().map_or("", |p| &p.id)
     }
 
     /// Parks the call on the backend's request for input and answers the client
@@ -154,7 +154,13 @@ impl One<'_> {
         let mut cancel = self.cancel_on_drop(&entry, &parked.up_id);
         let sent = self
             .engine()
-            .post_in_session(&entry.pool, &entry.backend, &entry.session, message)
+            .post_in_session(
+                &entry.pool,
+                &entry.backend,
+                &entry.session,
+                message,
+                self.to.caller,
+            )
             .await;
         if sent.is_err() {
             cancel.disarm();

@@ -28,7 +28,7 @@ use super::key::Key;
 use super::owner::Owner;
 use super::park::Parked;
 use super::sessions::InUse;
-use crate::auth::Principal;
+use crate::auth::Caller;
 use crate::bridge::client::{
     accepted, end_stream, end_with_error, start_stream, write_event, write_json,
 };
@@ -71,8 +71,9 @@ pub struct Target<'a> {
     pub pool: &'a Arc<Pool>,
     /// Upstream path.
     pub path: &'a str,
-    /// The authenticated caller (part of the pooled session's key).
-    pub principal: Option<&'a Arc<Principal>>,
+    /// Whom the request is made for: its principal is part of the pooled session's key, and
+    /// the requests the bridge makes for it are made for this caller.
+    pub caller: &'a Caller,
     /// The running config's `bridge` section: the pooled sessions' and parked calls' bounds,
     /// `input-ttl-s`, the key sealing `requestState`s, `advertise-url` (sealed into the states
     /// as the holder of their calls), the cache hints of cacheable answers whose server gave
@@ -130,7 +131,7 @@ pub async fn serve(
         init: &init,
         id,
         repeatable: safe_to_repeat(Some(method), true),
-        owner: Owner::of(to.principal, peer),
+        owner: Owner::of(to.caller.principal(), peer),
     };
     one.run(session).await
 }
@@ -211,7 +212,7 @@ impl One<'_> {
             let key = Key {
                 backend: backend.addr,
                 path: self.to.path.into(),
-                principal: self.to.principal.map(|p| p.id.clone()),
+                principal: self.to.caller.principal().map(|p| p.id.clone()),
                 digest: self.init.digest,
             };
             let sessions = &self.bridge.pooled;
@@ -221,7 +222,7 @@ impl One<'_> {
                     backend,
                     key,
                     &self.init.params,
-                    self.to.principal,
+                    self.to.caller,
                     &self.owner,
                     self.to.config.pooled,
                 )
@@ -260,10 +261,7 @@ impl One<'_> {
         };
         let id = Some(&*entry.session.id);
         let version = Some(&*entry.session.protocol_version);
-        let mut head = request::own(http::Method::POST, target, id, version, len)?;
-        if let Some(p) = self.to.principal {
-            head.extensions_mut().insert(p.clone());
-        }
+        let mut head = request::own(http::Method::POST, target, id, version, len, self.to.caller)?;
         request::identify(&mut head, &entry.pool);
         Ok(head)
     }
@@ -279,7 +277,13 @@ impl One<'_> {
         let msg = legacy::set_level(wanted, &self.bridge.pooled.next_id());
         let sent = self
             .engine()
-            .post_in_session(&entry.pool, &entry.backend, &entry.session, msg)
+            .post_in_session(
+                &entry.pool,
+                &entry.backend,
+                &entry.session,
+                msg,
+                self.to.caller,
+            )
             .await;
         if sent.is_ok_and(|(head, _)| head.status.is_success()) {
             *crate::sync::lock(&entry.level) = Some(wanted.to_owned());
@@ -443,7 +447,7 @@ impl One<'_> {
                     // answers on a route with `auth` may differ per principal: never public
                     let hints = legacy::CacheHints {
                         ttl_ms: self.to.config.cache_ttl_ms,
-                        public: self.to.config.cache_public && self.to.principal.is_none(),
+                        public: self.to.config.cache_public && self.to.caller.principal().is_none(),
                     };
                     let result = legacy::modern_result(result, self.method, info, hints);
                     let body = messages::result(self.id, &result);

@@ -8,6 +8,7 @@ use super::entry::Entry;
 use super::key::Key;
 use super::open;
 use super::owner::Owner;
+use crate::auth::Caller;
 use crate::bridge::metrics::BridgeMetrics;
 use crate::config::PooledSessions;
 use crate::sync::lock;
@@ -113,7 +114,7 @@ impl Sessions {
         backend: &Arc<Backend>,
         mut key: Key,
         init_params: &str,
-        principal: Option<&Arc<crate::auth::Principal>>,
+        caller: &Caller,
         owner: &Owner,
         bounds: PooledSessions,
     ) -> Result<Acquired, AcquireError> {
@@ -138,7 +139,7 @@ impl Sessions {
                     backend,
                     key.clone(),
                     init_params,
-                    principal,
+                    caller,
                 )
                 .await
             })
@@ -158,7 +159,7 @@ impl Sessions {
         if used.0.is_gone() {
             // dropped while this request waited for it: open another
             drop(used);
-            let again = self.acquire(pool, backend, key, init_params, principal, owner, bounds);
+            let again = self.acquire(pool, backend, key, init_params, caller, owner, bounds);
             return Box::pin(again).await;
         }
         let event = if opened { "opened" } else { "reused" };
@@ -192,6 +193,7 @@ impl Sessions {
                 entry.pool.clone(),
                 entry.backend.clone(),
                 entry.session.clone(),
+                entry.caller.clone(),
             );
         }
     }
@@ -232,6 +234,7 @@ impl Sessions {
             entry.pool.clone(),
             entry.backend.clone(),
             entry.session.clone(),
+            entry.caller.clone(),
         );
     }
 

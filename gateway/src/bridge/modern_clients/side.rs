@@ -43,6 +43,7 @@ impl One<'_> {
             entry.backend.clone(),
             entry.session.clone(),
             answer.to_string(),
+            self.to.caller.clone(),
         );
     }
 

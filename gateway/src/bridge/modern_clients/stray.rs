@@ -94,7 +94,8 @@ async fn read(
     };
     let id = Some(&*entry.session.id);
     let version = Some(&*entry.session.protocol_version);
-    let mut head = request::own(http::Method::GET, target, id, version, 0).map_err(|_| "head")?;
+    let mut head = request::own(http::Method::GET, target, id, version, 0, &entry.caller)
+        .map_err(|_| "head")?;
     head.insert_header("accept", "text/event-stream")
         .map_err(|_| "head")?;
     let exchange = engine
@@ -131,6 +132,7 @@ async fn read(
                     &entry.backend,
                     &entry.session,
                     answer.to_string(),
+                    &entry.caller,
                 )
                 .await;
         }

@@ -10,7 +10,7 @@ use crate::error::GatewayError;
 use crate::request::ctx::RequestCtx;
 use crate::request::{Gateway, Handled};
 use crate::routing::Route;
-use crate::session::{Caller, SessionRecord};
+use crate::session::{Requester, SessionRecord};
 use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
 use mcp_wire::RequestId;
@@ -22,7 +22,7 @@ pub(super) async fn initialize(
     session: &mut impl Client,
     ctx: &mut RequestCtx,
     routed: (&Arc<Pool>, &Route),
-    caller: Caller,
+    caller: Requester,
     call: Call,
 ) -> Handled {
     let quota = super::quota::quota(ctx);

@@ -3,6 +3,7 @@
 
 use super::call::Call;
 use super::events::{write_events, Written};
+use crate::auth::Caller;
 use crate::bridge::legacy_clients;
 use crate::downstream::client::Client;
 use crate::error::ErrorKind;
@@ -51,7 +52,8 @@ pub(super) async fn call<C: Client>(
         method_label: ctx.method_label,
     };
     let Some(sent) = within(until, gw.sessions.forward(pool, rec.clone(), out)).await else {
-        gw.sessions.cancel(pool, &rec, &call.id);
+        let caller = Caller::of(&session.req_header().extensions);
+        gw.sessions.cancel(pool, &rec, &call.id, &caller);
         return Err(past_deadline(&rec).into());
     };
     let Forwarded {
@@ -62,7 +64,8 @@ pub(super) async fn call<C: Client>(
         // nothing reached a backend, and the pod that refused was the last one serving the
         // session natively: the session continues on the era bridge with this very call
         Err(e) if undelivered(&e) && legacy_clients::bridges(pool, route.dual_backends) => {
-            let rec = Box::pin(gw.sessions.bridge_over(pool, &rec)).await?;
+            let caller = Caller::of(&session.req_header().extensions);
+            let rec = Box::pin(gw.sessions.bridge_over(pool, &rec, &caller)).await?;
             return Box::pin(super::bridged::call(
                 gw,
                 session,
@@ -106,6 +109,7 @@ pub(super) async fn call<C: Client>(
             deadline,
             until,
             method_label: ctx.method_label,
+            caller: Caller::of(&session.req_header().extensions),
         };
         return Box::pin(stream_answer(gw, session, (pool, &rec), of, ex, head)).await;
     }
@@ -123,7 +127,8 @@ pub(super) async fn call<C: Client>(
         Relayed::Done => gw.engine.release(ex),
         Relayed::TimedOut { sse } => {
             drop(ex);
-            gw.sessions.cancel(pool, &rec, &call.id);
+            let caller = Caller::of(&session.req_header().extensions);
+            gw.sessions.cancel(pool, &rec, &call.id, &caller);
             Box::pin(end_with_error(session, sse, &past_deadline(&rec), &call.id)).await?;
         }
         Relayed::Broken { sse } => {
@@ -243,8 +248,9 @@ pub(super) async fn delete(
     pool: &Arc<Pool>,
     rec: SessionRecord,
 ) -> Handled {
+    let caller = Caller::of(&session.req_header().extensions);
     gw.sessions
-        .end(pool, &rec.id, GoneReason::Deleted, "deleted")
+        .end(pool, &rec.id, GoneReason::Deleted, "deleted", &caller)
         .await?;
     let mut head = ResponseHeader::build(200, Some(1))?;
     head.insert_header(http::header::CONTENT_LENGTH, "0")?;

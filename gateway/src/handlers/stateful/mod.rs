@@ -17,7 +17,7 @@ use crate::forward::relay::{client_response, relay, write_whole, Relayed};
 use crate::forward::send::{forward_any, Outbound};
 use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
-use crate::session::{Caller, Opened, Opening};
+use crate::session::{Opened, Opening, Requester};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use call::Call;
@@ -38,7 +38,7 @@ pub(crate) async fn handle<C: Client>(
     // With `auth` a session counts against its principal (`sessions.max-per-principal`),
     // whether or not another limit made admission name the caller.
     let identity = ctx.admitted.identity.clone().or_else(|| principal.clone());
-    let caller = Caller {
+    let caller = Requester {
         identity: identity.unwrap_or_default(),
         principal,
     };
@@ -106,7 +106,9 @@ pub(crate) async fn handle<C: Client>(
         // Looked up after the body is read, so a 404 carries the request's id.
         Some(sid) => {
             let rec = gw.sessions.lookup(&sid, &caller).await?;
-            let rec = bridge_over_if_needed(&gw.sessions, &pool, route.dual_backends, rec).await?;
+            let client = session.req_header();
+            let rec = bridge_over_if_needed(&gw.sessions, &pool, route.dual_backends, rec, client)
+                .await?;
             subscriptions::admit(&call, &rec, &state.config)?;
             if rec.binding.is_bridged() {
                 return Box::pin(bridged::call(gw, session, ctx, routed, rec, call)).await;
@@ -123,13 +125,14 @@ async fn get_or_delete(
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
     sid: Option<String>,
-    caller: Caller,
+    caller: Requester,
 ) -> Handled {
     let Some(sid) = sid else {
         return sessionless(gw, session, ctx, pool, route, Bytes::new(), true).await;
     };
     let rec = gw.sessions.lookup(&sid, &caller).await?;
-    let rec = bridge_over_if_needed(&gw.sessions, pool, route.dual_backends, rec).await?;
+    let client = session.req_header();
+    let rec = bridge_over_if_needed(&gw.sessions, pool, route.dual_backends, rec, client).await?;
     if rec.binding.is_bridged() {
         return bridged::get_or_delete(gw, session, ctx, (pool, route), rec).await;
     }
@@ -168,7 +171,7 @@ async fn initialize(
     session: &mut impl Client,
     ctx: &mut RequestCtx,
     (pool, route): (&Arc<Pool>, &Route),
-    caller: Caller,
+    caller: Requester,
     call: Call,
 ) -> Handled {
     let quota = quota(ctx);
