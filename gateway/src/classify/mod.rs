@@ -1,8 +1,10 @@
 //! The classification of a request whose method and name are known (from its body, or from
 //! headers the body is checked against before anything is forwarded): the method label, the
 //! tool noted for metrics, the authorization decision by the name the backend will execute,
-//! the per-tool rate. Every path (the fast path, each gateway-driven handler, a virtual
-//! server's) calls [`classify`] once, before anything is forwarded.
+//! the per-tool rate, and where it goes on its route ([`Routed`]: the pool its rules pick, its
+//! deadline). Every path (the fast path, each gateway-driven handler, a virtual server's)
+//! calls [`classify`] once, before anything is forwarded, and reads what it returned from then
+//! on: nothing reads the body's method and name again.
 
 use crate::error::GatewayError;
 use crate::request::ctx::RequestCtx;
@@ -12,15 +14,15 @@ use std::sync::Arc;
 
 /// The one classification step of a request whose method and name are known (from its body,
 /// or from headers the body is checked against before anything is forwarded): the method
-/// label, the tool noted for metrics, authorization, the per-tool rate. Each path runs it
-/// once: the fast path with checked headers here, the gateway-driven paths after reading the
-/// body.
+/// label, the tool noted for metrics, authorization, the per-tool rate; where the request
+/// goes on `route`. Each path runs it once: the fast path with checked headers here, the
+/// gateway-driven paths after reading the body.
 pub(crate) fn classify(
     ctx: &mut RequestCtx,
     route: &Route,
     method: Option<&str>,
     name: Option<&str>,
-) -> Result<(), GatewayError> {
+) -> Result<Routed, GatewayError> {
     ctx.method_label = method_label(method);
     ctx.note_tool(method, name);
     authorize(ctx, route, method, name)?;
@@ -28,7 +30,7 @@ pub(crate) fn classify(
         let identity = ctx.admitted.identity.as_deref();
         ctx.state.admission.admit_tool(identity, tool)?;
     }
-    Ok(())
+    Ok(Routed::of(route, method, name))
 }
 
 /// Whether the caller may call `method` on `name` (the name the backend will execute); also

@@ -6,6 +6,7 @@
 
 use crate::auth::Caller;
 use crate::bridge::modern_clients::{self, Pooled, Target};
+use crate::classify::Routed;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::forward::relay::end_with_error;
@@ -24,7 +25,7 @@ pub(crate) async fn forward(
     gw: &Gateway,
     session: &mut impl Client,
     ctx: &mut RequestCtx,
-    route: &Route,
+    (route, routed): (&Route, &Routed),
     pool: &Arc<Pool>,
     body: Bytes,
 ) -> Handled {
@@ -52,13 +53,8 @@ pub(crate) async fn forward(
     // The route's deadline bounds each request as one exchange, as on the native path: a
     // call parked for input is bounded per round (the client's time before its retry is
     // `bridge.input-ttl-s`'s), and a `subscriptions/listen` stream not at all (a GET stream's
-    // counterpart). Only a route with deadlines reads the body's method and name again.
-    let deadline = route
-        .has_deadlines()
-        .then(|| mcp_wire::inspect_body(&body).ok())
-        .flatten()
-        .filter(|info| info.method.as_deref() != Some("subscriptions/listen"))
-        .and_then(|info| route.deadline(info.method.as_deref(), info.name.as_deref()));
+    // counterpart).
+    let deadline = routed.deadline.filter(|_| !routed.listen);
     let until = deadline::start(deadline);
     let serve = modern_clients::serve(&gw.bridge, session, to, &body, &id);
     let Some(served) = within(until, serve).await else {
@@ -69,7 +65,7 @@ pub(crate) async fn forward(
         Pooled::Served(served) => served,
         Pooled::NoSession(backend) => {
             pool.opened_no_session(&backend);
-            return pass_through(gw, session, ctx, route, pool, body).await;
+            return pass_through(gw, session, ctx, (route, routed), pool, body).await;
         }
     };
     if served.backend.is_some() {
@@ -101,20 +97,15 @@ async fn pass_through(
     gw: &Gateway,
     session: &mut impl Client,
     ctx: &mut RequestCtx,
-    route: &Route,
+    (route, routed): (&Route, &Routed),
     pool: &Arc<Pool>,
     body: Bytes,
 ) -> Handled {
-    // already inspected once: read again only for the deadline, on this rare path
-    let deadline = match mcp_wire::inspect_body(&body) {
-        Ok(info) => route.deadline(info.method.as_deref(), info.name.as_deref()),
-        Err(_) => None,
-    };
     let out = Outbound {
         route,
         body,
         repeatable: false,
-        deadline,
+        deadline: routed.deadline,
         stateless: true,
     };
     forward_any(gw, session, ctx, pool, out).await

@@ -37,7 +37,7 @@ pub(crate) async fn forward_buffered<C: Client>(
     let info = check::inspect(ctx, &session.req_header().headers, &body, check)?;
     ctx.declares_tasks = Some(info.declares_tasks);
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
-    crate::classify::classify(ctx, &route, method, name)?;
+    let routed = crate::classify::classify(ctx, &route, method, name)?;
     if crate::tasks::route::routes(ctx, method) {
         let (method, task_id) = (
             method.unwrap_or_default().to_owned(),
@@ -56,7 +56,6 @@ pub(crate) async fn forward_buffered<C: Client>(
             }
         };
     }
-    let routed = Routed::of(&route, method, name);
     drop(info);
     forward_body(gw, session, ctx, &route, body, routed).await
 }
@@ -77,7 +76,9 @@ pub(crate) async fn forward_body(
         check_listen(ctx, route, &body, bridged)?;
     }
     if bridged {
-        return crate::forward::bridged::forward(gw, session, ctx, route, &pool, body).await;
+        let bridged =
+            crate::forward::bridged::forward(gw, session, ctx, (route, &routed), &pool, body);
+        return bridged.await;
     }
     let out = Outbound {
         route,

@@ -104,7 +104,7 @@ async fn serve(
         filter: list.is_some().then_some(&filter as _),
         max_subscriptions: ctx.state.config.sessions.max_subscriptions,
     };
-    let deadline = call.and_then(|c| route.deadline(c.method.as_deref(), c.name.as_deref()));
+    let deadline = call.and_then(|c| c.deadline);
     let until = deadline::start(deadline);
     let done = legacy_clients::serve(&gw.bridge, &gw.sessions, session, to, request);
     let Some(done) = within(until, done).await else {

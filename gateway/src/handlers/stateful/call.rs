@@ -20,6 +20,8 @@ pub(super) struct Call {
     pub(super) name: Option<String>,
     /// `_meta` says 2026-07-28 or later: no session (auto routes).
     pub(super) stateless: bool,
+    /// Its deadline on the route, as the classification found it (`classify::classify`).
+    pub(super) deadline: Option<std::time::Duration>,
 }
 
 impl Call {
@@ -49,6 +51,7 @@ impl Call {
             params,
             name,
             stateless,
+            deadline: None,
         })
     }
 

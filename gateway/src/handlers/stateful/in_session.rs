@@ -33,7 +33,7 @@ pub(super) async fn call<C: Client>(
     rec: SessionRecord,
     call: Call,
 ) -> Handled {
-    let deadline = route.deadline(call.method.as_deref(), call.name.as_deref());
+    let deadline = call.deadline;
     let until = deadline::start(deadline);
     let past_deadline = |rec: &SessionRecord| {
         let backend = rec.binding.backend.to_string();

@@ -70,18 +70,20 @@ pub(crate) async fn handle<C: Client>(
     }
     let body = crate::forward::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
-    let call = Call::classify(body)?;
+    let mut call = Call::classify(body)?;
     ctx.request_id = Some(call.id.clone());
-    crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
+    let classified =
+        crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
+    call.deadline = classified.deadline;
     if route.mode == Mode::Auto && call.stateless {
         // A 2026-07-28 body without the version header: no session, rules apply.
         if call.is("subscriptions/listen") {
             crate::handlers::stateless::check_listen(ctx, &route, &call.body, false)?;
         }
-        let pool = state.pool(route.pool_for(call.method.as_deref(), call.name.as_deref()))?;
+        let pool = state.pool(classified.pool)?;
         let out = Outbound {
             route: &route,
-            deadline: route.deadline(call.method.as_deref(), call.name.as_deref()),
+            deadline: classified.deadline,
             body: call.body,
             repeatable: call.repeatable,
             stateless: true,
