@@ -58,15 +58,8 @@ pub(crate) async fn forward_any<C: Client>(
     let (path_ref, body, repeatable) = (&*path, &out.body, out.repeatable);
     let attempts = engine.each_backend(pool, Pick::sessionless(ctx.era), &mut ctx.tried, |b| {
         Box::pin(async move {
-            let target = Target {
-                path: path_ref,
-                host: &b.host_header,
-            };
-            let req = match request::forwarded(client, target, None, len) {
-                Ok(mut req) => {
-                    request::identify(&mut req, pool);
-                    req
-                }
+            let req = match upstream_head(client, pool, &b, path_ref, len) {
+                Ok(req) => req,
                 Err(e) => return Step::Stop(e),
             };
             match engine.send(pool, &b, &req, body.clone(), repeatable).await {
@@ -87,11 +80,7 @@ pub(crate) async fn forward_any<C: Client>(
     };
     let (mut ex, backend) = sent?;
     ctx.backend = Some(backend.clone());
-    let opened = ex.header().headers.contains_key(MCP_SESSION_ID);
-    let status = ex.header().status.as_u16();
-    if crate::upstream::era::answer_suggests_other_era(ctx.era, status, opened) {
-        backend.suspect_era();
-    }
+    note_era(ctx, &backend, ex.header());
     if out.stateless {
         let client = session.req_header();
         if let Some(e) =
@@ -124,7 +113,34 @@ pub(crate) async fn forward_any<C: Client>(
     Ok(())
 }
 
-/// `Mcp-Session-Id`, as a name parsed once.
+/// The client's request re-addressed to `backend` at `path` (its body `len` bytes), with the
+/// pool's identity headers.
+fn upstream_head(
+    client: &RequestHeader,
+    pool: &Pool,
+    backend: &Backend,
+    path: &str,
+    len: Option<usize>,
+) -> Result<RequestHeader, GatewayError> {
+    let target = Target {
+        path,
+        host: &backend.host_header,
+    };
+    let mut req = request::forwarded(client, target, None, len)?;
+    request::identify(&mut req, pool);
+    Ok(req)
+}
+
+/// An answer that suggests the backend serves another era than the request's (a session
+/// opened for a 2026-07-28 request, a refusal of a legacy one) has its era probed again.
+fn note_era(ctx: &RequestCtx, backend: &Backend, answer: &ResponseHeader) {
+    let opened = answer.headers.contains_key(MCP_SESSION_ID);
+    let status = answer.status.as_u16();
+    if crate::upstream::era::answer_suggests_other_era(ctx.era, status, opened) {
+        backend.suspect_era();
+    }
+}
+
 /// [`MCP_SESSION_ID`] as a header name built once (a `&str` is parsed on every lookup).
 pub(crate) static SESSION_ID: http::HeaderName = http::HeaderName::from_static(MCP_SESSION_ID);
 

@@ -33,12 +33,7 @@ pub(super) async fn call<C: Client>(
     rec: SessionRecord,
     call: Call,
 ) -> Handled {
-    let deadline = call.deadline;
-    let until = deadline::start(deadline);
-    let past_deadline = |rec: &SessionRecord| {
-        let backend = rec.binding.backend.to_string();
-        GatewayError::deadline(&pool.name, &backend, deadline.unwrap_or_default())
-    };
+    let until = deadline::start(call.deadline);
     let task = (call.method.as_deref(), call.name.as_deref());
     let created_under = match crate::tasks::route::legacy_task_method(task.0) {
         true => Box::pin(crate::tasks::route::legacy_task(gw, ctx, pool, &rec, task)).await?,
@@ -52,12 +47,11 @@ pub(super) async fn call<C: Client>(
         method_label: ctx.method_label,
     };
     let Some(sent) = within(until, gw.sessions.forward(pool, rec.clone(), out)).await else {
-        let caller = Caller::of(&session.req_header().extensions);
-        gw.sessions.cancel(pool, &rec, &call.id, &caller);
-        return Err(past_deadline(&rec).into());
+        cancel(gw, session, pool, &rec, &call);
+        return Err(past_deadline(pool, &rec, &call).into());
     };
     let Forwarded {
-        exchange: mut ex,
+        exchange: ex,
         record: rec,
     } = match sent {
         Ok(sent) => sent,
@@ -84,20 +78,47 @@ pub(super) async fn call<C: Client>(
         return Err(lost.into());
     }
     crate::tasks::route::watch_in_session(gw, session, ctx, pool, &rec);
-    if ex.header().status.is_success() && call.is("notifications/initialized") {
-        // Before the client hears back (and sends its first call), the session's stream is
-        // held, so nothing the server asks can be lost.
-        Box::pin(gw.streams.hold_stream(pool, &rec)).await;
+    keep_settings(gw, ctx, pool, &rec, &call, ex.header()).await;
+    answer(gw, session, ctx, (pool, route, &rec), &call, ex, until).await
+}
+
+/// What a call the backend accepted changes in its session: after `notifications/initialized`
+/// the session's stream is held (before the client hears back and sends its first call, so
+/// nothing the server asks can be lost); a setting (log level, subscription) is kept for a
+/// replay after a move.
+async fn keep_settings(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    pool: &Arc<Pool>,
+    rec: &SessionRecord,
+    call: &Call,
+    answer: &ResponseHeader,
+) {
+    if !answer.status.is_success() {
+        return;
     }
-    let max_subscriptions = ctx.state.config.sessions.max_subscriptions;
-    if let (true, Some(change)) = (
-        ex.header().status.is_success(),
-        call.setting(max_subscriptions),
-    ) {
-        if let Err(e) = Box::pin(gw.sessions.remember(&rec, change)).await {
+    if call.is("notifications/initialized") {
+        Box::pin(gw.streams.hold_stream(pool, rec)).await;
+    }
+    if let Some(change) = call.setting(ctx.state.config.sessions.max_subscriptions) {
+        if let Err(e) = Box::pin(gw.sessions.remember(rec, change)).await {
             crate::quiet::STORE.failed("a session setting was not kept", &e);
         }
     }
+}
+
+/// Relays a call's answer: as a resumable event stream, through the route's list filter, or
+/// as it comes (then the session's use is recorded); past the deadline the backend is told to
+/// cancel and the client gets -32012, a connection lost midway is the session's to recover.
+async fn answer(
+    gw: &Gateway,
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    (pool, route, rec): (&Arc<Pool>, &Route, &SessionRecord),
+    call: &Call,
+    mut ex: crate::upstream::client::Exchange,
+    until: Option<tokio::time::Instant>,
+) -> Result<(), crate::error::Fail> {
     let head = client_response(ex.header(), None);
     let filter = ctx.filter.take();
     // an event stream in a content coding is relayed as it came: its events cannot be read
@@ -106,12 +127,12 @@ pub(super) async fn call<C: Client>(
     {
         let of = AnswerOf {
             id: Some(call.id.clone()),
-            deadline,
+            deadline: call.deadline,
             until,
             method_label: ctx.method_label,
             caller: Caller::of(&session.req_header().extensions),
         };
-        return Box::pin(stream_answer(gw, session, (pool, &rec), of, ex, head)).await;
+        return Box::pin(stream_answer(gw, session, (pool, rec), of, ex, head)).await;
     }
     let relayed = match filter {
         Some(list) => {
@@ -127,9 +148,9 @@ pub(super) async fn call<C: Client>(
         Relayed::Done => gw.engine.release(ex),
         Relayed::TimedOut { sse } => {
             drop(ex);
-            let caller = Caller::of(&session.req_header().extensions);
-            gw.sessions.cancel(pool, &rec, &call.id, &caller);
-            Box::pin(end_with_error(session, sse, &past_deadline(&rec), &call.id)).await?;
+            cancel(gw, session, pool, rec, call);
+            let e = past_deadline(pool, rec, call);
+            Box::pin(end_with_error(session, sse, &e, &call.id)).await?;
         }
         Relayed::Broken { sse } => {
             let backend = rec.binding.backend.to_string();
@@ -138,7 +159,7 @@ pub(super) async fn call<C: Client>(
             Box::pin(answer_lost(
                 gw,
                 session,
-                (pool, &rec),
+                (pool, rec),
                 label,
                 sse,
                 (&e, &call.id),
@@ -146,10 +167,23 @@ pub(super) async fn call<C: Client>(
             .await?;
         }
     }
-    if let Err(e) = gw.sessions.used(&rec).await {
+    if let Err(e) = gw.sessions.used(rec).await {
         crate::quiet::STORE.failed("session use not recorded", &e);
     }
     Ok(())
+}
+
+/// Tells the session's backend that `call` is cancelled (its deadline passed), for the
+/// request's caller.
+fn cancel(gw: &Gateway, session: &impl Client, pool: &Arc<Pool>, rec: &SessionRecord, call: &Call) {
+    let caller = Caller::of(&session.req_header().extensions);
+    gw.sessions.cancel(pool, rec, &call.id, &caller);
+}
+
+/// -32012: `call` passed its deadline on the session's backend.
+fn past_deadline(pool: &Pool, rec: &SessionRecord, call: &Call) -> GatewayError {
+    let backend = rec.binding.backend.to_string();
+    GatewayError::deadline(&pool.name, &backend, call.deadline.unwrap_or_default())
 }
 
 /// A call's answer as an event stream the gateway relays, resumable by the client.

@@ -34,14 +34,7 @@ pub(crate) async fn handle<C: Client>(
 ) -> Handled {
     let state = ctx.state.clone();
     let pool = state.pool(route.default_pool)?;
-    let principal = crate::classify::principal_id(ctx);
-    // With `auth` a session counts against its principal (`sessions.max-per-principal`),
-    // whether or not another limit made admission name the caller.
-    let identity = ctx.admitted.identity.clone().or_else(|| principal.clone());
-    let caller = Requester {
-        identity: identity.unwrap_or_default(),
-        principal,
-    };
+    let caller = requester(ctx);
     let sid = session
         .req_header()
         .headers
@@ -76,19 +69,7 @@ pub(crate) async fn handle<C: Client>(
         crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     call.deadline = classified.deadline;
     if route.mode == Mode::Auto && call.stateless {
-        // A 2026-07-28 body without the version header: no session, rules apply.
-        if call.is("subscriptions/listen") {
-            crate::handlers::stateless::check_listen(ctx, &route, &call.body, false)?;
-        }
-        let pool = state.pool(classified.pool)?;
-        let out = Outbound {
-            route: &route,
-            deadline: classified.deadline,
-            body: call.body,
-            repeatable: call.repeatable,
-            stateless: true,
-        };
-        return Box::pin(forward_any(gw, session, ctx, &pool, out)).await;
+        return Box::pin(modern(gw, session, ctx, &route, call, classified)).await;
     }
     let routed = (&pool, &*route);
     match sid {
@@ -118,6 +99,42 @@ pub(crate) async fn handle<C: Client>(
             in_session::call(gw, session, ctx, routed, rec, call).await
         }
     }
+}
+
+/// Who asks, for the session's checks and counts: with `auth` a session counts against its
+/// principal (`sessions.max-per-principal`), whether or not another limit made admission name
+/// the caller.
+fn requester(ctx: &RequestCtx) -> Requester {
+    let principal = crate::classify::principal_id(ctx);
+    let identity = ctx.admitted.identity.clone().or_else(|| principal.clone());
+    Requester {
+        identity: identity.unwrap_or_default(),
+        principal,
+    }
+}
+
+/// A 2026-07-28 body without the version header on an auto route: no session, the route's
+/// rules pick its pool, forwarded as on a stateless route.
+async fn modern(
+    gw: &Gateway,
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    route: &Route,
+    call: Call,
+    classified: crate::classify::Routed,
+) -> Handled {
+    if call.is("subscriptions/listen") {
+        crate::handlers::stateless::check_listen(ctx, route, &call.body, false)?;
+    }
+    let pool = ctx.state.pool(classified.pool)?;
+    let out = Outbound {
+        route,
+        deadline: classified.deadline,
+        body: call.body,
+        repeatable: call.repeatable,
+        stateless: true,
+    };
+    forward_any(gw, session, ctx, &pool, out).await
 }
 
 /// GET (the session's stream) and DELETE.
