@@ -126,23 +126,8 @@ impl SessionManager {
         if current.binding.generation != seen.binding.generation {
             return Ok(current); // another request of this session already moved it
         }
-        let generation = current.binding.generation;
-        if !self
-            .store
-            .claim_move(&current.id, generation, MOVE_CLAIM)
-            .await?
-        {
-            if trigger == Trigger::Background {
-                return Ok(current); // another replica moves it; a request here would adopt it
-            }
-            // another replica is moving it: adopt its binding once it is there
-            if let Some(moved) = self.await_move(&current.id, generation).await? {
-                return Ok(moved);
-            }
-            tracing::warn!(
-                session = short(&current.id),
-                "the replica moving this session did not finish; moving it here"
-            );
+        if let Some(theirs) = self.claim_or_adopt(&current, trigger).await? {
+            return Ok(theirs);
         }
         // A backend that forgot the session may still be alive; one that is down is tried
         // last (it may be the only one, and back by now). A drained backend is never the last
@@ -166,25 +151,7 @@ impl SessionManager {
         let binding = self
             .engine
             .each_backend(pool, pick, &mut tried, |backend: Arc<Backend>| {
-                Box::pin(async move {
-                    let replay = reinit::replay(&self.engine, pool, &backend, current, caller);
-                    let replayed = telemetry::child(
-                        "mcp.session.reinitialize",
-                        reinit_attributes(current, &backend, reason),
-                        replay,
-                        |r| if r.is_ok() { "ok" } else { "failed" },
-                    );
-                    match replayed.await {
-                        Ok(binding) => Step::Done((binding, backend)),
-                        Err(Failed::Unreachable) => Step::Unreachable,
-                        Err(Failed::Lost) => Step::Lost,
-                        Err(Failed::Refused) => Step::Refused,
-                        Err(Failed::Credentials(e)) => Step::Stop(*e),
-                        Err(Failed::VersionMismatch(got)) => {
-                            Step::Stop(self.version_mismatch(pool, current, got).await)
-                        }
-                    }
-                })
+                Box::pin(self.replay_on(pool, backend, current, reason, caller))
             })
             .await
             .inspect_err(|_| self.count_move(pool, trigger, Some("failed")))?;
@@ -203,6 +170,65 @@ impl SessionManager {
             );
         }
         rebound
+    }
+
+    /// Claims the move of `current` in the store; when another replica holds the claim, the
+    /// record to go on with instead: unchanged for a background move (the other replica moves
+    /// it, a request here adopts it), or that replica's move once it is there. `None`: this
+    /// replica moves it (it claimed the move, or the other replica did not finish).
+    async fn claim_or_adopt(
+        &self,
+        current: &SessionRecord,
+        trigger: Trigger,
+    ) -> Result<Option<SessionRecord>, GatewayError> {
+        let generation = current.binding.generation;
+        if self
+            .store
+            .claim_move(&current.id, generation, MOVE_CLAIM)
+            .await?
+        {
+            return Ok(None);
+        }
+        if trigger == Trigger::Background {
+            return Ok(Some(current.clone()));
+        }
+        if let Some(moved) = self.await_move(&current.id, generation).await? {
+            return Ok(Some(moved));
+        }
+        tracing::warn!(
+            session = short(&current.id),
+            "the replica moving this session did not finish; moving it here"
+        );
+        Ok(None)
+    }
+
+    /// One try of a move: `current`'s `initialize` and settings replayed on `backend` for
+    /// `caller` (a span of its own), and what that try says to the attempt loop.
+    async fn replay_on(
+        &self,
+        pool: &Arc<Pool>,
+        backend: Arc<Backend>,
+        current: &SessionRecord,
+        reason: Reason,
+        caller: &Caller,
+    ) -> Step<(Binding, Arc<Backend>)> {
+        let replay = reinit::replay(&self.engine, pool, &backend, current, caller);
+        let replayed = telemetry::child(
+            "mcp.session.reinitialize",
+            reinit_attributes(current, &backend, reason),
+            replay,
+            |r| if r.is_ok() { "ok" } else { "failed" },
+        );
+        match replayed.await {
+            Ok(binding) => Step::Done((binding, backend)),
+            Err(Failed::Unreachable) => Step::Unreachable,
+            Err(Failed::Lost) => Step::Lost,
+            Err(Failed::Refused) => Step::Refused,
+            Err(Failed::Credentials(e)) => Step::Stop(*e),
+            Err(Failed::VersionMismatch(got)) => {
+                Step::Stop(self.version_mismatch(pool, current, got).await)
+            }
+        }
     }
 
     /// The winner of a move ends the session it left on a backend that is still alive (a

@@ -119,50 +119,18 @@ pub fn probe_path(config: &Config, pool: usize) -> String {
 
 /// Probes one backend: what its answers prove about its era.
 pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) -> Finding {
-    let target = Target {
+    let probe = Probe {
+        engine,
+        pool,
+        backend,
         path,
-        host: &backend.host_header,
-    };
-    let send = |method: http::Method,
-                body: String,
-                version: Option<&str>,
-                session: Option<&str>,
-                mcp_method: Option<&str>| {
-        // made for nobody: the probe is the gateway's own
-        let nobody = &crate::auth::Caller::default();
-        let req =
-            request::own(method, target, session, version, body.len(), nobody).map(|mut req| {
-                if let Some(m) = mcp_method {
-                    let _ = req.insert_header(MCP_METHOD, m);
-                }
-                req
-            });
-        async move {
-            let req = req.ok()?;
-            let (head, body) = engine
-                .probe(pool, backend, &req, Bytes::from(body))
-                .await
-                .ok()?;
-            Some((head, body))
-        }
-    };
-    let content_type = |head: &pingora::http::ResponseHeader| {
-        head.headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
     };
     let modern = discover::discover_body();
-    let answer = send(
-        http::Method::POST,
-        modern,
-        Some(mcp_wire::era::STATELESS_SINCE),
-        None,
-        Some("server/discover"),
-    )
-    .await;
+    let version = Some(mcp_wire::era::STATELESS_SINCE);
+    let discover = Some("server/discover");
+    let answer = probe.send(http::Method::POST, modern, version, None, discover);
     // A throwaway `mcp-session-id` on a refused probe is never read: nothing is stored.
-    let discovered = match &answer {
+    let discovered = match &answer.await {
         Some((head, body)) => {
             discover::read_discover(head.status.as_u16(), content_type(head).as_deref(), body)
         }
@@ -171,14 +139,10 @@ pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) 
     if matches!(discovered, Verdict::Inconclusive | Verdict::WantsSession) {
         return discover::era_of(discovered, None, false);
     }
-    let legacy = send(
-        http::Method::POST,
-        discover::initialize_body(),
-        None,
-        None,
-        None,
-    )
-    .await;
+    let initialize = discover::initialize_body();
+    let legacy = probe
+        .send(http::Method::POST, initialize, None, None, None)
+        .await;
     let initialized = match &legacy {
         Some((head, body)) => {
             discover::read_initialize(head.status.as_u16(), content_type(head).as_deref(), body)
@@ -194,16 +158,55 @@ pub async fn probe(engine: &Engine, pool: &Pool, backend: &Backend, path: &str) 
         .and_then(|v| v.to_str().ok());
     if let Some(sid) = sid {
         let version = Some(discover::PROBE_LEGACY_VERSION);
-        let _ = send(
-            http::Method::DELETE,
-            String::new(),
-            version,
-            Some(sid),
-            None,
-        )
-        .await;
+        let delete = http::Method::DELETE;
+        let _ = probe
+            .send(delete, String::new(), version, Some(sid), None)
+            .await;
     }
     discover::era_of(discovered, Some(initialized), sid.is_some())
+}
+
+/// The requests of one probe of one backend.
+struct Probe<'a> {
+    engine: &'a Engine,
+    pool: &'a Pool,
+    backend: &'a Backend,
+    path: &'a str,
+}
+
+impl Probe<'_> {
+    /// Sends one request of the probe (made for nobody: the probe is the gateway's own) and
+    /// reads its whole (bounded) answer; `None` when it got none.
+    async fn send(
+        &self,
+        method: http::Method,
+        body: String,
+        version: Option<&str>,
+        session: Option<&str>,
+        mcp_method: Option<&str>,
+    ) -> Option<(pingora::http::ResponseHeader, Bytes)> {
+        let target = Target {
+            path: self.path,
+            host: &self.backend.host_header,
+        };
+        let nobody = &crate::auth::Caller::default();
+        let mut req = request::own(method, target, session, version, body.len(), nobody).ok()?;
+        if let Some(m) = mcp_method {
+            let _ = req.insert_header(MCP_METHOD, m);
+        }
+        let answer = self
+            .engine
+            .probe(self.pool, self.backend, &req, Bytes::from(body));
+        answer.await.ok()
+    }
+}
+
+/// An answer's `Content-Type`.
+fn content_type(head: &pingora::http::ResponseHeader) -> Option<String> {
+    head.headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Runs the era probes of every pool with `era: detect`, and counts backends by era.
