@@ -23,10 +23,11 @@ fn hub(a: &ModernMock, b: &ModernMock, extra: &str) -> String {
 }
 
 /// A bare name the names map has not seen is looked up in the members' lists first (`a`'s
-/// takes 1.5 s), then called on its member. A reload in between puts a pool `z` first, so
-/// every pool's index moves: the call still reaches `a` (its pool in the snapshot the call
-/// started with), and `z` hears nothing of it. Then the next call, in the new snapshot, also
-/// reaches `a`, by its name.
+/// takes 1.5 s), then called on its member. A reload in between adds a pool `_z` (mock `z`)
+/// that comes first (pools are numbered in name order: `_z` before `a` and `b`; a `z` would
+/// come last and move nothing), so every pool's index moves: the call still reaches `a` (its
+/// pool in the snapshot the call started with), and `z` hears nothing of it. Then the next
+/// call, in the new snapshot, also reaches `a`, by its name.
 #[tokio::test]
 async fn a_reload_during_a_members_lookup_sends_the_call_to_the_members_own_pool() {
     let a = ModernMock::start("slow-a").await;
@@ -48,7 +49,7 @@ async fn a_reload_during_a_members_lookup_sends_the_call_to_the_members_own_pool
     gw.rewrite_config(&hub(
         &a,
         &b,
-        &format!("  z: {{ backends: [{}] }}\n", z.addr),
+        &format!("  _z: {{ backends: [{}] }}\n", z.addr),
     ));
     mcp_gateway_tests::assert_eventually!(
         Duration::from_secs(5),
