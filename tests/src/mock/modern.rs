@@ -21,9 +21,17 @@
 //!
 //! A mock whose name starts with `slow` answers `tools/list` after 1.5 s (a member whose list
 //! is still on its way while something else happens).
+//!
+//! A mock started with [`ModernMock::per_caller`] is a server whose tools depend on who calls
+//! (as behind token exchange): the caller is the `sub` of the request's bearer token (its
+//! payload read, not verified: a test's backend trusts the gateway); `tools/list` lists only
+//! that caller's tools (none for a caller it was not given, or no token), and calling one of
+//! them answers `NAME:TOOL:SUB`. Any other tool is answered as above (a tool the caller may
+//! not see: `Unknown tool`).
 
 use crate::wire::{read_body, read_head, Head};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -39,9 +47,26 @@ pub struct ModernMock {
     open: Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// The tools of each caller (by `sub`), for a mock that lists per caller.
+type PerCaller = Arc<HashMap<String, Vec<String>>>;
+
 impl ModernMock {
     /// Starts one on a free port, answering as `name`.
     pub async fn start(name: &str) -> ModernMock {
+        Self::spawn(name, None).await
+    }
+
+    /// Starts one whose tools depend on the caller (the bearer token's `sub`): `tools` gives
+    /// each caller's (see the module's header).
+    pub async fn per_caller(name: &str, tools: &[(&str, &[&str])]) -> ModernMock {
+        let tools = tools
+            .iter()
+            .map(|(sub, t)| (sub.to_string(), t.iter().map(|t| t.to_string()).collect()))
+            .collect();
+        Self::spawn(name, Some(Arc::new(tools))).await
+    }
+
+    async fn spawn(name: &str, per_caller: Option<PerCaller>) -> ModernMock {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let bodies: Arc<Mutex<Vec<Value>>> = Default::default();
@@ -59,12 +84,12 @@ impl ModernMock {
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
                 let (name, seen, mut stopped) = (name.clone(), seen.clone(), stopped.clone());
-                let counted = counted.clone();
+                let (counted, per_caller) = (counted.clone(), per_caller.clone());
                 counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tokio::spawn(async move {
                     // the connection is closed when `serve` is dropped, at the end of the select
                     tokio::select! {
-                        _ = serve(stream, name, seen) => {}
+                        _ = serve(stream, name, per_caller, seen) => {}
                         _ = stopped.changed() => {}
                     }
                     counted.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
@@ -111,7 +136,12 @@ impl Drop for ModernMock {
     }
 }
 
-async fn serve(stream: TcpStream, name: Arc<str>, seen: Arc<Mutex<Vec<Value>>>) {
+async fn serve(
+    stream: TcpStream,
+    name: Arc<str>,
+    per_caller: Option<PerCaller>,
+    seen: Arc<Mutex<Vec<Value>>>,
+) {
     let mut reader = BufReader::new(stream);
     loop {
         let Ok(Some(head)) = read_head(&mut reader, true).await else {
@@ -133,7 +163,7 @@ async fn serve(stream: TcpStream, name: Arc<str>, seen: Arc<Mutex<Vec<Value>>>) 
         if name.starts_with("slow") && msg["method"] == "tools/list" {
             tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         }
-        let (status, answer) = match answer(&name, &head, &msg) {
+        let (status, answer) = match answer(&name, per_caller.as_deref(), &head, &msg) {
             Answer::Json(status, v) => (status, v),
             Answer::Accepted => {
                 if !write(stream, 202, &[], b"").await {
@@ -185,7 +215,24 @@ fn decode(v: &str) -> String {
     }
 }
 
-fn answer(name: &str, head: &Head, msg: &Value) -> Answer {
+/// The `sub` of the request's bearer token (its payload read, not verified).
+fn caller(head: &Head) -> Option<String> {
+    use base64::Engine;
+    let token = head.header("authorization")?.strip_prefix("Bearer ")?;
+    let payload = token.split('.').nth(1)?;
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: Value = serde_json::from_slice(&claims).ok()?;
+    claims.get("sub")?.as_str().map(str::to_owned)
+}
+
+fn answer(
+    name: &str,
+    per_caller: Option<&HashMap<String, Vec<String>>>,
+    head: &Head,
+    msg: &Value,
+) -> Answer {
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
     let params = msg.get("params").cloned().unwrap_or(json!({}));
@@ -263,6 +310,25 @@ fn answer(name: &str, head: &Head, msg: &Value) -> Answer {
             "resultType": "input_required", "inputRequests": requests, "requestState": state}}),
         )
     };
+    // a mock listing per caller: the caller's tools, and calls of them
+    let sub = caller(head).unwrap_or_default();
+    let theirs = per_caller.map(|p| p.get(&sub).map_or(&[][..], Vec::as_slice));
+    if let Some(theirs) = theirs {
+        let tool = params.get("name").and_then(Value::as_str);
+        match (method, tool) {
+            ("tools/list", _) => {
+                let tools: Vec<Value> = theirs
+                    .iter()
+                    .map(|t| json!({"name": t, "inputSchema": {"type": "object"}}))
+                    .collect();
+                return ok(json!({"tools": tools, "ttlMs": 0, "cacheScope": "private"}));
+            }
+            ("tools/call", Some(t)) if theirs.iter().any(|own| own == t) => {
+                return ok(text(&format!("{name}:{t}:{sub}")));
+            }
+            _ => {}
+        }
+    }
     match method {
         "server/discover" => ok(json!({"supportedVersions": ["2026-07-28"],
             "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}},

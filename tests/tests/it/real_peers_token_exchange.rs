@@ -33,7 +33,7 @@ fn auth_with_key(dir: &Path) -> String {
 }
 
 /// `token-exchange` at `sts` for `audience`, the gateway's own token as the actor.
-fn exchange(sts: &Sts, dir: &Path, audience: &str) -> String {
+pub(crate) fn exchange(sts: &Sts, dir: &Path, audience: &str) -> String {
     format!(
         "upstream-auth: {{ token-exchange: {{ token-url: \"http://127.0.0.1:{}/token\", client-id: gw, client-secret: {{ file: {} }}, audience: {audience}, scope: tools, actor: client-credentials }} }}",
         sts.port(),
@@ -41,7 +41,9 @@ fn exchange(sts: &Sts, dir: &Path, audience: &str) -> String {
     )
 }
 
-async fn sts(dir: &Path) -> Sts {
+/// The authorization server with its RFC 8693 grant: subject tokens of the test IdP
+/// (`auth::token`), exchanged for the audience `user-mcp`.
+pub(crate) async fn sts(dir: &Path) -> Sts {
     let subject_key = fixture("rs256.pub.pem").display().to_string();
     let extra = ["--subject-key", &subject_key, "--audiences", "user-mcp"];
     Sts::start_with(dir, 300, 0, &extra).await

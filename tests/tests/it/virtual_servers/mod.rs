@@ -6,6 +6,7 @@
 //! member that pages itself, and the refusals (unknown or filtered names, forged cursors,
 //! legacy clients).
 
+mod callers;
 mod fast;
 mod legacy;
 mod listen;
