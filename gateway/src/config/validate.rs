@@ -1,7 +1,9 @@
 //! Validation: a parsed [`FileConfig`](super::file::FileConfig) becomes a [`Config`], or the
 //! list of every problem found, each with its key path (river panics on the first; we list all).
 
-use super::file::{FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits};
+use super::file::{
+    FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits, FileRule,
+};
 use super::internal::*;
 use super::mode::Mode;
 use super::problems::Problems;
@@ -239,109 +241,18 @@ fn route_config(
         "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz, capture, \
          dual-backends, name-match, server-info, separator, instructions, members",
     );
-    let path = match (&route.path, &route.path_prefix) {
-        (Some(path), None) => PathMatch::Exact(path.clone()),
-        (None, Some(prefix)) => PathMatch::Prefix(prefix.clone()),
-        (Some(_), Some(_)) => {
-            p.add(&at, "give either path or path-prefix, not both");
-            PathMatch::Exact(String::new())
-        }
-        (None, None) => {
-            p.add(&at, "needs path (exact) or path-prefix");
-            PathMatch::Exact(String::new())
-        }
-    };
-    let (PathMatch::Exact(s) | PathMatch::Prefix(s)) = &path;
-    if !s.is_empty() && !s.starts_with('/') {
-        p.add(format!("{at}.path"), format!("`{s}` must start with /"));
-    }
-    if let Some(up) = &route.upstream_path {
-        if !up.starts_with('/') {
-            p.add(
-                format!("{at}.upstream-path"),
-                format!("`{up}` must start with /"),
-            );
-        }
-    }
+    let path = route_path(p, &at, route);
     let is_virtual = route.mode.as_deref() == Some("virtual");
-    let mode = match route.mode.as_deref().unwrap_or("stateless") {
-        "stateless" | "virtual" => Mode::Stateless,
-        "stateful" => Mode::Stateful,
-        "auto" => Mode::Auto,
-        other => {
-            p.add(
-                format!("{at}.mode"),
-                format!("unknown `{other}` (stateless, stateful, auto, virtual)"),
-            );
-            Mode::Stateless
-        }
-    };
+    let mode = route_mode(p, &at, route.mode.as_deref());
     let virtual_server = virtual_keys(p, &at, route, is_virtual, pools);
-    let dual_backends = match route.dual_backends.as_deref() {
-        None | Some("native") => DualBackends::Native,
-        Some("bridge") => DualBackends::Bridge,
-        Some(other) => {
-            p.add(
-                format!("{at}.dual-backends"),
-                format!("unknown `{other}` (native, bridge)"),
-            );
-            DualBackends::Native
-        }
-    };
-    let name_match = match route.name_match.as_deref() {
-        None | Some("exact") => NameMatch::Exact,
-        Some("folded") => NameMatch::Folded,
-        Some(other) => {
-            p.add(
-                format!("{at}.name-match"),
-                format!("unknown `{other}` (exact, folded)"),
-            );
-            NameMatch::Exact
-        }
-    };
-    let pool = match &virtual_server {
-        Some(v) => {
-            if route.pool.is_some() {
-                p.add(
-                    format!("{at}.pool"),
-                    "a virtual route has no pool of its own: each member names its pool",
-                );
-            }
-            if !route.rules.is_empty() {
-                p.add(
-                    format!("{at}.rules"),
-                    "a virtual route routes by name to its members: rules are not taken here",
-                );
-            }
-            v.members.first().map_or(0, |m| m.pool)
-        }
-        None => pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools),
-    };
+    let dual_backends = dual_backends(p, &at, route.dual_backends.as_deref());
+    let name_match = name_match(p, &at, route.name_match.as_deref());
+    let pool = route_pool(p, &at, route, virtual_server.as_ref(), pools);
     let rules = route
         .rules
         .iter()
         .enumerate()
-        .map(|(j, rule)| {
-            let rat = format!("{at}.rules[{j}]");
-            p.unknown(&rat, &rule.unknown, "match, pool");
-            let FileMatch {
-                method,
-                name,
-                unknown,
-            } = &rule.matches;
-            p.unknown(&format!("{rat}.match"), unknown, "method, name");
-            let method = method
-                .as_ref()
-                .and_then(|g| p.pattern(format!("{rat}.match.method"), g));
-            let name = name
-                .as_ref()
-                .and_then(|g| p.pattern(format!("{rat}.match.name"), g));
-            RuleConfig {
-                method,
-                name,
-                pool: pool_ref(p, format!("{rat}.pool"), rule.pool.as_deref(), pools),
-            }
-        })
+        .map(|(j, rule)| rule_config(p, &format!("{at}.rules[{j}]"), rule, pools))
         .collect();
     RouteConfig {
         path,
@@ -360,6 +271,136 @@ fn route_config(
         dual_backends,
         name_match,
         virtual_server,
+    }
+}
+
+/// What a route matches (`path` exact, or `path-prefix`), and its paths (`upstream-path` too)
+/// starting with `/`.
+fn route_path(p: &mut Problems, at: &str, route: &FileRoute) -> PathMatch {
+    let path = match (&route.path, &route.path_prefix) {
+        (Some(path), None) => PathMatch::Exact(path.clone()),
+        (None, Some(prefix)) => PathMatch::Prefix(prefix.clone()),
+        (Some(_), Some(_)) => {
+            p.add(at, "give either path or path-prefix, not both");
+            PathMatch::Exact(String::new())
+        }
+        (None, None) => {
+            p.add(at, "needs path (exact) or path-prefix");
+            PathMatch::Exact(String::new())
+        }
+    };
+    let (PathMatch::Exact(s) | PathMatch::Prefix(s)) = &path;
+    if !s.is_empty() && !s.starts_with('/') {
+        p.add(format!("{at}.path"), format!("`{s}` must start with /"));
+    }
+    if let Some(up) = &route.upstream_path {
+        if !up.starts_with('/') {
+            p.add(
+                format!("{at}.upstream-path"),
+                format!("`{up}` must start with /"),
+            );
+        }
+    }
+    path
+}
+
+/// `mode`: stateless unless given (a virtual route is stateless too).
+fn route_mode(p: &mut Problems, at: &str, mode: Option<&str>) -> Mode {
+    match mode.unwrap_or("stateless") {
+        "stateless" | "virtual" => Mode::Stateless,
+        "stateful" => Mode::Stateful,
+        "auto" => Mode::Auto,
+        other => {
+            p.add(
+                format!("{at}.mode"),
+                format!("unknown `{other}` (stateless, stateful, auto, virtual)"),
+            );
+            Mode::Stateless
+        }
+    }
+}
+
+/// `dual-backends`: native unless `bridge`.
+fn dual_backends(p: &mut Problems, at: &str, dual: Option<&str>) -> DualBackends {
+    match dual {
+        None | Some("native") => DualBackends::Native,
+        Some("bridge") => DualBackends::Bridge,
+        Some(other) => {
+            p.add(
+                format!("{at}.dual-backends"),
+                format!("unknown `{other}` (native, bridge)"),
+            );
+            DualBackends::Native
+        }
+    }
+}
+
+/// `name-match`: exact unless `folded`.
+fn name_match(p: &mut Problems, at: &str, name_match: Option<&str>) -> NameMatch {
+    match name_match {
+        None | Some("exact") => NameMatch::Exact,
+        Some("folded") => NameMatch::Folded,
+        Some(other) => {
+            p.add(
+                format!("{at}.name-match"),
+                format!("unknown `{other}` (exact, folded)"),
+            );
+            NameMatch::Exact
+        }
+    }
+}
+
+/// The route's pool: its `pool`, or on a virtual route (which takes neither `pool` nor
+/// `rules`) its first member's.
+fn route_pool(
+    p: &mut Problems,
+    at: &str,
+    route: &FileRoute,
+    virtual_server: Option<&super::VirtualServer>,
+    pools: &BTreeMap<&str, usize>,
+) -> usize {
+    let Some(v) = virtual_server else {
+        return pool_ref(p, format!("{at}.pool"), route.pool.as_deref(), pools);
+    };
+    if route.pool.is_some() {
+        p.add(
+            format!("{at}.pool"),
+            "a virtual route has no pool of its own: each member names its pool",
+        );
+    }
+    if !route.rules.is_empty() {
+        p.add(
+            format!("{at}.rules"),
+            "a virtual route routes by name to its members: rules are not taken here",
+        );
+    }
+    v.members.first().map_or(0, |m| m.pool)
+}
+
+/// One of a route's `rules` (at `rat`): what it matches, and the pool it sends to.
+fn rule_config(
+    p: &mut Problems,
+    rat: &str,
+    rule: &FileRule,
+    pools: &BTreeMap<&str, usize>,
+) -> RuleConfig {
+    p.unknown(rat, &rule.unknown, "match, pool");
+    let FileMatch {
+        method,
+        name,
+        unknown,
+    } = &rule.matches;
+    p.unknown(&format!("{rat}.match"), unknown, "method, name");
+    let method = method
+        .as_ref()
+        .and_then(|g| p.pattern(format!("{rat}.match.method"), g));
+    let name = name
+        .as_ref()
+        .and_then(|g| p.pattern(format!("{rat}.match.name"), g));
+    RuleConfig {
+        method,
+        name,
+        pool: pool_ref(p, format!("{rat}.pool"), rule.pool.as_deref(), pools),
     }
 }
 
