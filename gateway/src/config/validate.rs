@@ -2,7 +2,7 @@
 //! list of every problem found, each with its key path (river panics on the first; we list all).
 
 use super::file::{
-    FileConfig, FileLimits, FileMatch, FileRate, FileRoute, FileRouteLimits, FileRule,
+    FileConfig, FileLimits, FileMatch, FilePool, FileRate, FileRoute, FileRouteLimits, FileRule,
 };
 use super::internal::*;
 use super::mode::Mode;
@@ -22,16 +22,7 @@ impl Config {
             "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
-        for (key, globs) in [
-            ("allowed-hosts", &file.allowed_hosts),
-            ("allowed-origins", &file.allowed_origins),
-        ] {
-            for (i, g) in globs.iter().enumerate() {
-                if g.trim().is_empty() {
-                    p.add(format!("{key}[{i}]"), "must not be empty");
-                }
-            }
-        }
+        no_empty_guard_names(&mut p, &file);
         let admin = file.admin.as_deref().and_then(|a| p.addr("admin", a));
         let threads = file.threads.unwrap_or_else(default_threads);
         if threads == 0 {
@@ -45,20 +36,8 @@ impl Config {
         let sessions = session_config(&mut p, &file.sessions);
         let limits = limits_config(&mut p, &file.limits);
 
-        let pool_index: BTreeMap<&str, usize> = file
-            .pools
-            .keys()
-            .enumerate()
-            .map(|(i, name)| (name.as_str(), i))
-            .collect();
-        let pools: Vec<PoolConfig> = file
-            .pools
-            .iter()
-            .map(|(name, pool)| super::pools::pool_config(&mut p, name, pool))
-            .collect();
-        if pools.is_empty() {
-            p.add("pools", "at least one pool is needed");
-        }
+        let pool_index = pool_index(&file.pools);
+        let pools = pools_config(&mut p, &file.pools);
         let mut routes: Vec<RouteConfig> = file
             .routes
             .iter()
@@ -116,6 +95,41 @@ impl Config {
     pub fn pool_named(&self, name: &str) -> Option<&PoolConfig> {
         self.pools.iter().find(|p| p.name == name)
     }
+}
+
+/// No entry of `allowed-hosts` or `allowed-origins` is empty.
+fn no_empty_guard_names(p: &mut Problems, file: &FileConfig) {
+    for (key, globs) in [
+        ("allowed-hosts", &file.allowed_hosts),
+        ("allowed-origins", &file.allowed_origins),
+    ] {
+        for (i, g) in globs.iter().enumerate() {
+            if g.trim().is_empty() {
+                p.add(format!("{key}[{i}]"), "must not be empty");
+            }
+        }
+    }
+}
+
+/// Each pool's index in the validated list, by name (the routes name their pools).
+fn pool_index(pools: &BTreeMap<String, FilePool>) -> BTreeMap<&str, usize> {
+    pools
+        .keys()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i))
+        .collect()
+}
+
+/// The `pools` section: every pool validated, in name order, and at least one.
+fn pools_config(p: &mut Problems, pools: &BTreeMap<String, FilePool>) -> Vec<PoolConfig> {
+    let pools: Vec<PoolConfig> = pools
+        .iter()
+        .map(|(name, pool)| super::pools::pool_config(p, name, pool))
+        .collect();
+    if pools.is_empty() {
+        p.add("pools", "at least one pool is needed");
+    }
+    pools
 }
 
 fn default_threads() -> usize {
