@@ -27,31 +27,8 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
         .enumerate()
         .filter_map(|(i, b)| p.addr(&format!("{at}.backends[{i}]"), b))
         .collect();
-    let balance = match pool.balance.as_deref().unwrap_or("round-robin") {
-        "round-robin" => Balance::RoundRobin,
-        "least-requests" => Balance::LeastRequests,
-        "power-of-two-choices" | "p2c" => Balance::PowerOfTwoChoices,
-        other => {
-            p.add(
-                format!("{at}.balance"),
-                format!("unknown `{other}` (round-robin, least-requests, power-of-two-choices)"),
-            );
-            Balance::RoundRobin
-        }
-    };
-    let era = match pool.era.as_deref() {
-        None | Some("detect") => EraSetting::Detect,
-        Some(other) => match mcp_wire::BackendEra::parse(other) {
-            Some(era) => EraSetting::Fixed(era),
-            None => {
-                p.add(
-                    format!("{at}.era"),
-                    format!("unknown `{other}` (detect, legacy, modern, dual)"),
-                );
-                EraSetting::Detect
-            }
-        },
-    };
+    let balance = balance(p, &at, pool.balance.as_deref());
+    let era = era(p, &at, pool.era.as_deref());
     if let Some(host) = &pool.host {
         if http::HeaderValue::from_str(host).is_err() {
             p.add(
@@ -90,17 +67,55 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             .map(|a| super::upstream_auth::validate(p, &at, a))
             .unwrap_or_default(),
         health: health(p, &at, pool.health.as_ref()),
-        tasks_shared: match pool.tasks.as_deref() {
-            None | Some("own") => false,
-            Some("shared") => true,
-            Some(other) => {
+        tasks_shared: tasks_shared(p, &at, pool.tasks.as_deref()),
+    }
+}
+
+/// `balance`: round-robin unless given.
+fn balance(p: &mut Problems, at: &str, balance: Option<&str>) -> Balance {
+    match balance.unwrap_or("round-robin") {
+        "round-robin" => Balance::RoundRobin,
+        "least-requests" => Balance::LeastRequests,
+        "power-of-two-choices" | "p2c" => Balance::PowerOfTwoChoices,
+        other => {
+            p.add(
+                format!("{at}.balance"),
+                format!("unknown `{other}` (round-robin, least-requests, power-of-two-choices)"),
+            );
+            Balance::RoundRobin
+        }
+    }
+}
+
+/// `era`: detected unless fixed to one.
+fn era(p: &mut Problems, at: &str, era: Option<&str>) -> EraSetting {
+    match era {
+        None | Some("detect") => EraSetting::Detect,
+        Some(other) => match mcp_wire::BackendEra::parse(other) {
+            Some(era) => EraSetting::Fixed(era),
+            None => {
                 p.add(
-                    format!("{at}.tasks"),
-                    format!("unknown `{other}` (own, shared)"),
+                    format!("{at}.era"),
+                    format!("unknown `{other}` (detect, legacy, modern, dual)"),
                 );
-                false
+                EraSetting::Detect
             }
         },
+    }
+}
+
+/// `tasks`: whether every backend of the pool reads every task (`shared`); `own` unless given.
+fn tasks_shared(p: &mut Problems, at: &str, tasks: Option<&str>) -> bool {
+    match tasks {
+        None | Some("own") => false,
+        Some("shared") => true,
+        Some(other) => {
+            p.add(
+                format!("{at}.tasks"),
+                format!("unknown `{other}` (own, shared)"),
+            );
+            false
+        }
     }
 }
 
