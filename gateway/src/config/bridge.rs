@@ -206,24 +206,12 @@ pub(crate) fn validate(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
         &file.unknown,
         "pooled-sessions, input-ttl-s, request-state-key-file, advertise-url, cache-hints, parked",
     );
-    let input_ttl = match file.input_ttl_s {
-        Some(0) => {
-            p.add("bridge.input-ttl-s", "must be at least 1");
-            BridgeConfig::default().input_ttl
-        }
-        Some(s) => Duration::from_secs(s),
-        None => BridgeConfig::default().input_ttl,
-    };
-    let request_state_key = file.request_state_key_file.as_ref().and_then(|path| {
-        let key = std::fs::read_to_string(path).ok().and_then(|t| hex_key(&t));
-        if key.is_none() {
-            p.add(
-                "bridge.request-state-key-file",
-                format!("{path}: not readable, or not 64 hex digits"),
-            );
-        }
-        key
-    });
+    let default_ttl = BridgeConfig::default().input_ttl.as_secs();
+    let input_ttl = at_least_one(p, "input-ttl-s", file.input_ttl_s, default_ttl);
+    let request_state_key = file
+        .request_state_key_file
+        .as_ref()
+        .and_then(|path| request_state_key(p, path));
     let advertise = file
         .advertise_url
         .as_deref()
@@ -239,10 +227,9 @@ pub(crate) fn validate(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
         &file.cache_hints.unknown,
         "scope, ttl-ms",
     );
-    let f = &file.pooled_sessions;
     p.unknown(
         "bridge.pooled-sessions",
-        &f.unknown,
+        &file.pooled_sessions.unknown,
         "enabled, max-per-backend, max, max-per-principal, idle-s",
     );
     p.unknown(
@@ -250,49 +237,84 @@ pub(crate) fn validate(p: &mut Problems, file: &FileBridge) -> BridgeConfig {
         &file.parked.unknown,
         "max, max-per-principal",
     );
+    let parked = parked_bounds(p, &file.parked);
+    BridgeConfig {
+        parked,
+        input_ttl: Duration::from_secs(input_ttl),
+        request_state_key,
+        advertise,
+        cache_ttl_ms: file.cache_hints.ttl_ms.unwrap_or(0),
+        cache_public: file.cache_hints.scope == Some(CacheScope::Public),
+        pooled: pooled_sessions(p, &file.pooled_sessions),
+    }
+}
+
+/// The key in `request-state-key-file` at `path`, or a problem when it cannot be read or is not
+/// 64 hex digits.
+fn request_state_key(p: &mut Problems, path: &str) -> Option<[u8; 32]> {
+    let key = std::fs::read_to_string(path).ok().and_then(|t| hex_key(&t));
+    if key.is_none() {
+        p.add(
+            "bridge.request-state-key-file",
+            format!("{path}: not readable, or not 64 hex digits"),
+        );
+    }
+    key
+}
+
+/// `bridge.parked`, each bound at least 1.
+fn parked_bounds(p: &mut Problems, file: &FileParked) -> ParkedBounds {
+    let d = ParkedBounds::default();
+    ParkedBounds {
+        max: at_least_one(p, "parked.max", file.max, d.max),
+        max_per_principal: at_least_one(
+            p,
+            "parked.max-per-principal",
+            file.max_per_principal,
+            d.max_per_principal,
+        ),
+    }
+}
+
+/// `bridge.pooled-sessions`, each bound at least 1.
+fn pooled_sessions(p: &mut Problems, f: &FilePooledSessions) -> PooledSessions {
     let d = PooledSessions::default();
-    let dp = ParkedBounds::default();
-    let mut at_least_one = |key: &str, v: Option<u64>, default: u64| match v {
-        Some(0) => {
+    PooledSessions {
+        enabled: f.enabled.unwrap_or(d.enabled),
+        max_per_backend: at_least_one(
+            p,
+            "pooled-sessions.max-per-backend",
+            f.max_per_backend,
+            d.max_per_backend,
+        ),
+        max: at_least_one(p, "pooled-sessions.max", f.max, d.max),
+        max_per_principal: at_least_one(
+            p,
+            "pooled-sessions.max-per-principal",
+            f.max_per_principal,
+            d.max_per_principal,
+        ),
+        idle: Duration::from_secs(at_least_one(
+            p,
+            "pooled-sessions.idle-s",
+            f.idle_s,
+            d.idle.as_secs(),
+        )),
+    }
+}
+
+/// `bridge.{key}`: `value`, or `default` when it is not given; 0 is a problem (and reads as the
+/// default).
+fn at_least_one<N>(p: &mut Problems, key: &str, value: Option<N>, default: N) -> N
+where
+    N: Copy + PartialEq + From<u8>,
+{
+    match value {
+        Some(n) if n == N::from(0) => {
             p.add(format!("bridge.{key}"), "must be at least 1");
             default
         }
         Some(n) => n,
         None => default,
-    };
-    let as_u64 = |v: Option<usize>| v.map(|n| n as u64);
-    let parked = ParkedBounds {
-        max: at_least_one("parked.max", as_u64(file.parked.max), dp.max as u64) as usize,
-        max_per_principal: at_least_one(
-            "parked.max-per-principal",
-            as_u64(file.parked.max_per_principal),
-            dp.max_per_principal as u64,
-        ) as usize,
-    };
-    let mut at_least_one = |key: &str, v: Option<u64>, default: u64| {
-        at_least_one(&format!("pooled-sessions.{key}"), v, default)
-    };
-    BridgeConfig {
-        parked,
-        input_ttl,
-        request_state_key,
-        advertise,
-        cache_ttl_ms: file.cache_hints.ttl_ms.unwrap_or(0),
-        cache_public: file.cache_hints.scope == Some(CacheScope::Public),
-        pooled: PooledSessions {
-            enabled: f.enabled.unwrap_or(d.enabled),
-            max_per_backend: at_least_one(
-                "max-per-backend",
-                as_u64(f.max_per_backend),
-                d.max_per_backend as u64,
-            ) as usize,
-            max: at_least_one("max", as_u64(f.max), d.max as u64) as usize,
-            max_per_principal: at_least_one(
-                "max-per-principal",
-                as_u64(f.max_per_principal),
-                d.max_per_principal as u64,
-            ) as usize,
-            idle: Duration::from_secs(at_least_one("idle-s", f.idle_s, d.idle.as_secs())),
-        },
     }
 }
