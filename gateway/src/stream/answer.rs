@@ -216,27 +216,15 @@ async fn pump(
         until: of.until,
         window: streams.resume.config().window,
     };
-    let mut seen = Seen::default();
-    let mut leg = Leg::Answer;
-    let end = loop {
-        let end = ingest.run(&mut exchange, leg, &mut seen).await;
-        let (Ended::Closed, Some(from)) = (end, seen.resume_from()) else {
-            break end;
-        };
-        match streams
-            .resume_upstream(&pool, &rec, from, of.method_label)
-            .await
-        {
-            Ok(rest) => {
-                sessions.release(std::mem::replace(&mut exchange, rest));
-                leg = Leg::Resumed;
-            }
-            Err(e) => {
-                tracing::debug!(session = short(&rec.id), error = %e, "answer not resumed upstream");
-                break Ended::Broken { quiet: false };
-            }
-        }
-    };
+    let end = read_answer(
+        &streams,
+        ingest,
+        &pool,
+        &rec,
+        of.method_label,
+        &mut exchange,
+    )
+    .await;
     let final_error = match end {
         Ended::Closed => {
             sessions.release(exchange);
@@ -277,15 +265,58 @@ async fn pump(
             None
         }
     };
-    if let (Some(e), Some(id)) = (final_error, &of.id) {
+    close(&streams, &log, &rec, final_error, of.id.as_ref()).await;
+}
+
+/// Reads the answer into the log until it ends, resuming upstream (on the session's backend,
+/// from the backend's own event id) each time the backend closes it early after giving its
+/// ids; `exchange` is left the leg read last.
+async fn read_answer(
+    streams: &Streams,
+    ingest: Ingest<'_>,
+    pool: &Arc<Pool>,
+    rec: &SessionRecord,
+    method_label: &'static str,
+    exchange: &mut Exchange,
+) -> Ended {
+    let mut seen = Seen::default();
+    let mut leg = Leg::Answer;
+    loop {
+        let end = ingest.run(exchange, leg, &mut seen).await;
+        let (Ended::Closed, Some(from)) = (end, seen.resume_from()) else {
+            return end;
+        };
+        match streams.resume_upstream(pool, rec, from, method_label).await {
+            Ok(rest) => {
+                streams.sessions.release(std::mem::replace(exchange, rest));
+                leg = Leg::Resumed;
+            }
+            Err(e) => {
+                tracing::debug!(session = short(&rec.id), error = %e, "answer not resumed upstream");
+                return Ended::Broken { quiet: false };
+            }
+        }
+    }
+}
+
+/// Closes the log: the final error (for a request, as an event with an id) first, then the end,
+/// here and in the mirror; the session's use is recorded and the log retired.
+async fn close(
+    streams: &Streams,
+    log: &Arc<StreamLog>,
+    rec: &SessionRecord,
+    final_error: Option<GatewayError>,
+    id: Option<&RequestId>,
+) {
+    if let (Some(e), Some(id)) = (final_error, id) {
         let body = e.body(id);
         log.push(|seq| message_event(&event_id(log.token, seq), &body));
-        streams.resume.mirror_last(&log);
+        streams.resume.mirror_last(log);
     }
     log.end();
-    streams.resume.mirror_end(&log);
-    if let Err(e) = sessions.used(&rec).await {
+    streams.resume.mirror_end(log);
+    if let Err(e) = streams.sessions.used(rec).await {
         crate::quiet::STORE.failed("session use not recorded", &e);
     }
-    streams.resume.retire(&log);
+    streams.resume.retire(log);
 }
