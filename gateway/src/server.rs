@@ -24,6 +24,7 @@ use crate::upstream::discovery::DiscoveryService;
 use crate::upstream::health::HealthService;
 use crate::upstream::metrics::UpstreamMetrics;
 use arc_swap::ArcSwap;
+use pingora::listeners::ListenerConfig;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
 use pingora::services::background::background_service;
@@ -40,15 +41,7 @@ pub fn unreadable_secrets(config: &Config) -> Vec<String> {
 /// Builds a ready-to-run server for `config`. Callers may add services (the demo adds its
 /// backends) before calling `run_forever`.
 pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server {
-    let conf = ServerConf {
-        threads: config.threads,
-        // Keep enough idle upstream connections that a busy pool never reconnects per request.
-        upstream_keepalive_pool_size: 1024,
-        grace_period_seconds: Some(0),
-        graceful_shutdown_timeout_seconds: Some(5),
-        ..ServerConf::default()
-    };
-    let mut server = Server::new_with_opt_and_conf(None, conf);
+    let mut server = Server::new_with_opt_and_conf(None, server_conf(&config));
     server.bootstrap();
     warn_unguarded(&config);
 
@@ -59,76 +52,32 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         config.clone(),
         metrics.admission.clone(),
     )));
-    let ttl = Ttl {
-        idle: config.sessions.idle_timeout,
-        tombstone: config.sessions.idle_timeout,
-    };
-    let mut events: Option<Arc<dyn StreamStore>> = None;
-    let mut shared_tasks: Option<Arc<dyn crate::tasks::store::TaskStore>> = None;
-    let store: Arc<dyn SessionStore> = match &config.sessions.store {
-        StoreConfig::Memory => Arc::new(MemoryStore::new(ttl)),
-        // measured where it meets the network; a per-replica cache of recent records in front
-        StoreConfig::Redis(redis) => {
-            let redis = Arc::new(RedisStore::new(redis.clone(), ttl));
-            // stream events beside the sessions, so any replica can replay them
-            events = Some(RedisEvents::new(redis.clone()));
-            // task records beside them, so any replica routes a task's polls
-            shared_tasks = Some(Arc::new(crate::tasks::RedisTasks(redis.clone())));
-            let measured = Arc::new(Instrumented::new(redis, metrics.store.clone()));
-            Arc::new(Cached::measured(measured, metrics.store.clone()))
-        }
-    };
+    let stores = Stores::open(&config, &metrics.store);
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
-        store,
+        stores.sessions,
         engine.clone(),
         metrics.sessions.clone(),
     ));
     let streams = Arc::new(Streams::new(
         sessions.clone(),
         metrics.streams.clone(),
-        events,
+        stores.events,
     ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
     sessions.configure(&config.sessions);
 
-    let tasks = crate::tasks::Tasks::new(shared_tasks, metrics.tasks.clone());
-    let connections = metrics
-        .requests
-        .client_connections
-        .with_label_values::<&str>(&[]);
-    let proxy = pingora::proxy::http_proxy(
-        &server.configuration,
-        Gateway::new(
-            state.clone(),
-            sessions.clone(),
-            streams.clone(),
-            metrics.requests.clone(),
-            metrics.bridge.clone(),
-            tasks.clone(),
-        ),
+    let tasks = crate::tasks::Tasks::new(stores.tasks, metrics.tasks.clone());
+    let gateway = Gateway::new(
+        state.clone(),
+        sessions.clone(),
+        streams.clone(),
+        metrics.requests.clone(),
+        metrics.bridge.clone(),
+        tasks.clone(),
     );
-    let mut proxy = Service::new(
-        "mcp-gateway".into(),
-        crate::downstream::Guarded::new(proxy, state.clone(), connections),
-    );
-    let listen = config.listen.to_string();
-    match &config.listen_tls {
-        None => proxy.add_listener(crate::downstream::client_endpoint(&listen, None)),
-        Some(tls) => match crate::downstream::tls::ReloadingCert::new(&tls.cert, &tls.key) {
-            Ok(cert) => proxy.add_listener(crate::downstream::client_endpoint(
-                &listen,
-                Some(cert.settings()),
-            )),
-            Err(e) => {
-                tracing::error!(error = %e, "listen-tls: cannot load the certificate or key");
-                std::process::exit(1);
-            }
-        },
-    }
-    proxy.threads = Some(config.threads);
-    server.add_service(proxy);
+    add_proxy(&mut server, &config, gateway, &state, &metrics.requests);
 
     server.add_service(background_service(
         "session expiry",
@@ -138,20 +87,136 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         "session evacuation",
         EvacuationService::new(sessions.clone(), state.clone()),
     ));
-    let deaths = engine.deaths().clone();
     if let Some(path) = config_path {
         let reload = ReloadService::new(path, state.clone(), metrics.reloads.clone());
         server.add_service(background_service("config reload", reload));
     }
+    add_backend_services(
+        &mut server,
+        &config,
+        &state,
+        engine,
+        &metrics.upstream,
+        &tasks,
+    );
+    add_telemetry(&mut server, &config);
+    if let Some(admin) = config.admin {
+        let app = AdminApp::new(state, sessions, streams, registry, metrics.upstream, tasks);
+        let mut service = Service::new("admin".into(), app);
+        service.add_tcp(&admin.to_string());
+        service.threads = Some(1);
+        server.add_service(service);
+    }
+    server
+}
+
+/// pingora's settings: `threads`, and the ones that matter for throughput and shutdown.
+fn server_conf(config: &Config) -> ServerConf {
+    ServerConf {
+        threads: config.threads,
+        // Keep enough idle upstream connections that a busy pool never reconnects per request.
+        upstream_keepalive_pool_size: 1024,
+        grace_period_seconds: Some(0),
+        graceful_shutdown_timeout_seconds: Some(5),
+        ..ServerConf::default()
+    }
+}
+
+/// Where sessions are kept, and with a shared store where stream events and task records are.
+struct Stores {
+    sessions: Arc<dyn SessionStore>,
+    events: Option<Arc<dyn StreamStore>>,
+    tasks: Option<Arc<dyn crate::tasks::store::TaskStore>>,
+}
+
+impl Stores {
+    /// The stores `sessions.store` names: memory, or Redis for sessions, stream events and task
+    /// records alike.
+    fn open(config: &Config, metrics: &StoreMetrics) -> Stores {
+        let ttl = Ttl {
+            idle: config.sessions.idle_timeout,
+            tombstone: config.sessions.idle_timeout,
+        };
+        match &config.sessions.store {
+            StoreConfig::Memory => Stores {
+                sessions: Arc::new(MemoryStore::new(ttl)),
+                events: None,
+                tasks: None,
+            },
+            // measured where it meets the network; a per-replica cache of recent records in front
+            StoreConfig::Redis(redis) => {
+                let redis = Arc::new(RedisStore::new(redis.clone(), ttl));
+                // stream events beside the sessions, so any replica can replay them
+                let events = RedisEvents::new(redis.clone());
+                // task records beside them, so any replica routes a task's polls
+                let tasks = Arc::new(crate::tasks::RedisTasks(redis.clone()));
+                let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
+                Stores {
+                    sessions: Arc::new(Cached::measured(measured, metrics.clone())),
+                    events: Some(events),
+                    tasks: Some(tasks),
+                }
+            }
+        }
+    }
+}
+
+/// The proxy service clients reach: `gateway` behind the per-connection guard, on `listen`
+/// (with TLS when `listen-tls` is set).
+fn add_proxy(
+    server: &mut Server,
+    config: &Config,
+    gateway: Gateway,
+    state: &Arc<ArcSwap<State>>,
+    metrics: &RequestMetrics,
+) {
+    let connections = metrics.client_connections.with_label_values::<&str>(&[]);
+    let proxy = pingora::proxy::http_proxy(&server.configuration, gateway);
+    let mut proxy = Service::new(
+        "mcp-gateway".into(),
+        crate::downstream::Guarded::new(proxy, state.clone(), connections),
+    );
+    proxy.add_listener(client_listener(config));
+    proxy.threads = Some(config.threads);
+    server.add_service(proxy);
+}
+
+/// The client listener on `listen`, with `listen-tls`'s certificate when it is set; a
+/// certificate or key that cannot be loaded ends the process.
+fn client_listener(config: &Config) -> ListenerConfig {
+    let listen = config.listen.to_string();
+    match &config.listen_tls {
+        None => crate::downstream::client_endpoint(&listen, None),
+        Some(tls) => match crate::downstream::tls::ReloadingCert::new(&tls.cert, &tls.key) {
+            Ok(cert) => crate::downstream::client_endpoint(&listen, Some(cert.settings())),
+            Err(e) => {
+                tracing::error!(error = %e, "listen-tls: cannot load the certificate or key");
+                std::process::exit(1);
+            }
+        },
+    }
+}
+
+/// The services that keep the backends current: their credentials, discovery, era probes and
+/// health checks.
+fn add_backend_services(
+    server: &mut Server,
+    config: &Config,
+    state: &Arc<ArcSwap<State>>,
+    engine: Arc<Engine>,
+    metrics: &UpstreamMetrics,
+    tasks: &Arc<crate::tasks::Tasks>,
+) {
+    let deaths = engine.deaths().clone();
     // always on: a reload may give a pool credentials (pools without any cost nothing)
     let credentials = crate::upstream::credentials_service::CredentialsService::new(
         state.clone(),
-        metrics.upstream.upstream_tokens.clone(),
+        metrics.upstream_tokens.clone(),
     );
     server.add_service(background_service("backend credentials", credentials));
     if config.pools.iter().any(|p| p.discovery.is_some()) {
         let discovery =
-            DiscoveryService::new(state.clone(), metrics.upstream.clone()).holding(tasks.clone());
+            DiscoveryService::new(state.clone(), metrics.clone()).holding(tasks.clone());
         server.add_service(background_service("discovery", discovery));
     }
     // probes only pools with `era: detect`; the gauge of backends by era covers every pool
@@ -166,26 +231,23 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
             HealthService::new(state.clone()).announcing(deaths),
         ));
     }
+}
 
-    if let Some(traces) = &config.tracing {
-        match crate::telemetry::init(traces) {
-            Ok(()) => {
-                server.add_service(background_service(
-                    "telemetry flush",
-                    crate::telemetry::FlushAtShutdown,
-                ));
-            }
-            Err(e) => tracing::error!(error = %e, "OpenTelemetry traces stay off"),
+/// OpenTelemetry traces when `tracing` is set, flushed at shutdown; they stay off (said once)
+/// when they cannot start.
+fn add_telemetry(server: &mut Server, config: &Config) {
+    let Some(traces) = &config.tracing else {
+        return;
+    };
+    match crate::telemetry::init(traces) {
+        Ok(()) => {
+            server.add_service(background_service(
+                "telemetry flush",
+                crate::telemetry::FlushAtShutdown,
+            ));
         }
+        Err(e) => tracing::error!(error = %e, "OpenTelemetry traces stay off"),
     }
-    if let Some(admin) = config.admin {
-        let app = AdminApp::new(state, sessions, streams, registry, metrics.upstream, tasks);
-        let mut service = Service::new("admin".into(), app);
-        service.add_tcp(&admin.to_string());
-        service.threads = Some(1);
-        server.add_service(service);
-    }
-    server
 }
 
 /// Every concern's metric families, registered once at start into the one registry `/metrics`
