@@ -310,8 +310,36 @@ fn secret_source(p: &mut Problems, at: &str, secret: &FileSecret) -> Option<Secr
     }
 }
 
-/// The OAuth client of `client-credentials` (and, later, `token-exchange`).
-fn oauth_client(p: &mut Problems, at: &str, cc: ClientFields<'_>) -> Option<OAuthClient> {
+/// The keys of [`ClientFields`], as an unknown key's problem names them.
+const CLIENT_KEYS: &str =
+    "token-url, client-id, client-secret, scope, audience, resource, auth-method, timeout-ms";
+
+/// The keys `client-credentials` and `token-exchange` share: the OAuth client, and what its
+/// tokens are asked for.
+struct ClientFields<'a> {
+    token_url: &'a Option<String>,
+    client_id: &'a Option<String>,
+    client_secret: &'a Option<FileSecret>,
+    scope: &'a Option<String>,
+    audience: &'a Option<String>,
+    resource: &'a Option<String>,
+    auth_method: &'a Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+/// The client and its tokens' request, from the keys `client-credentials` and `token-exchange`
+/// share (`at` names the section in problems).
+fn client_request(p: &mut Problems, at: &str, keys: ClientFields<'_>) -> Option<ClientCredentials> {
+    Some(ClientCredentials {
+        client: oauth_client(p, at, &keys)?,
+        scope: nonempty(keys.scope),
+        audience: nonempty(keys.audience),
+        resource: nonempty(keys.resource),
+    })
+}
+
+/// The OAuth client: where it asks for tokens, and who it is there.
+fn oauth_client(p: &mut Problems, at: &str, cc: &ClientFields<'_>) -> Option<OAuthClient> {
     let token_url = match cc.token_url.as_deref() {
         Some(u) => match url::Url::parse(u) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
@@ -362,15 +390,6 @@ fn oauth_client(p: &mut Problems, at: &str, cc: ClientFields<'_>) -> Option<OAut
     })
 }
 
-/// The keys `client-credentials` and `token-exchange` share.
-struct ClientFields<'a> {
-    token_url: &'a Option<String>,
-    client_id: &'a Option<String>,
-    client_secret: &'a Option<FileSecret>,
-    auth_method: &'a Option<String>,
-    timeout_ms: Option<u64>,
-}
-
 fn nonempty(v: &Option<String>) -> Option<String> {
     v.clone().filter(|s| !s.is_empty())
 }
@@ -380,32 +399,23 @@ fn client_credentials(
     at: &str,
     cc: &FileClientCredentials,
 ) -> Option<ClientCredentials> {
-    p.unknown(
-        at,
-        &cc.unknown,
-        "token-url, client-id, client-secret, scope, audience, resource, auth-method, timeout-ms",
-    );
-    let fields = ClientFields {
+    p.unknown(at, &cc.unknown, CLIENT_KEYS);
+    let keys = ClientFields {
         token_url: &cc.token_url,
         client_id: &cc.client_id,
         client_secret: &cc.client_secret,
+        scope: &cc.scope,
+        audience: &cc.audience,
+        resource: &cc.resource,
         auth_method: &cc.auth_method,
         timeout_ms: cc.timeout_ms,
     };
-    Some(ClientCredentials {
-        client: oauth_client(p, at, fields)?,
-        scope: nonempty(&cc.scope),
-        audience: nonempty(&cc.audience),
-        resource: nonempty(&cc.resource),
-    })
+    client_request(p, at, keys)
 }
 
 fn token_exchange(p: &mut Problems, at: &str, te: &FileTokenExchange) -> Option<TokenExchange> {
-    p.unknown(
-        at,
-        &te.unknown,
-        "token-url, client-id, client-secret, scope, audience, resource, auth-method, timeout-ms, api-key-callers, actor, cache-per-caller, cache-callers",
-    );
+    let known = format!("{CLIENT_KEYS}, api-key-callers, actor, cache-per-caller, cache-callers");
+    p.unknown(at, &te.unknown, &known);
     let api_key_callers = match te.api_key_callers.as_deref() {
         None | Some("refuse") => ApiKeyCallers::Refuse,
         Some("client-credentials") => ApiKeyCallers::ClientCredentials,
@@ -437,20 +447,18 @@ fn token_exchange(p: &mut Problems, at: &str, te: &FileTokenExchange) -> Option<
     };
     let per_caller = bound(p, "cache-per-caller", te.cache_per_caller, 4);
     let callers = bound(p, "cache-callers", te.cache_callers, 10_000);
-    let fields = ClientFields {
+    let keys = ClientFields {
         token_url: &te.token_url,
         client_id: &te.client_id,
         client_secret: &te.client_secret,
+        scope: &te.scope,
+        audience: &te.audience,
+        resource: &te.resource,
         auth_method: &te.auth_method,
         timeout_ms: te.timeout_ms,
     };
     Some(TokenExchange {
-        own: ClientCredentials {
-            client: oauth_client(p, at, fields)?,
-            scope: nonempty(&te.scope),
-            audience: nonempty(&te.audience),
-            resource: nonempty(&te.resource),
-        },
+        own: client_request(p, at, keys)?,
         api_key_callers,
         actor,
         per_caller,
