@@ -6,6 +6,7 @@ use super::metrics::StoreMetrics;
 use super::{CreateError, Hold, Quota, Rebound, SessionStore, StoreError, Ttl};
 use crate::session::{Binding, GoneReason, Lookup, SessionRecord, SettingChange};
 use async_trait::async_trait;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,12 +33,14 @@ impl Instrumented {
         }
     }
 
-    fn measured<T>(
+    /// Awaits `call` (an operation of `inner`), measured as `op`.
+    async fn timed<T>(
         &self,
         op: &str,
-        started: Instant,
-        r: Result<T, StoreError>,
+        call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let r = call.await;
         self.record(op, started, r.is_err());
         r
     }
@@ -53,18 +56,15 @@ impl SessionStore for Instrumented {
     }
 
     async fn get(&self, id: &str) -> Result<Lookup, StoreError> {
-        let t = Instant::now();
-        self.measured("get", t, self.inner.get(id).await)
+        self.timed("get", self.inner.get(id)).await
     }
 
     async fn get_fresh(&self, id: &str) -> Result<Lookup, StoreError> {
-        let t = Instant::now();
-        self.measured("get", t, self.inner.get_fresh(id).await)
+        self.timed("get", self.inner.get_fresh(id)).await
     }
 
     async fn touch(&self, id: &str, now_ms: u64) -> Result<(), StoreError> {
-        let t = Instant::now();
-        self.measured("touch", t, self.inner.touch(id, now_ms).await)
+        self.timed("touch", self.inner.touch(id, now_ms)).await
     }
 
     async fn rebind(
@@ -73,25 +73,25 @@ impl SessionStore for Instrumented {
         expected_generation: u64,
         binding: Binding,
     ) -> Result<Rebound, StoreError> {
-        let t = Instant::now();
-        let r = self.inner.rebind(id, expected_generation, binding).await;
-        self.measured("rebind", t, r)
+        self.timed(
+            "rebind",
+            self.inner.rebind(id, expected_generation, binding),
+        )
+        .await
     }
 
     async fn mark_stale(&self, id: &str, generation: u64) -> Result<(), StoreError> {
-        let t = Instant::now();
-        self.measured("mark_stale", t, self.inner.mark_stale(id, generation).await)
+        self.timed("mark_stale", self.inner.mark_stale(id, generation))
+            .await
     }
 
     async fn update_settings(&self, id: &str, change: SettingChange) -> Result<(), StoreError> {
-        let t = Instant::now();
-        let r = self.inner.update_settings(id, change).await;
-        self.measured("update_settings", t, r)
+        self.timed("update_settings", self.inner.update_settings(id, change))
+            .await
     }
 
     async fn end(&self, id: &str, reason: GoneReason) -> Result<Option<SessionRecord>, StoreError> {
-        let t = Instant::now();
-        self.measured("end", t, self.inner.end(id, reason).await)
+        self.timed("end", self.inner.end(id, reason)).await
     }
 
     async fn take_expired(
@@ -99,22 +99,17 @@ impl SessionStore for Instrumented {
         now_ms: u64,
         max: usize,
     ) -> Result<Vec<SessionRecord>, StoreError> {
-        let t = Instant::now();
-        self.measured(
-            "take_expired",
-            t,
-            self.inner.take_expired(now_ms, max).await,
-        )
+        self.timed("take_expired", self.inner.take_expired(now_ms, max))
+            .await
     }
 
     async fn count(&self) -> Result<usize, StoreError> {
-        let t = Instant::now();
-        self.measured("count", t, self.inner.count().await)
+        self.timed("count", self.inner.count()).await
     }
 
     async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError> {
-        let t = Instant::now();
-        self.measured("backend_counts", t, self.inner.backend_counts(pool).await)
+        self.timed("backend_counts", self.inner.backend_counts(pool))
+            .await
     }
 
     async fn sessions_on(
@@ -122,14 +117,13 @@ impl SessionStore for Instrumented {
         pool: &str,
         backend: SocketAddr,
     ) -> Result<Vec<Arc<str>>, StoreError> {
-        let t = Instant::now();
-        let r = self.inner.sessions_on(pool, backend).await;
-        self.measured("sessions_on", t, r)
+        self.timed("sessions_on", self.inner.sessions_on(pool, backend))
+            .await
     }
 
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
-        let t = Instant::now();
-        self.measured("client_count", t, self.inner.client_count(client).await)
+        self.timed("client_count", self.inner.client_count(client))
+            .await
     }
 
     async fn claim_move(
@@ -138,26 +132,22 @@ impl SessionStore for Instrumented {
         generation: u64,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        let t = Instant::now();
-        let r = self.inner.claim_move(id, generation, ttl).await;
-        self.measured("claim_move", t, r)
+        self.timed("claim_move", self.inner.claim_move(id, generation, ttl))
+            .await
     }
 
     async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
-        let t = Instant::now();
-        let r = self.inner.hold_lease(id, owner, ttl).await;
-        self.measured("hold_lease", t, r)
+        self.timed("hold_lease", self.inner.hold_lease(id, owner, ttl))
+            .await
     }
 
     async fn release_lease(&self, id: &str, owner: &str) -> Result<(), StoreError> {
-        let t = Instant::now();
-        let r = self.inner.release_lease(id, owner).await;
-        self.measured("release_lease", t, r)
+        self.timed("release_lease", self.inner.release_lease(id, owner))
+            .await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let t = Instant::now();
-        self.measured("ping", t, self.inner.ping().await)
+        self.timed("ping", self.inner.ping()).await
     }
 
     fn set_ttl(&self, ttl: Ttl) {
