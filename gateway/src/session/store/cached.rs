@@ -105,6 +105,18 @@ impl Shared {
         }
     }
 
+    /// `answer` of the store to `op`, a failure noted first ([`Shared::failed`]).
+    fn noted<T>(
+        self: &Arc<Self>,
+        op: &str,
+        answer: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Err(e) = &answer {
+            self.failed(op, e);
+        }
+        answer
+    }
+
     /// Retries what is owed every [`RETRY_EVERY`] until the outage is over.
     async fn retry_until_back(self: Arc<Self>) {
         let mut replayed = 0;
@@ -192,13 +204,7 @@ impl SessionStore for Cached {
 
     async fn get_fresh(&self, id: &str) -> Result<Lookup, StoreError> {
         let s = &self.shared;
-        let found = match s.inner.get(id).await {
-            Ok(found) => found,
-            Err(e) => {
-                s.failed("get", &e);
-                return Err(e);
-            }
-        };
+        let found = s.noted("get", s.inner.get(id).await)?;
         match &found {
             // its end is queued: the store does not have it yet
             Lookup::Live(_) if s.pending.ended(id).is_some() => {
@@ -358,13 +364,7 @@ impl SessionStore for Cached {
         max: usize,
     ) -> Result<Vec<SessionRecord>, StoreError> {
         let s = &self.shared;
-        let expired = match s.inner.take_expired(now_ms, max).await {
-            Ok(expired) => expired,
-            Err(e) => {
-                s.failed("take_expired", &e);
-                return Err(e);
-            }
-        };
+        let expired = s.noted("take_expired", s.inner.take_expired(now_ms, max).await)?;
         for record in &expired {
             s.forget(&record.id);
         }
@@ -376,19 +376,13 @@ impl SessionStore for Cached {
     }
 
     async fn count(&self) -> Result<usize, StoreError> {
-        let counted = self.shared.inner.count().await;
-        if let Err(e) = &counted {
-            self.shared.failed("count", e);
-        }
-        counted
+        let s = &self.shared;
+        s.noted("count", s.inner.count().await)
     }
 
     async fn backend_counts(&self, pool: &str) -> Result<Vec<(SocketAddr, usize)>, StoreError> {
-        let counted = self.shared.inner.backend_counts(pool).await;
-        if let Err(e) = &counted {
-            self.shared.failed("backend_counts", e);
-        }
-        counted
+        let s = &self.shared;
+        s.noted("backend_counts", s.inner.backend_counts(pool).await)
     }
 
     async fn sessions_on(
@@ -396,19 +390,13 @@ impl SessionStore for Cached {
         pool: &str,
         backend: SocketAddr,
     ) -> Result<Vec<Arc<str>>, StoreError> {
-        let listed = self.shared.inner.sessions_on(pool, backend).await;
-        if let Err(e) = &listed {
-            self.shared.failed("sessions_on", e);
-        }
-        listed
+        let s = &self.shared;
+        s.noted("sessions_on", s.inner.sessions_on(pool, backend).await)
     }
 
     async fn client_count(&self, client: &str) -> Result<usize, StoreError> {
-        let counted = self.shared.inner.client_count(client).await;
-        if let Err(e) = &counted {
-            self.shared.failed("client_count", e);
-        }
-        counted
+        let s = &self.shared;
+        s.noted("client_count", s.inner.client_count(client).await)
     }
 
     async fn claim_move(
@@ -417,11 +405,8 @@ impl SessionStore for Cached {
         generation: u64,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        let claimed = self.shared.inner.claim_move(id, generation, ttl).await;
-        if let Err(e) = &claimed {
-            self.shared.failed("claim_move", e);
-        }
-        claimed
+        let s = &self.shared;
+        s.noted("claim_move", s.inner.claim_move(id, generation, ttl).await)
     }
 
     async fn hold_lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Hold, StoreError> {
