@@ -12,6 +12,7 @@
 // where `unsafe_code` is only `deny` for the binary's sake: this library forbids it outright.
 #![forbid(unsafe_code)]
 
+pub mod cacheable;
 pub mod discover;
 pub mod era;
 pub mod headers;

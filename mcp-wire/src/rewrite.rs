@@ -37,7 +37,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
 
 /// The raw text of the member `key` of the object `object`; `None` when it is missing, not an
 /// object, or present twice.
-fn member<'a>(object: &'a str, key: &str) -> Option<&'a RawValue> {
+pub(crate) fn member<'a>(object: &'a str, key: &str) -> Option<&'a RawValue> {
     let Members(members) = serde_json::from_str(object).ok()?;
     let mut found = members
         .into_iter()

@@ -7,6 +7,7 @@
 // the helpers they call (the workspace's lint table denies all three in the product code).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod cacheable_properties;
 mod properties;
 mod scan_utf8;
 mod seal_properties;
