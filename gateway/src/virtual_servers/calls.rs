@@ -7,6 +7,7 @@
 
 use super::request::Virtual;
 use crate::config::Kind;
+use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::federation::names::Resolved;
 use serde_json::Value;
@@ -85,6 +86,26 @@ impl Named {
 }
 
 impl Virtual<'_> {
+    /// The member a call naming `named` goes to and its own name there, counted as routed; a
+    /// name no member owns is counted and is the virtual server's "unknown name".
+    pub(super) async fn member_for(
+        &self,
+        named: &Named,
+        body: &[u8],
+    ) -> Result<(usize, String), GatewayError> {
+        let Some((member, own)) = self.resolve(named, body).await else {
+            self.count("-", "unknown-name");
+            let server = &self.members.server.name;
+            return Err(GatewayError::unknown_name(
+                server,
+                named.kind_word(),
+                &named.exposed,
+            ));
+        };
+        self.count(self.member_name(member), "routed");
+        Ok((member, own))
+    }
+
     /// The member and its own name behind `named`, looking in the members' lists when the
     /// map cannot tell.
     pub(super) async fn resolve(&self, named: &Named, body: &[u8]) -> Option<(usize, String)> {

@@ -85,15 +85,7 @@ pub(crate) async fn serve(
         v.list(list, &msg).await?
     } else if method == "subscriptions/listen" {
         crate::classify::classify(ctx, &route, Some(&method), None)?;
-        // the gateway holds this stream itself: its URIs bounded as a session's are
-        crate::handlers::stateless::check_listen(ctx, &route, &body, true)?;
-        let msg: Value =
-            serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
-        let plan = v.listen_plan(&msg, &body).await;
-        drop(v);
-        let keep_alive = gw.streams.resume_config().keep_alive;
-        let up = || stream::members_up(ctx, members);
-        return plan.serve(gw, session, &id, up, keep_alive).await;
+        return listen(gw, session, ctx, v, &body, &id).await;
     } else if crate::tasks::route::routes(ctx, Some(&method)) {
         // `name` is `params.taskId`
         crate::classify::classify(ctx, &route, Some(&method), name.as_deref())?;
@@ -101,14 +93,7 @@ pub(crate) async fn serve(
         return task(gw, session, ctx, (&route, members), body, &method, name).await;
     } else if let Some(named) = Named::read(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
-        let Some((member, own)) = v.resolve(&named, &body).await else {
-            v.count("-", "unknown-name");
-            let server = &members.server.name;
-            return Err(
-                GatewayError::unknown_name(server, named.kind_word(), &named.exposed).into(),
-            );
-        };
-        v.count(v.member_name(member), "routed");
+        let (member, own) = v.member_for(&named, &body).await?;
         drop(v);
         return call(
             gw,
@@ -130,6 +115,28 @@ pub(crate) async fn serve(
     };
     let body = filtered(&route, ctx, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` (`body`, request `id`): one stream the gateway
+/// holds itself, fed by a listen on each member that has something to listen for.
+async fn listen(
+    gw: &Gateway,
+    session: &mut impl Client,
+    ctx: &RequestCtx,
+    v: Virtual<'_>,
+    body: &Bytes,
+    id: &mcp_wire::RequestId,
+) -> Handled {
+    // the gateway holds this stream itself: its URIs bounded as a session's are
+    crate::handlers::stateless::check_listen(ctx, v.route, body, true)?;
+    let msg: Value =
+        serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+    let plan = v.listen_plan(&msg, body).await;
+    let members = v.members;
+    drop(v);
+    let keep_alive = gw.streams.resume_config().keep_alive;
+    let up = || stream::members_up(ctx, members);
+    plan.serve(gw, session, id, up, keep_alive).await
 }
 
 /// A 2026-07-28 client's request on the virtual route: its body (read whole, checked against
@@ -179,14 +186,8 @@ async fn call(
     let route = members.routes[member].clone();
     let routed = Routed::of(&route, Some(method), Some(&own));
     let served = forward_body(gw, session, ctx, &route, body, routed).await;
-    // what the gateway answers for the member (none of its backends left, say) names it
     let name = &members.server.members[member].names.name;
-    served.map_err(|fail| match fail {
-        crate::error::Fail::Answer(e) => {
-            crate::error::Fail::Answer(e.with("member", name.as_str()))
-        }
-        io => io,
-    })
+    served.map_err(|fail| naming_member(fail, name))
 }
 
 /// A task's request (`tasks/get`, `tasks/update`, `tasks/cancel`) on the member whose pool
@@ -202,57 +203,10 @@ async fn task(
     method: &str,
     task_id: Option<String>,
 ) -> Handled {
-    let server = &members.server.name;
-    let principal = ctx.principal.as_ref().map(|p| p.id.clone());
-    let found = match task_id.as_deref() {
-        Some(id) if id.len() <= ctx.state.config.tasks.max_id_bytes => gw
-            .tasks
-            .find(
-                &ctx.state.config.tasks,
-                &route.label,
-                id,
-                principal.as_ref(),
-            )
-            .await
-            .map_err(GatewayError::from)?,
-        _ => crate::tasks::Found::Unknown,
-    };
-    let valid = task_id
-        .as_deref()
-        .filter(|id| id.len() <= ctx.state.config.tasks.max_id_bytes);
-    let member = match (&found, valid) {
-        // the member that answered; a record without one (written before issue 48), the
-        // first member on its pool
-        (crate::tasks::Found::Mine(record), _) => match record.member.as_deref() {
-            Some(m) => members
-                .server
-                .members
-                .iter()
-                .position(|c| c.names.name == m),
-            None => members.routes.iter().position(|r| {
-                ctx.state
-                    .config
-                    .pools
-                    .get(r.default_pool)
-                    .map(|p| p.name.as_str())
-                    == Some(record.pool.as_str())
-            }),
-        },
-        (unknown_or_foreign, Some(id)) => {
-            let event = match unknown_or_foreign {
-                crate::tasks::Found::Foreign => "foreign",
-                _ => "unknown",
-            };
-            gw.tasks.count("-", event);
-            return Err(GatewayError::unknown_task(server, id).into());
-        }
-        // a missing or oversized id: the member's path answers it as a plain route does
-        (_, None) => Some(0),
-    };
-    let Some(member) = member else {
+    let Some(member) = task_member(gw, ctx, (route, members), task_id.as_deref()).await? else {
         // its member left the virtual server (a reload): no route of it here any more
         let id = task_id.unwrap_or_default();
-        return Err(GatewayError::unknown_task(server, &id).into());
+        return Err(GatewayError::unknown_task(&members.server.name, &id).into());
     };
     let to = members.routes[member].clone();
     let name = &members.server.members[member].names.name;
@@ -274,10 +228,79 @@ async fn task(
         }
         Err(e) => Err(e),
     };
-    served.map_err(|fail| match fail {
-        crate::error::Fail::Answer(e) => {
-            crate::error::Fail::Answer(e.with("member", name.as_str()))
+    served.map_err(|fail| naming_member(fail, name))
+}
+
+/// The member a task's request goes to: the one its record names (`None`: that member left
+/// the virtual server); for a missing or oversized id, the first (whose path answers it as a
+/// plain route does). A task this caller has no record of, or another caller's, is the
+/// virtual server's "unknown task".
+async fn task_member(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    (route, members): (&Arc<Route>, &Members),
+    task_id: Option<&str>,
+) -> Result<Option<usize>, GatewayError> {
+    let server = &members.server.name;
+    let principal = ctx.principal.as_ref().map(|p| p.id.clone());
+    let found = match task_id {
+        Some(id) if id.len() <= ctx.state.config.tasks.max_id_bytes => gw
+            .tasks
+            .find(
+                &ctx.state.config.tasks,
+                &route.label,
+                id,
+                principal.as_ref(),
+            )
+            .await
+            .map_err(GatewayError::from)?,
+        _ => crate::tasks::Found::Unknown,
+    };
+    let valid = task_id.filter(|id| id.len() <= ctx.state.config.tasks.max_id_bytes);
+    match (&found, valid) {
+        (crate::tasks::Found::Mine(record), _) => Ok(recorded_member(ctx, members, record)),
+        (unknown_or_foreign, Some(id)) => {
+            let event = match unknown_or_foreign {
+                crate::tasks::Found::Foreign => "foreign",
+                _ => "unknown",
+            };
+            gw.tasks.count("-", event);
+            Err(GatewayError::unknown_task(server, id))
         }
+        // a missing or oversized id: the member's path answers it as a plain route does
+        (_, None) => Ok(Some(0)),
+    }
+}
+
+/// The member a task's `record` names: the member that answered; a record without one
+/// (written before issue 48), the first member on its pool. `None`: no member here is it.
+fn recorded_member(
+    ctx: &RequestCtx,
+    members: &Members,
+    record: &crate::tasks::TaskRecord,
+) -> Option<usize> {
+    match record.member.as_deref() {
+        Some(m) => members
+            .server
+            .members
+            .iter()
+            .position(|c| c.names.name == m),
+        None => members.routes.iter().position(|r| {
+            ctx.state
+                .config
+                .pools
+                .get(r.default_pool)
+                .map(|p| p.name.as_str())
+                == Some(record.pool.as_str())
+        }),
+    }
+}
+
+/// A member's failure as the client gets it: what the gateway answers for the member (none
+/// of its backends left, say) names it.
+fn naming_member(fail: crate::error::Fail, name: &str) -> crate::error::Fail {
+    match fail {
+        crate::error::Fail::Answer(e) => crate::error::Fail::Answer(e.with("member", name)),
         io => io,
-    })
+    }
 }
