@@ -24,6 +24,7 @@ use crate::{
 use bytes::{Bytes, BytesMut};
 use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
 use mcp_wire::{inspect_body, method_label, Era};
+use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::protocols::http::HttpTask;
 use std::future::Future;
@@ -287,18 +288,7 @@ pub(super) async fn pipe(
         let Some(t) = t else { break };
         match t {
             HttpTask::Header(mut head, end) => {
-                sse = mcp_wire::sse::is_event_stream(
-                    head.headers
-                        .get(http::header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok()),
-                );
-                if head.headers.contains_key(MCP_SESSION_ID) {
-                    let _ = head.insert_header(MCP_SESSION_ID, client_session);
-                }
-                if sse {
-                    // events are rewritten: their length changes
-                    head.remove_header(&http::header::CONTENT_LENGTH);
-                }
+                sse = client_head(&mut head, client_session);
                 session
                     .write_response_header(head, end)
                     .await
@@ -311,11 +301,7 @@ pub(super) async fn pipe(
             HttpTask::Body(chunk, end) => {
                 let chunk = chunk.unwrap_or_default();
                 let out = if sse {
-                    let mut out = BytesMut::new();
-                    for e in splitter.push(&chunk) {
-                        out.extend_from_slice(&event(&e));
-                    }
-                    out.freeze()
+                    rewritten(&chunk, &mut splitter, &mut event)
                 } else {
                     chunk
                 };
@@ -344,6 +330,39 @@ pub(super) async fn pipe(
     } else {
         Err(crate::error::GatewayError::internal("a member answered nothing").into())
     }
+}
+
+/// A member's answer `head` made the client's: its session id `client_session`, and no
+/// `Content-Length` when its body is an event stream (whether it is, returned: its events are
+/// rewritten, their length changes).
+fn client_head(head: &mut ResponseHeader, client_session: &str) -> bool {
+    let sse = mcp_wire::sse::is_event_stream(
+        head.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
+    if head.headers.contains_key(MCP_SESSION_ID) {
+        let _ = head.insert_header(MCP_SESSION_ID, client_session);
+    }
+    if sse {
+        // events are rewritten: their length changes
+        head.remove_header(&http::header::CONTENT_LENGTH);
+    }
+    sse
+}
+
+/// The events `chunk` completes (`splitter` holds the part of one it began), each rewritten
+/// by `event`.
+fn rewritten(
+    chunk: &[u8],
+    splitter: &mut mcp_wire::sse::EventSplitter,
+    event: &mut impl FnMut(&[u8]) -> Bytes,
+) -> Bytes {
+    let mut out = BytesMut::new();
+    for e in splitter.push(chunk) {
+        out.extend_from_slice(&event(&e));
+    }
+    out.freeze()
 }
 
 /// A member's request for a stream the client holds: its answer's tasks, in order, tagged
