@@ -22,14 +22,14 @@ use super::answers::{answer, answer_empty, filtered, own_name};
 use super::calls::Named;
 use super::fanout::{self, pipe};
 use super::request::Virtual;
-use super::stream::{answer_route, renumber, stream};
+use super::stream::{answer_route, member_get, renumber, stream};
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::routing::{Members, Route};
 use bytes::Bytes;
 use mcp_wire::headers::{LAST_EVENT_ID, MCP_SESSION_ID};
-use mcp_wire::{inspect_body, sse, Era};
+use mcp_wire::{inspect_body, sse};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::{json, Map, Value};
@@ -190,16 +190,9 @@ async fn resume(
         .position(|m| m.names.name == member)
         .ok_or_else(unknown)?;
     let member_session = sessions.get(member).filter(|s| !s.is_empty());
-    let ask = fanout::Ask {
-        state: ctx.state.clone(),
-        route: members.routes[i].clone(),
-        body: Bytes::new(),
-        principal: ctx.principal.clone(),
-        era: Era::Legacy,
-        session: Some(member_session.ok_or_else(unknown)?.clone()),
-        identity: ctx.admitted.identity.clone(),
-        resume: Some(own.to_owned()),
-    };
+    let member_session = Some(member_session.ok_or_else(unknown)?.clone());
+    let resume = Some(own.to_owned());
+    let ask = member_get(ctx, &members.routes[i], member_session, resume);
     pipe(gw, session, ask, sid, |event| renumber(event, member, true)).await
 }
 

@@ -6,13 +6,14 @@
 use super::fanout;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
-use crate::routing::Members;
+use crate::routing::{Members, Route};
 use bytes::Bytes;
 use mcp_wire::sse;
 use pingora::http::ResponseHeader;
 use pingora::protocols::http::HttpTask;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::error::Fail;
 use crate::request::ctx::RequestCtx;
@@ -35,15 +36,9 @@ pub(super) async fn stream(
 ) -> Handled {
     let name = |i: usize| members.server.members[i].names.name.as_str();
     let parent = super::member::Parent::of(session);
-    let ask = |i: usize| fanout::Ask {
-        state: ctx.state.clone(),
-        route: members.routes[i].clone(),
-        body: Bytes::new(),
-        principal: ctx.principal.clone(),
-        era: mcp_wire::Era::Legacy,
-        session: sessions.get(name(i)).cloned(),
-        identity: ctx.admitted.identity.clone(),
-        resume: None,
+    let ask = |i: usize| {
+        let sid = sessions.get(name(i)).cloned();
+        member_get(ctx, &members.routes[i], sid, None)
     };
     let held: Vec<usize> = (0..members.routes.len())
         .filter(|&i| sessions.get(name(i)).is_some_and(|s| !s.is_empty()))
@@ -69,19 +64,14 @@ pub(super) async fn stream(
     // a member coming or going changes the merged lists: the client is told, as a server whose
     // own lists changed tells it
     let mut up = members_up(ctx, members);
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = each_second();
     while live > 0 {
         tokio::select! {
             _ = tick.tick() => {
                 let now = members_up(ctx, members);
                 if now != up {
                     up = now;
-                    for method in LIST_CHANGED {
-                        let note = json!({"jsonrpc": "2.0", "method": method});
-                        let event = sse::event(note.to_string().as_bytes());
-                        session.write_response_body(Some(event), false).await.map_err(Fail::Io)?;
-                    }
+                    lists_changed(session).await?;
                 }
             }
             Some(i) = again.recv() => {
@@ -90,29 +80,16 @@ pub(super) async fn stream(
                 tasks.start(i, fanout::stream_into(gw, &parent, ask(i), i, tx.clone()));
             }
             Some((i, task)) = tasks.next(&mut rx) => match task {
-                Some(HttpTask::Header(h, end)) => {
-                    let ct = h.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-                    streaming[i] = h.status.as_u16() == 200 && sse::is_event_stream(ct) && !end;
-                }
+                Some(HttpTask::Header(h, end)) => streaming[i] = streams(&h, end),
                 Some(HttpTask::Body(Some(chunk), _)) if streaming[i] => {
-                    for event in splitters[i].push(&chunk) {
-                        let out = renumber(&event, name(i), false);
-                        if !out.is_empty() {
-                            session.write_response_body(Some(out), false).await.map_err(Fail::Io)?;
-                        }
-                    }
+                    write_renumbered(session, &mut splitters[i], &chunk, name(i)).await?;
                 }
                 Some(_) => {}
                 None => {
                     // the member's stream ended: opened again, unless it keeps ending at once
-                    let quick = opened_at[i].elapsed() < std::time::Duration::from_secs(1);
-                    quick_ends[i] = if quick { quick_ends[i] + 1 } else { 0 };
+                    quick_ends[i] = ends_in_a_row(opened_at[i], quick_ends[i]);
                     if streaming[i] && quick_ends[i] < QUICK_ENDS {
-                        let again_tx = again_tx.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                            let _ = again_tx.send(i).await;
-                        });
+                        open_again_soon(&again_tx, i);
                     } else {
                         live -= 1;
                     }
@@ -125,6 +102,89 @@ pub(super) async fn stream(
         .write_response_body(None, true)
         .await
         .map_err(Fail::Io)?;
+    Ok(())
+}
+
+/// A legacy client's request without a body (a `GET`) on member route `route`, in its
+/// member session `member_session` there: the member's stream, or with `resume` (the
+/// member's own event id) an answer resumed.
+pub(super) fn member_get(
+    ctx: &RequestCtx,
+    route: &Arc<Route>,
+    member_session: Option<String>,
+    resume: Option<String>,
+) -> fanout::Ask {
+    fanout::Ask {
+        state: ctx.state.clone(),
+        route: route.clone(),
+        body: Bytes::new(),
+        principal: ctx.principal.clone(),
+        era: mcp_wire::Era::Legacy,
+        session: member_session,
+        identity: ctx.admitted.identity.clone(),
+        resume,
+    }
+}
+
+/// Whether a member's answer head `h` (`end`: with no body) starts an event stream.
+fn streams(h: &ResponseHeader, end: bool) -> bool {
+    let ct = h
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    h.status.as_u16() == 200 && sse::is_event_stream(ct) && !end
+}
+
+/// The events of a member's stream that `chunk` completes (`splitter` holds the part of one
+/// it began), written to the client's stream with the member's requests renumbered.
+async fn write_renumbered(
+    session: &mut impl Client,
+    splitter: &mut sse::EventSplitter,
+    chunk: &[u8],
+    member: &str,
+) -> Handled {
+    for event in splitter.push(chunk) {
+        let out = renumber(&event, member, false);
+        if !out.is_empty() {
+            session
+                .write_response_body(Some(out), false)
+                .await
+                .map_err(Fail::Io)?;
+        }
+    }
+    Ok(())
+}
+
+/// How many times in a row a member's stream has ended at once (within a second of being
+/// opened, at `opened`), now that it ended again: `before`, the count until now.
+fn ends_in_a_row(opened: std::time::Instant, before: u32) -> u32 {
+    let quick = opened.elapsed() < std::time::Duration::from_secs(1);
+    if quick {
+        before + 1
+    } else {
+        0
+    }
+}
+
+/// A member's stream that ended is opened again (member `i` sent to `again`) after 500 ms.
+pub(super) fn open_again_soon(again: &tokio::sync::mpsc::Sender<usize>, i: usize) {
+    let again = again.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let _ = again.send(i).await;
+    });
+}
+
+/// The list changes a client's stream is told of when a member comes or goes, written to it.
+async fn lists_changed(session: &mut impl Client) -> Handled {
+    for method in LIST_CHANGED {
+        let note = json!({"jsonrpc": "2.0", "method": method});
+        let event = sse::event(note.to_string().as_bytes());
+        session
+            .write_response_body(Some(event), false)
+            .await
+            .map_err(Fail::Io)?;
+    }
     Ok(())
 }
 
@@ -149,6 +209,14 @@ pub(super) const LIST_CHANGED: [&str; 3] = [
     "notifications/prompts/list_changed",
     "notifications/resources/list_changed",
 ];
+
+/// The tick a client's stream looks at its members on (coming or going): each second, a
+/// late tick not made up for.
+pub(super) fn each_second() -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
 
 /// Whether each member has a backend that may take work (up: not failed, not draining).
 pub(super) fn members_up(ctx: &RequestCtx, members: &Members) -> Vec<bool> {
