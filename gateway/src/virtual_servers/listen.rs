@@ -20,7 +20,7 @@
 use super::calls::Named;
 use super::fanout;
 use super::request::Virtual;
-use super::stream::{start_stream, LIST_CHANGED};
+use super::stream::{each_second, open_again_soon, start_stream, LIST_CHANGED};
 use crate::config::Kind;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
@@ -30,6 +30,7 @@ use mcp_wire::{messages, sse};
 use pingora::protocols::http::HttpTask;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 use crate::request::Handled;
 use pingora_prometheus::prometheus::IntCounterVec;
@@ -67,6 +68,17 @@ impl Wanted {
             flags: FLAGS.map(flag),
             uris,
         }
+    }
+
+    /// The filter the client's acknowledgement says: the list changes asked for, and the
+    /// URIs the members honoured.
+    fn honoured(&self, members: &[Member]) -> Map<String, Value> {
+        let mut honoured = self.of_member(&[]);
+        let uris: Vec<&String> = members.iter().flat_map(|m| &m.honoured).collect();
+        if !uris.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        honoured
     }
 
     /// A member's listen filter: the flags asked for, and `uris` (those it owns).
@@ -194,12 +206,69 @@ impl Plan {
                 member.done = true;
             }
         }
-        // the members' acknowledgements first, within the member deadline
+        self.acknowledgements(&mut state, &mut tasks, &mut rx).await;
+        self.count_left_out(&state);
+        let honoured = wanted.honoured(&state);
+        start_stream(session).await?;
+        write_event(session, &listen::acknowledged(&honoured, sub_id)).await?;
+        if honoured.is_empty() {
+            // nothing to listen for: the graceful end at once
+            return self.end(session, id).await;
+        }
+        let mut was_up = up();
+        // with no list changes asked for, the stream lives as long as a member's listen does
+        let lists = wanted.flags.contains(&true);
+        let mut tick = each_second();
+        let first = tokio::time::Instant::now() + keep_alive;
+        let mut alive = tokio::time::interval_at(first, keep_alive);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let now = up();
+                    if now != was_up {
+                        was_up = now;
+                        self.lists_changed(session).await?;
+                    }
+                }
+                _ = alive.tick() => write_keep_alive(session).await?,
+                Some(i) = again.recv() => {
+                    if let Some(stream) = open(i, &mut state[i]) {
+                        tasks.start(i, stream);
+                    }
+                }
+                Some((i, task)) = tasks.next(&mut rx) => {
+                    let ended = task.is_none();
+                    self.relay(session, &mut state[i], i, task).await?;
+                    if !lists && state.iter().all(|m| m.done) {
+                        // nothing left to hear: an abrupt end (the client listens again)
+                        session.write_response_body(None, true).await.map_err(Fail::Io)?;
+                        return Ok(());
+                    }
+                    if ended && !state[i].done {
+                        open_again_soon(&again_tx, i);
+                    }
+                }
+                gone = session.gone() => {
+                    tracing::debug!(gone = ?gone, "a virtual listen stream's client went away");
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Waits for the members' acknowledgements (on `tasks`, their tasks sent to `rx`), within
+    /// the member deadline; each member's state follows, with the URIs it honoured.
+    async fn acknowledgements(
+        &self,
+        state: &mut [Member],
+        tasks: &mut fanout::Streams<'_>,
+        rx: &mut mpsc::Receiver<(usize, Option<HttpTask>)>,
+    ) {
         let started = Instant::now();
         let waiting = |state: &[Member]| state.iter().any(|m| !m.done && !m.acknowledged);
-        while waiting(&state) {
+        while waiting(state) {
             let left = self.deadline.saturating_sub(started.elapsed());
-            let Ok(Some((i, task))) = tokio::time::timeout(left, tasks.next(&mut rx)).await else {
+            let Ok(Some((i, task))) = tokio::time::timeout(left, tasks.next(rx)).await else {
                 break;
             };
             for (heard, raw) in self.follow(&mut state[i], i, task) {
@@ -208,6 +277,11 @@ impl Plan {
                 }
             }
         }
+    }
+
+    /// Counts and logs each member whose listen was asked for and not acknowledged (it
+    /// failed, or missed the deadline): left out of the client's listen.
+    fn count_left_out(&self, state: &[Member]) {
         for (i, m) in state.iter().enumerate() {
             if self.asks[i].is_some() && !m.acknowledged {
                 let reason = if m.done { "failed" } else { "deadline" };
@@ -218,80 +292,46 @@ impl Plan {
                 tracing::warn!(route = %self.label, member, reason, "a virtual server's member was left out of a listen");
             }
         }
-        let mut honoured = wanted.of_member(&[]);
-        let uris: Vec<&String> = state.iter().flat_map(|m| &m.honoured).collect();
-        if !uris.is_empty() {
-            honoured.insert("resourceSubscriptions".into(), json!(uris));
-        }
-        start_stream(session).await?;
-        write_event(session, &listen::acknowledged(&honoured, sub_id)).await?;
-        if honoured.is_empty() {
-            // nothing to listen for: the graceful end at once
-            let end = messages::result(id, &listen::listen_result(sub_id));
-            session
-                .write_response_body(Some(sse::event(&end)), true)
-                .await
-                .map_err(Fail::Io)?;
-            return Ok(());
-        }
-        let mut was_up = up();
-        // with no list changes asked for, the stream lives as long as a member's listen does
-        let lists = wanted.flags.contains(&true);
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let first = tokio::time::Instant::now() + keep_alive;
-        let mut alive = tokio::time::interval_at(first, keep_alive);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    let now = up();
-                    if now != was_up {
-                        was_up = now;
-                        for (method, asked) in LIST_CHANGED.iter().zip(wanted.flags) {
-                            if asked {
-                                let mut note = json!({"jsonrpc": "2.0", "method": method});
-                                listen::stamp(&mut note, sub_id);
-                                write_event(session, &note).await?;
-                            }
-                        }
-                    }
-                }
-                _ = alive.tick() => {
-                    let comment = Bytes::from_static(crate::stream::KEEP_ALIVE);
-                    session.write_response_body(Some(comment), false).await.map_err(Fail::Io)?;
-                }
-                Some(i) = again.recv() => {
-                    if let Some(stream) = open(i, &mut state[i]) {
-                        tasks.start(i, stream);
-                    }
-                }
-                Some((i, task)) = tasks.next(&mut rx) => {
-                    let ended = task.is_none();
-                    for (heard, _) in self.follow(&mut state[i], i, task) {
-                        if let Heard::Notify(mut note) = heard {
-                            listen::stamp(&mut note, sub_id);
-                            write_event(session, &note).await?;
-                        }
-                    }
-                    if !lists && state.iter().all(|m| m.done) {
-                        // nothing left to hear: an abrupt end (the client listens again)
-                        session.write_response_body(None, true).await.map_err(Fail::Io)?;
-                        return Ok(());
-                    }
-                    if ended && !state[i].done {
-                        let again_tx = again_tx.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(500)).await;
-                            let _ = again_tx.send(i).await;
-                        });
-                    }
-                }
-                gone = session.gone() => {
-                    tracing::debug!(gone = ?gone, "a virtual listen stream's client went away");
-                    return Ok(());
-                }
+    }
+
+    /// The graceful end of the client's stream: the listen's result (answering request `id`)
+    /// as its last event.
+    async fn end(&self, session: &mut impl Client, id: &mcp_wire::RequestId) -> Handled {
+        let end = messages::result(id, &listen::listen_result(&self.sub_id));
+        session
+            .write_response_body(Some(sse::event(&end)), true)
+            .await
+            .map_err(Fail::Io)
+    }
+
+    /// Tells the client's stream of the list changes it asked for (a member came or went).
+    async fn lists_changed(&self, session: &mut impl Client) -> Handled {
+        for (method, asked) in LIST_CHANGED.iter().zip(self.wanted.flags) {
+            if asked {
+                let mut note = json!({"jsonrpc": "2.0", "method": method});
+                listen::stamp(&mut note, &self.sub_id);
+                write_event(session, &note).await?;
             }
         }
+        Ok(())
+    }
+
+    /// Writes to the client's stream the notifications member `i`'s stream says in `task`,
+    /// each stamped with the client's subscription (its state `m` follows: [`Plan::follow`]).
+    async fn relay(
+        &self,
+        session: &mut impl Client,
+        m: &mut Member,
+        i: usize,
+        task: Option<HttpTask>,
+    ) -> Handled {
+        for (heard, _) in self.follow(m, i, task) {
+            if let Heard::Notify(mut note) = heard {
+                listen::stamp(&mut note, &self.sub_id);
+                write_event(session, &note).await?;
+            }
+        }
+        Ok(())
     }
 
     /// What member `i`'s stream says in `task` (`None`: it ended): the messages of the events
@@ -358,6 +398,15 @@ fn honoured_uris(raw: &[u8]) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A comment that keeps the client's quiet stream open.
+async fn write_keep_alive(session: &mut impl Client) -> Handled {
+    let comment = Bytes::from_static(crate::stream::KEEP_ALIVE);
+    session
+        .write_response_body(Some(comment), false)
+        .await
+        .map_err(Fail::Io)
 }
 
 async fn write_event(session: &mut impl Client, msg: &Value) -> Handled {
