@@ -60,39 +60,11 @@ pub(super) async fn serve(
     if http_method == http::Method::GET {
         return get(gw, session, ctx, (route, members), sid).await;
     }
-    let body = if http_method == http::Method::POST {
-        let body = request_body(session, ctx).await?;
-        ctx.capture_request(&body);
-        body
-    } else if http_method == http::Method::DELETE {
-        Bytes::new()
-    } else {
-        let e = GatewayError::method_not_allowed(http_method.as_str(), "POST, DELETE");
-        return Err(e.into());
-    };
-    let (method, name, has_id) = if body.is_empty() {
-        (None, None, false)
-    } else {
-        let info = inspect_body(&body)?;
-        ctx.request_id = Some(info.request_id());
-        let parts = (
-            info.method.as_deref().map(str::to_owned),
-            info.name.as_deref().map(str::to_owned),
-            info.id.is_some(),
-        );
-        parts
-    };
+    let body = body_of(session, ctx, &http_method).await?;
+    let (method, name, has_id) = what_is(ctx, &body)?;
     let mut v = Virtual::of(gw, session, ctx, route, members);
     let Some(sid) = sid else {
-        if method.as_deref() != Some("initialize") {
-            let detail = "a session-era request on a virtual route needs the Mcp-Session-Id its initialize answered";
-            return Err(GatewayError::invalid_request(detail).into());
-        }
-        let (head, answer) = initialize(&v, &body).await?;
-        drop(v);
-        ctx.capture_response(&answer);
-        write_whole(session, head, answer).await?;
-        return Ok(());
+        return begin(v, session, ctx, method.as_deref(), &body).await;
     };
     let opened = members
         .cursors
@@ -110,12 +82,7 @@ pub(super) async fn serve(
         .unwrap_or_else(mcp_wire::RequestId::null);
     let Some(method) = method else {
         // the client's answer to a member's request: back to that member, with its own id
-        let (member, own_id) = answer_route(&body, members).ok_or_else(|| {
-            GatewayError::invalid_request("an answer to no request a member of this session sent")
-        })?;
-        let body = with_id(&body, own_id)?;
-        let ask = v.ask_of(member, body);
-        let _ = fanout::ask(v.gw, &v.parent, ask, v.deadline, None).await;
+        v.answer_member(&body).await?;
         drop(v);
         return answer_empty(session, 202).await;
     };
@@ -137,27 +104,7 @@ pub(super) async fn serve(
         v.list(list, &msg).await?
     } else if let Some(named) = named(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, route, Some(&method), Some(&named.exposed))?;
-        let Some((member, own)) = v.resolve(&named, &body).await else {
-            v.count("-", "unknown-name");
-            let server = &members.server.name;
-            return Err(
-                GatewayError::unknown_name(server, named.kind_word(), &named.exposed).into(),
-            );
-        };
-        let member_name = v.member_name(member).to_owned();
-        v.count(&member_name, "routed");
-        if v.sessions
-            .as_ref()
-            .is_some_and(|s| !s.contains_key(&member_name))
-        {
-            return Err(member_not_in_session(&member_name).into());
-        }
-        let body = own_name(&body, &method, &named, &own)?;
-        let ask = v.ask_of(member, body);
-        return pipe(gw, session, ask, &sid, |event| {
-            renumber(event, &member_name, true)
-        })
-        .await;
+        return call(&v, session, &named, &body, &method, &sid).await;
     } else {
         return Err(GatewayError::not_on_virtual_route(&method).into());
     };
@@ -165,6 +112,91 @@ pub(super) async fn serve(
     // the authz rules filter a merged list for legacy clients as for 2026-07-28 ones
     let body = filtered(route, ctx, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
+}
+
+/// A request outside any session (`method`, `body`): an `initialize` begins one, with a
+/// session in each member that answers it; any other request needs the session's id.
+async fn begin(
+    v: Virtual<'_>,
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    method: Option<&str>,
+    body: &Bytes,
+) -> Handled {
+    if method != Some("initialize") {
+        let detail = "a session-era request on a virtual route needs the Mcp-Session-Id its initialize answered";
+        return Err(GatewayError::invalid_request(detail).into());
+    }
+    let (head, answer) = initialize(&v, body).await?;
+    drop(v);
+    ctx.capture_response(&answer);
+    write_whole(session, head, answer).await?;
+    Ok(())
+}
+
+/// The body of a legacy client's `POST` (read whole, captured); a `DELETE` has none; no other
+/// method is allowed here (a `GET` is a stream's).
+async fn body_of(
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    http_method: &http::Method,
+) -> Result<Bytes, Fail> {
+    if *http_method == http::Method::POST {
+        let body = request_body(session, ctx).await?;
+        ctx.capture_request(&body);
+        Ok(body)
+    } else if *http_method == http::Method::DELETE {
+        Ok(Bytes::new())
+    } else {
+        let e = GatewayError::method_not_allowed(http_method.as_str(), "POST, DELETE");
+        Err(e.into())
+    }
+}
+
+/// What a legacy client's message `body` is: its method, its name, and whether it has an id
+/// (`ctx` learns it); an empty body (a `DELETE`'s) has none of them.
+fn what_is(
+    ctx: &mut RequestCtx,
+    body: &[u8],
+) -> Result<(Option<String>, Option<String>, bool), Fail> {
+    if body.is_empty() {
+        return Ok((None, None, false));
+    }
+    let info = inspect_body(body)?;
+    ctx.request_id = Some(info.request_id());
+    let parts = (
+        info.method.as_deref().map(str::to_owned),
+        info.name.as_deref().map(str::to_owned),
+        info.id.is_some(),
+    );
+    Ok(parts)
+}
+
+/// A call (`named`, authorized) in the client's session `sid`: to the member owning what it
+/// names, in its session there (-32011 when it has none), the answer piped back with the
+/// member's requests renumbered.
+async fn call(
+    v: &Virtual<'_>,
+    session: &mut impl Client,
+    named: &Named,
+    body: &Bytes,
+    method: &str,
+    sid: &str,
+) -> Handled {
+    let (member, own) = v.member_for(named, body).await?;
+    let member_name = v.member_name(member).to_owned();
+    if v.sessions
+        .as_ref()
+        .is_some_and(|s| !s.contains_key(&member_name))
+    {
+        return Err(member_not_in_session(&member_name).into());
+    }
+    let body = own_name(body, method, named, &own)?;
+    let ask = v.ask_of(member, body);
+    pipe(v.gw, session, ask, sid, |event| {
+        renumber(event, &member_name, true)
+    })
+    .await
 }
 
 /// A legacy client's `GET` with `Last-Event-ID`: an answer of one member resumed. A call's
@@ -234,6 +266,18 @@ fn named(method: &str, name: Option<&str>, body: &[u8]) -> Option<Named> {
 }
 
 impl Virtual<'_> {
+    /// The client's answer (`body`) to a member's request: back to that member, with the id
+    /// it gave its request; what the member answers is not the client's.
+    async fn answer_member(&self, body: &[u8]) -> Result<(), GatewayError> {
+        let (member, own_id) = answer_route(body, self.members).ok_or_else(|| {
+            GatewayError::invalid_request("an answer to no request a member of this session sent")
+        })?;
+        let body = with_id(body, own_id)?;
+        let ask = self.ask_of(member, body);
+        let _ = fanout::ask(self.gw, &self.parent, ask, self.deadline, None).await;
+        Ok(())
+    }
+
     /// Sends `body` to every member in the client's session there (a notification, a
     /// setting, a DELETE when empty); what they answer is not the client's.
     async fn to_all(&self, body: Bytes) {
