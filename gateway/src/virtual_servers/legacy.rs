@@ -316,18 +316,8 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
     let mut left_out = Vec::new();
     for (i, answer) in answers {
         let name = v.member_name(i).to_owned();
-        let (session_id, result) = match answer {
-            Ok(a) => {
-                let result = sse::response(a.content_type.as_deref(), &a.body)
-                    .and_then(|m| m.get("result").cloned());
-                match result {
-                    Some(r) => (a.session_id, r),
-                    None => {
-                        left_out.push((i, "error"));
-                        continue;
-                    }
-                }
-            }
+        let (session_id, result) = match initialized(answer) {
+            Ok(initialized) => initialized,
             Err(reason) => {
                 left_out.push((i, reason));
                 continue;
@@ -335,30 +325,7 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
         };
         sessions.insert(name.clone(), session_id.unwrap_or_default());
         if let Some(Value::Object(caps)) = result.get("capabilities") {
-            for key in ["tools", "prompts", "resources", "completions", "logging"] {
-                if caps.contains_key(key) {
-                    // the session's stream says when a member comes or goes
-                    let changes = matches!(key, "tools" | "prompts" | "resources");
-                    let mut cap = if changes {
-                        json!({"listChanged": true})
-                    } else {
-                        json!({})
-                    };
-                    let subscribes = caps.get(key).and_then(|c| c.get("subscribe"));
-                    if key == "resources" && subscribes == Some(&Value::Bool(true)) {
-                        cap["subscribe"] = Value::Bool(true);
-                    }
-                    match capabilities.get_mut(key) {
-                        Some(Value::Object(held)) if cap.get("subscribe").is_some() => {
-                            held.insert("subscribe".into(), Value::Bool(true));
-                        }
-                        Some(_) => {}
-                        None => {
-                            capabilities.insert(key.into(), cap);
-                        }
-                    }
-                }
-            }
+            merge_capabilities(&mut capabilities, caps);
         }
         if let Some(text) = result.get("instructions").and_then(Value::as_str) {
             instructions.push(format!("## {name}\n\n{text}"));
@@ -401,13 +368,64 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
         .cursors
         .seal_session(&v.route.label, v.principal_key(), &sessions)
         .map_err(|e| GatewayError::internal(format!("sealing a virtual session id: {e}")))?;
+    let head = initialize_head(answer.len(), sid)?;
+    Ok((head, answer))
+}
+
+/// A member's answer to the client's `initialize`: its session id there and its `result`, or
+/// why it is left out of the client's session.
+fn initialized(
+    answer: Result<fanout::Answer, &'static str>,
+) -> Result<(Option<String>, Value), &'static str> {
+    let a = answer?;
+    let result =
+        sse::response(a.content_type.as_deref(), &a.body).and_then(|m| m.get("result").cloned());
+    match result {
+        Some(r) => Ok((a.session_id, r)),
+        None => Err("error"),
+    }
+}
+
+/// What a member's `capabilities` (`caps`) adds to the virtual server's: each capability it
+/// has, the lists' with `listChanged` (the session's stream says when a member comes or
+/// goes), and resources' `subscribe` when one member takes subscriptions.
+fn merge_capabilities(capabilities: &mut Map<String, Value>, caps: &Map<String, Value>) {
+    for key in ["tools", "prompts", "resources", "completions", "logging"] {
+        if caps.contains_key(key) {
+            // the session's stream says when a member comes or goes
+            let changes = matches!(key, "tools" | "prompts" | "resources");
+            let mut cap = if changes {
+                json!({"listChanged": true})
+            } else {
+                json!({})
+            };
+            let subscribes = caps.get(key).and_then(|c| c.get("subscribe"));
+            if key == "resources" && subscribes == Some(&Value::Bool(true)) {
+                cap["subscribe"] = Value::Bool(true);
+            }
+            match capabilities.get_mut(key) {
+                Some(Value::Object(held)) if cap.get("subscribe").is_some() => {
+                    held.insert("subscribe".into(), Value::Bool(true));
+                }
+                Some(_) => {}
+                None => {
+                    capabilities.insert(key.into(), cap);
+                }
+            }
+        }
+    }
+}
+
+/// The head of the virtual server's answer to an `initialize` (JSON, `len` bytes): the
+/// client's session id `sid`.
+fn initialize_head(len: usize, sid: String) -> Result<ResponseHeader, Fail> {
     let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
     head.insert_header(http::header::CONTENT_TYPE, "application/json")
         .map_err(Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, answer.len())
+    head.insert_header(http::header::CONTENT_LENGTH, len)
         .map_err(Fail::Io)?;
     head.insert_header(MCP_SESSION_ID, sid).map_err(Fail::Io)?;
-    Ok((head, answer))
+    Ok(head)
 }
 
 /// `body` with its `id` replaced.
