@@ -9,6 +9,7 @@ pub(crate) mod admin_auth;
 pub(crate) mod admission;
 pub(crate) mod auth;
 pub(crate) mod bridge;
+pub(crate) mod cache;
 pub mod capture;
 pub(crate) mod classify;
 pub mod config;

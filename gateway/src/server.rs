@@ -51,6 +51,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     let state = Arc::new(ArcSwap::from_pointee(State::new(
         config.clone(),
         metrics.admission.clone(),
+        metrics.cache.clone(),
     )));
     let stores = Stores::open(&config, &metrics.store);
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
@@ -271,6 +272,8 @@ pub struct Families {
     pub reloads: ReloadMetrics,
     /// The task records'.
     pub tasks: crate::tasks::metrics::TaskMetrics,
+    /// The response cache's.
+    pub cache: crate::cache::metrics::CacheMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -289,6 +292,7 @@ impl Families {
             bridge: BridgeMetrics::register(&families),
             reloads: ReloadMetrics::register(&families),
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
+            cache: crate::cache::metrics::CacheMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

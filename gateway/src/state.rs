@@ -25,6 +25,8 @@ pub struct State {
     pub guard: PeerGuard,
     /// Who may call (`auth`); `None`: anyone.
     pub auth: Option<Arc<crate::auth::Auth>>,
+    /// The response cache of this snapshot (a reload starts an empty one).
+    pub cache: Arc<crate::cache::Cache>,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -93,9 +95,14 @@ impl State {
     }
 
     /// Compiles a validated config.
-    pub fn new(config: Config, rejections: AdmissionMetrics) -> State {
+    pub fn new(
+        config: Config,
+        rejections: AdmissionMetrics,
+        cache: crate::cache::metrics::CacheMetrics,
+    ) -> State {
         State {
             rejections,
+            cache: Arc::new(crate::cache::Cache::new(config.cache, cache)),
             auth: config
                 .auth
                 .as_ref()
@@ -112,7 +119,8 @@ impl State {
         }
     }
 
-    /// Compiles a reloaded config, carrying over what must survive a reload: backends that
+    /// Compiles a reloaded config, carrying over what must survive a reload (not the cache's
+    /// results: they may be stale under it): backends that
     /// stay keep their sessions, health and drain state; discovered members stay until the
     /// next discovery round. (Admission counts restart: requests admitted under the old limits
     /// give their slots back to the old counters.)
@@ -133,8 +141,12 @@ impl State {
             (Some(a), _) => Some(Arc::new(crate::auth::Auth::new(a))),
             (None, _) => None,
         };
+        // Cached results may be stale under the new config (a pool's members, a route's
+        // backends): the new snapshot starts with an empty cache.
+        let cache = crate::cache::Cache::new(config.cache, old.cache.metrics().clone());
         State {
             rejections: old.rejections.clone(),
+            cache: Arc::new(cache),
             auth,
             guard: PeerGuard::new(&config),
             router: Router::new(&config),

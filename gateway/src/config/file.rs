@@ -63,6 +63,9 @@ pub struct FileConfig {
     /// `tasks`: where the tasks backends create live, kept so their polls reach the pod that holds them.
     #[serde(default)]
     pub tasks: super::tasks::FileTasks,
+    /// `cache`: cacheable 2026-07-28 results answered at the gateway, as their `ttlMs` and `cacheScope` allow.
+    #[serde(default)]
+    pub cache: super::cache::FileCache,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -372,6 +375,8 @@ pub struct FileRoute {
     pub upstream_path: Option<String>,
     /// Check Mcp-Method/Mcp-Name against the body. Default: the top-level `check-headers`.
     pub check_headers: Option<bool>,
+    /// `off`: this route's cacheable results are never answered from the cache (`on`, the default, follows the top-level `cache.enabled`).
+    pub cache: Option<String>,
     /// Limits of this route.
     #[serde(default)]
     pub limits: FileRouteLimits,

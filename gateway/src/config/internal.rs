@@ -55,6 +55,8 @@ pub struct Config {
     pub bridge: super::BridgeConfig,
     /// `tasks`: the task records.
     pub tasks: super::tasks::TasksConfig,
+    /// `cache`: the response cache.
+    pub cache: super::cache::CacheConfig,
 }
 
 /// Gateway-owned sessions.
@@ -350,6 +352,9 @@ pub struct RouteConfig {
     pub upstream_path: Option<String>,
     /// Answer header/body disagreement with 400 / -32020 instead of forwarding. Default true.
     pub check_headers: bool,
+    /// `cache`: whether cacheable results may be answered from the cache here (with the
+    /// top-level `cache.enabled`). Default true.
+    pub cache: bool,
     /// Admission limits and deadlines of this route.
     pub limits: RouteLimits,
     /// Rules, first match wins.

@@ -4,6 +4,7 @@
 mod advertise;
 mod auth;
 pub(crate) mod bridge;
+pub(crate) mod cache;
 mod capture;
 mod file;
 mod hardening;

@@ -75,6 +75,7 @@ fn reference_config_parses_to_expected_struct() {
             pool: 1,
             upstream_path: Some("/mcp".into()),
             check_headers: true,
+            cache: true,
             limits: RouteLimits::default(),
             rules: vec![RuleConfig {
                 method: Pattern::new("tools/call").ok(),
@@ -95,6 +96,7 @@ fn reference_config_parses_to_expected_struct() {
         client_timeouts: ClientTimeouts::default(),
         bridge: Default::default(),
         tasks: Default::default(),
+        cache: Default::default(),
     };
     assert_eq!(config, expected);
 }

@@ -19,7 +19,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks, cache",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         no_empty_guard_names(&mut p, &file);
@@ -61,6 +61,7 @@ impl Config {
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
         let bridge = super::bridge::validate(&mut p, &file.bridge);
         let tasks = super::tasks::validate(&mut p, &file.tasks);
+        let cache = super::cache::validate(&mut p, &file.cache);
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =
@@ -86,6 +87,7 @@ impl Config {
                 client_timeouts,
                 bridge,
                 tasks,
+                cache,
             }),
             _ => Err(p.0),
         }
@@ -252,8 +254,8 @@ fn route_config(
     p.unknown(
         &at,
         &route.unknown,
-        "path, path-prefix, mode, pool, upstream-path, check-headers, limits, rules, auth, authz, capture, \
-         dual-backends, name-match, server-info, separator, instructions, members",
+        "path, path-prefix, mode, pool, upstream-path, check-headers, cache, limits, rules, auth, authz, \
+         capture, dual-backends, name-match, server-info, separator, instructions, members",
     );
     let path = route_path(p, &at, route);
     let is_virtual = route.mode.as_deref() == Some("virtual");
@@ -274,6 +276,7 @@ fn route_config(
         pool,
         upstream_path: route.upstream_path.clone(),
         check_headers: route.check_headers.unwrap_or(check_headers),
+        cache: route_cache(p, &at, route.cache.as_deref()),
         limits: route_limits(p, &format!("{at}.limits"), &route.limits),
         rules,
         auth: RouteAuth::None,
@@ -285,6 +288,18 @@ fn route_config(
         dual_backends,
         name_match,
         virtual_server,
+    }
+}
+
+/// `cache`: `on` (the default) or `off`.
+fn route_cache(p: &mut Problems, at: &str, cache: Option<&str>) -> bool {
+    match cache {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => {
+            p.add(format!("{at}.cache"), format!("`{other}`: give on or off"));
+            true
+        }
     }
 }
 

@@ -107,6 +107,7 @@ async fn pass_through(
         repeatable: false,
         deadline: routed.deadline,
         stateless: true,
+        keep: None,
     };
     forward_any(gw, session, ctx, pool, out).await
 }

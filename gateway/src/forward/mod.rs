@@ -7,9 +7,11 @@
 //! handler.
 
 pub mod bridged;
+pub mod cached;
 pub mod check;
 pub mod collect;
 pub mod filtered;
+pub mod kept;
 pub mod relay;
 pub mod respond;
 pub mod send;

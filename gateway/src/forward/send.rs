@@ -35,6 +35,9 @@ pub(crate) struct Outbound<'a> {
     pub deadline: Option<std::time::Duration>,
     /// The route is stateless: a backend session in the answer is refused (-32007).
     pub stateless: bool,
+    /// Where the answer is kept when its result allows (`forward/cached.rs`); `None`: relayed
+    /// as it comes.
+    pub keep: Option<crate::forward::kept::Keep>,
 }
 
 /// Forwards a buffered request to any backend of `pool` (other backends after refused
@@ -100,7 +103,14 @@ pub(crate) async fn forward_any<C: Client>(
             )
             .await?
         }
-        None => relay(&mut ex, session, head, until).await?,
+        None => match &out.keep {
+            // boxed: the cache's path is the rare one here
+            Some(keep) => {
+                let kept = crate::forward::kept::relay_kept(&mut ex, session, head, until, keep);
+                Box::pin(kept).await?
+            }
+            None => relay(&mut ex, session, head, until).await?,
+        },
     };
     match relayed {
         Relayed::Done => engine.release(ex),

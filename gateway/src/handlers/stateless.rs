@@ -87,7 +87,14 @@ pub(crate) async fn forward_body(
         repeatable: false,
         deadline: routed.deadline,
         stateless: true,
+        keep: None,
     };
+    if crate::forward::cached::takes(ctx, route.cache) {
+        return Box::pin(crate::forward::cached::forward(
+            gw, session, ctx, &pool, out,
+        ))
+        .await;
+    }
     forward_any(gw, session, ctx, &pool, out).await
 }
 

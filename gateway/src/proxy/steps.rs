@@ -179,7 +179,12 @@ fn plan(
     // fast path, where the body is checked against it before anything is forwarded; from the
     // body otherwise
     let task = crate::tasks::route::routes(ctx, method) && !route.check_headers;
-    if has_body && (by_body || bounded || task || route.guard.reads_body(method)) {
+    // a cacheable result may be answered from the cache, or kept: the gateway reads it
+    let cached = ctx.state.cache.config().enabled
+        && route.cache
+        && ctx.era == Era::Stateless
+        && method.is_some_and(mcp_wire::cacheable::is_cacheable);
+    if has_body && (by_body || bounded || task || cached || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;

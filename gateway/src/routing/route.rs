@@ -25,6 +25,9 @@ pub struct Route {
     upstream_path: Option<String>,
     /// Whether header/body disagreement is answered with -32020.
     pub check_headers: bool,
+    /// Whether its cacheable results may be answered from the cache (`cache`, with the
+    /// top-level `cache.enabled`).
+    pub cache: bool,
     rules: Rules,
     timeout: Option<std::time::Duration>,
     tool_timeouts: Vec<(Pattern, std::time::Duration)>,
@@ -57,6 +60,7 @@ impl Route {
             default_pool: rc.pool,
             upstream_path: rc.upstream_path.clone(),
             check_headers: rc.check_headers,
+            cache: rc.cache,
             dual_backends: rc.dual_backends,
             metrics: Default::default(),
             members: None,

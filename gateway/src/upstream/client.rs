@@ -229,6 +229,11 @@ impl Exchange {
         self
     }
 
+    /// Puts body bytes read with [`Exchange::chunk`] back, to be handed out first again.
+    pub fn unread(&mut self, body: Bytes) {
+        self.buffered = (!body.is_empty()).then_some(body);
+    }
+
     /// Next body chunk; `None` at the end.
     pub async fn chunk(&mut self) -> pingora::Result<Option<Bytes>> {
         if let Some(body) = self.buffered.take() {

@@ -327,6 +327,11 @@ impl Plan {
     ) -> Handled {
         for (heard, _) in self.follow(m, i, task) {
             if let Heard::Notify(mut note) = heard {
+                // what a member says changed is no longer answered from the cache
+                let method = note.get("method").and_then(Value::as_str).unwrap_or("");
+                if let Some(ask) = &self.asks[i] {
+                    ask.state.cache.heard(method);
+                }
                 listen::stamp(&mut note, &self.sub_id);
                 write_event(session, &note).await?;
             }

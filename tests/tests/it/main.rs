@@ -21,6 +21,7 @@ mod auth;
 mod auth_principals;
 mod background_moves;
 mod bridge_deadlines;
+mod cache;
 mod capture;
 mod capture_redaction;
 mod configmap_reload;

@@ -133,6 +133,7 @@ async fn modern(
         body: call.body,
         repeatable: call.repeatable,
         stateless: true,
+        keep: None,
     };
     forward_any(gw, session, ctx, &pool, out).await
 }
@@ -179,6 +180,7 @@ async fn sessionless(
         repeatable,
         deadline: None,
         stateless: false,
+        keep: None,
     };
     forward_any(gw, session, ctx, pool, out).await
 }

@@ -1,0 +1,142 @@
+//! What a cached result depends on, as one key: the route (and member), the method, the
+//! request's `params` except `_meta`, the protocol version and the client capabilities the
+//! request declared (a server may answer by them: HTTP's `Vary`). Objects are written with
+//! their keys sorted, so two requests that differ only in key order or spacing share a key. A
+//! private result's key adds the authorization context: the digest of the credential the caller
+//! presented, so a new token is a new context.
+
+use super::store::Key;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The `_meta` keys a result may depend on.
+const VARY: [&str; 2] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+];
+
+/// A cacheable request's key, or why it has none.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Keyed {
+    /// Its key (the public part's; [`private`] for a context's).
+    Key(Key),
+    /// A multi round-trip retry (`inputResponses` or `requestState` in its params): its
+    /// answer is for this round only.
+    Retry,
+    /// Not a request whose params can be read.
+    Unreadable,
+}
+
+/// The key of a request with `body` for `method` on `route` (`member`: of a virtual route,
+/// else empty).
+pub fn of(route: &str, member: &str, method: &str, body: &[u8]) -> Keyed {
+    let Ok(Value::Object(msg)) = serde_json::from_slice::<Value>(body) else {
+        return Keyed::Unreadable;
+    };
+    let mut params = match msg.get("params") {
+        Some(Value::Object(p)) => p.clone(),
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(_) => return Keyed::Unreadable,
+    };
+    if params.contains_key("inputResponses") || params.contains_key("requestState") {
+        return Keyed::Retry;
+    }
+    let meta = params.remove("_meta");
+    let mut h = Sha256::new();
+    for part in [route, member, method] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    // serde_json's maps keep their keys sorted: the text is canonical
+    let params = Value::Object(params).to_string();
+    h.update((params.len() as u64).to_be_bytes());
+    h.update(params.as_bytes());
+    for key in VARY {
+        let vary = meta.as_ref().and_then(|m| m.get(key));
+        let text = vary.map(Value::to_string).unwrap_or_default();
+        h.update((text.len() as u64).to_be_bytes());
+        h.update(text.as_bytes());
+    }
+    Keyed::Key(h.finalize().into())
+}
+
+/// The key of `base` in the authorization context `context`.
+pub fn private(base: &Key, context: &Key) -> Key {
+    let mut h = Sha256::new();
+    h.update(b"private");
+    h.update(base);
+    h.update(context);
+    h.finalize().into()
+}
+
+/// The authorization context of a caller that presented these credential header values (in
+/// the order given); `None` without one: such a caller has no private cache.
+pub fn context<'a>(credentials: impl IntoIterator<Item = &'a [u8]>) -> Option<Key> {
+    let mut h = Sha256::new();
+    let mut any = false;
+    for value in credentials {
+        any = true;
+        h.update((value.len() as u64).to_be_bytes());
+        h.update(value);
+    }
+    any.then(|| h.finalize().into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(route: &str, method: &str, body: &str) -> Keyed {
+        of(route, "", method, body.as_bytes())
+    }
+
+    #[test]
+    fn key_order_spacing_and_the_rest_of_meta_do_not_change_a_key() {
+        let a = key(
+            "/mcp",
+            "tools/list",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c","x":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":5}}}"#,
+        );
+        let b = key(
+            "/mcp",
+            "tools/list",
+            r#"{"id":"other","method":"tools/list","jsonrpc":"2.0","params":{ "x" : 1, "cursor":"c","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        );
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn what_a_result_depends_on_changes_the_key() {
+        let base = r#"{"id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let k = key("/mcp", "tools/list", base);
+        assert_ne!(k, key("/other", "tools/list", base), "route");
+        assert_ne!(k, key("/mcp", "prompts/list", base), "method");
+        let cursor = base.replace("\"params\":{", "\"params\":{\"cursor\":\"2\",");
+        assert_ne!(k, key("/mcp", "tools/list", &cursor), "params");
+        let caps = base.replace(
+            "clientCapabilities\":{}",
+            "clientCapabilities\":{\"sampling\":{}}",
+        );
+        assert_ne!(k, key("/mcp", "tools/list", &caps), "declared capabilities");
+        let version = base.replace("2026-07-28", "2026-09-01");
+        assert_ne!(k, key("/mcp", "tools/list", &version), "protocol version");
+        assert_ne!(k, of("/mcp", "a", "tools/list", base.as_bytes()), "member");
+    }
+
+    #[test]
+    fn a_retry_has_no_key_and_contexts_are_apart() {
+        let retry =
+            r#"{"id":1,"method":"resources/read","params":{"uri":"a://b","requestState":"s"}}"#;
+        assert_eq!(key("/mcp", "resources/read", retry), Keyed::Retry);
+        let answers = r#"{"id":1,"method":"resources/read","params":{"inputResponses":{}}}"#;
+        assert_eq!(key("/mcp", "resources/read", answers), Keyed::Retry);
+        assert_eq!(key("/mcp", "tools/list", "[1]"), Keyed::Unreadable);
+        let alice = context([b"Bearer a".as_slice()]).unwrap();
+        let alice_renewed = context([b"Bearer a2".as_slice()]).unwrap();
+        assert_ne!(alice, alice_renewed, "a new token is a new context");
+        assert_eq!(context(std::iter::empty()), None);
+        let base = [0u8; 32];
+        assert_ne!(private(&base, &alice), private(&base, &alice_renewed));
+        assert_ne!(private(&base, &alice), base);
+    }
+}

@@ -1,0 +1,99 @@
+//! `cache`: the response cache of cacheable 2026-07-28 results (`ttlMs`/`cacheScope`). File
+//! struct, typed settings with their defaults, validation. A leaf of `crate::config` (which
+//! imports it): it imports only `config/problems.rs`.
+
+use super::problems::{Problems, Unknown};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// `cache` in the file.
+#[derive(Debug, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(deny_unknown_fields)]
+pub struct FileCache {
+    /// Whether the gateway answers cacheable 2026-07-28 requests (`server/discover`, the lists, `resources/read`) from results it kept, for as long as their `ttlMs` says and only to whom their `cacheScope` allows. A route turns it off with `cache: off`. Default true.
+    pub enabled: Option<bool>,
+    /// The bytes of results kept in all; past it, the least recently used are dropped. Default 67108864 (64 MiB).
+    pub max_bytes: Option<usize>,
+    /// The bytes one authorization context's `private` results may hold (a share: its own least recently used are dropped to make room, never another caller's). Default 4194304 (4 MiB).
+    pub max_bytes_per_context: Option<usize>,
+    /// The largest result kept; a larger answer is relayed as it comes. Default 1048576 (1 MiB).
+    pub max_entry_bytes: Option<usize>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub unknown: Unknown,
+}
+
+/// The response cache's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// `enabled`. Default true.
+    pub enabled: bool,
+    /// `max-bytes`. Default 64 MiB.
+    pub max_bytes: usize,
+    /// `max-bytes-per-context`. Default 4 MiB.
+    pub max_bytes_per_context: usize,
+    /// `max-entry-bytes`. Default 1 MiB.
+    pub max_entry_bytes: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            enabled: true,
+            max_bytes: 64 << 20,
+            max_bytes_per_context: 4 << 20,
+            max_entry_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Validates `cache`: every bound at least 1; an entry no larger than a context's share, a
+/// share no larger than the whole.
+pub(crate) fn validate(p: &mut Problems, file: &FileCache) -> CacheConfig {
+    p.unknown(
+        "cache",
+        &file.unknown,
+        "enabled, max-bytes, max-bytes-per-context, max-entry-bytes",
+    );
+    let d = CacheConfig::default();
+    let mut at_least_one = |key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => {
+            p.add(format!("cache.{key}"), "must be at least 1");
+            default
+        }
+        Some(n) => n,
+        None => default,
+    };
+    let max_bytes = at_least_one("max-bytes", file.max_bytes, d.max_bytes);
+    let share = file.max_bytes_per_context;
+    let max_bytes_per_context = at_least_one(
+        "max-bytes-per-context",
+        share,
+        d.max_bytes_per_context.min(max_bytes),
+    );
+    let entry = file.max_entry_bytes;
+    let max_entry_bytes = at_least_one(
+        "max-entry-bytes",
+        entry,
+        d.max_entry_bytes.min(max_bytes_per_context),
+    );
+    if max_bytes_per_context > max_bytes {
+        p.add(
+            "cache.max-bytes-per-context",
+            "must be at most max-bytes (one context's share of the whole)",
+        );
+    }
+    if max_entry_bytes > max_bytes_per_context {
+        p.add(
+            "cache.max-entry-bytes",
+            "must be at most max-bytes-per-context (an entry must fit in a context's share)",
+        );
+    }
+    CacheConfig {
+        enabled: file.enabled.unwrap_or(true),
+        max_bytes,
+        max_bytes_per_context,
+        max_entry_bytes,
+    }
+}

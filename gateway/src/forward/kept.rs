@@ -1,0 +1,109 @@
+//! The answer of a request the cache may keep (`forward/cached.rs` decides which): read
+//! whole first, up to `cache.max-entry-bytes`, its result kept when it says it may be
+//! (`ttlMs` > 0, complete, `public` or a caller's own `private`), then written whole with
+//! `Mcp-Gateway-Cache: miss` (or `bypass`: not kept). A larger answer, or one that is no 2xx,
+//! is relayed as it comes.
+
+use crate::cache::{Cache, Keys};
+use crate::downstream::client::Client;
+use crate::forward::relay::{relay, write_whole, Relayed};
+use crate::upstream::client::Exchange;
+use crate::upstream::deadline::within;
+use bytes::BytesMut;
+use mcp_wire::cacheable;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// The response header that says how the cache answered.
+pub const CACHE_HEADER: &str = "mcp-gateway-cache";
+
+/// Where a forwarded answer is kept, if its result allows.
+pub(crate) struct Keep {
+    cache: Arc<Cache>,
+    keys: Keys,
+    label: String,
+    method: &'static str,
+}
+
+impl Keep {
+    /// Where an answer to a request with `keys` for `method` on the route `label` is kept.
+    pub(crate) fn new(cache: Arc<Cache>, keys: Keys, label: String, method: &'static str) -> Keep {
+        Keep {
+            cache,
+            keys,
+            label,
+            method,
+        }
+    }
+}
+
+/// Relays a cacheable request's answer, read whole first (up to `cache.max-entry-bytes`) and
+/// kept when its result allows; a larger answer, or one that is no 2xx, is relayed as it
+/// comes. Past the deadline or broken off while it is read, as [`relay`] ends.
+pub(crate) async fn relay_kept<C: Client>(
+    exchange: &mut Exchange,
+    session: &mut C,
+    mut head: ResponseHeader,
+    until: Option<Instant>,
+    keep: &Keep,
+) -> Result<Relayed> {
+    let encoded = crate::upstream::encoding::is_encoded(exchange.header());
+    if !head.status.is_success() || encoded {
+        keep.count("bypass");
+        let _ = head.insert_header(CACHE_HEADER, "bypass");
+        return relay(exchange, session, head, until).await;
+    }
+    let sse = content_type(&head).is_some_and(|c| mcp_wire::sse::is_event_stream(Some(c)));
+    let limit = keep.cache.config().max_entry_bytes;
+    let mut body = BytesMut::new();
+    loop {
+        match within(until, exchange.chunk()).await {
+            None => return Ok(Relayed::TimedOut { sse }),
+            Some(Err(_)) => return Ok(Relayed::Broken { sse }),
+            Some(Ok(None)) => break,
+            Some(Ok(Some(chunk))) => {
+                body.extend_from_slice(&chunk);
+                if body.len() > limit {
+                    // too large to keep: what was read goes first, then the rest as it comes
+                    exchange.unread(body.freeze());
+                    keep.count("bypass");
+                    let _ = head.insert_header(CACHE_HEADER, "bypass");
+                    return relay(exchange, session, head, until).await;
+                }
+            }
+        }
+    }
+    let body = body.freeze();
+    let kept = keep.keep(&head, &body);
+    keep.count(if kept { "miss" } else { "bypass" });
+    let _ = head.insert_header(CACHE_HEADER, if kept { "miss" } else { "bypass" });
+    head.remove_header(&http::header::TRANSFER_ENCODING);
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
+    write_whole(session, head, body).await?;
+    Ok(Relayed::Done)
+}
+
+impl Keep {
+    /// Keeps the result in a whole answer, if it says it may be kept; whether it was.
+    fn keep(&self, head: &ResponseHeader, body: &[u8]) -> bool {
+        let messages = mcp_wire::sse::messages(content_type(head), body);
+        let Some(stored) = messages.iter().find_map(|m| cacheable::stored(m).ok()) else {
+            return false;
+        };
+        let at = (self.label.as_str(), self.method);
+        self.cache.keep(&self.keys, stored, at).is_ok()
+    }
+
+    fn count(&self, result: &str) {
+        self.cache.metrics().count(&self.label, self.method, result);
+    }
+}
+
+/// An answer's `Content-Type`.
+fn content_type(head: &ResponseHeader) -> Option<&str> {
+    head.headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+}
