@@ -141,65 +141,91 @@ pub(super) async fn post(
             Served::default()
         }
         Some(method) => {
-            let is_request = msg.get("id").is_some();
-            match disposition(method, is_request) {
-                Disposition::Forward => {
-                    let call = Bridged {
-                        bridge,
-                        to,
-                        rec: &rec,
-                        msg: &msg,
-                        id,
-                        method,
-                        repeatable,
-                    };
-                    call.serve(session).await?
-                }
-                Disposition::Ping => empty_result(session, id).await?,
-                Disposition::SetLevel => {
-                    let params = msg.get("params").cloned().unwrap_or_default();
-                    if request::set_level(&params).is_none() {
-                        let e =
-                            GatewayError::invalid_request("logging/setLevel needs params.level");
-                        return Err(e.into());
-                    }
-                    let change = SettingChange::LogLevel(params.to_string().into());
-                    sessions.remember(&rec, change).await?;
-                    empty_result(session, id).await?
-                }
-                Disposition::Cancelled => {
-                    if let Some(r) = msg.get("params").and_then(|p| p.get("requestId")) {
-                        bridge.live.cancel(&rec.id, &r.to_string());
-                    }
-                    accepted(session).await?;
-                    Served::default()
-                }
-                Disposition::Acknowledged => {
-                    accepted(session).await?;
-                    Served::default()
-                }
-                Disposition::Subscribe(subscribed) => {
-                    let max = subscribed.then_some(to.max_subscriptions);
-                    subscribe(bridge, sessions, &rec, (method, &msg), max).await?;
-                    empty_result(session, id).await?
-                }
-                Disposition::Reinitialize => {
-                    let e = GatewayError::invalid_request("this session is initialized already");
-                    return Err(e.into());
-                }
-                Disposition::Refused => {
-                    let metrics = &bridge.metrics;
-                    let reason = "tasks are an extension in 2026-07-28, not bridged";
-                    let e = GatewayError::not_bridged(method, reason);
-                    count_error(metrics, &to.pool.name, &e);
-                    return Err(e.into());
-                }
-            }
+            dispose(
+                bridge,
+                sessions,
+                session,
+                to,
+                &rec,
+                (method, &msg),
+                id,
+                repeatable,
+            )
+            .await?
         }
     };
     if let Err(e) = sessions.used(&rec).await {
         crate::quiet::STORE.failed("session use not recorded", &e);
     }
+    Ok(served)
+}
+
+/// A client's request or notification, as its disposition says: bridged as a call, answered
+/// by the gateway (`ping`, `logging/setLevel`, subscriptions), taken, or refused.
+#[allow(clippy::too_many_arguments)]
+async fn dispose(
+    bridge: &Bridge,
+    sessions: &SessionManager,
+    session: &mut impl Client,
+    to: Target<'_>,
+    rec: &SessionRecord,
+    (method, msg): (&str, &Value),
+    id: &RequestId,
+    repeatable: bool,
+) -> Result<Served, Fail> {
+    let is_request = msg.get("id").is_some();
+    let served = match disposition(method, is_request) {
+        Disposition::Forward => {
+            let call = Bridged {
+                bridge,
+                to,
+                rec,
+                msg,
+                id,
+                method,
+                repeatable,
+            };
+            call.serve(session).await?
+        }
+        Disposition::Ping => empty_result(session, id).await?,
+        Disposition::SetLevel => {
+            let params = msg.get("params").cloned().unwrap_or_default();
+            if request::set_level(&params).is_none() {
+                let e = GatewayError::invalid_request("logging/setLevel needs params.level");
+                return Err(e.into());
+            }
+            let change = SettingChange::LogLevel(params.to_string().into());
+            sessions.remember(rec, change).await?;
+            empty_result(session, id).await?
+        }
+        Disposition::Cancelled => {
+            if let Some(r) = msg.get("params").and_then(|p| p.get("requestId")) {
+                bridge.live.cancel(&rec.id, &r.to_string());
+            }
+            accepted(session).await?;
+            Served::default()
+        }
+        Disposition::Acknowledged => {
+            accepted(session).await?;
+            Served::default()
+        }
+        Disposition::Subscribe(subscribed) => {
+            let max = subscribed.then_some(to.max_subscriptions);
+            subscribe(bridge, sessions, rec, (method, msg), max).await?;
+            empty_result(session, id).await?
+        }
+        Disposition::Reinitialize => {
+            let e = GatewayError::invalid_request("this session is initialized already");
+            return Err(e.into());
+        }
+        Disposition::Refused => {
+            let metrics = &bridge.metrics;
+            let reason = "tasks are an extension in 2026-07-28, not bridged";
+            let e = GatewayError::not_bridged(method, reason);
+            count_error(metrics, &to.pool.name, &e);
+            return Err(e.into());
+        }
+    };
     Ok(served)
 }
 
