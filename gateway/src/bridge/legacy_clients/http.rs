@@ -28,7 +28,10 @@ use mcp_wire::{messages, sse, RequestId};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Where a bridged session's requests go.
@@ -274,7 +277,15 @@ enum Next {
     ClientGone,
 }
 
+/// The client's side of one bridged call: a JSON answer until the call sends the client
+/// something before its result, an SSE answer from then on.
+struct Answer<'s, C> {
+    session: &'s mut C,
+    streaming: bool,
+}
+
 impl Bridged<'_> {
+    /// Bridges the call, round by round, and answers the client with how it went.
     async fn serve(self, session: &mut impl Client) -> Result<Served, Fail> {
         let init = ClientInit::parse(&self.rec.init_params)
             .map_err(|e| GatewayError::internal(format!("stored initialize: {e}")))?;
@@ -313,48 +324,34 @@ impl Bridged<'_> {
             method: self.method,
             repeatable: self.repeatable,
         };
-        let mut run = Box::pin(call.run(&mut progress));
-        let mut streaming = false;
-        let done = loop {
-            let next = tokio::select! {
-                biased;
-                m = rx.recv() => m.map_or(Next::Idle, Next::ToClient),
-                d = &mut run => Next::Done(d),
-                _ = tokio::time::sleep(keep_alive), if streaming => Next::Idle,
-                _ = session.gone(), if streaming => Next::ClientGone,
-            };
-            match next {
-                Next::ToClient(m) => {
-                    if !streaming {
-                        start_stream(session).await?;
-                        streaming = true;
-                    }
-                    write_event(session, &m).await?;
-                }
-                Next::Idle if streaming => {
-                    session
-                        .write_response_body(Some(Bytes::from_static(KEEP_ALIVE)), false)
-                        .await?;
-                }
-                Next::Idle => {}
-                Next::ClientGone => {
-                    // closing the upstream answer cancels the call there
-                    drop(run);
-                    return Ok(Served {
-                        backend: progress.backend,
-                    });
-                }
-                Next::Done(d) => break d,
-            }
+        let run = Box::pin(call.run(&mut progress));
+        let mut answer = Answer {
+            session,
+            streaming: false,
         };
-        drop(run);
+        let Some(done) = answer.relay(run, &mut rx, keep_alive).await? else {
+            return Ok(Served {
+                backend: progress.backend,
+            });
+        };
         while let Ok(m) = rx.try_recv() {
-            if !streaming {
-                start_stream(session).await?;
-                streaming = true;
-            }
-            write_event(session, &m).await?;
+            answer.event(&m).await?;
         }
+        self.finish(&mut answer, done).await?;
+        Ok(Served {
+            backend: progress.backend,
+        })
+    }
+
+    /// Ends the call's answer with how the call ended: its result (a list filtered) or error
+    /// as the last event, or as the whole JSON answer when nothing came before; a cancelled
+    /// call with no answer; a gateway error is returned when nothing was streamed yet.
+    async fn finish(
+        &self,
+        answer: &mut Answer<'_, impl Client>,
+        done: Result<Final, GatewayError>,
+    ) -> Result<(), Fail> {
+        let session = &mut *answer.session;
         let body = match done {
             Ok(Final::Result(result)) => {
                 let body = messages::result(self.id, &result);
@@ -368,36 +365,78 @@ impl Bridged<'_> {
                 None => raw,
             },
             Ok(Final::Error(error)) => messages::relayed_error(self.id, &error),
-            Ok(Final::Cancelled) if streaming => {
+            Ok(Final::Cancelled) if answer.streaming => {
                 session.write_response_body(None, true).await?;
-                return Ok(Served {
-                    backend: progress.backend,
-                });
+                return Ok(());
             }
             Ok(Final::Cancelled) => {
                 accepted(session).await?;
-                return Ok(Served {
-                    backend: progress.backend,
-                });
+                return Ok(());
             }
             Err(e) => {
                 count_error(&self.bridge.metrics, &self.to.pool.name, &e);
-                if !streaming {
+                if !answer.streaming {
                     return Err(e.into());
                 }
                 e.body(self.id)
             }
         };
-        if streaming {
+        if answer.streaming {
             session
                 .write_response_body(Some(sse::event(&body)), true)
                 .await?;
         } else {
             write_json(session, 200, None, body).await?;
         }
-        Ok(Served {
-            backend: progress.backend,
-        })
+        Ok(())
+    }
+}
+
+impl<C: Client> Answer<'_, C> {
+    /// Runs the call to its end while what it sends the client is written (the SSE answer
+    /// started with the first), with keep-alives while it streams; `None` when the client went
+    /// away.
+    async fn relay<F>(
+        &mut self,
+        mut run: Pin<Box<F>>,
+        rx: &mut mpsc::Receiver<Value>,
+        keep_alive: Duration,
+    ) -> Result<Option<Result<Final, GatewayError>>>
+    where
+        F: Future<Output = Result<Final, GatewayError>>,
+    {
+        loop {
+            let next = tokio::select! {
+                biased;
+                m = rx.recv() => m.map_or(Next::Idle, Next::ToClient),
+                d = &mut run => Next::Done(d),
+                _ = tokio::time::sleep(keep_alive), if self.streaming => Next::Idle,
+                _ = self.session.gone(), if self.streaming => Next::ClientGone,
+            };
+            match next {
+                Next::ToClient(m) => self.event(&m).await?,
+                Next::Idle if self.streaming => {
+                    self.session
+                        .write_response_body(Some(Bytes::from_static(KEEP_ALIVE)), false)
+                        .await?;
+                }
+                Next::Idle => {}
+                Next::ClientGone => {
+                    // `run` dropped: closing the upstream answer cancels the call there
+                    return Ok(None);
+                }
+                Next::Done(d) => return Ok(Some(d)),
+            }
+        }
+    }
+
+    /// Writes a message of the call to the client, the SSE answer started with the first.
+    async fn event(&mut self, m: &Value) -> Result<()> {
+        if !self.streaming {
+            start_stream(self.session).await?;
+            self.streaming = true;
+        }
+        write_event(self.session, m).await
     }
 }
 
