@@ -6,7 +6,7 @@
 
 use super::limits::{INPUT_TIMEOUT, MAX_ROUNDS};
 use super::live::Live;
-use super::upstream::Upstream;
+use super::upstream::{Sent, Upstream};
 use crate::bridge::answer::Messages;
 use crate::error::GatewayError;
 use crate::upstream::Backend;
@@ -31,6 +31,14 @@ pub(super) enum Final {
     Error(Value),
     /// The client cancelled the call: nothing more is sent.
     Cancelled,
+}
+
+/// A round's response.
+enum Response {
+    /// The backend's response message as it is, for the client.
+    Verbatim(bytes::Bytes),
+    /// The response message, parsed.
+    Parsed(Value),
 }
 
 /// One call to bridge.
@@ -69,6 +77,7 @@ impl Call<'_> {
         }
     }
 
+    /// The call's rounds, each a request to a backend, until its result or the round cap.
     async fn rounds(&self, out: &mut Progress) -> Result<Final, GatewayError> {
         let env = Envelope {
             init: self.init,
@@ -84,48 +93,10 @@ impl Call<'_> {
                 .map_err(|e| GatewayError::untranslatable(&self.up.pool.name, &e.to_string()))?;
             let sent = self.up.send(&req, self.repeatable).await?;
             out.backend = Some(sent.backend.clone());
-            let mut messages = Messages::new(sent.exchange);
-            let status = messages.status();
-            let response = loop {
-                let next = messages.next().await.map_err(|_| {
-                    GatewayError::backend_lost(&self.up.pool.name, &sent.backend.label)
-                })?;
-                let Some(raw) = next else {
-                    if messages.is_event_stream() && status < 400 {
-                        // an event stream ended before its response: the outcome is unknown
-                        return Err(GatewayError::backend_lost(
-                            &self.up.pool.name,
-                            &sent.backend.label,
-                        ));
-                    }
-                    break None;
-                };
-                let Some(peek) = peek(&raw) else { continue };
-                if peek.response && peek.verbatim && retry.is_none() {
-                    messages.finish(self.up.engine).await;
-                    return Ok(Final::Verbatim(raw));
-                }
-                let Ok(msg) = serde_json::from_slice::<Value>(&raw) else {
-                    continue;
-                };
-                if peek.response {
-                    break Some(msg);
-                }
-                if peek.request {
-                    // a server→client request on a 2026-07-28 answer has no way back
-                    tracing::debug!(
-                        "a 2026-07-28 backend sent a request on a POST answer; dropped"
-                    );
-                    continue;
-                }
-                if let Some(note) = shift.shift(msg) {
-                    let _ = out.to_client.send(note).await;
-                }
-            };
-            messages.finish(self.up.engine).await;
-            let Some(mut response) = response else {
-                let detail = format!("HTTP {status} without a JSON-RPC response");
-                return Err(GatewayError::untranslatable(&self.up.pool.name, &detail));
+            let first = retry.is_none();
+            let mut response = match self.response(sent, first, &mut shift, out).await? {
+                Response::Verbatim(raw) => return Ok(Final::Verbatim(raw)),
+                Response::Parsed(response) => response,
             };
             if let Some(error) = response.get_mut("error") {
                 return Ok(Final::Error(error.take()));
@@ -164,6 +135,62 @@ impl Call<'_> {
             self.method,
             MAX_ROUNDS,
         ))
+    }
+
+    /// Reads one round's answer to its response: its notifications go to the client (their
+    /// progress shifted), a backend's request is dropped; the first round's response goes to
+    /// the client as it is when it can. An answer cut off before its response is the backend
+    /// lost; one without a response, untranslatable.
+    async fn response(
+        &self,
+        sent: Sent,
+        first: bool,
+        shift: &mut ProgressShift,
+        out: &Progress,
+    ) -> Result<Response, GatewayError> {
+        let mut messages = Messages::new(sent.exchange);
+        let status = messages.status();
+        let response = loop {
+            let next = messages
+                .next()
+                .await
+                .map_err(|_| GatewayError::backend_lost(&self.up.pool.name, &sent.backend.label))?;
+            let Some(raw) = next else {
+                if messages.is_event_stream() && status < 400 {
+                    // an event stream ended before its response: the outcome is unknown
+                    return Err(GatewayError::backend_lost(
+                        &self.up.pool.name,
+                        &sent.backend.label,
+                    ));
+                }
+                break None;
+            };
+            let Some(peek) = peek(&raw) else { continue };
+            if peek.response && peek.verbatim && first {
+                messages.finish(self.up.engine).await;
+                return Ok(Response::Verbatim(raw));
+            }
+            let Ok(msg) = serde_json::from_slice::<Value>(&raw) else {
+                continue;
+            };
+            if peek.response {
+                break Some(msg);
+            }
+            if peek.request {
+                // a server→client request on a 2026-07-28 answer has no way back
+                tracing::debug!("a 2026-07-28 backend sent a request on a POST answer; dropped");
+                continue;
+            }
+            if let Some(note) = shift.shift(msg) {
+                let _ = out.to_client.send(note).await;
+            }
+        };
+        messages.finish(self.up.engine).await;
+        let Some(response) = response else {
+            let detail = format!("HTTP {status} without a JSON-RPC response");
+            return Err(GatewayError::untranslatable(&self.up.pool.name, &detail));
+        };
+        Ok(Response::Parsed(response))
     }
 
     /// Sends the client one server→client request per input request (after checking it
