@@ -15,10 +15,10 @@
 //! opened, kept `InUse`, swept when idle), of `entry`s keyed by `key`, each counted in its
 //! `owner`'s share (`acquire_error`: why none could be had); `room` makes room within the
 //! bounds and shares, `open` opens a backend session, `serve` serves one request (the client
-//! side and the answer; `side` what the backend sends beside it, `cancel` the legacy
-//! cancellation of a call whose exchange was dropped), `rounds` and `park` the
-//! `input_required` rounds (a call parked while the client answers), `stray` the session's GET
-//! stream, `forward` a retry sent on to the replica holding its call, `listen` a
+//! side and the attempts; `read` its answer read on, `side` what the backend sends beside it,
+//! `cancel` the legacy cancellation of a call whose exchange was dropped), `rounds` and `park`
+//! the `input_required` rounds (a call parked while the client answers), `stray` the session's
+//! GET stream, `forward` a retry sent on to the replica holding its call, `listen` a
 //! `subscriptions/listen` stream on a backend session held for it;
 //! `mcp_wire::translate::legacy` and `mcp_wire::translate::mrtr` are the pure translation.
 
@@ -31,6 +31,7 @@ mod listen;
 mod open;
 mod owner;
 mod park;
+mod read;
 mod room;
 mod rounds;
 mod serve;

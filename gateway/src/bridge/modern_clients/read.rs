@@ -1,0 +1,157 @@
+//! A call's answer on a pooled session, read on to its end: the backend's notifications to the
+//! client (its SSE answer started with the first), a server→client request for input parking
+//! the call (`rounds.rs`), another one refused, and at the end the result made modern
+//! (`resultType`, `_meta` serverInfo, cache hints; a list filtered) or the error relayed. An
+//! answer cut off before its response drops the pooled session: its outcome is unknown.
+
+use super::cancel::CancelOnDrop;
+use super::park::Parked;
+use super::serve::{served, Attempt, One};
+use super::sessions::InUse;
+use crate::bridge::client::{end_stream, end_with_error, start_stream, write_event, write_json};
+use crate::downstream::client::Client;
+use crate::error::{Fail, GatewayError};
+use bytes::Bytes;
+use mcp_wire::messages;
+use mcp_wire::translate::legacy;
+use mcp_wire::translate::mrtr;
+use mcp_wire::translate::result::peek;
+use serde_json::Value;
+
+impl One<'_> {
+    /// Reads the call's answer on: notifications to the client, the result at the end, or a
+    /// server→client request that parks the call. `cancel` cancels the call upstream if this is
+    /// dropped before the call ends or parks.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn read(
+        &self,
+        session: &mut impl Client,
+        used: InUse,
+        mut messages: crate::bridge::answer::Messages,
+        (up_id, mut cancel): (String, CancelOnDrop),
+        status: u16,
+        streaming: &mut bool,
+        strays: Option<super::stray::Strays>,
+    ) -> Result<Attempt, Fail> {
+        let entry = &used.0.clone();
+        let pool = &entry.pool;
+        let backend = &entry.backend;
+        let sessions = &self.bridge.pooled;
+        let mut strays = strays;
+        let answer = loop {
+            let next = tokio::select! {
+                next = messages.next() => next,
+                Some(m) = recv(&mut strays) => Ok(serde_json::to_vec(&m).ok().map(Bytes::from)),
+            };
+            let raw = match next {
+                Ok(Some(raw)) => raw,
+                Ok(None) if !(messages.is_event_stream() && status < 400) => break None,
+                // broken, or an event stream ended before its response: the outcome is unknown
+                cut => {
+                    cancel.disarm();
+                    sessions.drop_entry(entry);
+                    if *streaming {
+                        // the client heard part of the answer: it ends here, with -32013
+                        if cut.is_err() {
+                            pool.mark_failed(backend);
+                        }
+                        let e = GatewayError::backend_lost(&pool.name, &backend.label);
+                        end_with_error(session, &e, self.id).await?;
+                        return Ok(Attempt::Done(served(backend)));
+                    }
+                    return Ok(self.lost());
+                }
+            };
+            let Some(p) = peek(&raw) else { continue };
+            let Ok(m) = serde_json::from_slice::<Value>(&raw) else {
+                continue;
+            };
+            if p.response {
+                if m.get("id").and_then(Value::as_str) == Some(up_id.as_str()) || status >= 400 {
+                    break Some(m);
+                }
+                continue;
+            }
+            if p.request {
+                let method = m.get("method").and_then(Value::as_str).unwrap_or("");
+                if mrtr::is_input_request(method) {
+                    cancel.disarm();
+                    let parked = Parked {
+                        used,
+                        messages,
+                        up_id,
+                        server_id: m.get("id").cloned().unwrap_or(Value::Null),
+                        method: method.to_owned(),
+                        status,
+                        expires: std::time::Instant::now() + self.to.config.input_ttl,
+                        strays,
+                        owner: self.owner.clone(),
+                    };
+                    let params = m
+                        .get("params")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default()));
+                    return self.park(session, parked, params, streaming).await;
+                }
+                self.refuse_server_request(entry, &m);
+                continue;
+            }
+            if let Some(note) = self.for_client(m) {
+                if !*streaming {
+                    start_stream(session).await?;
+                    *streaming = true;
+                }
+                // the client gone, `cancel` drops armed: the call is cancelled upstream
+                write_event(session, &note).await?;
+            }
+        };
+        cancel.disarm();
+        messages.finish(self.engine()).await;
+        // the session is free before the client hears the answer (its next request may need
+        // to be the only one in flight there, for its GET-stream requests)
+        drop(strays);
+        drop(used);
+        let body = match answer {
+            Some(mut m) => match m.get_mut("error") {
+                Some(error) => messages::relayed_error(self.id, &error.take()),
+                None => {
+                    let result = m.get_mut("result").map(Value::take).unwrap_or_default();
+                    let info = entry.init_result.get("serverInfo");
+                    // answers on a route with `auth` may differ per principal: never public
+                    let hints = legacy::CacheHints {
+                        ttl_ms: self.to.config.cache_ttl_ms,
+                        public: self.to.config.cache_public && self.to.caller.principal().is_none(),
+                    };
+                    let result = legacy::modern_result(result, self.method, info, hints);
+                    let body = messages::result(self.id, &result);
+                    match self.to.filter {
+                        Some(filter) => filter(&body).unwrap_or(body),
+                        None => body,
+                    }
+                }
+            },
+            None => {
+                let detail = format!("HTTP {status} without a JSON-RPC response");
+                let e = GatewayError::untranslatable(&pool.name, &detail);
+                if !*streaming {
+                    return Err(e.into());
+                }
+                e.body(self.id)
+            }
+        };
+        if *streaming {
+            end_stream(session, body).await?;
+        } else {
+            write_json(session, 200, None, body).await?;
+        }
+        Ok(Attempt::Done(served(backend)))
+    }
+}
+
+/// The next request of the session's GET stream for this call; never, without a registration.
+async fn recv(strays: &mut Option<super::stray::Strays>) -> Option<Value> {
+    match strays {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
