@@ -5,9 +5,12 @@
 //! answer cut off before its response drops the pooled session: its outcome is unknown.
 
 use super::cancel::CancelOnDrop;
+use super::entry::Entry;
 use super::park::Parked;
 use super::serve::{served, Attempt, One};
 use super::sessions::InUse;
+use super::stray::Strays;
+use crate::bridge::answer::{Broken, Messages};
 use crate::bridge::client::{end_stream, end_with_error, start_stream, write_event, write_json};
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
@@ -17,6 +20,7 @@ use mcp_wire::translate::legacy;
 use mcp_wire::translate::mrtr;
 use mcp_wire::translate::result::peek;
 use serde_json::Value;
+use std::sync::Arc;
 
 impl One<'_> {
     /// Reads the call's answer on: notifications to the client, the result at the end, or a
@@ -27,39 +31,22 @@ impl One<'_> {
         &self,
         session: &mut impl Client,
         used: InUse,
-        mut messages: crate::bridge::answer::Messages,
+        mut messages: Messages,
         (up_id, mut cancel): (String, CancelOnDrop),
         status: u16,
         streaming: &mut bool,
-        strays: Option<super::stray::Strays>,
+        strays: Option<Strays>,
     ) -> Result<Attempt, Fail> {
         let entry = &used.0.clone();
-        let pool = &entry.pool;
-        let backend = &entry.backend;
-        let sessions = &self.bridge.pooled;
         let mut strays = strays;
         let answer = loop {
-            let next = tokio::select! {
-                next = messages.next() => next,
-                Some(m) = recv(&mut strays) => Ok(serde_json::to_vec(&m).ok().map(Bytes::from)),
-            };
-            let raw = match next {
+            let raw = match next(&mut messages, &mut strays).await {
                 Ok(Some(raw)) => raw,
                 Ok(None) if !(messages.is_event_stream() && status < 400) => break None,
                 // broken, or an event stream ended before its response: the outcome is unknown
                 cut => {
                     cancel.disarm();
-                    sessions.drop_entry(entry);
-                    if *streaming {
-                        // the client heard part of the answer: it ends here, with -32013
-                        if cut.is_err() {
-                            pool.mark_failed(backend);
-                        }
-                        let e = GatewayError::backend_lost(&pool.name, &backend.label);
-                        end_with_error(session, &e, self.id).await?;
-                        return Ok(Attempt::Done(served(backend)));
-                    }
-                    return Ok(self.lost());
+                    return self.cut_off(session, entry, cut.is_err(), *streaming).await;
                 }
             };
             let Some(p) = peek(&raw) else { continue };
@@ -111,6 +98,45 @@ impl One<'_> {
         // to be the only one in flight there, for its GET-stream requests)
         drop(strays);
         drop(used);
+        self.answer_client(session, entry, answer, status, *streaming)
+            .await
+    }
+
+    /// The answer cut off (`broken`, or its event stream ended) before its response, the
+    /// call's outcome unknown: its pooled session dropped, and a client that heard part of the
+    /// answer told so (-32013) at its end; otherwise the attempt lost.
+    async fn cut_off(
+        &self,
+        session: &mut impl Client,
+        entry: &Arc<Entry>,
+        broken: bool,
+        streaming: bool,
+    ) -> Result<Attempt, Fail> {
+        let (pool, backend) = (&entry.pool, &entry.backend);
+        self.bridge.pooled.drop_entry(entry);
+        if streaming {
+            // the client heard part of the answer: it ends here, with -32013
+            if broken {
+                pool.mark_failed(backend);
+            }
+            let e = GatewayError::backend_lost(&pool.name, &backend.label);
+            end_with_error(session, &e, self.id).await?;
+            return Ok(Attempt::Done(served(backend)));
+        }
+        Ok(self.lost())
+    }
+
+    /// The client's answer from the backend's response, `answer`: its result made modern (a
+    /// list filtered) or its error relayed; without one, untranslatable (a gateway error when
+    /// nothing was streamed yet).
+    async fn answer_client(
+        &self,
+        session: &mut impl Client,
+        entry: &Entry,
+        answer: Option<Value>,
+        status: u16,
+        streaming: bool,
+    ) -> Result<Attempt, Fail> {
         let body = match answer {
             Some(mut m) => match m.get_mut("error") {
                 Some(error) => messages::relayed_error(self.id, &error.take()),
@@ -132,24 +158,36 @@ impl One<'_> {
             },
             None => {
                 let detail = format!("HTTP {status} without a JSON-RPC response");
-                let e = GatewayError::untranslatable(&pool.name, &detail);
-                if !*streaming {
+                let e = GatewayError::untranslatable(&entry.pool.name, &detail);
+                if !streaming {
                     return Err(e.into());
                 }
                 e.body(self.id)
             }
         };
-        if *streaming {
+        if streaming {
             end_stream(session, body).await?;
         } else {
             write_json(session, 200, None, body).await?;
         }
-        Ok(Attempt::Done(served(backend)))
+        Ok(Attempt::Done(served(&entry.backend)))
+    }
+}
+
+/// The call's next message: of its answer, or a request of the session's GET stream handed to
+/// it.
+async fn next(
+    messages: &mut Messages,
+    strays: &mut Option<Strays>,
+) -> Result<Option<Bytes>, Broken> {
+    tokio::select! {
+        next = messages.next() => next,
+        Some(m) = recv(strays) => Ok(serde_json::to_vec(&m).ok().map(Bytes::from)),
     }
 }
 
 /// The next request of the session's GET stream for this call; never, without a registration.
-async fn recv(strays: &mut Option<super::stray::Strays>) -> Option<Value> {
+async fn recv(strays: &mut Option<Strays>) -> Option<Value> {
     match strays {
         Some(s) => s.recv().await,
         None => std::future::pending().await,
