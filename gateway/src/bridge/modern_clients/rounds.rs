@@ -105,27 +105,10 @@ impl One<'_> {
         responses: Option<&serde_json::Map<String, Value>>,
     ) -> Result<Served, Fail> {
         let parking = &self.bridge.parking;
-        let digest = mrtr::request_digest(self.msg);
-        let refused = |reason: &str, detail: &str| {
-            parking.refused_state(&self.to.pool.name);
-            Fail::from(GatewayError::bad_request_state(reason, detail))
-        };
-        let sealer = parking.sealer(self.to.config.request_state_key);
-        let state =
-            mrtr::open(sealer, sealed, self.principal(), unix_ms(), &digest).map_err(|r| {
-                let detail = match r {
-                    mrtr::Refusal::Forged => "it was not issued by this gateway, or was changed",
-                    mrtr::Refusal::Expired => "it expired",
-                    mrtr::Refusal::OtherPrincipal => "it was issued to another principal",
-                    mrtr::Refusal::OtherRequest => {
-                        "it was issued for another request (method, name or arguments)"
-                    }
-                };
-                refused(r.as_str(), detail)
-            })?;
+        let state = self.open_state(sealed)?;
         let Some(answer) = responses.and_then(|r| r.get(&state.key)) else {
             let detail = format!("inputResponses has no `{}`", state.key);
-            return Err(refused("missing-response", &detail));
+            return Err(self.refused("missing-response", &detail));
         };
         if !answer.is_object() {
             // the backend waits for a result object: refused before the call is taken, so it
@@ -134,7 +117,7 @@ impl One<'_> {
                 "inputResponses.{} must be an object (the result of the server's request)",
                 state.key
             );
-            return Err(refused("invalid-response", &detail));
+            return Err(self.refused("invalid-response", &detail));
         }
         let Some(parked) = parking.take(&state.parked) else {
             // parked on another replica: forwarded there, once
@@ -144,11 +127,46 @@ impl One<'_> {
                     return self.forward(session, holder).await;
                 }
             }
-            return Err(refused(
+            return Err(self.refused(
                 "unknown-call",
                 "its call is no longer parked here (answered, expired, or held by another replica)",
             ));
         };
+        self.answer_parked(session, parked, answer).await
+    }
+
+    /// The retry's `requestState` opened: sealed by this gateway's key, unexpired, for this
+    /// caller and this request; else refused.
+    fn open_state(&self, sealed: &str) -> Result<mrtr::State, Fail> {
+        let digest = mrtr::request_digest(self.msg);
+        let sealer = self.bridge.parking.sealer(self.to.config.request_state_key);
+        mrtr::open(sealer, sealed, self.principal(), unix_ms(), &digest).map_err(|r| {
+            let detail = match r {
+                mrtr::Refusal::Forged => "it was not issued by this gateway, or was changed",
+                mrtr::Refusal::Expired => "it expired",
+                mrtr::Refusal::OtherPrincipal => "it was issued to another principal",
+                mrtr::Refusal::OtherRequest => {
+                    "it was issued for another request (method, name or arguments)"
+                }
+            };
+            self.refused(r.as_str(), detail)
+        })
+    }
+
+    /// A retry refused (-32602 with `data.reason`), counted.
+    fn refused(&self, reason: &str, detail: &str) -> Fail {
+        self.bridge.parking.refused_state(&self.to.pool.name);
+        Fail::from(GatewayError::bad_request_state(reason, detail))
+    }
+
+    /// The client's `answer` given to the parked call's backend as the response to its
+    /// request, and the call's answer read on; a backend lost on the way is -32013.
+    async fn answer_parked(
+        &self,
+        session: &mut impl Client,
+        parked: Parked,
+        answer: &Value,
+    ) -> Result<Served, Fail> {
         let entry = parked.used.0.clone();
         let message = mrtr::answer_backend(&parked.server_id, answer);
         let mut cancel = self.cancel_on_drop(&entry, &parked.up_id);
