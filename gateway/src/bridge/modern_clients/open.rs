@@ -16,6 +16,7 @@ use bytes::Bytes;
 use mcp_wire::headers::MCP_SESSION_ID;
 use mcp_wire::translate::legacy::{self, BACKEND_VERSION};
 use mcp_wire::{messages, sse};
+use pingora::http::ResponseHeader;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -46,49 +47,7 @@ pub(super) async fn open(
         // was not sent, and another backend may open the session
         Err(CallError::Lost(_)) => return Err(cut_off(pool, backend)),
     };
-    let refused = |detail: String| {
-        AcquireError::Answer(GatewayError::untranslatable(
-            &pool.name,
-            &format!(
-                "the legacy backend {} refused the bridge's initialize: {detail}",
-                backend.label
-            ),
-        ))
-    };
-    let content_type = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let response = sse::response(content_type, &answer);
-    let status = head.status.as_u16();
-    if response.is_none() && status < 300 && sse::is_event_stream(content_type) {
-        // an event stream that ended before its response: the backend was cut off (killed
-        // while it answered); as above, the client's request was not sent
-        return Err(cut_off(pool, backend));
-    }
-    let Some(mut response) = response.filter(|_| status < 300) else {
-        return Err(refused(format!(
-            "HTTP {status} {}",
-            String::from_utf8_lossy(&answer[..answer.len().min(200)])
-        )));
-    };
-    if let Some(error) = response.get("error") {
-        return Err(refused(error.to_string()));
-    }
-    let result = response
-        .get_mut("result")
-        .map(Value::take)
-        .unwrap_or_default();
-    let Some(sid) = head
-        .headers
-        .get(MCP_SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-    else {
-        // a server that keeps no session is no legacy session server: the caller sends the
-        // request to it as it is (this bridge only speaks sessions)
-        tracing::debug!(backend = %backend.label, "no Mcp-Session-Id at the bridge's initialize");
-        return Err(AcquireError::NoSession);
-    };
+    let (result, sid) = initialize_result(pool, backend, &head, &answer)?;
     let version = legacy::negotiated(&result).unwrap_or(BACKEND_VERSION);
     let session = BackendSession {
         id: sid.into(),
@@ -103,7 +62,11 @@ pub(super) async fn open(
         Err(PostError::Call(CallError::Connect(_))) => return Err(AcquireError::Unreachable),
         Err(PostError::Call(CallError::Lost(_))) => return Err(cut_off(pool, backend)),
         Err(e) => {
-            return Err(refused(format!("notifications/initialized: {e}")));
+            return Err(refused(
+                pool,
+                backend,
+                format!("notifications/initialized: {e}"),
+            ));
         }
     }
     tracing::debug!(backend = %backend.label, version, "pooled backend session opened");
@@ -128,6 +91,65 @@ pub(super) async fn open(
         super::stray::hold(engine.clone(), &entry).await;
     }
     Ok(entry)
+}
+
+/// The backend's `InitializeResult` and session id, from its answer to the bridge's
+/// `initialize` (JSON or SSE): a refusal is untranslatable, an answer without a session id
+/// no legacy session server ([`AcquireError::NoSession`]).
+fn initialize_result<'h>(
+    pool: &Pool,
+    backend: &Backend,
+    head: &'h ResponseHeader,
+    answer: &[u8],
+) -> Result<(Value, &'h str), AcquireError> {
+    let content_type = head
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let response = sse::response(content_type, answer);
+    let status = head.status.as_u16();
+    if response.is_none() && status < 300 && sse::is_event_stream(content_type) {
+        // an event stream that ended before its response: the backend was cut off (killed
+        // while it answered); as when its connection breaks, the client's request was not sent
+        return Err(cut_off(pool, backend));
+    }
+    let Some(mut response) = response.filter(|_| status < 300) else {
+        let detail = format!(
+            "HTTP {status} {}",
+            String::from_utf8_lossy(&answer[..answer.len().min(200)])
+        );
+        return Err(refused(pool, backend, detail));
+    };
+    if let Some(error) = response.get("error") {
+        return Err(refused(pool, backend, error.to_string()));
+    }
+    let result = response
+        .get_mut("result")
+        .map(Value::take)
+        .unwrap_or_default();
+    let Some(sid) = head
+        .headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+    else {
+        // a server that keeps no session is no legacy session server: the caller sends the
+        // request to it as it is (this bridge only speaks sessions)
+        tracing::debug!(backend = %backend.label, "no Mcp-Session-Id at the bridge's initialize");
+        return Err(AcquireError::NoSession);
+    };
+    Ok((result, sid))
+}
+
+/// The backend refused the bridge's `initialize` (or its `notifications/initialized`), as
+/// `detail` says: untranslatable.
+fn refused(pool: &Pool, backend: &Backend, detail: String) -> AcquireError {
+    AcquireError::Answer(GatewayError::untranslatable(
+        &pool.name,
+        &format!(
+            "the legacy backend {} refused the bridge's initialize: {detail}",
+            backend.label
+        ),
+    ))
 }
 
 /// A backend cut off while it answered the bridge's `initialize` (its connection broken, or
