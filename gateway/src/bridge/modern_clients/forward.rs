@@ -20,7 +20,7 @@ use crate::bridge::Served;
 use crate::config::Advertise;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
-use crate::upstream::client::CallError;
+use crate::upstream::client::{CallError, Exchange};
 use mcp_wire::headers::MCPGW_FORWARDED;
 use pingora::prelude::*;
 use pingora::upstreams::peer::HttpPeer;
@@ -54,54 +54,8 @@ impl One<'_> {
         holder: &str,
     ) -> Result<Served, Fail> {
         let pool = &self.to.pool.name;
-        let count = |event: &str| {
-            self.metrics()
-                .mrtr_events
-                .with_label_values(&[pool, event])
-                .inc();
-        };
-        let failed = |detail: &str| {
-            count("forward-failed");
-            // counted (`forward-failed`), not logged above DEBUG: a replica gone takes its
-            // parked calls with it, and each retry of theirs would say so again
-            tracing::debug!(
-                holder,
-                detail,
-                "a retry of a parked call could not be forwarded to its replica"
-            );
-        };
-        let Some(to) = Advertise::parse(holder) else {
-            failed("the holder's address does not parse");
-            return Err(GatewayError::holder_unreachable("its address does not parse").into());
-        };
-        let peer = match peer(&to).await {
-            Ok(p) => p,
-            Err(e) => {
-                failed(&e);
-                return Err(GatewayError::holder_unreachable(&e).into());
-            }
-        };
-        let head = self.forwarded_head(session)?;
-        let client = &self.bridge.parking.forwarder;
-        let sent = client
-            .send(Box::new(peer), &head, self.body.clone(), false)
-            .await;
-        let mut exchange = match sent {
-            Ok(ex) => ex,
-            Err(CallError::Credentials(e)) => return Err((*e).into()),
-            Err(CallError::Connect(e)) => {
-                failed(&e.to_string());
-                let detail = "no connection to the replica holding the call";
-                return Err(GatewayError::holder_unreachable(detail).into());
-            }
-            Err(CallError::Lost(e)) => {
-                failed(&e.to_string());
-                return Err(
-                    GatewayError::backend_lost(pool, "the replica holding the call").into(),
-                );
-            }
-        };
-        count("forwarded");
+        let mut exchange = self.send_to_holder(session, holder).await?;
+        self.count_forwarding("forwarded");
         let mut answer = exchange.header().clone();
         for h in HOP_BY_HOP {
             answer.remove_header(h);
@@ -138,6 +92,61 @@ impl One<'_> {
         }
         session.write_response_body(None, true).await?;
         Ok(Served::default())
+    }
+
+    /// The retry sent to `holder`, its answer's head read: a holder that cannot be resolved
+    /// or reached is -32004, a connection lost after the retry went -32013.
+    async fn send_to_holder(&self, session: &impl Client, holder: &str) -> Result<Exchange, Fail> {
+        let pool = &self.to.pool.name;
+        let Some(to) = Advertise::parse(holder) else {
+            self.forward_failed(holder, "the holder's address does not parse");
+            return Err(GatewayError::holder_unreachable("its address does not parse").into());
+        };
+        let peer = match peer(&to).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.forward_failed(holder, &e);
+                return Err(GatewayError::holder_unreachable(&e).into());
+            }
+        };
+        let head = self.forwarded_head(session)?;
+        let client = &self.bridge.parking.forwarder;
+        let sent = client
+            .send(Box::new(peer), &head, self.body.clone(), false)
+            .await;
+        match sent {
+            Ok(ex) => Ok(ex),
+            Err(CallError::Credentials(e)) => Err((*e).into()),
+            Err(CallError::Connect(e)) => {
+                self.forward_failed(holder, &e.to_string());
+                let detail = "no connection to the replica holding the call";
+                Err(GatewayError::holder_unreachable(detail).into())
+            }
+            Err(CallError::Lost(e)) => {
+                self.forward_failed(holder, &e.to_string());
+                Err(GatewayError::backend_lost(pool, "the replica holding the call").into())
+            }
+        }
+    }
+
+    /// Counts a forwarding `event` in `mcpgw_mrtr_events_total`.
+    fn count_forwarding(&self, event: &str) {
+        self.metrics()
+            .mrtr_events
+            .with_label_values(&[&self.to.pool.name, event])
+            .inc();
+    }
+
+    /// A retry that could not be forwarded to `holder`, as `detail` says: counted
+    /// (`forward-failed`), not logged above DEBUG: a replica gone takes its parked calls with
+    /// it, and each retry of theirs would say so again.
+    fn forward_failed(&self, holder: &str, detail: &str) {
+        self.count_forwarding("forward-failed");
+        tracing::debug!(
+            holder,
+            detail,
+            "a retry of a parked call could not be forwarded to its replica"
+        );
     }
 
     /// The client's request head as it came, its credential back, marked as forwarded.
