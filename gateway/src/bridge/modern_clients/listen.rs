@@ -18,6 +18,7 @@ use super::entry::Entry;
 use super::key::Key;
 use super::open;
 use super::serve::{served, One, Pooled};
+use crate::bridge::answer::Messages;
 use crate::bridge::client::{end_stream, start_stream, write_event};
 use crate::bridge::Served;
 use crate::downstream::client::Client;
@@ -104,12 +105,43 @@ impl One<'_> {
             .await
     }
 
+    /// The listen served on `entry`'s session: the filter honoured, acknowledged, and the
+    /// backend's notifications relayed until either side ends.
     async fn serve_listen(
         &self,
         session: &mut impl Client,
         entry: &Arc<Entry>,
         wanted: &Map<String, Value>,
     ) -> Result<Served, Fail> {
+        let (honoured, uris) = self.honour(entry, wanted).await;
+        let sub_id = self.id.as_json().to_owned();
+        let sub_id: Value = serde_json::from_str(&sub_id).unwrap_or(Value::Null);
+        // the backend's GET stream, opened before the client hears the ack
+        let stream = if honoured.is_empty() {
+            None
+        } else {
+            Some(self.get_stream(entry).await?)
+        };
+        tracing::debug!("a bridged listen's backend GET stream open");
+        start_stream(session).await?;
+        write_event(session, &listen::acknowledged(&honoured, &sub_id)).await?;
+        let Some(messages) = stream else {
+            // nothing to listen for: the graceful end at once
+            let body = messages::result(self.id, &listen::listen_result(&sub_id));
+            end_stream(session, body).await?;
+            return Ok(served(&entry.backend));
+        };
+        self.relay(session, entry, messages, &honoured, &uris, &sub_id)
+            .await
+    }
+
+    /// What of the filter `wanted` is honoured (the list changes the backend's capabilities
+    /// declare, the URIs whose `resources/subscribe` it took), and those URIs.
+    async fn honour(
+        &self,
+        entry: &Entry,
+        wanted: &Map<String, Value>,
+    ) -> (Map<String, Value>, Vec<String>) {
         let caps = entry.init_result.get("capabilities");
         let mut honoured = Map::new();
         for (flag, cap, _) in LIST_CHANGES {
@@ -135,23 +167,21 @@ impl One<'_> {
         if !uris.is_empty() {
             honoured.insert("resourceSubscriptions".into(), uris.as_slice().into());
         }
-        let sub_id = self.id.as_json().to_owned();
-        let sub_id: Value = serde_json::from_str(&sub_id).unwrap_or(Value::Null);
-        // the backend's GET stream, opened before the client hears the ack
-        let stream = if honoured.is_empty() {
-            None
-        } else {
-            Some(self.get_stream(entry).await?)
-        };
-        tracing::debug!("a bridged listen's backend GET stream open");
-        start_stream(session).await?;
-        write_event(session, &listen::acknowledged(&honoured, &sub_id)).await?;
-        let Some(mut messages) = stream else {
-            // nothing to listen for: the graceful end at once
-            let body = messages::result(self.id, &listen::listen_result(&sub_id));
-            end_stream(session, body).await?;
-            return Ok(served(&entry.backend));
-        };
+        (honoured, uris)
+    }
+
+    /// The backend's GET stream relayed to the client: the notifications the filter honours,
+    /// stamped with the subscription id, keep-alives between; the client gone, or the
+    /// backend's stream ended (an abrupt end for the client), it ends.
+    async fn relay(
+        &self,
+        session: &mut impl Client,
+        entry: &Entry,
+        mut messages: Messages,
+        honoured: &Map<String, Value>,
+        uris: &[String],
+        sub_id: &Value,
+    ) -> Result<Served, Fail> {
         let keep_alive = self.bridge.keep_alive();
         let mut tick =
             tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
@@ -181,19 +211,10 @@ impl One<'_> {
             if msg.get("id").is_some() {
                 continue;
             }
-            let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
-            let relayed = if method == "notifications/resources/updated" {
-                let uri = msg.pointer("/params/uri").and_then(Value::as_str);
-                uri.is_some_and(|u| uris.iter().any(|s| s == u))
-            } else {
-                LIST_CHANGES
-                    .iter()
-                    .any(|(flag, _, m)| *m == method && honoured.contains_key(*flag))
-            };
-            if !relayed {
+            if !relayed(&msg, honoured, uris) {
                 continue;
             }
-            listen::stamp(&mut msg, &sub_id);
+            listen::stamp(&mut msg, sub_id);
             write_event(session, &msg).await?;
         }
     }
@@ -222,7 +243,7 @@ impl One<'_> {
     }
 
     /// The GET stream of `entry`'s session, as messages.
-    async fn get_stream(&self, entry: &Entry) -> Result<crate::bridge::answer::Messages, Fail> {
+    async fn get_stream(&self, entry: &Entry) -> Result<Messages, Fail> {
         let target = Target {
             path: &entry.session.path,
             host: &entry.backend.host_header,
@@ -250,6 +271,20 @@ impl One<'_> {
         if !status.is_success() {
             return Err(refused(&format!("HTTP {status}")).into());
         }
-        Ok(crate::bridge::answer::Messages::new(exchange))
+        Ok(Messages::new(exchange))
+    }
+}
+
+/// Whether the backend's notification `msg` goes to the client: an update of a URI it took,
+/// or a list change the filter honours.
+fn relayed(msg: &Value, honoured: &Map<String, Value>, uris: &[String]) -> bool {
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    if method == "notifications/resources/updated" {
+        let uri = msg.pointer("/params/uri").and_then(Value::as_str);
+        uri.is_some_and(|u| uris.iter().any(|s| s == u))
+    } else {
+        LIST_CHANGES
+            .iter()
+            .any(|(flag, _, m)| *m == method && honoured.contains_key(*flag))
     }
 }
