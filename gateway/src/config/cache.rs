@@ -97,3 +97,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache) -> CacheConfig {
         max_entry_bytes,
     }
 }
+
+#[cfg(test)]
+#[path = "cache_tests.rs"]
+mod tests;

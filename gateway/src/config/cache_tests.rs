@@ -1,0 +1,73 @@
+//! The `cache` section, parsed from whole configs: each bad input and its answer.
+
+use crate::config::parse;
+
+/// The problems of a config with `cache` and a route's `extra` keys, as `path: message`.
+fn problems(cache: &str, extra: &str) -> Vec<String> {
+    let yaml = format!(
+        "cache: {cache}\npools: {{ p: {{ backends: [\"127.0.0.1:9\"] }} }}\nroutes: [ {{ path: /mcp, pool: p{extra} }} ]\n"
+    );
+    match parse(&yaml) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors
+            .into_iter()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect(),
+    }
+}
+
+/// Each bad `cache` input and its answer (the table in docs/caching.md's "Bounds").
+#[test]
+fn each_bad_cache_setting_is_named_with_its_reason() {
+    let rows: [(&str, &str, &str); 6] = [
+        (
+            "{ max-bytes: 0 }",
+            "",
+            "cache.max-bytes: must be at least 1",
+        ),
+        (
+            "{ max-bytes: 1000, max-bytes-per-context: 2000, max-entry-bytes: 100 }",
+            "",
+            "cache.max-bytes-per-context: must be at most max-bytes",
+        ),
+        (
+            "{ max-bytes-per-context: 100, max-entry-bytes: 200 }",
+            "",
+            "cache.max-entry-bytes: must be at most max-bytes-per-context",
+        ),
+        ("{ stores: memory }", "", "cache.stores: unknown key"),
+        (
+            "{}",
+            ", cache: sometimes",
+            "routes[0].cache: `sometimes`: give on or off",
+        ),
+        (
+            "{ max-entry-bytes: 0 }",
+            "",
+            "cache.max-entry-bytes: must be at least 1",
+        ),
+    ];
+    for (cache, extra, expected) in rows {
+        let found = problems(cache, extra);
+        assert!(
+            found.iter().any(|p| p.starts_with(expected)),
+            "{cache} {extra}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn defaults_fit_each_other_and_a_small_whole_lowers_the_defaults_below_it() {
+    let config = parse(
+        "pools: { p: { backends: [\"127.0.0.1:9\"] } }\nroutes: [ { path: /mcp, pool: p, cache: off } ]\n",
+    )
+    .unwrap();
+    assert_eq!(config.cache, super::CacheConfig::default());
+    assert!(!config.routes[0].cache);
+    let small = parse(
+        "cache: { max-bytes: 1000 }\npools: { p: { backends: [\"127.0.0.1:9\"] } }\nroutes: [ { path: /mcp, pool: p } ]\n",
+    )
+    .unwrap();
+    assert_eq!(small.cache.max_bytes_per_context, 1000);
+    assert_eq!(small.cache.max_entry_bytes, 1000);
+}
