@@ -46,9 +46,15 @@ pub(crate) async fn forward_buffered<C: Client>(
         drop(info);
         let task_id = task_id.as_deref();
         let scope = route.label.clone();
-        let routing =
-            crate::tasks::route::forward(gw, session, ctx, &route, &scope, body, &method, task_id)
-                .await?;
+        let routing = crate::tasks::route::forward(
+            gw,
+            session,
+            ctx,
+            (&route, &scope, routed),
+            body,
+            (&method, task_id),
+        )
+        .await?;
         return match routing {
             Routing::Answered => Ok(()),
             Routing::Balanced { routed, body } => {

@@ -210,15 +210,15 @@ async fn task(
     };
     let to = members.routes[member].clone();
     let name = &members.server.members[member].names.name;
+    // where the member's route sends the request, by the member's own task id
+    let on_member = Routed::of(&to, Some(method), task_id.as_deref());
     let routed = crate::tasks::route::forward(
         gw,
         session,
         ctx,
-        &to,
-        &route.label,
+        (&to, &route.label, on_member),
         body,
-        method,
-        task_id.as_deref(),
+        (method, task_id.as_deref()),
     )
     .await;
     let served = match routed {

@@ -38,17 +38,15 @@ pub(crate) enum Routing {
 
 /// Routes a read request naming a task (`task_id`, from `params.taskId`) to where the task
 /// lives, on `route`; the task's record is looked up in `scope` (the client-facing route's
-/// label: `route`'s own, or a virtual route's, whose member `route` is).
-#[allow(clippy::too_many_arguments)]
+/// label: `route`'s own, or a virtual route's, whose member `route` is). `routed` is where the
+/// classification sends the request on `route` (for a task it holds no record of).
 pub(crate) async fn forward(
     gw: &Gateway,
     session: &mut impl Client,
     ctx: &mut RequestCtx,
-    route: &Arc<Route>,
-    scope: &str,
+    (route, scope, routed): (&Arc<Route>, &str, Routed),
     body: Bytes,
-    method: &str,
-    task_id: Option<&str>,
+    (method, task_id): (&str, Option<&str>),
 ) -> Result<Routing, crate::error::Fail> {
     let limit = ctx.state.config.tasks.max_id_bytes;
     let task_id = match task_id {
@@ -56,7 +54,6 @@ pub(crate) async fn forward(
         Some(id) if id.len() > limit => return Err(GatewayError::task_id_too_long(limit).into()),
         Some(id) => id.to_owned(),
     };
-    let routed = Routed::of(route, Some(method), Some(&task_id));
     let principal = ctx.principal.as_ref().map(|p| p.id.clone());
     let found = gw
         .tasks
