@@ -1,26 +1,48 @@
 #!/usr/bin/env python3
 """Stateless MCP backend for the gateway's real-peer tests (mcp==2.3.0, run under .venv-mcp2).
 
-Usage: stateless_server.py --port P --name NAME
+Usage: stateless_server.py --port P --name NAME [--cache-ttl-ms MS [--cache-scope public|private]]
 
 Serves MCP Streamable HTTP at http://127.0.0.1:P/mcp with stateless_http=True (answers both the
 2026-07-28 stateless era and per-request legacy initialize). --port 0 picks a free port.
 Prints "READY <port>" on stdout (flushed) once uvicorn is accepting connections.
+--cache-ttl-ms gives every cacheable method's result (server/discover, the lists, resources/read)
+that `ttlMs` and `cacheScope` (default private), as `MCPServer(cache_hints=...)` does (SEP-2549).
 """
 
 from __future__ import annotations
 
+import sys
 
 import anyio
 
+from mcp.server.caching import CACHEABLE_METHODS, CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 
 import peer_serve
 from peer_serve import HOST
 
 
+def take_flag(flag: str) -> str | None:
+    """Removes `flag VALUE` from the command line (the shared parser knows only its own); VALUE."""
+    if flag not in sys.argv:
+        return None
+    i = sys.argv.index(flag)
+    value = sys.argv[i + 1]
+    del sys.argv[i : i + 2]
+    return value
+
+
+TTL_MS = take_flag("--cache-ttl-ms")
+SCOPE = take_flag("--cache-scope") or "private"
+
+
 def build_server(name: str) -> MCPServer:
-    mcp = MCPServer(name, log_level="WARNING")
+    hints = None
+    if TTL_MS is not None:
+        hint = CacheHint(ttl_ms=int(TTL_MS), scope=SCOPE)  # type: ignore[arg-type]
+        hints = {method: hint for method in CACHEABLE_METHODS}
+    mcp = MCPServer(name, log_level="WARNING", cache_hints=hints)
 
     @mcp.tool()
     def whoami() -> str:

@@ -1,8 +1,8 @@
-//! The answer of a request the cache may keep (`forward/cached.rs` decides which): read
-//! whole first, up to `cache.max-entry-bytes`, its result kept when it says it may be
-//! (`ttlMs` > 0, complete, `public` or a caller's own `private`), then written whole with
-//! `Mcp-Gateway-Cache: miss` (or `bypass`: not kept). A larger answer, or one that is no 2xx,
-//! is relayed as it comes.
+//! The answer of a request the cache may keep (`forward/cached.rs` decides which): a JSON
+//! answer is read whole first, up to `cache.max-entry-bytes`, its result kept when it says it
+//! may be (`ttlMs` > 0, complete, `public` or a caller's own `private`), then written whole with
+//! `Mcp-Gateway-Cache: miss` (or `bypass`: not kept). A larger answer, an event stream, or one
+//! that is no 2xx, is relayed as it comes (`bypass`).
 
 use crate::cache::{Cache, Keys};
 use crate::downstream::client::Client;
@@ -50,12 +50,14 @@ pub(crate) async fn relay_kept<C: Client>(
     keep: &Keep,
 ) -> Result<Relayed> {
     let encoded = crate::upstream::encoding::is_encoded(exchange.header());
-    if !head.status.is_success() || encoded {
+    // an event stream is relayed as it streams (its notifications are the client's now): only
+    // a JSON answer, one message, is read whole
+    let sse = mcp_wire::sse::is_event_stream(content_type(&head));
+    if !head.status.is_success() || encoded || sse {
         keep.count("bypass");
         let _ = head.insert_header(CACHE_HEADER, "bypass");
         return relay(exchange, session, head, until).await;
     }
-    let sse = content_type(&head).is_some_and(|c| mcp_wire::sse::is_event_stream(Some(c)));
     let limit = keep.cache.config().max_entry_bytes;
     let mut body = BytesMut::new();
     loop {
@@ -76,7 +78,7 @@ pub(crate) async fn relay_kept<C: Client>(
         }
     }
     let body = body.freeze();
-    let kept = keep.keep(&head, &body);
+    let kept = keep.keep(&body);
     keep.count(if kept { "miss" } else { "bypass" });
     let _ = head.insert_header(CACHE_HEADER, if kept { "miss" } else { "bypass" });
     head.remove_header(&http::header::TRANSFER_ENCODING);
@@ -87,9 +89,8 @@ pub(crate) async fn relay_kept<C: Client>(
 
 impl Keep {
     /// Keeps the result in a whole answer, if it says it may be kept; whether it was.
-    fn keep(&self, head: &ResponseHeader, body: &[u8]) -> bool {
-        let messages = mcp_wire::sse::messages(content_type(head), body);
-        let Some(stored) = messages.iter().find_map(|m| cacheable::stored(m).ok()) else {
+    fn keep(&self, body: &[u8]) -> bool {
+        let Ok(stored) = cacheable::stored(body) else {
             return false;
         };
         let at = (self.label.as_str(), self.method);

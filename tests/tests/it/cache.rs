@@ -309,3 +309,56 @@ async fn a_route_with_cache_off_and_a_reload_answer_from_the_backend() {
     }
     assert_eq!(backend.count("tools/list"), 3);
 }
+
+/// Real peers: an mcp 2.3.0 server whose cacheable results say `ttlMs: 60000` and
+/// `cacheScope: public` (`MCPServer(cache_hints=...)`), and fresh mcp 2.3.0 clients pinned to
+/// 2026-07-28, one process after another, as agents start: the first one's `tools/list` reaches
+/// the server, the next ones are answered at the gateway, and the real client takes the answer
+/// (its id, the lowered `ttlMs`) as the server's.
+#[tokio::test]
+async fn fresh_real_clients_list_from_the_cache_of_a_real_servers_public_results() {
+    let peer = mcp_gateway_tests::PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &[
+            "--port",
+            "0",
+            "--name",
+            "s",
+            "--cache-ttl-ms",
+            "60000",
+            "--cache-scope",
+            "public",
+        ],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
+        peer.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    for _ in 0..3 {
+        let (ok, v) =
+            mcp_gateway_tests::harness::client_v2(&gw.url("/mcp"), "stateless", &["list"]).await;
+        assert!(ok, "{v}");
+        let tools = v["tools"].as_array().unwrap();
+        assert!(tools.iter().any(|t| t == "whoami"), "{v}");
+    }
+    let count = |result: &str| {
+        let gw = &gw;
+        let name = format!(
+            "mcpgw_cache_total{{method=\"tools/list\",result=\"{result}\",route=\"/mcp\"}}"
+        );
+        async move { gw.metric(&name).await }
+    };
+    assert_eq!(
+        count("miss").await,
+        1.0,
+        "the first client's list was asked upstream"
+    );
+    assert_eq!(
+        count("hit").await,
+        2.0,
+        "the next two were answered at the gateway"
+    );
+}
