@@ -11,7 +11,7 @@
 
 use serde_json::value::RawValue;
 
-/// The methods whose results are cacheable.
+/// The methods whose results are cacheable: they carry `ttlMs` and `cacheScope`.
 pub const METHODS: [&str; 6] = [
     "server/discover",
     "tools/list",

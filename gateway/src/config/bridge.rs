@@ -309,12 +309,5 @@ fn at_least_one<N>(p: &mut Problems, key: &str, value: Option<N>, default: N) ->
 where
     N: Copy + PartialEq + From<u8>,
 {
-    match value {
-        Some(n) if n == N::from(0) => {
-            p.add(format!("bridge.{key}"), "must be at least 1");
-            default
-        }
-        Some(n) => n,
-        None => default,
-    }
+    p.at_least_one(&format!("bridge.{key}"), value, default)
 }

@@ -57,13 +57,8 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache) -> CacheConfig {
         "enabled, max-bytes, max-bytes-per-context, max-entry-bytes",
     );
     let d = CacheConfig::default();
-    let mut at_least_one = |key: &str, v: Option<usize>, default: usize| match v {
-        Some(0) => {
-            p.add(format!("cache.{key}"), "must be at least 1");
-            default
-        }
-        Some(n) => n,
-        None => default,
+    let mut at_least_one = |key: &str, v: Option<usize>, default: usize| {
+        p.at_least_one(&format!("cache.{key}"), v, default)
     };
     let max_bytes = at_least_one("max-bytes", file.max_bytes, d.max_bytes);
     let share = file.max_bytes_per_context;

@@ -22,6 +22,22 @@ impl Problems {
         });
     }
 
+    /// A count at `path`: `value`, or `default` when it is not given; 0 is a problem (and reads
+    /// as the default).
+    pub(crate) fn at_least_one<N>(&mut self, path: &str, value: Option<N>, default: N) -> N
+    where
+        N: Copy + PartialEq + From<u8>,
+    {
+        match value {
+            Some(n) if n == N::from(0) => {
+                self.add(path, "must be at least 1");
+                default
+            }
+            Some(n) => n,
+            None => default,
+        }
+    }
+
     pub(crate) fn unknown(&mut self, path: &str, unknown: &Unknown, known: &str) {
         for key in unknown.keys() {
             let at = if path.is_empty() {

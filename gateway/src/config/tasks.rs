@@ -62,13 +62,8 @@ pub(crate) fn validate(p: &mut Problems, file: &FileTasks) -> TasksConfig {
         "enabled, max-ttl-s, max-records, max-per-principal, max-id-bytes",
     );
     let d = TasksConfig::default();
-    let mut at_least_one = |key: &str, v: Option<u64>, default: u64| match v {
-        Some(0) => {
-            p.add(format!("tasks.{key}"), "must be at least 1");
-            default
-        }
-        Some(n) => n,
-        None => default,
+    let mut at_least_one = |key: &str, v: Option<u64>, default: u64| {
+        p.at_least_one(&format!("tasks.{key}"), v, default)
     };
     let as_u64 = |v: Option<usize>| v.map(|n| n as u64);
     TasksConfig {

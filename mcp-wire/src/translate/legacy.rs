@@ -32,16 +32,6 @@ pub const FALLBACK_CLIENT_INFO: (&str, &str) = ("mcp-gateway-bridge", env!("CARG
 /// server answers with the newest it speaks, which the session then uses.
 pub const BACKEND_VERSION: &str = "2025-11-25";
 
-/// Results a 2026-07-28 client may cache: they carry `ttlMs` and `cacheScope`.
-pub const CACHEABLE: &[&str] = &[
-    "server/discover",
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-];
-
 /// Log levels, lowest first (RFC 5424 as MCP names them).
 pub const LOG_LEVELS: &[&str] = &[
     "debug",
@@ -194,7 +184,7 @@ pub fn modern_result(
             meta.entry(META_SERVER_INFO).or_insert_with(|| info.clone());
         }
     }
-    if CACHEABLE.contains(&method) {
+    if crate::cacheable::is_cacheable(method) {
         m.entry("ttlMs").or_insert(json!(hints.ttl_ms));
         let scope = if hints.public { "public" } else { "private" };
         m.entry("cacheScope").or_insert(json!(scope));

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cacheable_properties;
+mod generate;
 mod properties;
 mod scan_utf8;
 mod seal_properties;

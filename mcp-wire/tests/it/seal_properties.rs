@@ -5,17 +5,10 @@
 //!
 //! `cargo test` runs 64 cases per property (or `PROPTEST_CASES`).
 
+use crate::generate::config;
 use mcp_wire::seal::{Forged, Purpose, Sealer};
 use proptest::prelude::*;
 use std::sync::OnceLock;
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig::with_cases(cases)
-}
 
 fn sealer() -> &'static Sealer {
     static SEALER: OnceLock<Sealer> = OnceLock::new();

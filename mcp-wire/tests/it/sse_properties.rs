@@ -6,16 +6,9 @@
 //!
 //! `cargo test` runs 64 cases per property (or `PROPTEST_CASES`).
 
+use crate::generate::config;
 use mcp_wire::sse::{self, EventSplitter};
 use proptest::prelude::*;
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig::with_cases(cases)
-}
 
 /// Bytes heavy in what SSE framing reads (CR, LF, `:`, field names), with anything else mixed in.
 fn sse_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {

@@ -6,6 +6,7 @@
 //! `cargo test -p mcp-gateway --test it bridge_properties::` (64 cases per property, or
 //! `PROPTEST_CASES`).
 
+use crate::generate::{any_json, config};
 use mcp_wire::headers::{decode_value, encode_value};
 use mcp_wire::translate::request::{modern_request, Envelope, Retry};
 use mcp_wire::translate::result::{answer, legacy_result, ProgressShift, MODERN_ONLY_KEYS};
@@ -13,30 +14,6 @@ use mcp_wire::translate::rounds::{input_required, missing_capability};
 use mcp_wire::translate::{ClientInit, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig::with_cases(cases)
-}
-
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        ".{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(3, 24, 5, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,6}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
 
 fn object() -> impl Strategy<Value = Map<String, Value>> {
     prop::collection::btree_map("[a-zA-Z_]{1,8}", any_json(), 0..5)
