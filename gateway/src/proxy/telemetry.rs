@@ -53,6 +53,7 @@ pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
         (None, None) => None,
     };
     let backend = ctx.backend.as_ref().map(|b| b.label.clone());
+    let cache = response.and_then(|r| header(&r.headers, crate::forward::kept::CACHE_HEADER));
     let done = Finished {
         method,
         name,
@@ -63,6 +64,7 @@ pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
         protocol_version: version.as_deref(),
         status,
         outcome: super::verdict::outcome(session, ctx, status).0,
+        cache: cache.as_deref(),
     };
     crate::telemetry::finish(&cx, &done);
 }

@@ -122,6 +122,9 @@ pub struct Finished<'a> {
     pub status: Option<u16>,
     /// The outcome label, as in metrics (`mcp_gateway.outcome`).
     pub outcome: &'a str,
+    /// How the response cache answered (`mcp_gateway.cache`: `hit`, `miss`, `bypass`), when it
+    /// saw the request.
+    pub cache: Option<&'a str>,
 }
 
 /// Sets the request span's attributes and ends it. The span is named "METHOD NAME" (as
@@ -150,6 +153,7 @@ pub fn finish(cx: &Context, done: &Finished<'_>) {
         text("mcp_gateway.pool", done.pool),
         text("server.address", done.backend),
         text("mcp.protocol.version", done.protocol_version),
+        text("mcp_gateway.cache", done.cache),
         done.session
             .map(|s| KeyValue::new("mcp.session.id", crate::session_hash::hash_session(s))),
         done.status

@@ -362,3 +362,44 @@ async fn fresh_real_clients_list_from_the_cache_of_a_real_servers_public_results
         "the next two were answered at the gateway"
     );
 }
+
+/// A request the cache saw says how in its trace span: `mcp_gateway.cache` is `miss` for the
+/// first list, `hit` for the second.
+#[tokio::test]
+async fn the_request_span_says_how_the_cache_answered() {
+    use mcp_gateway_tests::otlp::{attribute, hex, OtlpReceiver};
+    let receiver = OtlpReceiver::http().await;
+    let backend = Backend::start(&[("tools/list", PUBLIC)], Duration::ZERO).await;
+    let yaml = format!(
+        "tracing:\n  otlp: {{ endpoint: \"{}\", protocol: http/protobuf }}\n  sample-ratio: 1.0\n{}",
+        receiver.endpoint(),
+        config(&backend, "")
+    );
+    let gw = Gateway::start_with_env(&yaml, &[("OTEL_BSP_SCHEDULE_DELAY", "100")]).await;
+    let traces = [
+        "4bf92f3577b34da6a3ce929d0e0e4731",
+        "4bf92f3577b34da6a3ce929d0e0e4732",
+    ];
+    for (id, trace) in traces.iter().enumerate() {
+        let parent = format!("00-{trace}-00f067aa0ba902b7-01");
+        let r = request(&id.to_string(), "tools/list", json!({}), None)
+            .header("traceparent", &parent)
+            .send(gw.addr)
+            .await;
+        assert_eq!(r.status(), 200, "{}", r.text());
+    }
+    let cache_of = |trace: &str| {
+        let spans = receiver.spans();
+        let span = spans
+            .iter()
+            .find(|s| hex(&s.trace_id) == trace && s.name == "tools/list")?;
+        attribute(span, "mcp_gateway.cache")
+    };
+    mcp_gateway_tests::assert_eventually!(
+        Duration::from_secs(15),
+        cache_of(traces[1]).is_some(),
+        "the spans arrive"
+    );
+    assert_eq!(cache_of(traces[0]).as_deref(), Some("miss"));
+    assert_eq!(cache_of(traces[1]).as_deref(), Some("hit"));
+}
