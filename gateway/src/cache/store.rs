@@ -30,6 +30,8 @@ struct Entry {
     owner: Owner,
     bytes: usize,
     used: u64,
+    /// Its place in [`Store::expiries`]: when it goes stale, and its insert's tick.
+    expires: (Instant, u64),
 }
 
 /// What a lookup found.
@@ -59,6 +61,9 @@ pub struct Store {
     entries: HashMap<Key, Entry>,
     /// Each owner's keys by last use (oldest first) and their bytes.
     owners: HashMap<Owner, (BTreeMap<u64, Key>, usize)>,
+    /// Every key by when it goes stale (soonest first), so dropping stale results costs what
+    /// is dropped, not a walk over all.
+    expiries: BTreeMap<(Instant, u64), Key>,
     bytes: usize,
     tick: u64,
 }
@@ -79,6 +84,7 @@ impl Store {
             bounds,
             entries: HashMap::new(),
             owners: HashMap::new(),
+            expiries: BTreeMap::new(),
             bytes: 0,
             tick: 0,
         }
@@ -163,12 +169,16 @@ impl Store {
         lru.insert(used, key);
         *owned += bytes;
         self.bytes += bytes;
+        let ttl = std::time::Duration::from_millis(stored.ttl_ms);
+        let expires = (now.checked_add(ttl).unwrap_or(now), used);
+        self.expiries.insert(expires, key);
         let entry = Entry {
             stored,
             received: now,
             owner,
             bytes,
             used,
+            expires,
         };
         self.entries.insert(key, entry);
         Inserted {
@@ -182,6 +192,7 @@ impl Store {
         let n = self.entries.len();
         self.entries.clear();
         self.owners.clear();
+        self.expiries.clear();
         self.bytes = 0;
         n
     }
@@ -204,16 +215,17 @@ impl Store {
 
     /// Drops every result past its time; how many.
     fn drop_stale(&mut self, now: Instant) -> usize {
-        let stale: Vec<Key> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| {
-                let age = now.saturating_duration_since(e.received).as_millis();
-                age >= u128::from(e.stored.ttl_ms)
-            })
-            .map(|(k, _)| *k)
-            .collect();
-        stale.iter().filter(|k| self.remove(k)).count()
+        let mut dropped = 0;
+        while let Some((&(at, tick), &key)) = self.expiries.first_key_value() {
+            if at > now {
+                break;
+            }
+            // (an entry gone already leaves no place behind; taken out here either way)
+            self.expiries.remove(&(at, tick));
+            self.remove(&key);
+            dropped += 1;
+        }
+        dropped
     }
 
     fn remove(&mut self, key: &Key) -> bool {
@@ -221,6 +233,7 @@ impl Store {
             return false;
         };
         self.bytes -= entry.bytes;
+        self.expiries.remove(&entry.expires);
         if let Some((lru, owned)) = self.owners.get_mut(&entry.owner) {
             lru.remove(&entry.used);
             *owned -= entry.bytes;
