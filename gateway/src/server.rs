@@ -48,12 +48,16 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     let registry = Registry::new();
     let metrics = Families::register(&registry);
     crate::quiet::register(&registry);
+    let stores = Stores::open(&config, &metrics.store);
+    let cache = crate::cache::Common {
+        metrics: metrics.cache.clone(),
+        shared: stores.results.clone(),
+    };
     let state = Arc::new(ArcSwap::from_pointee(State::new(
         config.clone(),
         metrics.admission.clone(),
-        metrics.cache.clone(),
+        cache,
     )));
-    let stores = Stores::open(&config, &metrics.store);
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
         stores.sessions,
@@ -128,11 +132,13 @@ struct Stores {
     sessions: Arc<dyn SessionStore>,
     events: Option<Arc<dyn StreamStore>>,
     tasks: Option<Arc<dyn crate::tasks::store::TaskStore>>,
+    /// The response cache's shared tier (used when `cache.store: redis`).
+    results: Option<Arc<crate::cache::shared::Shared>>,
 }
 
 impl Stores {
-    /// The stores `sessions.store` names: memory, or Redis for sessions, stream events and task
-    /// records alike.
+    /// The stores `sessions.store` names: memory, or Redis for sessions, stream events, task
+    /// records and the response cache's public results alike.
     fn open(config: &Config, metrics: &StoreMetrics) -> Stores {
         let ttl = Ttl {
             idle: config.sessions.idle_timeout,
@@ -143,6 +149,7 @@ impl Stores {
                 sessions: Arc::new(MemoryStore::new(ttl)),
                 events: None,
                 tasks: None,
+                results: None,
             },
             // measured where it meets the network; a per-replica cache of recent records in front
             StoreConfig::Redis(redis) => {
@@ -151,11 +158,14 @@ impl Stores {
                 let events = RedisEvents::new(redis.clone());
                 // task records beside them, so any replica routes a task's polls
                 let tasks = Arc::new(crate::tasks::RedisTasks(redis.clone()));
+                // public cached results beside them, so any replica answers from them
+                let results = Arc::new(crate::cache::shared::Shared::new(redis.clone()));
                 let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
                 Stores {
                     sessions: Arc::new(Cached::measured(measured, metrics.clone())),
                     events: Some(events),
                     tasks: Some(tasks),
+                    results: Some(results),
                 }
             }
         }

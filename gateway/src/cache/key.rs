@@ -1,6 +1,7 @@
-//! What a cached result depends on, as one key: the route (and member), the method, the
-//! request's `params` except `_meta`, the protocol version and the client capabilities the
-//! request declared (a server may answer by them: HTTP's `Vary`). Objects are written with
+//! What a cached result depends on, as one key: the route (and member), the backends that
+//! answer it (the pool's [`signature`](crate::upstream::Pool::signature): its members and
+//! their eras), the method, the request's `params` except `_meta`, the protocol version and
+//! the client capabilities the request declared (a server may answer by them: HTTP's `Vary`). Objects are written with
 //! their keys sorted, so two requests that differ only in key order or spacing share a key. A
 //! private result's key adds the authorization context: the digest of the credential the caller
 //! presented, so a new token is a new context.
@@ -27,9 +28,20 @@ pub enum Keyed {
     Unreadable,
 }
 
-/// The key of a request with `body` for `method` on `route` (`member`: of a virtual route,
-/// else empty).
-pub fn of(route: &str, member: &str, method: &str, body: &[u8]) -> Keyed {
+/// Where a result comes from: the route, the member of a virtual route (else empty), and the
+/// signature of the backends that answer it.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The route's label.
+    pub route: &'a str,
+    /// The member's name on a virtual route, else empty.
+    pub member: &'a str,
+    /// The answering pool's signature (a merged list's: every member's).
+    pub backends: u64,
+}
+
+/// The key of a request with `body` for `method` from `source`.
+pub fn of(source: Source<'_>, method: &str, body: &[u8]) -> Keyed {
     let Ok(Value::Object(msg)) = serde_json::from_slice::<Value>(body) else {
         return Keyed::Unreadable;
     };
@@ -43,10 +55,11 @@ pub fn of(route: &str, member: &str, method: &str, body: &[u8]) -> Keyed {
     }
     let meta = params.remove("_meta");
     let mut h = Sha256::new();
-    for part in [route, member, method] {
+    for part in [source.route, source.member, method] {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
+    h.update(source.backends.to_be_bytes());
     // serde_json's maps keep their keys sorted: the text is canonical
     let params = Value::Object(params).to_string();
     h.update((params.len() as u64).to_be_bytes());
@@ -86,8 +99,16 @@ pub fn context<'a>(credentials: impl IntoIterator<Item = &'a [u8]>) -> Option<Ke
 mod tests {
     use super::*;
 
+    fn source(route: &str) -> Source<'_> {
+        Source {
+            route,
+            member: "",
+            backends: 7,
+        }
+    }
+
     fn key(route: &str, method: &str, body: &str) -> Keyed {
-        of(route, "", method, body.as_bytes())
+        of(source(route), method, body.as_bytes())
     }
 
     #[test]
@@ -120,7 +141,17 @@ mod tests {
         assert_ne!(k, key("/mcp", "tools/list", &caps), "declared capabilities");
         let version = base.replace("2026-07-28", "2026-09-01");
         assert_ne!(k, key("/mcp", "tools/list", &version), "protocol version");
-        assert_ne!(k, of("/mcp", "a", "tools/list", base.as_bytes()), "member");
+        let member = Source {
+            member: "a",
+            ..source("/mcp")
+        };
+        assert_ne!(k, of(member, "tools/list", base.as_bytes()), "member");
+        let other_backends = Source {
+            backends: 8,
+            ..source("/mcp")
+        };
+        let other = of(other_backends, "tools/list", base.as_bytes());
+        assert_ne!(k, other, "the backends that answer");
     }
 
     #[test]

@@ -6,20 +6,24 @@
 //! starts with an empty cache.
 //!
 //! Concurrent misses of one request make one upstream request ([`Cache::flight`]): the first
-//! leads, the others wait for it and look again.
+//! leads, the others wait for it and look again. With `cache.store: redis`, `public` results
+//! are kept in the sessions' Redis too ([`shared`]), where every replica finds them.
 
+pub mod changes;
 pub mod key;
 pub mod metrics;
+pub mod shared;
 pub mod store;
 
 use crate::config::cache::CacheConfig;
 use crate::sync::lock;
 use mcp_wire::cacheable::{Scope, Stored};
 use metrics::CacheMetrics;
+use shared::Shared;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use store::{Bounds, Fresh, Key, Owner, Store};
+use store::{Bounds, Fresh, Key, Missing, Owner, Store};
 use tokio::sync::watch;
 
 /// The notifications that say cached results changed.
@@ -35,7 +39,18 @@ pub struct Cache {
     config: CacheConfig,
     store: Mutex<Store>,
     flights: Mutex<HashMap<Key, watch::Receiver<()>>>,
-    metrics: CacheMetrics,
+    common: Common,
+    /// The shared tier's epoch this memory holds results of.
+    epoch: std::sync::atomic::AtomicU64,
+}
+
+/// What every snapshot's cache shares: the metric families, and the shared tier.
+#[derive(Clone)]
+pub struct Common {
+    /// The families it counts into.
+    pub metrics: CacheMetrics,
+    /// The Redis tier of `cache.store: redis` (`None`: memory only).
+    pub shared: Option<Arc<Shared>>,
 }
 
 /// Where a request's result may be: the route's public part, and the caller's context.
@@ -46,6 +61,9 @@ pub struct Keys {
     /// The caller's authorization context (`key::context`); `None`: it presented no
     /// credential.
     pub context: Option<Key>,
+    /// The shared tier's epoch when the request was looked up ([`shared`]): what it asks
+    /// upstream is kept under it (0 without a shared tier).
+    pub epoch: u64,
 }
 
 impl Keys {
@@ -92,8 +110,12 @@ pub enum NotKept {
 }
 
 impl Cache {
-    /// An empty cache within `config`'s bounds, counting into `metrics`.
-    pub fn new(config: CacheConfig, metrics: CacheMetrics) -> Cache {
+    /// An empty cache within `config`'s bounds, counting into `common`'s families (and
+    /// sharing public results through its shared tier when `config` says so).
+    pub fn new(config: CacheConfig, mut common: Common) -> Cache {
+        if !config.shared {
+            common.shared = None;
+        }
         let bounds = Bounds {
             max_bytes: config.max_bytes,
             per_context: config.max_bytes_per_context,
@@ -102,8 +124,14 @@ impl Cache {
             config,
             store: Mutex::new(Store::new(bounds)),
             flights: Mutex::new(HashMap::new()),
-            metrics,
+            common,
+            epoch: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// What every snapshot's cache shares (a reload's cache is made with it).
+    pub fn common(&self) -> &Common {
+        &self.common
     }
 
     /// The settings it runs with.
@@ -113,17 +141,84 @@ impl Cache {
 
     /// The families it counts into.
     pub fn metrics(&self) -> &CacheMetrics {
-        &self.metrics
+        &self.common.metrics
     }
 
-    /// A fresh result for `keys`: the public one, else the caller's own.
-    pub fn lookup(&self, keys: &Keys) -> Option<Fresh> {
+    /// A fresh result for `keys`: the public one, else the caller's own, else a public one
+    /// another replica kept (the shared tier; then held here too). Why there is none:
+    /// `Stale` when one was held past its time. `at` (route, method) labels a failure of the
+    /// shared tier, which is then skipped (a miss, asked upstream).
+    pub async fn lookup(&self, keys: &mut Keys, at: (&str, &str)) -> Result<Fresh, Missing> {
+        let epoch = match &self.common.shared {
+            Some(shared) => self.follow(shared, at).await,
+            None => None,
+        };
+        let missing = match self.lookup_here(keys) {
+            Ok(fresh) => return Ok(fresh),
+            Err(missing) => missing,
+        };
+        let (Some(shared), Some(epoch)) = (&self.common.shared, epoch) else {
+            return Err(missing);
+        };
+        keys.epoch = epoch;
+        match shared.get(&keys.public, epoch).await {
+            Ok(Some(fresh)) => {
+                let mut store = lock(&self.store);
+                store.insert_aged(keys.public, Owner::Public, &fresh, Instant::now());
+                self.gauges(&store);
+                Ok(fresh)
+            }
+            Ok(None) => Err(missing),
+            Err(e) => {
+                self.shared_failed(at, "looking up", &e);
+                Err(missing)
+            }
+        }
+    }
+
+    /// The shared tier's epoch; this memory's results dropped when it moved (a replica heard
+    /// a change). `None` when Redis cannot say.
+    async fn follow(&self, shared: &Shared, at: (&str, &str)) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        match shared.epoch().await {
+            Ok(epoch) => {
+                if self.epoch.swap(epoch, Ordering::Relaxed) != epoch {
+                    let mut store = lock(&self.store);
+                    store.clear();
+                    self.gauges(&store);
+                }
+                Some(epoch)
+            }
+            Err(e) => {
+                self.shared_failed(at, "reading the epoch of", &e);
+                None
+            }
+        }
+    }
+
+    /// [`Cache::lookup`] in this replica's memory only.
+    fn lookup_here(&self, keys: &Keys) -> Result<Fresh, Missing> {
         let now = Instant::now();
         let mut store = lock(&self.store);
-        let found = store.get(&keys.public, now);
-        let found = found.or_else(|| keys.private().and_then(|k| store.get(&k, now)));
+        let found = match (store.get(&keys.public, now), keys.private()) {
+            (Ok(fresh), _) => Ok(fresh),
+            (Err(public), Some(private)) => store.get(&private, now).map_err(|mine| {
+                // either was held past its time: the request replaces a stale result
+                if public == Missing::Stale {
+                    public
+                } else {
+                    mine
+                }
+            }),
+            (Err(public), None) => Err(public),
+        };
         self.gauges(&store);
         found
+    }
+
+    fn shared_failed(&self, at: (&str, &str), doing: &str, e: &shared::Unshared) {
+        self.metrics().count(at.0, at.1, "shared-error");
+        tracing::debug!(route = at.0, method = at.1, error = %e.0, "the cache's shared store failed {doing} a result");
     }
 
     /// Joins or leads the flight of `keys`.
@@ -142,9 +237,22 @@ impl Cache {
         })
     }
 
-    /// Keeps `stored` where its scope says; the results dropped for room are counted as
-    /// `evicted` on `route`/`method`.
-    pub fn keep(&self, keys: &Keys, stored: Stored, at: (&str, &str)) -> Result<(), NotKept> {
+    /// Keeps `stored` where its scope says (a public result in the shared tier too); the
+    /// results dropped for room are counted as `evicted` on `route`/`method`.
+    pub async fn keep(&self, keys: &Keys, stored: Stored, at: (&str, &str)) -> Result<(), NotKept> {
+        let stored = Arc::new(stored);
+        self.keep_here(keys, stored.clone(), at)?;
+        if let (Some(shared), Scope::Public) = (&self.common.shared, stored.scope) {
+            // awaited: a replica asked next finds it (a miss already waited for a backend)
+            if let Err(e) = shared.put(&keys.public, &stored, keys.epoch).await {
+                self.shared_failed(at, "keeping", &e);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Cache::keep`] in this replica's memory.
+    fn keep_here(&self, keys: &Keys, stored: Arc<Stored>, at: (&str, &str)) -> Result<(), NotKept> {
         // a private result is kept under the caller's context, and counts in its share
         let (key, owner) = match (stored.scope, keys.private(), keys.context) {
             (Scope::Public, _, _) => (keys.public, Owner::Public),
@@ -152,12 +260,12 @@ impl Cache {
             (Scope::Private, _, _) => return Err(NotKept::NoContext),
         };
         let mut store = lock(&self.store);
-        let inserted = store.insert(key, owner, Arc::new(stored), Instant::now());
+        let inserted = store.insert(key, owner, stored, Instant::now());
         self.gauges(&store);
         drop(store);
         if inserted.evicted > 0 {
             let evicted = self
-                .metrics
+                .metrics()
                 .events
                 .with_label_values(&[at.0, at.1, "evicted"]);
             evicted.inc_by(inserted.evicted as u64);
@@ -167,7 +275,8 @@ impl Cache {
 
     /// A notification a backend sent on a stream the gateway relays: one that says a list or
     /// a resource changed drops every result held (the cache does not tell which server's
-    /// results a change touches: dropping them all is never wrong, only slower); how many.
+    /// results a change touches: dropping them all is never wrong, only slower), here and, by
+    /// moving the shared tier's epoch, on every replica; how many were held here.
     pub fn heard(&self, method: &str) -> usize {
         if !CHANGES.contains(&method) {
             return 0;
@@ -175,16 +284,27 @@ impl Cache {
         let mut store = lock(&self.store);
         let dropped = store.clear();
         self.gauges(&store);
+        drop(store);
+        if let Some(shared) = self.common.shared.clone() {
+            let metrics = self.metrics().clone();
+            // the stream that heard it goes on relaying meanwhile
+            tokio::spawn(async move {
+                if let Err(e) = shared.changed().await {
+                    metrics.count("", "", "shared-error");
+                    tracing::warn!(error = %e.0, "the cache's shared store did not take a change: other replicas serve their results until their ttl");
+                }
+            });
+        }
         dropped
     }
 
     fn gauges(&self, store: &Store) {
         let (bytes, entries) = store.held();
-        self.metrics
+        self.metrics()
             .bytes
             .with_label_values::<&str>(&[])
             .set(bytes as i64);
-        self.metrics
+        self.metrics()
             .entries
             .with_label_values::<&str>(&[])
             .set(entries as i64);

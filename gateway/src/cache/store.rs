@@ -42,6 +42,15 @@ pub struct Fresh {
     pub age_ms: u64,
 }
 
+/// Why a lookup found nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// No result is held at the key.
+    Absent,
+    /// One was, past its `ttlMs`: dropped.
+    Stale,
+}
+
 /// The bounds (`cache` in the config).
 #[derive(Debug, Clone, Copy)]
 pub struct Bounds {
@@ -96,26 +105,31 @@ impl Store {
     }
 
     /// The result at `key` if it is still fresh at `now` (a stale one is dropped).
-    pub fn get(&mut self, key: &Key, now: Instant) -> Option<Fresh> {
-        let entry = self.entries.get(key)?;
+    pub fn get(&mut self, key: &Key, now: Instant) -> Result<Fresh, Missing> {
+        let entry = self.entries.get(key).ok_or(Missing::Absent)?;
         let age = now.saturating_duration_since(entry.received);
         let age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX);
         if age_ms >= entry.stored.ttl_ms {
             self.remove(key);
-            return None;
+            return Err(Missing::Stale);
         }
         self.tick += 1;
         let (tick, owner, stored) = (self.tick, entry.owner, entry.stored.clone());
-        let old = std::mem::replace(&mut self.entry_mut(key)?.used, tick);
+        let entry = self.entries.get_mut(key).ok_or(Missing::Absent)?;
+        let old = std::mem::replace(&mut entry.used, tick);
         if let Some((lru, _)) = self.owners.get_mut(&owner) {
             lru.remove(&old);
             lru.insert(tick, *key);
         }
-        Some(Fresh { stored, age_ms })
+        Ok(Fresh { stored, age_ms })
     }
 
-    fn entry_mut(&mut self, key: &Key) -> Option<&mut Entry> {
-        self.entries.get_mut(key)
+    /// Keeps a result received `age_ms` ago elsewhere (another replica, through Redis) as if
+    /// it had been received then.
+    pub fn insert_aged(&mut self, key: Key, owner: Owner, fresh: &Fresh, now: Instant) -> Inserted {
+        let age = std::time::Duration::from_millis(fresh.age_ms);
+        let received = now.checked_sub(age).unwrap_or(now);
+        self.insert(key, owner, fresh.stored.clone(), received)
     }
 
     /// Keeps `stored` at `key` for `owner`, received at `now`, making room within the bounds:

@@ -30,8 +30,10 @@ fn a_result_is_fresh_for_its_ttl_and_gone_after() {
     assert!(s.insert(key(1), Owner::Public, result(10, 1000), t0).kept);
     let fresh = s.get(&key(1), t0 + Duration::from_millis(400)).unwrap();
     assert_eq!(fresh.age_ms, 400);
-    assert!(s.get(&key(1), t0 + Duration::from_millis(1000)).is_none());
+    let stale = s.get(&key(1), t0 + Duration::from_millis(1000));
+    assert_eq!(stale.err(), Some(Missing::Stale));
     assert_eq!(s.held(), (0, 0), "a stale result is dropped when looked up");
+    assert_eq!(s.get(&key(1), t0).err(), Some(Missing::Absent));
 }
 
 #[test]
@@ -54,9 +56,9 @@ fn a_context_at_its_share_drops_its_own_oldest_never_anothers() {
             evicted: 1
         }
     );
-    assert!(s.get(&key(2), now).is_none());
+    assert!(s.get(&key(2), now).is_err());
     assert!(
-        s.get(&key(1), now).is_some(),
+        s.get(&key(1), now).is_ok(),
         "bob's result is not alice's to drop"
     );
     // larger than a share: never kept
@@ -81,12 +83,12 @@ fn a_full_store_makes_room_from_public_results_and_stale_ones_not_from_other_con
     // full: bob's stale result goes first, then the public one; bob's fresh one stays
     assert!(s.insert(key(4), ALICE, result(entry, 60_000), later).kept);
     assert!(s.insert(key(5), ALICE, result(entry, 60_000), later).kept);
-    assert!(s.get(&key(1), later).is_none());
-    assert!(s.get(&key(2), later).is_some());
+    assert!(s.get(&key(1), later).is_err());
+    assert!(s.get(&key(2), later).is_ok());
     // nothing left that alice may drop but her own: her oldest goes for her next
     assert!(s.insert(key(6), ALICE, result(entry, 60_000), later).kept);
-    assert!(s.get(&key(4), later).is_none());
-    assert!(s.get(&key(2), later).is_some());
+    assert!(s.get(&key(4), later).is_err());
+    assert!(s.get(&key(2), later).is_ok());
     // a public result finds no room it may take
     assert!(
         !s.insert(key(7), Owner::Public, result(entry, 60_000), later)
@@ -105,13 +107,10 @@ fn a_lookup_makes_a_result_the_most_recently_used() {
     let now = Instant::now();
     s.insert(key(1), Owner::Public, result(entry, 60_000), now);
     s.insert(key(2), Owner::Public, result(entry, 60_000), now);
-    assert!(s.get(&key(1), now).is_some());
+    assert!(s.get(&key(1), now).is_ok());
     s.insert(key(3), Owner::Public, result(entry, 60_000), now);
-    assert!(s.get(&key(1), now).is_some(), "used last: kept");
-    assert!(
-        s.get(&key(2), now).is_none(),
-        "least recently used: dropped"
-    );
+    assert!(s.get(&key(1), now).is_ok(), "used last: kept");
+    assert!(s.get(&key(2), now).is_err(), "least recently used: dropped");
     assert_eq!(s.clear(), 2);
     assert_eq!(s.held(), (0, 0));
 }

@@ -19,6 +19,8 @@ pub struct FileCache {
     pub max_bytes_per_context: Option<usize>,
     /// The largest result kept; a larger answer is relayed as it comes. Default 1048576 (1 MiB).
     pub max_entry_bytes: Option<usize>,
+    /// Where `public` results are kept besides this replica's memory: `memory` (this replica only) or `redis` (the Redis of `sessions.store: redis`, shared by every replica, each result under a hashed key that Redis expires with its `ttlMs`, so a fleet of replicas asks a backend once per ttl). `private` results stay in each replica's memory, where a context's share holds. Default memory.
+    pub store: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -35,6 +37,8 @@ pub struct CacheConfig {
     pub max_bytes_per_context: usize,
     /// `max-entry-bytes`. Default 1 MiB.
     pub max_entry_bytes: usize,
+    /// `store: redis`: public results shared through the sessions' Redis.
+    pub shared: bool,
 }
 
 impl Default for CacheConfig {
@@ -44,18 +48,35 @@ impl Default for CacheConfig {
             max_bytes: 64 << 20,
             max_bytes_per_context: 4 << 20,
             max_entry_bytes: 1 << 20,
+            shared: false,
         }
     }
 }
 
 /// Validates `cache`: every bound at least 1; an entry no larger than a context's share, a
-/// share no larger than the whole.
-pub(crate) fn validate(p: &mut Problems, file: &FileCache) -> CacheConfig {
+/// share no larger than the whole; `store: redis` only beside `sessions.store: redis` (whose
+/// Redis it shares: `redis_sessions`).
+pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool) -> CacheConfig {
     p.unknown(
         "cache",
         &file.unknown,
-        "enabled, max-bytes, max-bytes-per-context, max-entry-bytes",
+        "enabled, max-bytes, max-bytes-per-context, max-entry-bytes, store",
     );
+    let shared = match file.store.as_deref() {
+        None | Some("memory") => false,
+        Some("redis") if redis_sessions => true,
+        Some("redis") => {
+            p.add(
+                "cache.store",
+                "`redis` shares the Redis of the sessions: set sessions.store: redis (and sessions.redis) too, or use memory",
+            );
+            false
+        }
+        Some(other) => {
+            p.add("cache.store", format!("`{other}`: use memory or redis"));
+            false
+        }
+    };
     let d = CacheConfig::default();
     let mut at_least_one = |key: &str, v: Option<usize>, default: usize| {
         p.at_least_one(&format!("cache.{key}"), v, default)
@@ -90,6 +111,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache) -> CacheConfig {
         max_bytes,
         max_bytes_per_context,
         max_entry_bytes,
+        shared,
     }
 }
 

@@ -19,7 +19,17 @@ fn problems(cache: &str, extra: &str) -> Vec<String> {
 /// Each bad `cache` input and its answer (the table in docs/caching.md's "Bounds").
 #[test]
 fn each_bad_cache_setting_is_named_with_its_reason() {
-    let rows: [(&str, &str, &str); 6] = [
+    let rows: [(&str, &str, &str); 8] = [
+        (
+            "{ store: redis }",
+            "",
+            "cache.store: `redis` shares the Redis of the sessions",
+        ),
+        (
+            "{ store: disk }",
+            "",
+            "cache.store: `disk`: use memory or redis",
+        ),
         (
             "{ max-bytes: 0 }",
             "",
@@ -70,4 +80,13 @@ fn defaults_fit_each_other_and_a_small_whole_lowers_the_defaults_below_it() {
     .unwrap();
     assert_eq!(small.cache.max_bytes_per_context, 1000);
     assert_eq!(small.cache.max_entry_bytes, 1000);
+}
+
+#[test]
+fn a_redis_store_shares_the_sessions_redis() {
+    let yaml = "sessions: { store: redis, redis: { urls: [\"redis://127.0.0.1:6379\"] } }\ncache: { store: redis }\npools: { p: { backends: [\"127.0.0.1:9\"] } }\nroutes: [ { path: /mcp, pool: p } ]\n";
+    let config = parse(yaml).unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(config.cache.shared);
+    let memory = parse(&yaml.replace("store: redis }\npools", "store: memory }\npools"));
+    assert!(!memory.unwrap_or_else(|e| panic!("{e:?}")).cache.shared);
 }

@@ -61,7 +61,8 @@ impl Config {
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
         let bridge = super::bridge::validate(&mut p, &file.bridge);
         let tasks = super::tasks::validate(&mut p, &file.tasks);
-        let cache = super::cache::validate(&mut p, &file.cache);
+        let redis_sessions = matches!(sessions.store, super::StoreConfig::Redis(_));
+        let cache = super::cache::validate(&mut p, &file.cache, redis_sessions);
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =

@@ -6,6 +6,7 @@
 //! one upstream request: the others wait for it and are answered from what it kept.
 
 use crate::cache::key::{self, Keyed};
+use crate::cache::store::Missing;
 use crate::cache::{Flight, Keys};
 use crate::downstream::client::Client;
 use crate::forward::kept::{Keep, CACHE_HEADER};
@@ -45,36 +46,122 @@ pub(crate) async fn forward<C: Client>(
     let cache = ctx.state.cache.clone();
     let (label, method) = (out.route.label.clone(), ctx.method_label);
     let count = |result: &str| cache.metrics().count(&out.route.label, method, result);
-    let public = match key::of(&out.route.label, "", method, &out.body) {
+    let backends = pool.signature();
+    let source = key::Source {
+        route: &out.route.label,
+        member: "",
+        backends,
+    };
+    let public = match key::of(source, method, &out.body) {
         Keyed::Key(k) => k,
         Keyed::Retry | Keyed::Unreadable => {
             count("bypass");
             return forward_any(gw, session, ctx, pool, out).await;
         }
     };
-    let keys = Keys {
+    let mut keys = Keys {
         public,
         context: context(session.req_header()),
+        epoch: 0,
     };
-    if let Some(fresh) = cache.lookup(&keys) {
-        count("hit");
-        return answer(session, ctx, &fresh, "hit").await;
+    let at = (out.route.label.as_str(), method);
+    match cache.lookup(&mut keys, at).await {
+        Ok(fresh) => {
+            count("hit");
+            return answer(session, ctx, &fresh, "hit").await;
+        }
+        Err(Missing::Stale) => count("stale"),
+        Err(Missing::Absent) => {}
     }
     let lead = match cache.flight(&keys) {
         Flight::Lead(lead) => Some(lead),
         Flight::Wait(mut done) => {
             let _ = tokio::time::timeout(WAIT, done.changed()).await;
-            if let Some(fresh) = cache.lookup(&keys) {
+            if let Ok(fresh) = cache.lookup(&mut keys, at).await {
                 count("waited");
                 return answer(session, ctx, &fresh, "hit").await;
             }
             None
         }
     };
-    out.keep = Some(Keep::new(cache.clone(), keys, label, method));
+    let request = (out.body.clone(), pool.clone(), backends);
+    out.keep = Some(Keep::new(cache.clone(), (keys, label, method), request));
     let forwarded = forward_any(gw, session, ctx, pool, out).await;
     drop(lead);
     forwarded
+}
+
+/// Answers a cacheable request the gateway answers itself (a virtual server's
+/// `server/discover` and merged lists, on the route `label`, from the backends whose digest
+/// `backends` gives) through the cache: from a fresh result, else with the whole answer
+/// `make` makes (the client's id in it), kept when its result says it may be (under the
+/// backends as they are once it is made). Concurrent misses wait for the one in flight, as
+/// forwarded ones do.
+pub(crate) async fn own<C: Client>(
+    session: &mut C,
+    ctx: &mut RequestCtx,
+    (label, backends): (&str, &(dyn Fn() -> u64 + Sync)),
+    body: &[u8],
+    make: impl std::future::Future<Output = Result<Bytes, crate::error::GatewayError>>,
+) -> Handled {
+    let cache = ctx.state.cache.clone();
+    let method = ctx.method_label;
+    let at = (label, method);
+    let count = |result: &str| cache.metrics().count(label, method, result);
+    let source = |backends| key::Source {
+        route: label,
+        member: "",
+        backends,
+    };
+    let mut keys = match key::of(source(backends()), method, body) {
+        Keyed::Key(public) => Some(Keys {
+            public,
+            context: context(session.req_header()),
+            epoch: 0,
+        }),
+        Keyed::Retry | Keyed::Unreadable => None,
+    };
+    let mut lead = None;
+    if let Some(keys) = &mut keys {
+        match cache.lookup(keys, at).await {
+            Ok(fresh) => {
+                count("hit");
+                return answer(session, ctx, &fresh, "hit").await;
+            }
+            Err(Missing::Stale) => count("stale"),
+            Err(Missing::Absent) => {}
+        }
+        match cache.flight(keys) {
+            Flight::Lead(leading) => lead = Some(leading),
+            Flight::Wait(mut done) => {
+                let _ = tokio::time::timeout(WAIT, done.changed()).await;
+                if let Ok(fresh) = cache.lookup(keys, at).await {
+                    count("waited");
+                    return answer(session, ctx, &fresh, "hit").await;
+                }
+            }
+        }
+    }
+    let made = make.await?;
+    let kept = match (keys, cacheable::stored(&made)) {
+        (Some(mut keys), Ok(stored)) => {
+            if let Keyed::Key(now) = key::of(source(backends()), method, body) {
+                keys.public = now;
+            }
+            cache.keep(&keys, stored, at).await.is_ok()
+        }
+        _ => false,
+    };
+    drop(lead);
+    let how = if kept { "miss" } else { "bypass" };
+    count(how);
+    ctx.capture_response(&made);
+    let mut head = ResponseHeader::build(200, Some(3))?;
+    head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
+    head.insert_header(http::header::CONTENT_LENGTH, made.len())?;
+    head.insert_header(CACHE_HEADER, how)?;
+    write_whole(session, head, made).await?;
+    Ok(())
 }
 
 /// The authorization context of a request: the credential the auth step took off it (a route

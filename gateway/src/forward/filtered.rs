@@ -25,7 +25,7 @@ pub(crate) async fn relay_filtered(
     method: &'static str,
 ) -> Result<Relayed> {
     if !head.status.is_success() {
-        return crate::forward::relay::relay(exchange, session, head, None).await;
+        return crate::forward::relay::relay(exchange, session, head, None, None).await;
     }
     let sse = mcp_wire::sse::is_event_stream(
         head.headers

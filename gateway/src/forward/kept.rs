@@ -25,16 +25,30 @@ pub(crate) struct Keep {
     keys: Keys,
     label: String,
     method: &'static str,
+    /// The request's body and the pool it went to, and the pool's signature its key was
+    /// made with: an answer that taught the pool something (a backend's era, found by this
+    /// very request) is kept under the key of the pool as it is now.
+    body: bytes::Bytes,
+    pool: Arc<crate::upstream::Pool>,
+    backends: u64,
 }
 
 impl Keep {
-    /// Where an answer to a request with `keys` for `method` on the route `label` is kept.
-    pub(crate) fn new(cache: Arc<Cache>, keys: Keys, label: String, method: &'static str) -> Keep {
+    /// Where an answer to a request (`body`, to `pool` whose signature was `backends`) with
+    /// `keys` for `method` on the route `label` is kept.
+    pub(crate) fn new(
+        cache: Arc<Cache>,
+        (keys, label, method): (Keys, String, &'static str),
+        (body, pool, backends): (bytes::Bytes, Arc<crate::upstream::Pool>, u64),
+    ) -> Keep {
         Keep {
             cache,
             keys,
             label,
             method,
+            body,
+            pool,
+            backends,
         }
     }
 }
@@ -56,7 +70,7 @@ pub(crate) async fn relay_kept<C: Client>(
     if !head.status.is_success() || encoded || sse {
         keep.count("bypass");
         let _ = head.insert_header(CACHE_HEADER, "bypass");
-        return relay(exchange, session, head, until).await;
+        return relay(exchange, session, head, until, Some(&keep.cache)).await;
     }
     let limit = keep.cache.config().max_entry_bytes;
     let mut body = BytesMut::new();
@@ -72,13 +86,13 @@ pub(crate) async fn relay_kept<C: Client>(
                     exchange.unread(body.freeze());
                     keep.count("bypass");
                     let _ = head.insert_header(CACHE_HEADER, "bypass");
-                    return relay(exchange, session, head, until).await;
+                    return relay(exchange, session, head, until, Some(&keep.cache)).await;
                 }
             }
         }
     }
     let body = body.freeze();
-    let kept = keep.keep(&body);
+    let kept = keep.keep(&body).await;
     keep.count(if kept { "miss" } else { "bypass" });
     let _ = head.insert_header(CACHE_HEADER, if kept { "miss" } else { "bypass" });
     head.remove_header(&http::header::TRANSFER_ENCODING);
@@ -89,12 +103,25 @@ pub(crate) async fn relay_kept<C: Client>(
 
 impl Keep {
     /// Keeps the result in a whole answer, if it says it may be kept; whether it was.
-    fn keep(&self, body: &[u8]) -> bool {
+    async fn keep(&self, body: &[u8]) -> bool {
         let Ok(stored) = cacheable::stored(body) else {
             return false;
         };
+        let mut keys = self.keys;
+        let now = self.pool.signature();
+        if now != self.backends {
+            let source = crate::cache::key::Source {
+                route: &self.label,
+                member: "",
+                backends: now,
+            };
+            match crate::cache::key::of(source, self.method, &self.body) {
+                crate::cache::key::Keyed::Key(public) => keys.public = public,
+                _ => return false,
+            }
+        }
         let at = (self.label.as_str(), self.method);
-        self.cache.keep(&self.keys, stored, at).is_ok()
+        self.cache.keep(&keys, stored, at).await.is_ok()
     }
 
     fn count(&self, result: &str) {

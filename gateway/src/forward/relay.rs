@@ -131,12 +131,17 @@ pub async fn relay<C: Client>(
     session: &mut C,
     head: ResponseHeader,
     until: Option<Instant>,
+    heard: Option<&crate::cache::Cache>,
 ) -> Result<Relayed> {
     let sse = mcp_wire::sse::is_event_stream(
         head.headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
+    // an event stream may say that cached results changed
+    let mut changes = heard
+        .filter(|_| sse)
+        .map(|cache| (cache, crate::cache::changes::Changes::default()));
     let done = exchange.done();
     session.write_response_header(Box::new(head), done).await?;
     if done {
@@ -154,7 +159,14 @@ pub async fn relay<C: Client>(
             return Ok(Relayed::TimedOut { sse });
         };
         match next {
-            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+            Ok(Some(chunk)) => {
+                if let Some((cache, changes)) = &mut changes {
+                    if let Some(change) = changes.scan(&chunk) {
+                        cache.heard(change);
+                    }
+                }
+                session.write_response_body(Some(chunk), false).await?
+            }
             Ok(None) => {
                 session.write_response_body(None, true).await?;
                 return Ok(Relayed::Done);

@@ -109,7 +109,7 @@ pub(crate) async fn forward_any<C: Client>(
                 let kept = crate::forward::kept::relay_kept(&mut ex, session, head, until, keep);
                 Box::pin(kept).await?
             }
-            None => relay(&mut ex, session, head, until).await?,
+            None => relay(&mut ex, session, head, until, Some(&ctx.state.cache)).await?,
         },
     };
     match relayed {

@@ -54,7 +54,7 @@ fn sizes() -> Vec<(&'static str, usize)> {
             "stateless::refuse_backend_session",
             of7(crate::forward::send::refuse_backend_session),
         ),
-        ("relay::relay", of4(relay::relay::<Session>)),
+        ("relay::relay", of5(relay::relay::<Session>)),
         ("relay::read_body", of2(relay::read_body::<Session>)),
         (
             "SessionManager::forward",

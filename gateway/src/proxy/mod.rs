@@ -236,6 +236,13 @@ impl ProxyHttp for Gateway {
             // streams on to the client: its body was not kept to send it again)
             source.invalidate(&header, self.engine.token_events());
         }
+        // an event stream may say that cached results changed
+        let events = upstream.headers.get(http::header::CONTENT_TYPE);
+        if ctx.state.cache.config().enabled
+            && mcp_wire::sse::is_event_stream(events.and_then(|v| v.to_str().ok()))
+        {
+            native.changes = Some(Box::default());
+        }
         let opened = upstream
             .headers
             .contains_key(&crate::forward::send::SESSION_ID);
@@ -329,6 +336,12 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<Option<std::time::Duration>> {
         crate::tasks::route::held_chunk(self, ctx, body, end_of_stream);
+        let changes = ctx.native.as_mut().and_then(|n| n.changes.as_mut());
+        if let (Some(changes), Some(chunk)) = (changes, body.as_ref()) {
+            if let Some(change) = changes.scan(chunk) {
+                ctx.state.cache.heard(change);
+            }
+        }
         Ok(None)
     }
 

@@ -37,6 +37,11 @@ impl NameMaps {
         }
     }
 
+    /// Whether each caller has a map of its own (members list per caller).
+    pub fn per_caller(&self) -> bool {
+        self.callers.is_some()
+    }
+
     /// The map `caller` (a principal's id; `""` for anonymous callers) reads and teaches.
     pub fn of(&self, caller: &str) -> Arc<RwLock<NameMap>> {
         let Some(callers) = &self.callers else {

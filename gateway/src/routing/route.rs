@@ -42,6 +42,11 @@ pub struct Route {
 }
 
 impl Route {
+    /// Every pool a request on the route may go to: its default, then its rules' pools.
+    pub fn pools(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::once(self.default_pool).chain(self.rules.pools())
+    }
+
     pub(super) fn compile(index: usize, rc: &RouteConfig) -> Route {
         // `name-match: folded`: name globs compiled folded once; exact ones never fold
         let folded = rc.name_match == crate::config::NameMatch::Folded;

@@ -70,6 +70,11 @@ thread_local! {
 }
 
 impl Rules {
+    /// The pools the rules name, in rule order.
+    pub fn pools(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rules.iter().map(|r| r.pool)
+    }
+
     /// The rules, indexed when there are at least [`INDEXED_FROM`] of them (and their globs
     /// fit in a set; otherwise they are tried in turn).
     pub fn new(rules: Vec<Rule>) -> Rules {

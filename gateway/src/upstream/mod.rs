@@ -174,6 +174,24 @@ impl Pool {
         self.members.load_full()
     }
 
+    /// A digest of what the pool's answers may depend on: its members' addresses, the era
+    /// each serves, and whether any answers (not all down). The response cache keys results
+    /// by it, so a change of any (discovery, a reload, the era probe, the pool going down or
+    /// coming back) is a new key, never a result of the backends that were.
+    pub fn signature(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        let members = self.members.load();
+        for b in members.iter() {
+            b.addr.hash(&mut h);
+            b.era.load(Ordering::Relaxed).hash(&mut h);
+        }
+        (members.iter())
+            .any(|b| b.state() != BackendState::Down)
+            .hash(&mut h);
+        h.finish()
+    }
+
     /// Applies a discovered membership: new addresses join at once; members that are no
     /// longer discovered drain (no new sessions; their sessions stay until `drain_timeout`)
     /// and leave the pool after it, or later while they are `holding` work (tasks that have

@@ -21,6 +21,48 @@ type Answers = Vec<(usize, Result<Map<String, Value>, &'static str>)>;
 /// How many pages of each member a name lookup reads at most.
 const LOOKUP_PAGES: usize = 20;
 
+/// The cache hints of an answer merged from members' (`ttlMs`, `cacheScope`): fresh as long
+/// as the least fresh of them, `public` only when every one is. A member left out makes the
+/// answer one not to keep (`ttlMs` 0: it would hide the member until it ran out); a member
+/// without the list (no prompts, say) adds nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Hints {
+    pub(super) ttl_ms: u64,
+    pub(super) public: bool,
+}
+
+impl Hints {
+    fn of(answers: &Answers) -> Hints {
+        let mut hints = Hints {
+            ttl_ms: u64::MAX,
+            public: true,
+        };
+        for (_, answer) in answers {
+            match answer {
+                Ok(result) if result.is_empty() => {}
+                Ok(result) => {
+                    let ttl = result.get("ttlMs").and_then(Value::as_u64).unwrap_or(0);
+                    hints.ttl_ms = hints.ttl_ms.min(ttl);
+                    let scope = result.get("cacheScope").and_then(Value::as_str);
+                    hints.public &= scope == Some("public");
+                }
+                Err(_) => hints.ttl_ms = 0,
+            }
+        }
+        if hints.ttl_ms == u64::MAX {
+            hints.ttl_ms = 0;
+        }
+        hints
+    }
+
+    /// Writes them into a 2026-07-28 `result`.
+    fn write(self, result: &mut Value) {
+        result["ttlMs"] = Value::from(self.ttl_ms);
+        let scope = if self.public { "public" } else { "private" };
+        result["cacheScope"] = Value::from(scope);
+    }
+}
+
 impl Virtual<'_> {
     /// The member's answer's `result`, or why there is none (its label in the metric).
     fn result_of(answer: Result<Answer, &'static str>) -> Result<Map<String, Value>, &'static str> {
@@ -87,6 +129,14 @@ impl Virtual<'_> {
         })
     }
 
+    /// The cache hints of an answer merged from `answers`: [`Hints::of`], and never `public`
+    /// where members list per caller (their pools exchange the caller's token).
+    fn hints(&self, answers: &Answers) -> Hints {
+        let mut hints = Hints::of(answers);
+        hints.public &= !self.members.names.per_caller();
+        hints
+    }
+
     /// Counts and logs the members left out of an answer.
     pub(super) fn left_out(&self, left_out: &[(usize, &'static str)]) {
         for (i, reason) in left_out {
@@ -103,6 +153,7 @@ impl Virtual<'_> {
     pub(super) async fn discover(&self, body: &bytes::Bytes) -> Value {
         let all: Vec<usize> = (0..self.members.routes.len()).collect();
         let (answers, _held) = self.ask_all(&all, |_| body.clone()).await;
+        let hints = self.hints(&answers);
         let mut capabilities = Map::new();
         let mut instructions = Vec::new();
         let mut left_out = Vec::new();
@@ -146,10 +197,9 @@ impl Virtual<'_> {
             "resultType": "complete",
             "supportedVersions": ["2026-07-28"],
             "capabilities": capabilities,
-            "ttlMs": 0,
-            "cacheScope": "private",
             "_meta": {SERVER_INFO: self.server_info()},
         });
+        hints.write(&mut result);
         if let Some(text) = instructions {
             result["instructions"] = Value::String(text);
         }
@@ -175,7 +225,7 @@ impl Virtual<'_> {
         let asked: Vec<usize> = (0..self.members.routes.len())
             .filter(|&i| first || before.next_of(self.member_name(i)).is_some())
             .collect();
-        let (merged, _held) = self.page(list, msg, &before, &asked).await?;
+        let (merged, mut hints, _held) = self.page(list, msg, &before, &asked).await?;
         self.left_out(&merged.left_out);
         for c in &merged.collisions {
             self.count(self.member_name(c.left_out), "collision");
@@ -186,12 +236,12 @@ impl Virtual<'_> {
             json!({
                 "resultType": "complete",
                 list.key(): merged.items,
-                "ttlMs": 0,
-                "cacheScope": "private",
                 "_meta": {SERVER_INFO: self.server_info()},
             })
         };
         if !merged.position.finished() {
+            // its cursor is sealed for this caller
+            hints.public = false;
             let cursor = self
                 .members
                 .cursors
@@ -201,18 +251,23 @@ impl Virtual<'_> {
                 })?;
             result["nextCursor"] = Value::String(cursor);
         }
+        if !self.legacy() {
+            hints.write(&mut result);
+        }
         Ok(result)
     }
 
-    /// One merged page: `asked` members asked for their next page after `before`, and the
-    /// bytes it holds (until dropped); refused when the members' answers pass the budget.
+    /// One merged page: `asked` members asked for their next page after `before`, its cache
+    /// hints, and the bytes it holds (until dropped); refused when the members' answers pass
+    /// the budget.
     async fn page(
         &self,
         list: List,
         msg: &Value,
         before: &Position,
         asked: &[usize],
-    ) -> Result<(crate::federation::merge::Merged, Reservation), crate::error::GatewayError> {
+    ) -> Result<(crate::federation::merge::Merged, Hints, Reservation), crate::error::GatewayError>
+    {
         let body = |i: usize| {
             let mut m = msg.clone();
             let params = m
@@ -230,13 +285,14 @@ impl Virtual<'_> {
         if let Some(refused) = self.over_budget(&answers) {
             return Err(refused);
         }
+        let hints = self.hints(&answers);
         let parts = answers
             .into_iter()
             .map(|(i, r)| (i, r.map_or_else(Part::Failed, Part::Listed)))
             .collect();
         let map = self.names();
         let mut names = crate::sync::write(&map);
-        Ok((merge(&mut names, list, before, parts), held))
+        Ok((merge(&mut names, list, before, parts), hints, held))
     }
 
     /// Reads every member's `list` (up to [`LOOKUP_PAGES`] pages each) so the names map knows
@@ -250,7 +306,7 @@ impl Virtual<'_> {
                 break;
             }
             // past the budget, the lookup stops: the name is looked up in what was learnt
-            let Ok((merged, _held)) = self.page(list, &request, &position, &asked).await else {
+            let Ok((merged, _, _held)) = self.page(list, &request, &position, &asked).await else {
                 break;
             };
             self.left_out(&merged.left_out);

@@ -75,46 +75,59 @@ pub(crate) async fn serve(
         .request_id
         .clone()
         .unwrap_or_else(mcp_wire::RequestId::null);
-    let result = if method == "server/discover" {
+    if method == "server/discover" || List::of_method(&method).is_some() {
         crate::classify::classify(ctx, &route, Some(&method), None)?;
-        v.discover(&body).await
-    } else if let Some(list) = List::of_method(&method) {
-        crate::classify::classify(ctx, &route, Some(&method), None)?;
-        let msg: Value =
-            serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
-        v.list(list, &msg).await?
-    } else if method == "subscriptions/listen" {
+        let made = own_answer(&v, &method, &body, &id);
+        if crate::forward::cached::takes(ctx, route.cache) {
+            let backends = || v.backends();
+            let source = (route.label.as_str(), &backends as &(dyn Fn() -> u64 + Sync));
+            return crate::forward::cached::own(session, ctx, source, &body, made).await;
+        }
+        let made = filtered(&route, ctx, made.await?);
+        return answer(session, ctx, made).await;
+    }
+    if method == "subscriptions/listen" {
         crate::classify::classify(ctx, &route, Some(&method), None)?;
         return listen(gw, session, ctx, v, &body, &id).await;
-    } else if crate::tasks::route::routes(ctx, Some(&method)) {
+    }
+    if crate::tasks::route::routes(ctx, Some(&method)) {
         // `name` is `params.taskId`
         crate::classify::classify(ctx, &route, Some(&method), name.as_deref())?;
         drop(v);
         return task(gw, session, ctx, (&route, members), body, &method, name).await;
-    } else if let Some(named) = Named::read(&method, name.as_deref(), &body) {
+    }
+    if let Some(named) = Named::read(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
         let (member, own) = v.member_for(&named, &body).await?;
         drop(v);
-        return call(
-            gw,
-            session,
-            ctx,
-            (&route, members),
-            (member, own),
-            &named,
-            body,
-            &method,
-        )
-        .await;
-    } else if calls::ROUTED.contains(&method.as_str()) {
+        let (route, named) = ((&route, members), &named);
+        return call(gw, session, ctx, route, (member, own), named, body, &method).await;
+    }
+    if calls::ROUTED.contains(&method.as_str()) {
         let detail =
             "the request names no tool, prompt or resource (params.name, params.uri or params.ref)";
         return Err(GatewayError::invalid_params(detail).into());
-    } else {
-        return Err(GatewayError::not_on_virtual_route(&method).into());
+    }
+    Err(GatewayError::not_on_virtual_route(&method).into())
+}
+
+/// The virtual server's own answer (request `id`) to `server/discover` or a list (`body`):
+/// merged from its members'.
+async fn own_answer(
+    v: &Virtual<'_>,
+    method: &str,
+    body: &Bytes,
+    id: &mcp_wire::RequestId,
+) -> Result<Bytes, GatewayError> {
+    let result = match List::of_method(method) {
+        None => v.discover(body).await,
+        Some(list) => {
+            let msg: Value = serde_json::from_slice(body)
+                .map_err(|e| GatewayError::parse_error(&e.to_string()))?;
+            v.list(list, &msg).await?
+        }
     };
-    let body = filtered(&route, ctx, mcp_wire::messages::result(&id, &result));
-    answer(session, ctx, body).await
+    Ok(mcp_wire::messages::result(id, &result))
 }
 
 /// A 2026-07-28 client's `subscriptions/listen` (`body`, request `id`): one stream the gateway

@@ -113,6 +113,20 @@ impl<'a> Virtual<'a> {
         }
     }
 
+    /// A digest of the backends behind every member (each pool a member route may use:
+    /// [`crate::upstream::Pool::signature`]), which the cache keys the virtual server's own
+    /// answers by: a member that goes down, or a pool that changes, is a new key.
+    pub(super) fn backends(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        for route in &self.members.routes {
+            for pool in route.pools().filter_map(|p| self.state.pool(p).ok()) {
+                pool.signature().hash(&mut h);
+            }
+        }
+        h.finish()
+    }
+
     pub(super) fn count(&self, member: &str, event: &str) {
         self.events
             .with_label_values(&[&self.route.label, member, event])

@@ -142,7 +142,7 @@ async fn answer(
             );
             Box::pin(filtered).await?
         }
-        None => relay(&mut ex, session, head, until).await?,
+        None => relay(&mut ex, session, head, until, Some(&ctx.state.cache)).await?,
     };
     match relayed {
         Relayed::Done => gw.engine.release(ex),
@@ -261,7 +261,7 @@ pub(super) async fn stream(
             let (mut ex, record) = *answer;
             ctx.backend = pool.find(record.binding.backend);
             let head = client_response(ex.header(), None);
-            match relay(&mut ex, session, head, None).await? {
+            match relay(&mut ex, session, head, None, Some(&ctx.state.cache)).await? {
                 Relayed::Done => gw.engine.release(ex),
                 Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
                     if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {

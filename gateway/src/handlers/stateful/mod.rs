@@ -231,7 +231,7 @@ async fn initialize(
         }
         Opened::Refused(mut ex) => {
             let head = client_response(ex.header(), None);
-            if let Relayed::Done = relay(&mut ex, session, head, None).await? {
+            if let Relayed::Done = relay(&mut ex, session, head, None, None).await? {
                 gw.engine.release(ex);
             }
         }

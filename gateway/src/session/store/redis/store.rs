@@ -140,6 +140,14 @@ impl RedisStore {
         self.query(&cmd).await
     }
 
+    /// Adds one to the counter under `key` (of another concern, kept forever: the response
+    /// cache's epoch); its new value.
+    pub async fn increment(&self, key: &str) -> Result<u64, StoreError> {
+        let mut cmd = redis::cmd("INCR");
+        cmd.arg(self.key(key));
+        self.query(&cmd).await
+    }
+
     fn backends_key(&self, pool: &str) -> String {
         format!("{}backends:{pool}", self.config.key_prefix)
     }

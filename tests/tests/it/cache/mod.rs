@@ -7,6 +7,9 @@
 //! client's id and `ttlMs` lowered by its age; concurrent misses make one upstream request; a
 //! route with `cache: off` and a reload drop the cache's answers.
 
+mod merged;
+mod replicas;
+
 use mcp_gateway_tests::wire::{read_body, read_head};
 use mcp_gateway_tests::{Gateway, Request};
 use serde_json::{json, Value};
@@ -22,11 +25,15 @@ const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","i
 /// What reached a backend: each request's method and `Authorization`.
 type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
-/// A backend answering each method with a fixed result, counting the requests of each and
-/// noting each request's `Authorization`; `delay` before every answer.
+/// A backend answering each method with a fixed result (one that starts with `SSE:`: the
+/// event stream after it), counting the requests of each and noting each request's
+/// `Authorization`; `delay` before every answer.
 struct Backend {
     addr: SocketAddr,
     seen: Seen,
+    /// Set by [`Backend::stop`]: connections it holds close at their next request.
+    down: Arc<std::sync::atomic::AtomicBool>,
+    accepting: tokio::task::JoinHandle<()>,
 }
 
 impl Backend {
@@ -41,9 +48,11 @@ impl Backend {
         );
         let seen: Seen = Default::default();
         let noted = seen.clone();
-        tokio::spawn(async move {
+        let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gone = down.clone();
+        let accepting = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (results, noted) = (results.clone(), noted.clone());
+                let (results, noted, gone) = (results.clone(), noted.clone(), gone.clone());
                 tokio::spawn(async move {
                     let (r, mut w) = stream.into_split();
                     let mut r = BufReader::new(r);
@@ -51,6 +60,9 @@ impl Backend {
                         let Ok(body) = read_body(&mut r, &head, true).await else {
                             return;
                         };
+                        if gone.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
+                        }
                         let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                         let method = msg["method"].as_str().unwrap_or("").to_owned();
                         let auth = head.header("authorization").map(str::to_owned);
@@ -60,6 +72,16 @@ impl Backend {
                             r#"{"error":{"code":-32601,"message":"no"}}"#.to_owned()
                         });
                         let id = msg["id"].to_string();
+                        if let Some(events) = result.strip_prefix("SSE:") {
+                            let out = format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{events}",
+                                events.len()
+                            );
+                            if w.write_all(out.as_bytes()).await.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
                         let answer = if result.starts_with(r#"{"error""#) {
                             format!(r#"{{"jsonrpc":"2.0","id":{id},{}"#, &result[1..])
                         } else {
@@ -76,7 +98,18 @@ impl Backend {
                 });
             }
         });
-        Backend { addr, seen }
+        Backend {
+            addr,
+            seen,
+            down,
+            accepting,
+        }
+    }
+
+    /// Stops it: no more connections (refused), and those it holds close.
+    fn stop(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.accepting.abort();
     }
 
     /// How many requests of `method` reached it.
@@ -98,10 +131,21 @@ fn config(backend: &Backend, route_extra: &str) -> String {
 }
 
 /// A 2026-07-28 request for `method` with `params`, from a caller with `token` (if any).
-fn request(id: &str, method: &str, mut params: Value, token: Option<&str>) -> Request {
+fn request(id: &str, method: &str, params: Value, token: Option<&str>) -> Request {
+    request_at("/mcp", id, method, params, token)
+}
+
+/// [`request`] on the route at `path`.
+fn request_at(
+    path: &str,
+    id: &str,
+    method: &str,
+    mut params: Value,
+    token: Option<&str>,
+) -> Request {
     params["_meta"] = serde_json::from_str(META).unwrap();
     let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
-    let mut r = Request::post("/mcp", body)
+    let mut r = Request::post(path, body)
         .header("MCP-Protocol-Version", "2026-07-28")
         .header("Mcp-Method", method);
     if let Some(name) = params["uri"].as_str().or(params["name"].as_str()) {
@@ -402,4 +446,47 @@ async fn the_request_span_says_how_the_cache_answered() {
     );
     assert_eq!(cache_of(traces[0]).as_deref(), Some("miss"));
     assert_eq!(cache_of(traces[1]).as_deref(), Some("hit"));
+}
+
+/// A `subscriptions/listen` stream whose backend says the tools changed.
+const LISTEN: &str = "SSE:event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{}}\n\n";
+
+/// The cache hears a `list_changed` on a stream it passes through untouched (a plain route's
+/// `subscriptions/listen`, on the fast path) and asks the backend again.
+#[tokio::test]
+async fn a_list_changed_on_a_relayed_listen_stream_drops_the_kept_lists() {
+    let backend = Backend::start(
+        &[("tools/list", PUBLIC), ("subscriptions/listen", LISTEN)],
+        Duration::ZERO,
+    )
+    .await;
+    let gw = Gateway::start(&config(&backend, "")).await;
+    for (id, how) in [("1", "miss"), ("2", "hit")] {
+        let r = request(id, "tools/list", json!({}), None)
+            .send(gw.addr)
+            .await;
+        assert_eq!(r.head.header("mcp-gateway-cache"), Some(how));
+    }
+    let listen = request(
+        "3",
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+        None,
+    )
+    .send(gw.addr)
+    .await;
+    assert!(
+        listen.text().contains("notifications/tools/list_changed"),
+        "{}",
+        listen.text()
+    );
+    let after = request("4", "tools/list", json!({}), None)
+        .send(gw.addr)
+        .await;
+    assert_eq!(
+        after.head.header("mcp-gateway-cache"),
+        Some("miss"),
+        "asked again"
+    );
+    assert_eq!(backend.count("tools/list"), 2);
 }
