@@ -88,7 +88,7 @@ fn dead_pool_of(n: usize) -> Arc<Pool> {
         })
         .collect();
     let yaml = format!(
-        "pools: {{ p: {{ backends: [{}], retries: 2 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
+        "pools: {{ p: {{ backends: [{}], retries: 2, failure-cooldown-ms: 60000 }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
         backends.join(", ")
     );
     Arc::new(Pool::new(&parse(&yaml).unwrap().pools[0]))
