@@ -48,6 +48,7 @@ pub(crate) async fn forward(
         caller: &caller,
         config: &ctx.state.config.bridge,
         filter: list.is_some().then_some(&filter as _),
+        cache: &ctx.state.cache,
     };
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
     // The route's deadline bounds each request as one exchange, as on the native path: a

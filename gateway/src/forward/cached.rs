@@ -3,12 +3,15 @@
 //! lowered by the result's age, `Mcp-Gateway-Cache: hit`), else forwarded by the one sender
 //! with its answer read whole (up to `cache.max-entry-bytes`) and kept when its result says
 //! it may be (`miss`), or relayed untouched (`bypass`). Concurrent misses of one request make
-//! one upstream request: the others wait for it and are answered from what it kept.
+//! one upstream request: the others wait for it and are answered from what it kept. The
+//! answers the gateway makes whole itself (a virtual server's merged ones: [`own`]; the
+//! reverse bridge's: [`bridged`]) go the same way.
 
 use crate::cache::key::{self, Keyed};
 use crate::cache::store::Missing;
-use crate::cache::{Flight, Keys};
+use crate::cache::{Flight, Keys, Leading};
 use crate::downstream::client::Client;
+use crate::forward::holding::{Ended, Holding};
 use crate::forward::kept::{Keep, CACHE_HEADER};
 use crate::forward::relay::write_whole;
 use crate::forward::send::{forward_any, Outbound};
@@ -35,6 +38,64 @@ pub(crate) fn takes(ctx: &RequestCtx, cache_on_route: bool) -> bool {
         && cacheable::is_cacheable(ctx.method_label)
 }
 
+/// What looking a request up did.
+enum Looked {
+    /// Answered from the cache.
+    Answered,
+    /// Not in the cache: ask (leading the flight, when this request does).
+    Ask(Option<Leading>),
+}
+
+/// Looks a request up (a hit answered, `stale` counted), else leads or joins its flight: a
+/// request that waited is answered from what the one in flight kept, or asks itself.
+async fn look(
+    session: &mut impl Client,
+    ctx: &RequestCtx,
+    keys: &mut Keys,
+    at: (&str, &'static str),
+) -> Result<Looked, crate::error::Fail> {
+    let cache = &ctx.state.cache;
+    match cache.lookup(keys, at).await {
+        Ok(fresh) => {
+            cache.metrics().count(at.0, at.1, "hit");
+            answer(session, ctx, &fresh, "hit").await?;
+            return Ok(Looked::Answered);
+        }
+        Err(Missing::Stale) => cache.metrics().count(at.0, at.1, "stale"),
+        Err(Missing::Absent) => {}
+    }
+    match cache.flight(keys) {
+        Flight::Lead(lead) => Ok(Looked::Ask(Some(lead))),
+        Flight::Wait(mut done) => {
+            let _ = tokio::time::timeout(WAIT, done.changed()).await;
+            if let Ok(fresh) = cache.lookup(keys, at).await {
+                cache.metrics().count(at.0, at.1, "waited");
+                answer(session, ctx, &fresh, "hit").await?;
+                return Ok(Looked::Answered);
+            }
+            Ok(Looked::Ask(None))
+        }
+    }
+}
+
+/// The keys of a request with `body` for `method` from `source`, the caller's context from
+/// `session`; `None` for a request that has none (a retry, unreadable).
+fn keys_of(
+    session: &impl Client,
+    source: key::Source<'_>,
+    method: &str,
+    body: &[u8],
+) -> Option<Keys> {
+    match key::of(source, method, body) {
+        Keyed::Key(public) => Some(Keys {
+            public,
+            context: context(session.req_header()),
+            epoch: 0,
+        }),
+        Keyed::Retry | Keyed::Unreadable => None,
+    }
+}
+
 /// Forwards a cacheable request through the cache (see the module's doc).
 pub(crate) async fn forward<C: Client>(
     gw: &Gateway,
@@ -43,49 +104,24 @@ pub(crate) async fn forward<C: Client>(
     pool: &Arc<Pool>,
     mut out: Outbound<'_>,
 ) -> Handled {
-    let cache = ctx.state.cache.clone();
     let (label, method) = (out.route.label.clone(), ctx.method_label);
-    let count = |result: &str| cache.metrics().count(&out.route.label, method, result);
     let backends = pool.signature();
     let source = key::Source {
-        route: &out.route.label,
+        route: &label,
         member: "",
         backends,
     };
-    let public = match key::of(source, method, &out.body) {
-        Keyed::Key(k) => k,
-        Keyed::Retry | Keyed::Unreadable => {
-            count("bypass");
-            return forward_any(gw, session, ctx, pool, out).await;
-        }
+    let Some(mut keys) = keys_of(session, source, method, &out.body) else {
+        ctx.state.cache.metrics().count(&label, method, "bypass");
+        return forward_any(gw, session, ctx, pool, out).await;
     };
-    let mut keys = Keys {
-        public,
-        context: context(session.req_header()),
-        epoch: 0,
-    };
-    let at = (out.route.label.as_str(), method);
-    match cache.lookup(&mut keys, at).await {
-        Ok(fresh) => {
-            count("hit");
-            return answer(session, ctx, &fresh, "hit").await;
-        }
-        Err(Missing::Stale) => count("stale"),
-        Err(Missing::Absent) => {}
-    }
-    let lead = match cache.flight(&keys) {
-        Flight::Lead(lead) => Some(lead),
-        Flight::Wait(mut done) => {
-            let _ = tokio::time::timeout(WAIT, done.changed()).await;
-            if let Ok(fresh) = cache.lookup(&mut keys, at).await {
-                count("waited");
-                return answer(session, ctx, &fresh, "hit").await;
-            }
-            None
-        }
+    let lead = match look(session, ctx, &mut keys, (&label, method)).await? {
+        Looked::Answered => return Ok(()),
+        Looked::Ask(lead) => lead,
     };
     let request = (out.body.clone(), pool.clone(), backends);
-    out.keep = Some(Keep::new(cache.clone(), (keys, label, method), request));
+    let cache = ctx.state.cache.clone();
+    out.keep = Some(Keep::new(cache, (keys, label, method), request));
     let forwarded = forward_any(gw, session, ctx, pool, out).await;
     drop(lead);
     forwarded
@@ -104,59 +140,104 @@ pub(crate) async fn own<C: Client>(
     body: &[u8],
     make: impl std::future::Future<Output = Result<Bytes, crate::error::GatewayError>>,
 ) -> Handled {
-    let cache = ctx.state.cache.clone();
     let method = ctx.method_label;
-    let at = (label, method);
-    let count = |result: &str| cache.metrics().count(label, method, result);
     let source = |backends| key::Source {
         route: label,
         member: "",
         backends,
     };
-    let mut keys = match key::of(source(backends()), method, body) {
-        Keyed::Key(public) => Some(Keys {
-            public,
-            context: context(session.req_header()),
-            epoch: 0,
-        }),
-        Keyed::Retry | Keyed::Unreadable => None,
-    };
+    let mut keys = keys_of(session, source(backends()), method, body);
     let mut lead = None;
     if let Some(keys) = &mut keys {
-        match cache.lookup(keys, at).await {
-            Ok(fresh) => {
-                count("hit");
-                return answer(session, ctx, &fresh, "hit").await;
-            }
-            Err(Missing::Stale) => count("stale"),
-            Err(Missing::Absent) => {}
-        }
-        match cache.flight(keys) {
-            Flight::Lead(leading) => lead = Some(leading),
-            Flight::Wait(mut done) => {
-                let _ = tokio::time::timeout(WAIT, done.changed()).await;
-                if let Ok(fresh) = cache.lookup(keys, at).await {
-                    count("waited");
-                    return answer(session, ctx, &fresh, "hit").await;
-                }
-            }
+        match look(session, ctx, keys, (label, method)).await? {
+            Looked::Answered => return Ok(()),
+            Looked::Ask(leading) => lead = leading,
         }
     }
     let made = make.await?;
+    let head = ResponseHeader::build(200, Some(3))?;
+    let keys = keys.map(|k| (k, source(backends())));
+    keep_and_write(session, ctx, (keys, body), head, made).await?;
+    drop(lead);
+    Ok(())
+}
+
+/// Serves a cacheable request of a 2026-07-28 client on a pool of legacy backends through
+/// the cache: the reverse bridge's answer (its `ttlMs` and `cacheScope` those of
+/// `bridge.cache-hints`) is held whole and kept as a backend's would be.
+pub(crate) async fn bridged<C: Client>(
+    gw: &Gateway,
+    session: &mut C,
+    ctx: &mut RequestCtx,
+    (route, routed): (&crate::routing::Route, &crate::classify::Routed),
+    pool: &Arc<Pool>,
+    body: Bytes,
+) -> Handled {
+    let method = ctx.method_label;
+    let label = route.label.as_str();
+    let source = |backends| key::Source {
+        route: label,
+        member: "",
+        backends,
+    };
+    let mut keys = keys_of(session, source(pool.signature()), method, &body);
+    let mut lead = None;
+    if let Some(keys) = &mut keys {
+        match look(session, ctx, keys, (label, method)).await? {
+            Looked::Answered => return Ok(()),
+            Looked::Ask(leading) => lead = leading,
+        }
+    }
+    let limit = ctx.state.cache.config().max_entry_bytes;
+    let mut holding = Holding::new(session, limit);
+    let served = crate::forward::bridged::forward(
+        gw,
+        &mut holding,
+        ctx,
+        (route, routed),
+        pool,
+        body.clone(),
+    );
+    let served = served.await;
+    let ended = holding.end().await;
+    served?;
+    match ended? {
+        Ended::Whole(head, made) => {
+            let keys = keys.map(|k| (k, source(pool.signature())));
+            keep_and_write(session, ctx, (keys, &body), *head, made).await?;
+        }
+        Ended::Written => ctx.state.cache.metrics().count(label, method, "bypass"),
+    }
+    drop(lead);
+    Ok(())
+}
+
+/// Keeps the whole answer `made` (200, `head`) under `keys` (rebuilt from `source` and the
+/// request `body`: the backends as they are now) when its result says it may be, and writes it
+/// with `Mcp-Gateway-Cache` saying whether it was kept.
+async fn keep_and_write(
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    (keys, body): (Option<(Keys, key::Source<'_>)>, &[u8]),
+    mut head: ResponseHeader,
+    made: Bytes,
+) -> Handled {
+    let cache = ctx.state.cache.clone();
+    let method = ctx.method_label;
+    let label = keys.as_ref().map_or("", |(_, s)| s.route).to_owned();
     let kept = match (keys, cacheable::stored(&made)) {
-        (Some(mut keys), Ok(stored)) => {
-            if let Keyed::Key(now) = key::of(source(backends()), method, body) {
+        (Some((mut keys, source)), Ok(stored)) => {
+            if let Keyed::Key(now) = key::of(source, method, body) {
                 keys.public = now;
             }
-            cache.keep(&keys, stored, at).await.is_ok()
+            cache.keep(&keys, stored, (&label, method)).await.is_ok()
         }
         _ => false,
     };
-    drop(lead);
     let how = if kept { "miss" } else { "bypass" };
-    count(how);
+    cache.metrics().count(&label, method, how);
     ctx.capture_response(&made);
-    let mut head = ResponseHeader::build(200, Some(3))?;
+    head.remove_header(&http::header::TRANSFER_ENCODING);
     head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
     head.insert_header(http::header::CONTENT_LENGTH, made.len())?;
     head.insert_header(CACHE_HEADER, how)?;

@@ -11,6 +11,7 @@ pub mod cached;
 pub mod check;
 pub mod collect;
 pub mod filtered;
+pub mod holding;
 pub mod kept;
 pub mod relay;
 pub mod respond;

@@ -82,6 +82,11 @@ pub(crate) async fn forward_body(
         check_listen(ctx, route, &body, bridged)?;
     }
     if bridged {
+        if crate::forward::cached::takes(ctx, route.cache) {
+            let cached =
+                crate::forward::cached::bridged(gw, session, ctx, (route, &routed), &pool, body);
+            return Box::pin(cached).await;
+        }
         let bridged =
             crate::forward::bridged::forward(gw, session, ctx, (route, &routed), &pool, body);
         return bridged.await;

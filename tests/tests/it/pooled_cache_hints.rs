@@ -64,3 +64,43 @@ async fn bridged_lists_are_private_unless_configured_and_private_again_with_auth
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 50: the bridge's answers with hints are cached as a 2026-07-28 server's would be:
+/// a second list is answered at the gateway and the legacy backend is asked once; without
+/// hints (`ttlMs: 0`) every list reaches it.
+#[tokio::test]
+async fn bridged_answers_with_hints_are_answered_from_the_cache() {
+    let mock = MockServer::legacy("b1", 0, "2025-11-25").await;
+    let pools = format!(
+        "pools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        mock.addr
+    );
+    let public = "bridge: { cache-hints: { scope: public, ttl-ms: 30000 } }\n";
+    let gw = Gateway::start(&format!("{public}{pools}")).await;
+    for (id, how) in [(1, "miss"), (2, "hit"), (3, "hit")] {
+        let resp = tools_list(id).send(gw.addr).await;
+        assert_eq!(
+            resp.head.header("mcp-gateway-cache"),
+            Some(how),
+            "{}",
+            resp.text()
+        );
+        let v = resp.json();
+        assert_eq!(v["id"], id);
+        assert!(v["result"]["tools"].is_array(), "{v}");
+        assert!(v["result"]["ttlMs"].as_u64().unwrap() <= 30_000, "{v}");
+    }
+    assert_eq!(
+        mock.count_method("tools/list"),
+        1,
+        "the legacy backend listed once"
+    );
+    drop(gw);
+
+    let gw = Gateway::start(&pools).await;
+    for id in [4, 5] {
+        let resp = tools_list(id).send(gw.addr).await;
+        assert_eq!(resp.head.header("mcp-gateway-cache"), Some("bypass"));
+    }
+    assert_eq!(mock.count_method("tools/list"), 3);
+}

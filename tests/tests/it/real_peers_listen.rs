@@ -133,3 +133,62 @@ async fn a_listen_filter_naming_a_uri_the_principal_may_not_subscribe_to_is_refu
     assert_eq!(v["data"]["scope"], "admin", "{v}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 50: a `tools/list_changed` the legacy backend sends on the GET stream the bridge holds
+/// for a listen drops the bridged lists the cache kept (`bridge.cache-hints` public): the
+/// next list reaches the backend again.
+#[tokio::test]
+async fn a_change_on_a_bridged_listen_drops_the_cached_bridged_lists() {
+    let peer = PythonPeer::start(
+        "mcp1",
+        "subscribe_server.py",
+        &["--port", "0", "--name", "b1"],
+    )
+    .await;
+    let yaml = format!(
+        "bridge: {{ cache-hints: {{ scope: public, ttl-ms: 600000 }} }}\npools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
+        peer.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let addr = gw.addr;
+    let list = move |id: u64| async move {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}});
+        mcp_gateway_tests::Request::post("/mcp", body.to_string())
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/list")
+            .send(addr)
+            .await
+    };
+    for (id, how) in [(1, "miss"), (2, "hit")] {
+        let r = list(id).await;
+        assert_eq!(
+            r.head.header("mcp-gateway-cache"),
+            Some(how),
+            "{}",
+            r.text()
+        );
+    }
+    let v = listened(&gw.url("/mcp")).await;
+    assert!(
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "tools changed"),
+        "{v}"
+    );
+    // the client itself may list again after the change (and find it asked afresh): either
+    // way, a list reached the backend after the change
+    let r = list(3).await;
+    assert!(r.head.header("mcp-gateway-cache").is_some(), "{}", r.text());
+    let misses = gw
+        .metric("mcpgw_cache_total{method=\"tools/list\",result=\"miss\",route=\"/mcp\"}")
+        .await;
+    assert!(
+        misses >= 2.0,
+        "the backend was asked again after the change: {misses}"
+    );
+}

@@ -211,6 +211,10 @@ impl One<'_> {
             if msg.get("id").is_some() {
                 continue;
             }
+            // what the backend says changed is no longer answered from the cache
+            self.to
+                .cache
+                .heard(msg.get("method").and_then(Value::as_str).unwrap_or(""));
             if !relayed(&msg, honoured, uris) {
                 continue;
             }

@@ -76,6 +76,9 @@ pub struct Target<'a> {
     pub config: &'a BridgeConfig,
     /// The route's `authz` filter of a list answer, when this request's answer is one.
     pub filter: Option<&'a ListFilter<'a>>,
+    /// The response cache of the request's snapshot: what a backend's stream says changed is
+    /// not answered from it again.
+    pub cache: &'a crate::cache::Cache,
 }
 
 /// How the reverse bridge took a request it did not fail.
