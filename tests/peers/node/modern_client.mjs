@@ -2,7 +2,9 @@
 // (`versionNegotiation: {mode: {pin: "2026-07-28"}}`: no fallback) for the reverse era bridge's tests
 // (issue 23), against tests/peers/pooled_server.py (FastMCP 1.30.0) behind the gateway.
 //
-// Usage: node modern_client.mjs --url URL [--name CLIENT_NAME] tour
+// Usage: node modern_client.mjs --url URL [--name CLIENT_NAME] tour|list
+//   list -> {"protocol", "tools": [names], "ttl": the tools/list result's ttlMs, "whoami"} (connect, list the
+//           tools, call whoami: an agent starting; any 2026-07-28 server)
 //   tour -> {"tools", "progress", "progress_text", "resource", "prompt", "logs": [[level, data]...], "log_text",
 //            "counts", "sessions_seen", "server", "protocol"} (the same steps as modern_client_v2.py's tour; the
 //            log level "info" is sent as `_meta` io.modelcontextprotocol/logLevel on the log_some call)
@@ -32,6 +34,12 @@ async function main() {
   const out = { protocol: client.getNegotiatedProtocolVersion?.() ?? null };
   const tools = await client.listTools();
   out.tools = tools.tools.map((t) => t.name).sort();
+  if (process.argv.includes("list")) {
+    out.ttl = tools.ttlMs ?? null;
+    out.whoami = text(await client.callTool({ name: "whoami", arguments: {} }));
+    await client.close();
+    return out;
+  }
   const progress = [];
   const res = await client.callTool(
     { name: "slow_progress", arguments: { steps: 3, delay_ms: 100 } },

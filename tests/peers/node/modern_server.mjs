@@ -3,11 +3,14 @@
 // Node glue from `@modelcontextprotocol/node` toNodeHandler), for the era tests (issue 22).
 //
 // Usage: node tests/peers/node/modern_server.mjs --port P [--legacy reject|serve] [--name NAME] [--notify]
+//        [--cache-ttl-ms N --cache-scope public|private]
 //
 // http://127.0.0.1:P/mcp (any path is served). --port 0 picks a free port.
 //   --legacy reject (default): modern-only strict (`createMcpHandler(f, {legacy: 'reject'})`): a legacy
 //            `initialize` is answered 400 -32022 naming the supported revisions; GET/DELETE 405.
 //   --legacy serve: the SDK's default stateless legacy fallback as well (a dual backend).
+//   --cache-ttl-ms/--cache-scope: the SDK's `cacheHints` for server/discover, the four lists and
+//            resources/read (the results' ttlMs and cacheScope; none by default).
 //   --notify: declares resources.subscribe and tools/resources listChanged, and adds the tools
 //            `touch {uri}` (notifications/resources/updated for uri on the handler's bus, which
 //            subscriptions/listen streams read) and `change_tools {}` (notifications/tools/list_changed).
@@ -58,7 +61,7 @@ function usage(msg) {
 }
 
 function parseArgs(argv) {
-  const out = { port: null, legacy: "reject", name: "modern", notify: false };
+  const out = { port: null, legacy: "reject", name: "modern", notify: false, ttl: null, scope: "private" };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => (i + 1 < argv.length ? argv[++i] : usage(`${a} needs a value`));
@@ -66,6 +69,8 @@ function parseArgs(argv) {
     else if (a === "--legacy") out.legacy = val();
     else if (a === "--name") out.name = val();
     else if (a === "--notify") out.notify = true;
+    else if (a === "--cache-ttl-ms") out.ttl = Number(val());
+    else if (a === "--cache-scope") out.scope = val();
     else usage(`unknown argument ${a}`);
   }
   if (out.port === null || !/^\d+$/.test(out.port) || Number(out.port) > 65535) usage("--port P is required (0..65535)");
@@ -88,6 +93,12 @@ function answerOf(responses, key) {
   return String(v.content?.answer ?? "");
 }
 
+function cacheHints(ttlMs, cacheScope) {
+  const hint = { ttlMs, cacheScope };
+  const methods = ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"];
+  return Object.fromEntries(methods.map((m) => [m, hint]));
+}
+
 function factory() {
   const server = new McpServer(
     { name: args.name, version: "2.4.0-test" },
@@ -96,6 +107,7 @@ function factory() {
         ? { logging: {}, resources: { subscribe: true, listChanged: true }, tools: { listChanged: true } }
         : { logging: {} },
       instructions: `modern test server ${args.name}`,
+      ...(args.ttl === null ? {} : { cacheHints: cacheHints(args.ttl, args.scope) }),
     },
   );
 
