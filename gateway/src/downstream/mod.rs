@@ -86,6 +86,23 @@ impl<A> Guarded<A> {
     }
 }
 
+/// Waits for the first byte of the connection's next request (`head::Watch`'s `try_peek`, under
+/// its idle or header deadline), so that a connection between requests holds no session, no
+/// request buffer and no request future: they are made when a request starts. False when the
+/// connection is done: closed, idle past its deadline, refused, or the server shutting down.
+async fn next_request(stream: &mut Stream, shutdown: &ShutdownWatch) -> bool {
+    if *shutdown.borrow() {
+        return false;
+    }
+    let mut shutdown = shutdown.clone();
+    let mut first = [0u8; 1];
+    tokio::select! {
+        biased;
+        peeked = stream.try_peek(&mut first) => peeked.unwrap_or(false),
+        _ = shutdown.changed() => false,
+    }
+}
+
 #[async_trait]
 impl<A> ServerApp for Guarded<A>
 where
@@ -112,7 +129,10 @@ where
         };
         let timeouts: ClientTimeouts = self.timeouts.client_timeouts();
         let phase = Arc::new(Mutex::new(Phase::new(timeouts)));
-        let watched: Stream = Box::new(Watch::new(stream, phase.clone()));
+        let mut watched: Stream = Box::new(Watch::new(stream, phase.clone()));
+        if !next_request(&mut watched, shutdown).await {
+            return None;
+        }
         let mut session = ServerSession::new_http1(watched);
         if *shutdown.borrow() {
             session.set_keepalive(None);
@@ -124,8 +144,12 @@ where
         // standard names and lowercase others, not in the client's case (RFC 9110 §5.1)
         session.set_keep_header_case(false);
         let mut result = self.inner.process_new_http(session, shutdown).await;
-        while let Some((stream, settings)) = result.map(|r| r.consume()) {
+        while let Some((mut stream, settings)) = result.map(|r| r.consume()) {
             head::rearm(&phase);
+            let pipelined = settings.as_ref().is_some_and(|s| s.has_pipelined_prefix());
+            if !pipelined && !next_request(&mut stream, shutdown).await {
+                return None;
+            }
             let mut session = ServerSession::new_http1(stream);
             if let Some(settings) = settings {
                 settings.apply_to_session(&mut session);

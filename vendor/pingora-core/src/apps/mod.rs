@@ -148,6 +148,13 @@ impl HttpPersistentSettings {
         self.pipelined_prefix = Some(prefix);
     }
 
+    /// Whether bytes of the next request were already read (a pipelined prefix): a caller
+    /// that waits for the connection to become readable before building the next session
+    /// must not wait then, as those bytes will never be read from the stream again.
+    pub fn has_pipelined_prefix(&self) -> bool {
+        self.pipelined_prefix.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
     pub fn apply_to_session(self, session: &mut ServerSession) {
         let Self {
             keepalive_timeout,
@@ -407,6 +414,18 @@ mod tests {
 
         // Keepalive should also have been applied
         assert_eq!(session2.get_keepalive(), Some(60));
+    }
+
+    #[test]
+    fn test_persistent_settings_say_whether_a_pipelined_prefix_waits() {
+        let mock_io = Builder::new().build();
+        let session = ServerSession::new_http1(Box::new(mock_io));
+        let mut settings = HttpPersistentSettings::for_session(&session);
+        assert!(!settings.has_pipelined_prefix());
+        settings.set_pipelined_prefix(BytesMut::new());
+        assert!(!settings.has_pipelined_prefix(), "an empty prefix is none");
+        settings.set_pipelined_prefix(BytesMut::from(&b"GET / HTTP/1.1\r\n"[..]));
+        assert!(settings.has_pipelined_prefix());
     }
 
     #[test]
