@@ -87,7 +87,8 @@ struct RunArgs {
     #[arg(long, default_value = "reuse", value_parser = ["reuse", "new"])]
     connections: String,
     /// The tool every call invokes; `tasks/get:ID` (stateless dialect): every request polls
-    /// task ID instead.
+    /// task ID instead; `tools/list` (stateless dialect): every request is a `tools/list`
+    /// (the response cache's benchmark, `scripts/bench-cache`).
     #[arg(long, default_value = "whoami")]
     tool: String,
     /// Per-request timeout in milliseconds.

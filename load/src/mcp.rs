@@ -60,7 +60,8 @@ impl Wire {
         self.post(&session_headers(sid), &body)
     }
 
-    /// A `tools/call` in the dialect (`sid` for legacy).
+    /// A `tools/call` in the dialect (`sid` for legacy); in the stateless dialect, the tool
+    /// `tasks/get:ID` makes it a `tasks/get` of task ID and the tool `tools/list` a `tools/list`.
     pub fn call(&self, dialect: Dialect, id: u64, sid: Option<&str>) -> Request {
         match dialect {
             Dialect::Legacy | Dialect::SessionPerCall => {
@@ -87,6 +88,23 @@ impl Wire {
                     ("MCP-Protocol-Version", STATELESS_VERSION),
                     ("Mcp-Method", "tasks/get"),
                     ("Mcp-Name", task_id),
+                ];
+                self.post(&headers, &body)
+            }
+            Dialect::Stateless if self.tool == "tools/list" => {
+                let body = json!({
+                    "jsonrpc": "2.0", "id": id, "method": "tools/list",
+                    "params": {
+                        "_meta": {
+                            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+                            "io.modelcontextprotocol/clientCapabilities": {},
+                            "io.modelcontextprotocol/clientInfo": {"name": "mcp-load", "version": env!("CARGO_PKG_VERSION")}
+                        }
+                    }
+                });
+                let headers = [
+                    ("MCP-Protocol-Version", STATELESS_VERSION),
+                    ("Mcp-Method", "tools/list"),
                 ];
                 self.post(&headers, &body)
             }

@@ -59,11 +59,24 @@ def main(doc: str, make_app: Callable[[str], Any]) -> None:
     p.add_argument("--require-token", metavar="PEM", help="refuse (401) requests without a valid RS256 JWT bearer token")
     p.add_argument("--audience", help="... whose aud is this")
     p.add_argument("--scope", help="... whose scope holds this")
+    p.add_argument(
+        "--latency-ms",
+        type=int,
+        default=0,
+        help="every HTTP request waits this long before it is handled (a backend far away; benchmarks)",
+    )
+    p.add_argument(
+        "--count-methods",
+        action="store_true",
+        help="count the POSTs received by JSON-RPC method; GET /bench/counts answers them (benchmarks)",
+    )
     a = p.parse_args()
     tls = (a.tls_cert, a.tls_key) if a.tls_cert else None
     app = make_app(a.name)
     if a.require_token:
         app = BearerGuard(app, a.require_token, a.audience, a.scope)
+    if a.latency_ms or a.count_methods:
+        app = BenchShim(app, a.latency_ms, a.count_methods)
     try:
         anyio.run(serve, app, a.port, a.name, tls)
     except KeyboardInterrupt:
@@ -140,6 +153,59 @@ class BearerGuard:
         if claims.get("iat", 0) < int(self.not_before):
             return None
         return claims
+
+
+class BenchShim:
+    """ASGI middleware for the benchmarks (scripts/bench-cache): every HTTP request waits
+    `latency_ms` before the app sees it (the backend's own time, as if it ran elsewhere: a wait,
+    not work on this box's cores); with `count`, each POST is counted by its JSON-RPC `method`
+    (a batch by each of its messages) as it arrives, and `GET /bench/counts` answers
+    {"METHOD": n, ...} (no latency, never passed to the app)."""
+
+    def __init__(self, app: Any, latency_ms: int, count: bool) -> None:
+        self.app, self.latency, self.count = app, latency_ms / 1000, count
+        self.counts: dict[str, int] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        import json
+
+        if self.count and scope["path"] == "/bench/counts":
+            return await _answer(send, 200, json.dumps(self.counts).encode())
+        if self.count and scope["method"] == "POST":
+            body, more = b"", True
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    break
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = None
+            for msg in parsed if isinstance(parsed, list) else [parsed]:
+                method = msg.get("method", "(answer)") if isinstance(msg, dict) else "(not JSON-RPC)"
+                self.counts[method] = self.counts.get(method, 0) + 1
+            receive = _replaying(body, receive)
+        if self.latency:
+            await anyio.sleep(self.latency)
+        return await self.app(scope, receive, send)
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    """An ASGI `receive` that gives `body` (already read) first, then what `receive` gives."""
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 async def _answer(send: Any, status: int, body: bytes, extra: list | None = None) -> None:
