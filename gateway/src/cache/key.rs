@@ -1,14 +1,17 @@
 //! What a cached result depends on, as one key: the route (and member), the backends that
 //! answer it (the pool's [`signature`](crate::upstream::Pool::signature): its members and
 //! their eras), the method, the request's `params` except `_meta`, the protocol version and
-//! the client capabilities the request declared (a server may answer by them: HTTP's `Vary`). Objects are written with
-//! their keys sorted, so two requests that differ only in key order or spacing share a key. A
-//! private result's key adds the authorization context: the digest of the credential the caller
+//! the client capabilities the request declared (a server may answer by them: HTTP's `Vary`).
+//! `params`' members are taken in name order, each value as its text, so two requests that
+//! differ only in the order of their params or the spacing between them share a key. A private
+//! result's key adds the authorization context: the digest of the credential the caller
 //! presented, so a new token is a new context.
 
 use super::store::Key;
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 
 /// The `_meta` keys a result may depend on.
 const VARY: [&str; 2] = [
@@ -40,36 +43,57 @@ pub struct Source<'a> {
     pub backends: u64,
 }
 
-/// The key of a request with `body` for `method` from `source`.
+/// The message as the key reads it: its `params`, borrowed, not parsed.
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// An object's members by name (sorted), each value its own text, borrowed.
+type Members<'a> = BTreeMap<&'a str, &'a RawValue>;
+
+/// The key of a request with `body` for `method` from `source`. The request is read once,
+/// borrowed: `params`' members sorted by name, each value as its text (`_meta` left out but for
+/// the members a result may vary by), so nothing is built but the sorted list of names.
 pub fn of(source: Source<'_>, method: &str, body: &[u8]) -> Keyed {
-    let Ok(Value::Object(msg)) = serde_json::from_slice::<Value>(body) else {
+    let Ok(message) = serde_json::from_slice::<Message<'_>>(body) else {
         return Keyed::Unreadable;
     };
-    let mut params = match msg.get("params") {
-        Some(Value::Object(p)) => p.clone(),
-        None | Some(Value::Null) => serde_json::Map::new(),
+    let params: Members<'_> = match message.params.map(RawValue::get) {
+        None | Some("null") => Members::new(),
+        // (a name with an escape in it cannot be borrowed: such a request is not kept)
+        Some(p) if p.starts_with('{') => match serde_json::from_str(p) {
+            Ok(members) => members,
+            Err(_) => return Keyed::Unreadable,
+        },
         Some(_) => return Keyed::Unreadable,
     };
     if params.contains_key("inputResponses") || params.contains_key("requestState") {
         return Keyed::Retry;
     }
-    let meta = params.remove("_meta");
+    let meta: Members<'_> = match params.get("_meta") {
+        Some(meta) => serde_json::from_str(meta.get()).unwrap_or_default(),
+        None => Members::new(),
+    };
     let mut h = Sha256::new();
-    for part in [source.route, source.member, method] {
-        h.update((part.len() as u64).to_be_bytes());
-        h.update(part.as_bytes());
-    }
-    h.update(source.backends.to_be_bytes());
-    // serde_json's maps keep their keys sorted: the text is canonical
-    let params = Value::Object(params).to_string();
-    h.update((params.len() as u64).to_be_bytes());
-    h.update(params.as_bytes());
-    for key in VARY {
-        let vary = meta.as_ref().and_then(|m| m.get(key));
-        let text = vary.map(Value::to_string).unwrap_or_default();
+    let mut part = |text: &str| {
         h.update((text.len() as u64).to_be_bytes());
         h.update(text.as_bytes());
+    };
+    for text in [source.route, source.member, method] {
+        part(text);
     }
+    for (name, value) in params.iter().filter(|(name, _)| **name != "_meta") {
+        part(name);
+        part(value.get());
+    }
+    // the end of the params, so that no member can pass for a `_meta` one
+    part("\u{0}");
+    for name in VARY {
+        part(meta.get(name).map_or("", |v| v.get()));
+    }
+    h.update(source.backends.to_be_bytes());
     Keyed::Key(h.finalize().into())
 }
 
