@@ -135,11 +135,13 @@ impl UpstreamClient {
     }
 }
 
-/// The buffer a GET's answer is read into: a GET through this client is a session's event
-/// stream (held for the session's life, or a client's), whose events are small; pingora's
-/// default of 64 KiB per body was half of a held stream's memory (docs/benchmarks.md, "Held GET
-/// streams"). A larger event is read in several reads. Other answers keep the default.
-const STREAM_BODY_BUFFER: usize = 8 * 1024;
+/// The buffer a GET's answer, and any answer that is an event stream, is read into (the
+/// latter on every path: `Pool::peer` sets it in the peer's options): a GET through this
+/// client is a session's event stream (held for the session's life, or a client's), whose
+/// events are small; pingora's default of 64 KiB per body was half of a held stream's memory
+/// (docs/benchmarks.md, "Held GET streams"). A larger event is read in several reads. Other
+/// answers keep the default.
+pub(crate) const STREAM_BODY_BUFFER: usize = 8 * 1024;
 
 fn size_body_buffer(session: &mut HttpSession, req: &RequestHeader) {
     if let (HttpSession::H1(h1), &http::Method::GET) = (session, &req.method) {

@@ -366,6 +366,10 @@ impl Pool {
         // one header map per answer, not two (a carried pingora-core change): the answer's
         // header names reach the client titled (standard) or lowercase (others)
         peer.options.keep_response_header_case = false;
+        // an answer that is an event stream (a listen, a call's progress, a session's GET) is
+        // read into a buffer sized for events, not 64 KiB: a held stream keeps it all along (a
+        // carried pingora-core change)
+        peer.options.event_stream_body_buf_size = Some(client::STREAM_BODY_BUFFER);
         peer.options.http_upstream_request_policy = REQUEST_POLICY;
         peer
     }

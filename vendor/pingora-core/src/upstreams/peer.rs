@@ -546,6 +546,10 @@ pub struct PeerOptions {
     /// clone and drop); written on, its names are the titled standard names and the lowercase
     /// others (header names are case-insensitive, RFC 9110 §5.1).
     pub keep_response_header_case: bool,
+    /// The size of the buffer an HTTP/1 response body that is an event stream
+    /// (`text/event-stream`) is read into, instead of the default 64 KiB: a long-lived stream
+    /// of small events keeps its buffer for as long as it lasts. `None`: the default.
+    pub event_stream_body_buf_size: Option<usize>,
     /// Controls automatically forwarded request headers sent to HTTP upstreams.
     pub http_upstream_request_policy: HttpUpstreamRequestPolicy,
     pub extra_proxy_headers: BTreeMap<String, Vec<u8>>,
@@ -606,6 +610,7 @@ impl PeerOptions {
             h2_connection_window_size: None,
             allow_h1_response_invalid_content_length: false,
             keep_response_header_case: true,
+            event_stream_body_buf_size: None,
             http_upstream_request_policy: HttpUpstreamRequestPolicy::default(),
             extra_proxy_headers: BTreeMap::new(),
             curves: None,

@@ -71,6 +71,9 @@ pub struct HttpSession {
     keep_header_case: bool,
     /// The request body ended short of its length: the connection is dropped, never flushed.
     request_body_unfinished: bool,
+    /// The body buffer of a response that is an event stream (`text/event-stream`), if not the
+    /// default: see [`HttpSession::set_event_stream_body_buf_size`].
+    event_stream_body_buf_size: Option<usize>,
 }
 
 /// HTTP 1.x client session
@@ -106,6 +109,7 @@ impl HttpSession {
             allow_h1_response_invalid_content_length: false,
             keep_header_case: true,
             request_body_unfinished: false,
+            event_stream_body_buf_size: None,
         }
     }
 
@@ -117,6 +121,7 @@ impl HttpSession {
                 options.allow_h1_response_invalid_content_length,
             );
             session.set_keep_header_case(options.keep_response_header_case);
+            session.event_stream_body_buf_size = options.event_stream_body_buf_size;
         }
         session
     }
@@ -582,6 +587,22 @@ impl HttpSession {
         self.body_reader.body_buf_size = size.max(1);
     }
 
+    /// The size of the buffer the body of a response that is an event stream
+    /// (`Content-Type: text/event-stream`) is read into, decided when its head is read: an event
+    /// stream may stay open for hours with a few small events, and keeps its buffer all along;
+    /// other responses keep the default (or [`Self::set_body_buf_size`]'s).
+    pub fn set_event_stream_body_buf_size(&mut self, size: Option<usize>) {
+        self.event_stream_body_buf_size = size;
+    }
+
+    fn is_event_stream(&self) -> bool {
+        let content_type = self.get_header(http::header::CONTENT_TYPE);
+        content_type.is_some_and(|v| {
+            let v = v.as_bytes();
+            v.len() >= 17 && v[..17].eq_ignore_ascii_case(b"text/event-stream")
+        })
+    }
+
     pub(super) fn get_headers_raw(&self) -> &[u8] {
         // TODO: these get_*() could panic. handle them better
         self.raw_header.as_ref().unwrap().get(&self.buf[..])
@@ -754,6 +775,11 @@ impl HttpSession {
 
     fn init_body_reader(&mut self) {
         if self.body_reader.need_init() {
+            if let Some(size) = self.event_stream_body_buf_size {
+                if self.is_event_stream() {
+                    self.body_reader.body_buf_size = size.max(1);
+                }
+            }
             // follow https://datatracker.ietf.org/doc/html/rfc9112#section-6.3
             let preread_body = self.preread_body.as_ref().unwrap().get(&self.buf[..]);
 
@@ -2535,6 +2561,27 @@ hello\r\n\
         assert_eq!(&body[..], b"data: 1\n\n");
         let capacity = http_stream.body_reader.body_buf.as_ref().map(|b| b.capacity());
         assert!(capacity.is_some_and(|c| c < 16384), "{capacity:?}");
+    }
+
+    #[tokio::test]
+    async fn test_event_stream_body_buf_size_sizes_only_an_event_stream() {
+        for (content_type, small) in [
+            ("text/event-stream", true),
+            ("Text/Event-Stream; charset=utf-8", true),
+            ("application/json", false),
+        ] {
+            let input = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n\r\ndata: 1\n\n");
+            let mock_io = Builder::new().read(input.as_bytes()).build();
+            let mut peer = crate::upstreams::peer::HttpPeer::new("127.0.0.1:1", false, String::new());
+            peer.options.event_stream_body_buf_size = Some(8192);
+            let mut http_stream = HttpSession::new_with_options(Box::new(mock_io), &peer);
+            http_stream.read_response().await.unwrap();
+            let body = http_stream.read_body_bytes().await.unwrap().unwrap();
+            assert_eq!(&body[..], b"data: 1\n\n");
+            let capacity = http_stream.body_reader.body_buf.as_ref().map(|b| b.capacity());
+            let capacity = capacity.unwrap_or(0);
+            assert_eq!(capacity < 16384, small, "{content_type}: {capacity}");
+        }
     }
 
     #[tokio::test]
