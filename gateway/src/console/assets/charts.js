@@ -31,12 +31,18 @@ export function lineChart(root, series, unit = "") {
   const max = svg("text", { x: 2, y: 12, class: "label" });
   max.textContent = `${Number.isInteger(top) ? top : top.toFixed(1)}${unit}`;
   const span = svg("text", { x: PAD, y: H - 2, class: "label" });
-  span.textContent = `${Math.round((t1 - t0) / 60000)} min`;
+  const seconds = Math.round((t1 - t0) / 1000);
+  span.textContent = seconds < 120 ? `last ${seconds} s` : `last ${Math.round(seconds / 60)} min`;
   chart.append(max, span);
   let i = 0;
   for (const [name, values] of series) {
     const color = `c${i++ % 6}`;
     chart.append(svg("polyline", { class: color, points: values.map(([t, v]) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`).join(" ") }));
+    if (values.length === 1) {
+      // a line of one point draws nothing: a dot instead
+      const [[t, v]] = values;
+      chart.append(svg("circle", { class: `dot ${color}`, cx: x(t).toFixed(1), cy: y(v).toFixed(1), r: 3 }));
+    }
     const swatch = document.createElement("span");
     swatch.className = `swatch ${color}`;
     const item = document.createElement("span");
