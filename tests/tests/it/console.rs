@@ -114,6 +114,8 @@ fn backend_row(addr: &str) -> String {
 
 #[tokio::test]
 async fn the_console_shows_a_killed_pods_sessions_arrive_on_the_survivor_within_10_s() {
+    // its verdict counts a time (10 s), and a browser is a load of its own
+    let _machine = mcp_gateway_tests::machine::shared().await;
     let mut s = setup().await;
     policy_is_set(&s.gw).await;
     let mut client = ReplClient::connect("mcp1", &s.gw.url("/mcp"), None).await;
