@@ -308,3 +308,7 @@ fn admission_json(state: &State, samples: &Mutex<Samples>) -> Value {
         .unwrap_or_default();
     json!({"caps": caps, "refusals": refusals})
 }
+
+#[cfg(test)]
+#[path = "snapshot_tests.rs"]
+mod tests;
