@@ -56,6 +56,8 @@ impl Chromium {
                 "--disable-component-update",
                 "--disable-sync",
                 "--disable-extensions",
+                // a container's small /dev/shm would crash the renderer
+                "--disable-dev-shm-usage",
                 "--remote-debugging-address=127.0.0.1",
                 "--remote-debugging-port=0",
             ])
