@@ -3,7 +3,8 @@
 //! over its WebSocket (`tokio-tungstenite`). The protocol's few calls a test needs are written
 //! here (open a page, evaluate, screenshot) rather than taken from a crate of the whole
 //! protocol's generated types (chromiumoxide, headless_chrome), which would build for minutes.
-//! The browser is killed when the [`Chromium`] drops, a failed test included.
+//! The browser (its whole process group) is killed when the [`Chromium`] drops, a failed test
+//! included.
 
 use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
@@ -34,6 +35,13 @@ pub struct Chromium {
 
 impl Drop for Chromium {
     fn drop(&mut self) {
+        // the browser and every process it started (zygote, renderer, GPU) are one process
+        // group, the browser's own: killed together, not left to notice their parent died
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &format!("-{pid}")])
+                .status();
+        }
         let _ = self.child.start_kill();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
@@ -63,6 +71,7 @@ impl Chromium {
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("about:blank")
+            .process_group(0)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
