@@ -11,10 +11,14 @@
 //! - `GET /admin/tasks`: the task records this replica holds, per pool and backend (also in
 //!   `/admin/backends`, as each backend's `tasks`);
 //! - `GET /admin/virtual`: each virtual route's members: pool, mode, backends up, and how many
-//!   tools, prompts and resources each exposes (as its lists said last).
+//!   tools, prompts and resources each exposes (as its lists said last);
+//! - `GET /` and `/console`: the operator's console, its files under `/console/` and its
+//!   event stream `/console/events` (`console/`).
 //!
-//! Who may call what (browsers never; `/admin/*` with the token) is `admin_auth.rs`.
+//! Who may call what (browsers only from the console's own origin; `/admin/*` with the token)
+//! is `admin_auth.rs`.
 
+use crate::console::Console;
 use crate::session::{Lookup, SessionManager};
 use crate::state::State;
 use crate::stream::Streams;
@@ -23,8 +27,9 @@ use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Response, StatusCode};
-use pingora::apps::http_app::ServeHttp;
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream};
 use pingora::protocols::http::ServerSession;
+use pingora::server::ShutdownWatch;
 use pingora_prometheus::prometheus::{Encoder, Registry, TextEncoder};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -39,20 +44,29 @@ pub struct AdminApp {
     upstream: UpstreamMetrics,
     /// Where tasks live.
     tasks: Arc<crate::tasks::Tasks>,
+    /// The operator's console.
+    console: Console,
 }
 
 impl AdminApp {
     /// Serves the given state, sessions, streams and the registry every concern registered
-    /// its families into (`upstream`'s backend gauges are set at each scrape).
+    /// its families into (`upstream`'s backend gauges are set at each scrape), and the console
+    /// over the sampler's `samples`.
     pub fn new(
-        state: Arc<ArcSwap<State>>,
-        sessions: Arc<SessionManager>,
-        streams: Arc<Streams>,
+        (state, sessions, streams): (Arc<ArcSwap<State>>, Arc<SessionManager>, Arc<Streams>),
         registry: Registry,
         upstream: UpstreamMetrics,
         tasks: Arc<crate::tasks::Tasks>,
+        samples: Arc<std::sync::Mutex<crate::console::Samples>>,
     ) -> AdminApp {
+        let console = Console::new(crate::console::Sources {
+            state: state.clone(),
+            sessions: sessions.clone(),
+            tasks: tasks.clone(),
+            samples,
+        });
         AdminApp {
+            console,
             state,
             sessions,
             streams,
@@ -198,7 +212,12 @@ impl AdminApp {
                 .split('&')
                 .filter_map(|kv| kv.split_once('='))
                 .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.to_owned())
+                // a browser's URLSearchParams writes `:` as `%3A`
+                .map(|(_, v)| {
+                    percent_encoding::percent_decode_str(v)
+                        .decode_utf8_lossy()
+                        .into_owned()
+                })
         };
         let (Some(pool_name), Some(addr)) = (param("pool"), param("backend")) else {
             return reply_json(
@@ -279,21 +298,29 @@ fn reply(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Respo
     response
 }
 
-#[async_trait]
-impl ServeHttp for AdminApp {
+/// Why a request may not be served, as its answer (`None`: it may).
+fn refusal(session: &ServerSession, state: &State) -> Option<Response<Vec<u8>>> {
+    let refused = crate::admin_auth::check(session.req_header(), &state.config).err()?;
+    let mut resp = reply_json(refused.status, &json!({"error": refused.message}));
+    if refused.status == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer"),
+        );
+    }
+    Some(resp)
+}
+
+impl AdminApp {
+    /// The answer to one request (all but the console's event stream, which streams).
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
-        let config = &self.state.load().config;
-        if let Err(refused) = crate::admin_auth::check(session.req_header(), config) {
-            let mut resp = reply_json(refused.status, &json!({"error": refused.message}));
-            if refused.status == StatusCode::UNAUTHORIZED {
-                resp.headers_mut().insert(
-                    http::header::WWW_AUTHENTICATE,
-                    http::HeaderValue::from_static("Bearer"),
-                );
-            }
-            return resp;
+        if let Some(refused) = refusal(session, &self.state.load()) {
+            return refused;
         }
         let path = session.req_header().uri.path().to_owned();
+        if Console::serves(&path) {
+            return self.console.file(&path);
+        }
         let query = session.req_header().uri.query().unwrap_or("").to_owned();
         let post = session.req_header().method == http::Method::POST;
         match path.as_str() {
@@ -310,35 +337,7 @@ impl ServeHttp for AdminApp {
                 }
             }
             "/healthz" => reply(StatusCode::OK, "text/plain", b"ok\n".to_vec()),
-            "/readyz" => {
-                let store = self.sessions.store_ready().await.err();
-                let state = self.state.load();
-                let not_ready: Vec<&str> = state
-                    .pools
-                    .iter()
-                    .filter(|p| !p.any_ready())
-                    .map(|p| p.name.as_str())
-                    .collect();
-                if let (true, Some(e)) = (not_ready.is_empty(), store) {
-                    let body = format!(
-                        "ready (degraded): the session store: {}; sessions held here are served, new sessions and moves get 503 -32006\n",
-                        e.data["detail"]
-                    );
-                    reply(StatusCode::OK, "text/plain", body.into_bytes())
-                } else if not_ready.is_empty() {
-                    reply(StatusCode::OK, "text/plain", b"ready\n".to_vec())
-                } else {
-                    let body = format!(
-                        "not ready: no reachable backend in pool(s) {}\n",
-                        not_ready.join(", ")
-                    );
-                    reply(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "text/plain",
-                        body.into_bytes(),
-                    )
-                }
-            }
+            "/readyz" => self.readyz().await,
             "/metrics" => reply(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
@@ -347,8 +346,78 @@ impl ServeHttp for AdminApp {
             _ => reply(
                 StatusCode::NOT_FOUND,
                 "text/plain",
-                b"admin endpoints: /healthz /readyz /metrics\n".to_vec(),
+                b"admin endpoints: / (the console) /healthz /readyz /metrics\n".to_vec(),
             ),
+        }
+    }
+
+    async fn readyz(&self) -> Response<Vec<u8>> {
+        let store = self.sessions.store_ready().await.err();
+        let state = self.state.load();
+        let not_ready: Vec<&str> = state
+            .pools
+            .iter()
+            .filter(|p| !p.any_ready())
+            .map(|p| p.name.as_str())
+            .collect();
+        if let (true, Some(e)) = (not_ready.is_empty(), store) {
+            let body = format!(
+                "ready (degraded): the session store: {}; sessions held here are served, new sessions and moves get 503 -32006\n",
+                e.data["detail"]
+            );
+            reply(StatusCode::OK, "text/plain", body.into_bytes())
+        } else if not_ready.is_empty() {
+            reply(StatusCode::OK, "text/plain", b"ready\n".to_vec())
+        } else {
+            let body = format!(
+                "not ready: no reachable backend in pool(s) {}\n",
+                not_ready.join(", ")
+            );
+            reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                body.into_bytes(),
+            )
+        }
+    }
+}
+
+/// The admin listener serves each connection itself (not through pingora's `ServeHttp`, whose
+/// whole-body answers cannot stream): the console's event stream is written as it goes.
+#[async_trait]
+impl HttpServerApp for AdminApp {
+    async fn process_new_http(
+        self: &Arc<Self>,
+        mut session: ServerSession,
+        shutdown: &ShutdownWatch,
+    ) -> Option<ReusedHttpStream> {
+        if !matches!(session.read_request().await, Ok(true)) {
+            return None; // no request head: the client went away or sent garbage
+        }
+        session.set_keepalive((!*shutdown.borrow()).then_some(60));
+        let is_events = session.req_header().uri.path() == crate::console::EVENTS_PATH
+            && session.req_header().method == http::Method::GET;
+        if is_events && refusal(&session, &self.state.load()).is_none() {
+            self.console.events(&mut session, shutdown).await;
+            return None;
+        }
+        let (parts, body) = self.response(&mut session).await.into_parts();
+        if let Err(e) = session.write_response_header(Box::new(parts.into())).await {
+            tracing::debug!(error = %e, "an admin client went away before its answer");
+            return None;
+        }
+        if !body.is_empty()
+            && session
+                .write_response_body(body.into(), true)
+                .await
+                .is_err()
+        {
+            return None;
+        }
+        let settings = HttpPersistentSettings::for_session(&session);
+        match session.finish().await {
+            Ok(reusable) => reusable.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),
+            Err(_) => None,
         }
     }
 }

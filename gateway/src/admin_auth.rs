@@ -1,16 +1,23 @@
-//! Who may use the admin listener. A browser must never drive it (a cross-site form POST, a
-//! page on a rebound DNS name), and changing anything needs the operator's token:
+//! Who may use the admin listener. No other site's page may drive it (a cross-site form POST,
+//! a page on a rebound DNS name), and changing anything needs the operator's token:
 //! - `Host`: an IP literal, `localhost`, or a name in the listener's `allowed-hosts`
 //!   (a rebound name is none of these): otherwise 421;
-//! - `Origin`: absent (not a browser) or a loopback origin: otherwise 403;
+//! - `Origin`: absent (not a browser), a loopback origin, or the listener's own (the console's
+//!   page, whose origin is the `Host` it was loaded from): otherwise 403;
+//! - `Sec-Fetch-Site` (sent by browsers): on anything but GET and HEAD, `same-origin` or
+//!   `none` (typed by the operator) only: otherwise 403;
 //! - `/admin/*`: with `admin-token` set, every call needs `Authorization: Bearer TOKEN` (401
 //!   otherwise: backend addresses and session ids are for operators only); without it, reads
 //!   are served and mutating calls (drain, undrain) are refused with 403.
-//! - `/healthz`, `/readyz` and `/metrics` need no token (probes and scrapers).
+//! - `/healthz`, `/readyz` and `/metrics` need no token (probes and scrapers), nor does the
+//!   console (`/`, `/console/*`), which is read-only: its drain buttons call `/admin/*` with
+//!   the token in `Authorization` (a header no other origin's page can make a browser send
+//!   here), never with a cookie.
 
 use crate::config::{Config, LOOPBACK_ORIGINS};
 use crate::downstream::guard::Patterns;
 use http::header::{AUTHORIZATION, HOST, ORIGIN};
+use http::HeaderName;
 use pingora::http::RequestHeader;
 use std::net::IpAddr;
 
@@ -47,12 +54,25 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
     if let Some(origin) = req.headers.get(ORIGIN) {
         let origin = String::from_utf8_lossy(origin.as_bytes());
         let loopback: Vec<String> = LOOPBACK_ORIGINS.iter().map(|s| (*s).to_owned()).collect();
-        if !Patterns::new(&loopback).is_some_and(|p| p.is_match(&origin)) {
+        let own = ["http://", "https://"].map(|scheme| format!("{scheme}{host}"));
+        if !(own.contains(&origin.to_string())
+            || Patterns::new(&loopback).is_some_and(|p| p.is_match(&origin)))
+        {
             return refuse(
                 http::StatusCode::FORBIDDEN,
                 format!("browser Origin `{origin}` may not use the admin API"),
             );
         }
+    }
+    let site = req.headers.get(HeaderName::from_static("sec-fetch-site"));
+    let reads = req.method == http::Method::GET || req.method == http::Method::HEAD;
+    if let Some(site) = site.filter(|s| !reads && !matches!(s.as_bytes(), b"same-origin" | b"none"))
+    {
+        let site = String::from_utf8_lossy(site.as_bytes());
+        return refuse(
+            http::StatusCode::FORBIDDEN,
+            format!("a request from another site (Sec-Fetch-Site: {site}) may not change anything"),
+        );
     }
     if !req.uri.path().starts_with("/admin/") {
         return Ok(());
@@ -164,6 +184,26 @@ mod tests {
                 "{open}"
             );
         }
+    }
+
+    #[test]
+    fn the_consoles_own_origin_may_post_with_the_token_and_another_site_may_not() {
+        let bearer = ("authorization", "Bearer s3cret-admin-token");
+        let drain = "/admin/backends/drain?pool=p&backend=127.0.0.1:1";
+        let mut own = req("POST", drain, &[bearer, ("origin", "http://10.1.2.3:9090")]);
+        own.insert_header("host", "10.1.2.3:9090").unwrap();
+        assert_eq!(status(check(&own, &config(true))), 200);
+        own.insert_header("sec-fetch-site", "same-origin").unwrap();
+        assert_eq!(status(check(&own, &config(true))), 200);
+        own.insert_header("sec-fetch-site", "cross-site").unwrap();
+        assert_eq!(status(check(&own, &config(true))), 403);
+        let other = req("POST", drain, &[bearer, ("origin", "http://10.9.9.9:9090")]);
+        assert_eq!(status(check(&other, &config(true))), 403);
+        // the page itself is read-only and needs no token; a link from elsewhere may open it
+        let page = req("GET", "/console", &[("sec-fetch-site", "cross-site")]);
+        assert_eq!(status(check(&page, &config(true))), 200);
+        let events = req("GET", "/console/events", &[]);
+        assert_eq!(status(check(&events, &config(true))), 200);
     }
 
     #[test]

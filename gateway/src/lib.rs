@@ -13,6 +13,7 @@ pub(crate) mod cache;
 pub mod capture;
 pub(crate) mod classify;
 pub mod config;
+pub(crate) mod console;
 pub mod demo;
 pub(crate) mod downstream;
 pub(crate) mod error;

@@ -18,17 +18,30 @@
 
 use tracing_subscriber::layer::SubscriberExt;
 
-/// Installs the global subscriber. `json` selects one JSON object per line.
+/// Installs the global subscriber, writing to stderr. `json` selects one JSON object per line.
 /// The level comes from `RUST_LOG` (default `info`).
 pub fn init(json: bool) {
+    init_with(json, std::io::stderr, true);
+}
+
+/// [`init`], writing to `file` instead (the demo keeps its story on the terminal and its log
+/// out of it).
+pub fn init_to_file(json: bool, file: std::fs::File) {
+    init_with(json, std::sync::Mutex::new(file), false);
+}
+
+fn init_with<W>(json: bool, writer: W, ansi: bool)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
     let registry = tracing_subscriber::registry().with(filter);
     let installed = if json {
         tracing::subscriber::set_global_default(registry.with(fmt.json()))
     } else {
-        tracing::subscriber::set_global_default(registry.with(fmt))
+        tracing::subscriber::set_global_default(registry.with(fmt.with_ansi(ansi)))
     };
     if installed.is_ok() && log::set_boxed_logger(Box::new(Bridge)).is_ok() {
         log::set_max_level(match tracing::level_filters::LevelFilter::current() {

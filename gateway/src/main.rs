@@ -126,7 +126,12 @@ fn main() -> ExitCode {
         }
         Some(Command::Capture { files }) => print_captures(&files),
         Some(Command::Demo { port }) => {
-            logging::init(cli.log_json);
+            // the demo's story is told on the terminal: its log goes to a file
+            let log = demo::log_path();
+            match std::fs::File::create(&log) {
+                Ok(file) => logging::init_to_file(cli.log_json, file),
+                Err(e) => eprintln!("demo: no log file at {}: {e}", log.display()),
+            }
             demo::run(port)
         }
         Some(Command::DemoPod { port, name }) => demo::run_pod(port, &name),

@@ -106,13 +106,48 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     );
     add_telemetry(&mut server, &config);
     if let Some(admin) = config.admin {
-        let app = AdminApp::new(state, sessions, streams, registry, metrics.upstream, tasks);
-        let mut service = Service::new("admin".into(), app);
-        service.add_tcp(&admin.to_string());
-        service.threads = Some(1);
-        server.add_service(service);
+        let registry = (registry, metrics.upstream);
+        add_admin(
+            &mut server,
+            admin,
+            (state, sessions, streams),
+            registry,
+            tasks,
+        );
     }
     server
+}
+
+/// The admin listener at `admin`, with the console and its sampler (one reading a second,
+/// watched or not: `console/sampler.rs`).
+fn add_admin(
+    server: &mut Server,
+    admin: std::net::SocketAddr,
+    (state, sessions, streams): (Arc<ArcSwap<State>>, Arc<SessionManager>, Arc<Streams>),
+    (registry, upstream): (Registry, UpstreamMetrics),
+    tasks: Arc<crate::tasks::Tasks>,
+) {
+    let samples = Arc::new(std::sync::Mutex::new(crate::console::Samples::new(
+        crate::session::now_ms(),
+    )));
+    let sampler = crate::console::Sampler::new(
+        registry.clone(),
+        state.clone(),
+        sessions.clone(),
+        samples.clone(),
+    );
+    server.add_service(background_service("console sampler", sampler));
+    let app = AdminApp::new(
+        (state, sessions, streams),
+        registry,
+        upstream,
+        tasks,
+        samples,
+    );
+    let mut service = Service::new("admin".into(), app);
+    service.add_tcp(&admin.to_string());
+    service.threads = Some(1);
+    server.add_service(service);
 }
 
 /// pingora's settings: `threads`, and the ones that matter for throughput and shutdown.

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod bridge;
+pub mod browser;
 pub mod client;
 pub mod conformance;
 pub mod dns;

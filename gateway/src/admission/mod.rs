@@ -206,6 +206,22 @@ impl Admission {
         }
     }
 
+    /// The concurrency caps in use now: `(route index, or None for the gateway's own; what:
+    /// inflight or streams; used; limit)`, for operators.
+    pub fn usage(&self) -> Vec<(Option<usize>, &'static str, usize, usize)> {
+        let scopes = std::iter::once((None, &self.gateway))
+            .chain(self.routes.iter().enumerate().map(|(i, c)| (Some(i), c)));
+        let mut out = Vec::new();
+        for (scope, caps) in scopes {
+            for (cap, what) in [(&caps.inflight, "inflight"), (&caps.streams, "streams")] {
+                if let Some(cap) = cap {
+                    out.push((scope, what, cap.used.load(Ordering::Relaxed), cap.limit));
+                }
+            }
+        }
+        out
+    }
+
     /// Forgets idle rate-limiter keys (run periodically).
     pub fn prune(&self) {
         if let Some(b) = &self.rate {

@@ -88,3 +88,18 @@ fn a_rate_too_high_for_governors_clock_is_one_a_nanosecond_not_a_panic() {
         Duration::from_nanos(1)
     );
 }
+
+#[test]
+fn usage_tells_each_cap_in_use_and_its_limit() {
+    let a = admission("{ max-inflight: 2 }");
+    let _p = a.admit(0, None, false).unwrap();
+    let _s = a.admit(0, None, true).unwrap();
+    assert_eq!(
+        a.usage(),
+        vec![
+            (None, "inflight", 1, 2),
+            (Some(0), "inflight", 1, 3),
+            (Some(0), "streams", 1, 1),
+        ]
+    );
+}

@@ -7,6 +7,10 @@
 //! - `/legacy` (stateful): three legacy pods, separate processes keeping sessions in memory.
 //!   A scripted client opens a session, the demo SIGKILLs its pod, and the next call is
 //!   answered by another pod on the same session.
+//!
+//! The console's address is printed first: the failover waits a moment for a newcomer to open
+//! it, then happens there as the terminal tells it. The gateway's log goes to a file
+//! ([`log_path`]), so no log line interrupts the story.
 
 mod exit;
 mod legacy;
@@ -55,6 +59,11 @@ routes:
         p1 = port + 5,
         p2 = port + 6,
     )
+}
+
+/// Where the demo's log goes: `mcp-gateway-demo.log` in the temporary directory.
+pub fn log_path() -> std::path::PathBuf {
+    std::env::temp_dir().join("mcp-gateway-demo.log")
 }
 
 /// Runs the whole demo; never returns.
@@ -109,7 +118,8 @@ pub fn banner(config: &Config) -> String {
     };
     let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
     format!(
-        "mcp-gateway demo: gateway on http://{gw}, admin on http://{admin}\n\
+        "Open the console: http://{admin}/console  (the failover below happens there too)\n\n\
+         mcp-gateway demo: gateway on http://{gw}, admin on http://{admin}; log in {log}\n\
          /mcp     stateless: modern = demo-a + demo-b (round robin), heavy = demo-c (report_* calls)\n\
          /bridge  stateful on the same 2026-07-28 servers: legacy clients bridged (docs/eras.md)\n\
          /legacy  stateful: pods = pod-0, pod-1, pod-2 (legacy servers, sessions in memory)\n\n\
@@ -128,5 +138,6 @@ pub fn banner(config: &Config) -> String {
         curl("tools/call", Some("whoami"), &format!(r#"{{"name":"whoami",{meta}}}"#)),
         curl("tools/call", Some("report_sales"), &format!(r#"{{"name":"report_sales",{meta}}}"#)),
         curl("tools/call", Some("echo"), &format!(r#"{{"name":"whoami",{meta}}}"#)),
+        log = log_path().display(),
     )
 }

@@ -7,6 +7,11 @@ use std::net::TcpStream;
 use std::process::Child;
 use std::time::Duration;
 
+/// How long the failover waits before it starts: time to open the console.
+const LEAD_IN: Duration = Duration::from_secs(10);
+/// Between its steps: a second of the console's samples each.
+const STEP: Duration = Duration::from_secs(2);
+
 struct Answer {
     status: u16,
     session: Option<String>,
@@ -68,6 +73,9 @@ fn tool_text(body: &str) -> String {
 pub fn failover(port: u16, mut pods: Vec<(String, Child)>) {
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#;
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo-client","version":"1"}}}"#;
+    std::thread::sleep(Duration::from_millis(300));
+    println!("── failover demo on /legacy in {LEAD_IN:?}: watch it in the console ─────────");
+    std::thread::sleep(LEAD_IN);
     let mut answer = None;
     for _ in 0..100 {
         std::thread::sleep(Duration::from_millis(100));
@@ -85,12 +93,12 @@ pub fn failover(port: u16, mut pods: Vec<(String, Child)>) {
         eprintln!("demo: the scripted failover could not open a session");
         return;
     };
-    println!("── failover demo on /legacy ──────────────────────────────────────────");
     println!("1. initialize → gateway session {sid}");
     let first = post(port, Some(&sid), call)
         .map(|a| tool_text(&a.body))
         .unwrap_or_default();
     println!("2. whoami     → {first}");
+    std::thread::sleep(STEP);
     let victim = pods
         .iter_mut()
         .find(|(name, _)| first.starts_with(name.as_str()));
@@ -99,6 +107,7 @@ pub fn failover(port: u16, mut pods: Vec<(String, Child)>) {
         let _ = child.wait();
         println!("3. SIGKILL {name} (the pod holding this session)");
     }
+    std::thread::sleep(STEP);
     match post(port, Some(&sid), call) {
         Ok(a) if a.status == 200 => println!(
             "4. whoami     → {}  (same client session, new pod: the gateway replayed initialize)",
@@ -107,7 +116,7 @@ pub fn failover(port: u16, mut pods: Vec<(String, Child)>) {
         Ok(a) => println!("4. whoami     → HTTP {}: {}", a.status, a.body),
         Err(e) => println!("4. whoami     → {e}"),
     }
-    println!("   re-initializations so far: see mcpgw_session_reinits_total on /metrics");
+    println!("   the console's timeline shows the move; mcpgw_session_reinits_total on /metrics counts it");
     println!("──────────────────────────────────────────────────────────────────────");
     // Dropping a `Child` neither kills nor reaps it: the surviving pods exit with the demo.
     drop(pods);

@@ -167,6 +167,17 @@ impl NameMap {
         collisions
     }
 
+    /// The first `max` names of `kind` member `index` exposes (sorted), as its lists said
+    /// last: what an operator sees of a member without the map's size leaking into a page.
+    pub fn exposed(&self, index: usize, kind: Kind, max: usize) -> Vec<String> {
+        let mut names: Vec<&String> = (self.listed.iter())
+            .filter(|((k, _), (member, _))| *k == kind && *member == index)
+            .map(|((_, exposed), _)| exposed)
+            .collect();
+        names.sort_unstable();
+        names.into_iter().take(max).cloned().collect()
+    }
+
     /// How many names of `kind` member `index` exposes, as its lists said last.
     pub fn count(&self, index: usize, kind: Kind) -> usize {
         self.listed

@@ -171,3 +171,16 @@ fn folded_filters_catch_every_spelling_of_an_excluded_or_renamed_name() {
         Some("whoami")
     );
 }
+
+#[test]
+fn exposed_names_are_listed_sorted_and_bounded() {
+    let mut map = hub();
+    map.learn(1, Kind::Tool, &["zeta", "alpha", "mid"]);
+    map.learn(0, Kind::Tool, &["bare"]);
+    assert_eq!(
+        map.exposed(1, Kind::Tool, 2),
+        vec!["fast__alpha".to_owned(), "fast__mid".to_owned()]
+    );
+    assert_eq!(map.exposed(0, Kind::Tool, 10), vec!["bare".to_owned()]);
+    assert!(map.exposed(1, Kind::Prompt, 10).is_empty());
+}

@@ -91,6 +91,8 @@ pub struct SessionManager {
     ttl: std::sync::Mutex<Option<Ttl>>,
     /// Told when a session ends or moves (the streams of `stream/`).
     observer: OnceLock<Weak<dyn SessionObserver>>,
+    /// The latest moves and losses, for the console.
+    pub(super) timeline: super::Timeline,
 }
 
 impl SessionManager {
@@ -109,7 +111,13 @@ impl SessionManager {
             touch_every_ms: AtomicU64::new(0),
             ttl: std::sync::Mutex::new(None),
             observer: OnceLock::new(),
+            timeline: super::Timeline::default(),
         }
+    }
+
+    /// The latest moves, re-initializations and losses (a bounded ring).
+    pub fn timeline(&self) -> &super::Timeline {
+        &self.timeline
     }
 
     /// Tells `observer` when a session ends or moves and when the config changes (set once;
@@ -337,6 +345,15 @@ impl SessionManager {
     ) -> Result<(), GatewayError> {
         if let Some(method) = method_label {
             self.count_lost(pool, method);
+            self.timeline.record(super::timeline::Happened {
+                kind: "request-lost",
+                pool: &pool.name,
+                session: &rec.id,
+                from: Some(rec.binding.backend),
+                to: None,
+                reason: method,
+                trigger: "",
+            });
         }
         Ok(self
             .store

@@ -6,6 +6,7 @@
 //! - [`SessionStore`] is where records live (memory now, shared later): fallible async
 //!   methods, expiry by time-to-live inside the store, counts kept in the store.
 //! - `reinit` keeps only the replay of a client's `initialize` on a new backend.
+//! - `timeline` keeps the latest moves and losses for the console (a bounded ring).
 //! - `evacuate` moves the sessions of a backend known dead in the background, before their
 //!   next call.
 
@@ -24,6 +25,7 @@ mod record;
 mod recover;
 mod reinit;
 pub mod store;
+pub mod timeline;
 
 pub use bridged::BridgedOpening;
 pub use evacuate::EvacuationService;
@@ -38,3 +40,4 @@ pub use record::{
     Settings,
 };
 pub use store::{MemoryStore, SessionStore};
+pub use timeline::{SessionEvent, Timeline};

@@ -154,7 +154,16 @@ impl SessionManager {
                 Box::pin(self.replay_on(pool, backend, current, reason, caller))
             })
             .await
-            .inspect_err(|_| self.count_move(pool, trigger, Some("failed")))?;
+            .inspect_err(|_| {
+                self.count_move(pool, trigger, Some("failed"));
+                self.note(
+                    pool,
+                    current,
+                    None,
+                    ("move-failed", reason.as_str()),
+                    trigger,
+                );
+            })?;
         let rebound = self
             .rebind(pool, current, binding, (reason, trigger), caller)
             .await;
@@ -281,6 +290,8 @@ impl SessionManager {
             return e.into();
         }
         self.count_ended(pool, "version-mismatch");
+        let what = ("lost", "version-mismatch");
+        self.note(pool, current, None, what, Trigger::OnDemand);
         GatewayError::session_not_found("reinit-failed")
             .with("expectedProtocolVersion", current.protocol_version.as_ref())
             .with("negotiatedProtocolVersion", got)
@@ -312,6 +323,8 @@ impl SessionManager {
                     .with_label_values(&[&pool.name, reason.as_str()])
                     .inc();
                 self.count_move(pool, trigger, Some("moved"));
+                let what = ("reinitialized", reason.as_str());
+                self.note(pool, current, Some(record.binding.backend), what, trigger);
                 tracing::info!(session = short(&record.id), from = %current.binding.backend, to = %record.binding.backend, generation = record.binding.generation, reason = reason.as_str(), trigger = trigger.as_str(), "session re-initialized");
                 self.delete_left_behind(pool, current, reason, caller);
                 return Ok(record);
@@ -332,6 +345,26 @@ impl SessionManager {
 }
 
 impl SessionManager {
+    /// Puts what happened to `rec` (`kind`, `reason`) on the timeline.
+    fn note(
+        &self,
+        pool: &Pool,
+        rec: &SessionRecord,
+        to: Option<std::net::SocketAddr>,
+        (kind, reason): (&'static str, &'static str),
+        trigger: Trigger,
+    ) {
+        self.timeline.record(super::timeline::Happened {
+            kind,
+            pool: &pool.name,
+            session: &rec.id,
+            from: Some(rec.binding.backend),
+            to,
+            reason,
+            trigger: if kind == "lost" { "" } else { trigger.as_str() },
+        });
+    }
+
     /// Counts a move begun (`outcome` `None`) or finished with `outcome`.
     fn count_move(&self, pool: &Pool, trigger: Trigger, outcome: Option<&str>) {
         let metrics = &self.metrics;

@@ -257,7 +257,7 @@ impl Engine {
 
     /// Records a failed connection: the backend is skipped for the failure cooldown.
     pub fn connect_failed(&self, pool: &Pool, backend: &Backend) {
-        if pool.mark_failed(backend) {
+        if pool.mark_failed_for(backend, "connect-refused") {
             self.deaths
                 .announce(&pool.name, backend.addr, "connect-refused");
         }

@@ -39,6 +39,8 @@ pub struct Backend {
     pub(super) era: AtomicU8,
     /// When the era probe is due next (pools with `era: detect`).
     pub(super) era_probe: era_schedule::Schedule,
+    /// The last failure seen (wall-clock milliseconds, and what failed), for operators.
+    last_failure: std::sync::Mutex<Option<(u64, &'static str)>>,
 }
 
 /// What a backend is doing, for admin and metrics.
@@ -94,6 +96,7 @@ impl Backend {
                 EraSetting::Fixed(e) => era_code(Some(e)),
             }),
             era_probe: era_schedule::Schedule::due_now(),
+            last_failure: std::sync::Mutex::new(None),
         }
     }
 
@@ -118,6 +121,27 @@ impl Backend {
     /// Requests in flight right now.
     pub fn inflight(&self) -> usize {
         self.inflight.load(Ordering::Relaxed)
+    }
+
+    /// Its last failure: when it began (wall-clock milliseconds since the Unix epoch,
+    /// comparable across replicas) and what failed: `connect-refused`, `connection-lost` or
+    /// `probe-failed`. Failures while it is marked failed already continue that failure.
+    pub fn last_failure(&self) -> Option<(u64, &'static str)> {
+        *crate::sync::lock(&self.last_failure)
+    }
+
+    /// Notes a failure of `what` now, or, while the backend is marked failed already, its
+    /// failure goes on (a probe failing every interval does not move when it went down).
+    /// A failure is rare next to requests: the lock is off their path.
+    pub(super) fn note_failure(&self, what: &'static str) {
+        let mut last = crate::sync::lock(&self.last_failure);
+        if last.is_some() && self.is_failed() {
+            return;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        *last = Some((now, what));
     }
 
     /// Whether a recent connection failure or the health checks mark it to be skipped.
@@ -162,6 +186,8 @@ impl Backend {
         self.probe_streak.store(streak, Ordering::Relaxed);
         if ok {
             self.suspect.store(false, Ordering::Relaxed);
+        } else {
+            self.note_failure("probe-failed");
         }
         let down = self.down.load(Ordering::Relaxed);
         if !down && !ok && streak <= -(fall as i32) {

@@ -39,6 +39,17 @@ pub struct Credentials {
     generation: u64,
 }
 
+/// What [`Credentials::status`] tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialStatus {
+    /// Each secret header: its name, `file` or `env`, and why its last read failed.
+    pub headers: Vec<(String, &'static str, Option<String>)>,
+    /// The pool's client-credentials token.
+    pub token: Option<super::tokens::TokenStatus>,
+    /// With token exchange: the callers whose tokens are held, and the gateway's own token.
+    pub exchanges: Option<(usize, super::tokens::TokenStatus)>,
+}
+
 /// The mark a request head gets from [`Credentials::apply`]: whose credentials it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Applied(u64);
@@ -167,6 +178,28 @@ impl Credentials {
         }
         if let (Some(now), Some(before)) = (&self.exchanges, &previous.exchanges) {
             now.carry_over(before);
+        }
+    }
+
+    /// What an operator may know of these credentials, never a value: each header's name and
+    /// where its secret is read from (and whether the last read failed), the pool's token, the
+    /// callers' exchanged tokens.
+    pub fn status(&self) -> CredentialStatus {
+        let failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
+        let headers = (self.sources.iter())
+            .map(|h| {
+                let from = match &h.source {
+                    SecretSource::File(_) => "file",
+                    SecretSource::Env(_) => "env",
+                };
+                let problem = failing.iter().find(|u| u.header == h.name);
+                (h.name.clone(), from, problem.map(|u| u.detail.clone()))
+            })
+            .collect();
+        CredentialStatus {
+            headers,
+            token: self.token.as_ref().map(|t| t.status()),
+            exchanges: self.exchanges.as_ref().map(|e| e.status()),
         }
     }
 

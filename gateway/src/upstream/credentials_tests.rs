@@ -277,3 +277,29 @@ fn a_client_never_chooses_a_credential_header_and_a_rotated_file_is_read_again()
     assert_eq!(req.headers["x-api-key"], "Bearer two");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// What the console shows of a pool's credentials names each header and where its secret is
+/// read from, and says when a read failed, but never holds a secret.
+#[test]
+fn the_status_names_sources_and_failures_but_never_a_value() {
+    let dir = std::env::temp_dir().join(format!("mcpgw-cred-status-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("secret");
+    std::fs::write(&file, "s3cret-value").unwrap();
+    let yaml = format!(
+        "pools: {{ p: {{ backends: [127.0.0.1:9], upstream-auth: {{ headers: {{ x-api-key: {{ file: {} }} }} }} }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
+        file.display()
+    );
+    let cfg = crate::config::parse(&yaml).unwrap().pools[0].clone();
+    let creds = Credentials::load("p", &cfg.upstream_auth);
+    let status = creds.status();
+    assert_eq!(status.headers, vec![("x-api-key".to_owned(), "file", None)]);
+    assert_eq!((status.token, status.exchanges), (None, None));
+    std::fs::remove_file(&file).unwrap();
+    creds.refresh_logged("p");
+    let status = creds.status();
+    let problem = status.headers[0].2.as_deref().unwrap_or("");
+    assert!(!problem.is_empty(), "an unreadable secret is said");
+    assert!(!format!("{status:?}").contains("s3cret-value"));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -86,6 +86,24 @@ impl std::fmt::Debug for Exchanges {
 }
 
 impl Exchanges {
+    /// What an operator may know of the exchanges: how many callers' tokens are held, the
+    /// gateway's own token's status, and the token endpoint's last failure (never a token).
+    pub fn status(&self) -> (usize, super::tokens::TokenStatus) {
+        let mut own = self.own.status();
+        if own.last_failure.is_none() {
+            let failed = self
+                .endpoint_failed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            own.last_failure = (failed.as_ref()).map(|(at, f)| {
+                (
+                    std::time::Instant::now().saturating_duration_since(*at),
+                    f.reason,
+                )
+            });
+        }
+        (self.callers.len(), own)
+    }
     /// The exchanges of `pool`, none made yet.
     pub fn new(pool: &str, cfg: &TokenExchange) -> Exchanges {
         Exchanges {

@@ -318,6 +318,12 @@ impl Pool {
     /// checks run, it also stays down after the cooldown until a probe or a request succeeds.
     /// Returns whether it was serving until now (a death to announce).
     pub fn mark_failed(&self, backend: &Backend) -> bool {
+        self.mark_failed_for(backend, "connection-lost")
+    }
+
+    /// [`Pool::mark_failed`], noting `what` failed (`connect-refused`, `connection-lost`).
+    pub(super) fn mark_failed_for(&self, backend: &Backend, what: &'static str) -> bool {
+        backend.note_failure(what);
         let was_serving = !backend.is_failed();
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
         backend.failed_until_ms.store(until, Ordering::Relaxed);

@@ -215,3 +215,25 @@ fn a_backend_that_went_down_takes_work_only_when_no_other_can_until_probed() {
         "the last resort"
     );
 }
+
+#[test]
+fn a_failure_is_dated_from_its_start_and_a_new_one_after_recovery() {
+    let p = pool("round-robin", 1);
+    let b = p.find(addr(0)).unwrap();
+    assert_eq!(b.last_failure(), None);
+    p.mark_failed_for(&b, "connect-refused");
+    let (began, what) = b.last_failure().unwrap();
+    assert_eq!(what, "connect-refused");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    p.mark_failed(&b);
+    assert_eq!(
+        b.last_failure(),
+        Some((began, "connect-refused")),
+        "the same failure"
+    );
+    p.mark_ok(&b);
+    p.mark_failed(&b);
+    let (again, what) = b.last_failure().unwrap();
+    assert!(again > began);
+    assert_eq!(what, "connection-lost");
+}

@@ -51,6 +51,8 @@ const OAUTH_ERRORS: [&str; 8] = [
 struct Token {
     /// `Bearer <token>`, sensitive.
     header: HeaderValue,
+    /// When its answer arrived (its age, for the console).
+    received: Instant,
     /// From when it is refreshed in the background.
     refresh_at: Instant,
     /// Until when it may be sent.
@@ -68,6 +70,18 @@ pub struct Failure {
     pub detail: String,
     /// How long the failure stands.
     pub retry_after: Duration,
+}
+
+/// What [`TokenSource::status`] tells: never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenStatus {
+    /// How long ago the token in use arrived (`None`: no token yet).
+    pub age: Option<Duration>,
+    /// How long it may still be sent (zero once it may have expired).
+    pub usable_for: Option<Duration>,
+    /// How long ago the last fetch or refresh failed, and why ([`Failure::reason`]); cleared
+    /// by the next success.
+    pub last_failure: Option<(Duration, &'static str)>,
 }
 
 /// How a token is asked for.
@@ -210,6 +224,25 @@ impl TokenSource {
             return Err(failure);
         }
         self.fetch_and_store(events, "fetched").await
+    }
+
+    /// What an operator may know of the token: its age, how long it may still be sent, and
+    /// the last failure to get one (never the token).
+    pub fn status(&self) -> TokenStatus {
+        let now = Instant::now();
+        let token = self.current.load();
+        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        TokenStatus {
+            age: token
+                .as_ref()
+                .map(|t| now.saturating_duration_since(t.received)),
+            usable_for: token
+                .as_ref()
+                .map(|t| t.usable_until.saturating_duration_since(now)),
+            last_failure: failed
+                .as_ref()
+                .map(|(at, f)| (now.saturating_duration_since(*at), f.reason)),
+        }
     }
 
     /// Whether the token in use should be refreshed now.
@@ -458,6 +491,7 @@ fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String
     let margin = (lifetime / 10).min(Duration::from_secs(10));
     Ok(Token {
         header,
+        received,
         refresh_at: received + lifetime.mul_f64(0.8),
         usable_until: received + lifetime - margin,
     })

@@ -79,3 +79,40 @@ fn forms_are_encoded() {
         "scope=a+b&x=%C3%A9%26%3D"
     );
 }
+
+/// What the console shows of a token: its age and how long it may still be sent, never the
+/// token; no token yet says so.
+#[test]
+fn the_status_tells_age_and_time_left_never_the_token() {
+    use crate::config::{ClientAuth, OAuthClient, SecretSource};
+    let source = TokenSource::new(
+        "p",
+        &ClientCredentials {
+            client: OAuthClient {
+                token_url: "http://127.0.0.1:9/token".into(),
+                client_id: "gw".into(),
+                client_secret: SecretSource::Env("UNSET".into()),
+                auth: ClientAuth::Basic,
+                timeout: Duration::from_secs(5),
+            },
+            scope: None,
+            audience: None,
+            resource: None,
+        },
+    );
+    let none = source.status();
+    assert_eq!(
+        (none.age, none.usable_for, none.last_failure),
+        (None, None, None)
+    );
+    source.fetched("tok-secret-123");
+    let status = source.status();
+    assert!(status.age.is_some_and(|a| a < Duration::from_secs(5)));
+    // five minutes, less the margin of a tenth (at most 10 s)
+    let left = status.usable_for.unwrap();
+    assert!(
+        left > Duration::from_secs(280) && left <= Duration::from_secs(290),
+        "{left:?}"
+    );
+    assert!(!format!("{status:?}").contains("tok-secret-123"));
+}

@@ -27,6 +27,7 @@ mod capture_redaction;
 mod configmap_reload;
 mod conformance;
 mod connection_cap;
+mod console;
 mod content_length_lists;
 mod elicit;
 mod era_bridge;

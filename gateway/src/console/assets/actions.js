@@ -1,0 +1,31 @@
+// The operator's actions: drain and undrain, through the admin API, with the admin token the
+// operator typed in (kept in this tab's sessionStorage, sent as `Authorization`: never a
+// cookie, so no other site's page can make the browser act with it).
+
+const KEY = "mcpgw-admin-token";
+
+export const actions = {
+  token: () => sessionStorage.getItem(KEY),
+  enabled: () => Boolean(sessionStorage.getItem(KEY)),
+  remember(token) { sessionStorage.setItem(KEY, token); },
+  forget() { sessionStorage.removeItem(KEY); },
+  /** Drains (or undrains) `backend` of `pool`; the answer's message, or an error. */
+  async drain(pool, backend, on) {
+    const query = new URLSearchParams({ pool, backend });
+    const path = `/admin/backends/${on ? "drain" : "undrain"}?${query}`;
+    const answer = await fetch(path, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${this.token()}` },
+      credentials: "omit",
+      cache: "no-store",
+    });
+    const body = await answer.json().catch(() => ({}));
+    if (!answer.ok) {
+      if (answer.status === 401) this.forget();
+      actions.onResult(`${on ? "drain" : "undrain"} refused (${answer.status}): ${body.error || ""}`, false);
+      return;
+    }
+    actions.onResult(`${backend} of ${pool} is ${body.state}`, true);
+  },
+  onResult: () => {},
+};
