@@ -15,7 +15,10 @@ fn sources() -> Sources {
     let state = State::new(
         config,
         scratch(crate::admission::metrics::AdmissionMetrics::register),
-        scratch(crate::cache::metrics::CacheMetrics::register),
+        crate::cache::Common {
+            metrics: scratch(crate::cache::metrics::CacheMetrics::register),
+            shared: None,
+        },
     );
     let engine = Arc::new(crate::upstream::attempt::Engine::new(scratch(
         crate::upstream::metrics::UpstreamMetrics::register,
