@@ -38,8 +38,10 @@ impl Drop for Chromium {
         // the browser and every process it started (zygote, renderer, GPU) are one process
         // group, the browser's own: killed together, not left to notice their parent died
         if let Some(pid) = self.child.id() {
+            // `--` before the group: procps' kill reads `-KILL -1234` as the option `-1`, and
+            // kills every process it may (kill(-1)), the test runner's too
             let _ = std::process::Command::new("kill")
-                .args(["-KILL", &format!("-{pid}")])
+                .args(["-s", "KILL", "--", &format!("-{pid}")])
                 .status();
         }
         let _ = self.child.start_kill();
