@@ -6,9 +6,11 @@
 //! `mcp-load rollout --pods 3 --every 10` (legacy pods replaced by 2026-07-28 pods under load)
 //! `mcp-load chaos --duration 600` (replicas, backends and Redis masters SIGKILLed under load)
 //! `mcp-load scale --only sessions` (cost curves: see `mcp-load scale --help`)
+//! `mcp-load clients` (what a client costs against nginx and bare pingora: `--help`)
 
 mod chaos;
 mod chart;
+mod clients;
 mod fleet;
 mod http;
 mod mcp;
@@ -58,6 +60,10 @@ enum Command {
     /// routing rules and backends per pool, each point in a fresh gateway; Markdown tables and
     /// SVG plots.
     Scale(scale::ScaleArgs),
+    /// What a client costs (issue 52): memory and descriptors per idle connection, per held
+    /// 2026-07-28 stream and per held legacy GET stream, and CPU per request, for nginx, bare
+    /// pingora and mcp-gateway side by side, each pinned to one core.
+    Clients(clients::ClientsArgs),
 }
 
 #[derive(Args)]
@@ -116,6 +122,7 @@ fn main() {
             Command::Rollout(args) => rollout::main(args).await,
             Command::Chaos(args) => chaos::main(args).await,
             Command::Scale(args) => scale::main(args).await,
+            Command::Clients(args) => clients::main(args).await,
         }
     });
     std::process::exit(code);

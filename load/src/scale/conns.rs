@@ -33,13 +33,22 @@ async fn idle_rate(gw: &Proc, secs: f64) -> (f64, f64) {
 }
 
 /// Opens connections with `open` (k: index) 200 at a time; keeps those that succeed.
-async fn open_many<F, Fut>(n: usize, open: F) -> Vec<TcpStream>
+pub(crate) async fn open_many<F, Fut>(n: usize, open: F) -> Vec<TcpStream>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Option<TcpStream>> + Send + 'static,
+{
+    open_many_at(n, 200, open).await
+}
+
+/// [`open_many`], `at` at a time.
+pub(crate) async fn open_many_at<F, Fut>(n: usize, at: usize, open: F) -> Vec<TcpStream>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Option<TcpStream>> + Send + 'static,
 {
     let open = Arc::new(open);
-    let gate = Arc::new(Semaphore::new(200));
+    let gate = Arc::new(Semaphore::new(at.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
     for k in 0..n {
         let (open, gate) = (open.clone(), gate.clone());
@@ -272,7 +281,7 @@ pub async fn streams(ctx: &Ctx) -> String {
 }
 
 /// Opens `n` sessions and returns every id (the sample of [`sessions::open`] keeps 1,000).
-async fn all_sessions(target: SocketAddr, n: usize) -> Vec<String> {
+pub(crate) async fn all_sessions(target: SocketAddr, n: usize) -> Vec<String> {
     let client = Arc::new(crate::http::Client::new(
         target,
         true,

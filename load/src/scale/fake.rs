@@ -1,10 +1,17 @@
 //! A synthetic MCP backend in this process for the curves the mock cannot draw: `tools/list`
 //! of N tools, `tools/call` answers of N bytes, any number of listening ports (a pool of
 //! 10,000 backends). HTTP/1.1 with keep-alive and `Content-Length` bodies only; a 2026-07-28
-//! server, or with `legacy` a 2025-11-25 one keeping (unchecked) sessions.
+//! server, or with `legacy` a 2025-11-25 one keeping (unchecked) sessions, each `initialize`
+//! given its own id.
+//!
+//! Held streams: a GET (a legacy session's standalone stream) is answered with an event
+//! stream's head and then never written to; a 2026-07-28 `subscriptions/listen` with a chunked
+//! event stream carrying one event (the acknowledgement of its filter), then held open without
+//! a keep-alive, until the client goes.
 
 use serde::Deserialize;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -33,6 +40,8 @@ struct Prepared {
     list: Vec<u8>,
     /// `tools/call` result.
     call: Vec<u8>,
+    /// Sessions handed out (legacy).
+    sessions: AtomicU64,
 }
 
 /// Starts `ports` listeners on 127.0.0.1 answering as `shape` says.
@@ -62,6 +71,7 @@ pub async fn start(ports: usize, shape: Shape) -> Fake {
         legacy: shape.legacy,
         list: serde_json::to_vec(&list).expect("json"),
         call: serde_json::to_vec(&call).expect("json"),
+        sessions: AtomicU64::new(0),
     });
     let mut tasks = JoinSet::new();
     let mut addrs = Vec::new();
@@ -129,35 +139,73 @@ async fn serve(mut stream: TcpStream, p: Arc<Prepared>) {
         let body = &buf[end..end + length];
         let answer = if is_get {
             // a standalone stream: held open, never written to
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n")
-                .await;
-            let mut sink = [0u8; 1024];
-            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-            return;
+            Answer::Hold(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n".to_vec())
         } else {
             respond(&p, body, has_session)
         };
         buf.drain(..end + length);
-        if stream.write_all(&answer).await.is_err() {
-            return;
+        match answer {
+            Answer::Whole(bytes) => {
+                if stream.write_all(&bytes).await.is_err() {
+                    return;
+                }
+            }
+            Answer::Hold(bytes) => {
+                if stream.write_all(&bytes).await.is_err() {
+                    return;
+                }
+                // until the client (or the proxy) goes; nothing it sends is answered
+                let mut sink = [0u8; 1024];
+                while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+                return;
+            }
         }
     }
 }
 
-fn respond(p: &Prepared, body: &[u8], has_session: bool) -> Vec<u8> {
+/// What the fake writes for a request.
+enum Answer {
+    /// A whole answer; the connection stays open for the next request.
+    Whole(Vec<u8>),
+    /// The start of a stream, then held until the client goes.
+    Hold(Vec<u8>),
+}
+
+fn respond(p: &Prepared, body: &[u8], has_session: bool) -> Answer {
     let Ok(env) = serde_json::from_slice::<Envelope>(body) else {
-        return http(
+        return Answer::Whole(http(
             400,
             &[],
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
-        );
+        ));
     };
     let method = env.method.unwrap_or_default();
     let Some(id) = env.id.filter(|id| !id.is_null()) else {
-        return http(202, &[], b"");
+        return Answer::Whole(http(202, &[], b""));
     };
     let id = serde_json::to_string(&id).expect("json");
+    if !p.legacy && method == "subscriptions/listen" {
+        return Answer::Hold(listen_stream(&id));
+    }
+    Answer::Whole(answer(p, &method, &id, has_session))
+}
+
+/// The head of a `subscriptions/listen` answer and its first event, the acknowledgement (of no
+/// notifications: the fake has none to send), as one chunk of a chunked event stream.
+fn listen_stream(id: &str) -> Vec<u8> {
+    let ack = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{{\"notifications\":{{}},\"_meta\":{{\"io.modelcontextprotocol/subscriptionId\":{id}}}}}}}"
+    );
+    let event = format!("event: message\r\ndata: {ack}\r\n\r\n");
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+         transfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+        event.len()
+    )
+    .into_bytes()
+}
+
+fn answer(p: &Prepared, method: &str, id: &str, has_session: bool) -> Vec<u8> {
     let result = |r: &[u8], extra: &[(&str, &str)]| {
         let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":").into_bytes();
         out.extend_from_slice(r);
@@ -167,7 +215,11 @@ fn respond(p: &Prepared, body: &[u8], has_session: bool) -> Vec<u8> {
     if p.legacy {
         if method == "initialize" {
             let r = br#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"scale"}}"#;
-            return result(r, &[("mcp-session-id", "fake-session")]);
+            let sid = format!(
+                "fake-session-{}",
+                p.sessions.fetch_add(1, Ordering::Relaxed)
+            );
+            return result(r, &[("mcp-session-id", sid.as_str())]);
         }
         if !has_session {
             return http(400, &[], br#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Bad Request: Missing session ID"}}"#);
@@ -176,7 +228,7 @@ fn respond(p: &Prepared, body: &[u8], has_session: bool) -> Vec<u8> {
         let r = br#"{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"scale"}}}"#;
         return result(r, &[]);
     }
-    match method.as_str() {
+    match method {
         "tools/list" => result(&p.list, &[]),
         "tools/call" => result(&p.call, &[]),
         _ => result(b"{}", &[]),

@@ -11,11 +11,11 @@
 //! - `backends`: 3 to 10,000 backends in a pool, each balancing mode (instructions per
 //!   request, callgrind; RSS)
 
-mod conns;
+pub(crate) mod conns;
 mod cost;
-mod fake;
+pub(crate) mod fake;
 mod plot;
-mod raw;
+pub(crate) mod raw;
 mod sessions;
 mod traffic;
 
@@ -316,7 +316,7 @@ pub struct Stats {
 }
 
 impl Stats {
-    fn of(pid: u32) -> Stats {
+    pub(crate) fn of(pid: u32) -> Stats {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let field = |text: &str, name: &str| -> u64 {
             text.lines()

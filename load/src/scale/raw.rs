@@ -68,6 +68,61 @@ pub fn stateless_list(host: &str, id: u64, bearer: &str) -> Vec<u8> {
     )
 }
 
+/// A 2026-07-28 `subscriptions/listen` for tool list changes (its answer is an event stream
+/// held open).
+pub fn stateless_listen(host: &str, id: u64) -> Vec<u8> {
+    let body = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"subscriptions/listen\",\"params\":{{\"notifications\":{{\"toolsListChanged\":true}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"mcp-load\",\"version\":\"clients\"}}}}}}}}"
+    );
+    post(
+        host,
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "subscriptions/listen"),
+        ],
+        &body,
+    )
+}
+
+/// Sends `req` and reads the answer's head, then the body until its first whole event (a
+/// `data:` line and the blank line after it), leaving the stream open; the status.
+pub async fn first_event(stream: &mut TcpStream, req: &[u8]) -> std::io::Result<u16> {
+    stream.write_all(req).await?;
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut status = None;
+    loop {
+        if status.is_none() {
+            if let Some(end) = find(&buf, b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                let code = head
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                if code != 200 {
+                    return Ok(code);
+                }
+                status = Some(code);
+                buf.drain(..end + 4);
+            }
+        }
+        if status.is_some() {
+            if let Some(at) = find(&buf, b"data:") {
+                let rest = &buf[at..];
+                if find(rest, b"\n\n").is_some() || find(rest, b"\r\n\r\n").is_some() {
+                    return Ok(200);
+                }
+            }
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
 /// A legacy session's standalone GET stream.
 pub fn session_get(host: &str, sid: &str) -> Vec<u8> {
     format!(

@@ -15,7 +15,7 @@
 mod auth;
 mod cost;
 mod overhead;
-mod pin;
+pub(crate) mod pin;
 pub(crate) mod procs;
 mod report;
 mod resume;

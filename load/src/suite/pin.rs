@@ -44,7 +44,7 @@ fn cpus() -> usize {
 
 /// Which CPUs a process may run on when pinned.
 #[derive(Clone, Copy)]
-pub(super) enum Role {
+pub(crate) enum Role {
     /// The proxy measured.
     Proxy,
     /// Backends and the load generator.
@@ -61,7 +61,7 @@ fn cpu_list(role: Role) -> String {
 }
 
 /// A command running `program`, under `taskset` when pinning is on.
-pub(super) fn launch(program: &Path, role: Role) -> Command {
+pub(crate) fn launch(program: &Path, role: Role) -> Command {
     if !pinned() {
         return Command::new(program);
     }

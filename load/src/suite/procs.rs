@@ -246,6 +246,17 @@ impl Proxy {
     /// nginx, one worker, round robin over `backends` with keep-alive upstream connections:
     /// the naive setup in front of session-keeping servers.
     pub async fn nginx(p: &Programs, dir: &Path, backends: &[SocketAddr]) -> Proxy {
+        Self::nginx_sized(p, dir, backends, 4096).await
+    }
+
+    /// [`Proxy::nginx`] with room for `connections` connections in its worker (clients and
+    /// upstream ones alike; its descriptor limit raised to match).
+    pub async fn nginx_sized(
+        p: &Programs,
+        dir: &Path,
+        backends: &[SocketAddr],
+        connections: usize,
+    ) -> Proxy {
         let port = free_port();
         std::fs::create_dir_all(dir.join("tmp")).expect("nginx dir");
         let servers: String = backends
@@ -254,7 +265,7 @@ impl Proxy {
             .collect();
         let conf = format!(
             "worker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
-             events {{ worker_connections 4096; }}\n\
+             worker_rlimit_nofile {files};\nevents {{ worker_connections {connections}; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {dir}/tmp;\n  proxy_temp_path {dir}/tmp;\n\
              \x20 fastcgi_temp_path {dir}/tmp;\n  uwsgi_temp_path {dir}/tmp;\n  scgi_temp_path {dir}/tmp;\n\
              \x20 upstream mcp {{\n{servers}    keepalive 64;\n  }}\n\
@@ -262,7 +273,8 @@ impl Proxy {
              \x20     proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n\
              \x20     proxy_set_header Host 127.0.0.1:$server_port;\n      proxy_buffering off;\n\
              \x20     proxy_read_timeout 300s;\n    }}\n  }}\n}}\n",
-            dir = dir.display()
+            dir = dir.display(),
+            files = connections + 64,
         );
         Self::start_nginx(p, dir, port, conf).await
     }
@@ -368,6 +380,42 @@ impl Proxy {
             .spawn()
             .expect("start mcp-gateway");
         Self::ready(port, child, "mcp-gateway", false).await
+    }
+
+    /// mcp-gateway (the binary `bin`) with the config `body` after its `listen` and `threads`
+    /// lines (one worker thread when pinned, else 2).
+    pub async fn gateway_yaml(bin: &Path, dir: &Path, body: &str) -> Proxy {
+        let port = free_port();
+        std::fs::create_dir_all(dir).expect("gateway dir");
+        let yaml = format!(
+            "listen: 127.0.0.1:{port}\nthreads: {threads}\n{body}",
+            threads = proxy_threads(),
+        );
+        let path = dir.join("gateway.yaml");
+        std::fs::write(&path, yaml).expect("write gateway.yaml");
+        let log = std::fs::File::create(dir.join("gateway.log")).expect("gateway log");
+        let child = launch(bin, Role::Proxy)
+            .arg("--config")
+            .arg(&path)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start mcp-gateway");
+        Self::ready(port, child, "mcp-gateway", false).await
+    }
+
+    /// The process that serves: nginx's worker (the master's first child), else the proxy
+    /// itself.
+    pub fn serving_pid(&self) -> Option<u32> {
+        let pid = self.child.id()?;
+        if !self.graceful {
+            return Some(pid);
+        }
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+        children.split_whitespace().find_map(|c| c.parse().ok())
     }
 
     async fn ready(port: u16, child: Child, what: &str, graceful: bool) -> Proxy {
