@@ -29,6 +29,8 @@ mod head;
 mod head_check;
 #[cfg(test)]
 mod head_properties;
+#[cfg(test)]
+mod idle_size_tests;
 pub mod tls;
 
 pub use endpoint::client_endpoint;
