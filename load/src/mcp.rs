@@ -95,11 +95,7 @@ impl Wire {
                 let body = json!({
                     "jsonrpc": "2.0", "id": id, "method": "tools/list",
                     "params": {
-                        "_meta": {
-                            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
-                            "io.modelcontextprotocol/clientCapabilities": {},
-                            "io.modelcontextprotocol/clientInfo": {"name": "mcp-load", "version": env!("CARGO_PKG_VERSION")}
-                        }
+                        "_meta": stateless_meta()
                     }
                 });
                 let headers = [
@@ -113,11 +109,7 @@ impl Wire {
                     "jsonrpc": "2.0", "id": id, "method": "tools/call",
                     "params": {
                         "name": self.tool, "arguments": {},
-                        "_meta": {
-                            "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
-                            "io.modelcontextprotocol/clientCapabilities": {},
-                            "io.modelcontextprotocol/clientInfo": {"name": "mcp-load", "version": env!("CARGO_PKG_VERSION")}
-                        }
+                        "_meta": stateless_meta()
                     }
                 });
                 let headers = [
@@ -215,6 +207,15 @@ pub fn response_message(resp: &Response) -> Option<Value> {
         .filter_map(|l| l.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
         .find(|v| v.get("result").is_some() || v.get("error").is_some())
+}
+
+/// The `_meta` envelope of a 2026-07-28 request from the load tool.
+fn stateless_meta() -> serde_json::Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp-load", "version": env!("CARGO_PKG_VERSION")}
+    })
 }
 
 #[cfg(test)]

@@ -14,12 +14,7 @@ use tokio::process::Command;
 
 #[tokio::test]
 async fn a_pinned_client_listens_on_a_legacy_backend_and_hears_a_tools_resource_update() {
-    let peer = PythonPeer::start(
-        "mcp1",
-        "subscribe_server.py",
-        &["--port", "0", "--name", "b1"],
-    )
-    .await;
+    let peer = subscribe_server().await;
     let yaml = format!(
         "pools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
         peer.addr()
@@ -41,6 +36,12 @@ async fn a_pinned_client_listens_on_a_legacy_backend_and_hears_a_tools_resource_
     assert!(events.contains(&"updated note://counter"), "{v}");
     assert!(events.contains(&"tools changed"), "{v}");
     assert_eq!(v["counter"], "1", "{v}");
+}
+
+/// The FastMCP 1.30.0 server whose tool `bump` changes a resource and the tools list.
+async fn subscribe_server() -> PythonPeer {
+    let args = ["--port", "0", "--name", "b1"];
+    PythonPeer::start("mcp1", "subscribe_server.py", &args).await
 }
 
 /// Runs the listen client (PyPI mcp 2.3.0's `Client.listen`, then `bump`) against `url`: its
@@ -91,12 +92,7 @@ async fn listen_as(url: &str, key: &str, expect_error: bool) -> (bool, Value, St
 #[tokio::test]
 async fn a_listen_filter_naming_a_uri_the_principal_may_not_subscribe_to_is_refused() {
     use mcp_gateway_tests::auth::sha256_hex;
-    let peer = PythonPeer::start(
-        "mcp1",
-        "subscribe_server.py",
-        &["--port", "0", "--name", "b1"],
-    )
-    .await;
+    let peer = subscribe_server().await;
     let dir = mcp_gateway_tests::harness::unique_temp_path("mcpgw-listen-keys");
     std::fs::create_dir_all(&dir).unwrap();
     let keys = dir.join("api-keys.txt");
@@ -139,12 +135,7 @@ async fn a_listen_filter_naming_a_uri_the_principal_may_not_subscribe_to_is_refu
 /// next list reaches the backend again.
 #[tokio::test]
 async fn a_change_on_a_bridged_listen_drops_the_cached_bridged_lists() {
-    let peer = PythonPeer::start(
-        "mcp1",
-        "subscribe_server.py",
-        &["--port", "0", "--name", "b1"],
-    )
-    .await;
+    let peer = subscribe_server().await;
     let yaml = format!(
         "bridge: {{ cache-hints: {{ scope: public, ttl-ms: 600000 }} }}\npools:\n  p: {{ era: legacy, backends: [{}] }}\nroutes: [ {{ path: /mcp, pool: p, mode: stateless }} ]\n",
         peer.addr()

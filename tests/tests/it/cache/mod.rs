@@ -388,23 +388,7 @@ async fn fresh_real_clients_list_from_the_cache_of_a_real_servers_public_results
         let tools = v["tools"].as_array().unwrap();
         assert!(tools.iter().any(|t| t == "whoami"), "{v}");
     }
-    let count = |result: &str| {
-        let gw = &gw;
-        let name = format!(
-            "mcpgw_cache_total{{method=\"tools/list\",result=\"{result}\",route=\"/mcp\"}}"
-        );
-        async move { gw.metric(&name).await }
-    };
-    assert_eq!(
-        count("miss").await,
-        1.0,
-        "the first client's list was asked upstream"
-    );
-    assert_eq!(
-        count("hit").await,
-        2.0,
-        "the next two were answered at the gateway"
-    );
+    first_list_asked_then_two_hits(&gw).await;
 }
 
 /// Real peers of the other SDK: a TypeScript SDK v2 server whose `cacheHints` make its lists
@@ -445,22 +429,23 @@ async fn fresh_typescript_clients_list_from_the_cache_of_a_typescript_servers_pu
         let ttl = v["ttl"].as_u64().unwrap_or(0);
         assert!((1..=60_000).contains(&ttl), "{v}");
     }
+    first_list_asked_then_two_hits(&gw).await;
+}
+
+/// Three fresh clients listed on `/mcp`: the first client's list was asked upstream, the next
+/// two were answered at the gateway.
+async fn first_list_asked_then_two_hits(gw: &Gateway) {
     let count = |result: &'static str| {
         let name = format!(
             "mcpgw_cache_total{{method=\"tools/list\",result=\"{result}\",route=\"/mcp\"}}"
         );
-        let gw = &gw;
         async move { gw.metric(&name).await }
     };
-    assert_eq!(
-        count("miss").await,
-        1.0,
-        "the first client's list was asked upstream"
-    );
+    assert_eq!(count("miss").await, 1.0, "the first list asked upstream");
     assert_eq!(
         count("hit").await,
         2.0,
-        "the next two were answered at the gateway"
+        "the next two answered at the gateway"
     );
 }
 
