@@ -358,28 +358,13 @@ impl Proxy {
         extra: &str,
         route: &str,
     ) -> Proxy {
-        let port = free_port();
-        std::fs::create_dir_all(dir).expect("gateway dir");
         let list: Vec<String> = backends.iter().map(ToString::to_string).collect();
-        let yaml = format!(
-            "listen: 127.0.0.1:{port}\nthreads: {threads}\n{extra}pools:\n  pods: {{ backends: [{}], failure-cooldown-ms: 1000 }}\n\
+        let body = format!(
+            "{extra}pools:\n  pods: {{ backends: [{}], failure-cooldown-ms: 1000 }}\n\
              routes:\n  - {{ path: /mcp, mode: {mode}, pool: pods{route} }}\n",
             list.join(", "),
-            threads = proxy_threads(),
         );
-        let path = dir.join("gateway.yaml");
-        std::fs::write(&path, yaml).expect("write gateway.yaml");
-        let child = launch(bin, Role::Proxy)
-            .arg("--config")
-            .arg(&path)
-            .env("RUST_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start mcp-gateway");
-        Self::ready(port, child, "mcp-gateway", false).await
+        Self::gateway_yaml(bin, dir, &body).await
     }
 
     /// mcp-gateway (the binary `bin`) with the config `body` after its `listen` and `threads`
