@@ -39,9 +39,13 @@ impl Changes {
         if self.tail.is_empty() {
             return None;
         }
-        let mut joined = self.tail.clone();
-        joined.extend_from_slice(&chunk[..(LONGEST - 1).min(chunk.len())]);
-        ending_after(&joined, self.tail.len())
+        // on the stack: a stream's every chunk passes here
+        let mut joined = [0u8; 2 * LONGEST];
+        let head = &chunk[..(LONGEST - 1).min(chunk.len())];
+        let len = self.tail.len() + head.len();
+        joined[..self.tail.len()].copy_from_slice(&self.tail);
+        joined[self.tail.len()..len].copy_from_slice(head);
+        ending_after(&joined[..len], self.tail.len())
     }
 }
 

@@ -64,6 +64,8 @@ pub struct Keys {
     /// The shared tier's epoch when the request was looked up ([`shared`]): what it asks
     /// upstream is kept under it (0 without a shared tier).
     pub epoch: u64,
+    /// The signature of the backends `public` was made with (`key::Source::backends`).
+    pub backends: u64,
 }
 
 impl Keys {

@@ -47,13 +47,17 @@ enum Looked {
 }
 
 /// Looks a request up (a hit answered, `stale` counted), else leads or joins its flight: a
-/// request that waited is answered from what the one in flight kept, or asks itself.
+/// request that waited is answered from what the one in flight kept, or asks itself. A
+/// request without keys (a retry, unreadable) asks.
 async fn look(
     session: &mut impl Client,
     ctx: &RequestCtx,
-    keys: &mut Keys,
+    keys: Option<&mut Keys>,
     at: (&str, &'static str),
 ) -> Result<Looked, crate::error::Fail> {
+    let Some(keys) = keys else {
+        return Ok(Looked::Ask(None));
+    };
     let cache = &ctx.state.cache;
     match cache.lookup(keys, at).await {
         Ok(fresh) => {
@@ -91,6 +95,7 @@ fn keys_of(
             public,
             context: context(session.req_header()),
             epoch: 0,
+            backends: source.backends,
         }),
         Keyed::Retry | Keyed::Unreadable => None,
     }
@@ -115,11 +120,11 @@ pub(crate) async fn forward<C: Client>(
         ctx.state.cache.metrics().count(&label, method, "bypass");
         return forward_any(gw, session, ctx, pool, out).await;
     };
-    let lead = match look(session, ctx, &mut keys, (&label, method)).await? {
+    let lead = match look(session, ctx, Some(&mut keys), (&label, method)).await? {
         Looked::Answered => return Ok(()),
         Looked::Ask(lead) => lead,
     };
-    let request = (out.body.clone(), pool.clone(), backends);
+    let request = (out.body.clone(), pool.clone());
     let cache = ctx.state.cache.clone();
     out.keep = Some(Keep::new(cache, (keys, label, method), request));
     let forwarded = forward_any(gw, session, ctx, pool, out).await;
@@ -141,23 +146,20 @@ pub(crate) async fn own<C: Client>(
     make: impl std::future::Future<Output = Result<Bytes, crate::error::GatewayError>>,
 ) -> Handled {
     let method = ctx.method_label;
-    let source = |backends| key::Source {
+    let source = key::Source {
         route: label,
         member: "",
-        backends,
+        backends: backends(),
     };
-    let mut keys = keys_of(session, source(backends()), method, body);
-    let mut lead = None;
-    if let Some(keys) = &mut keys {
-        match look(session, ctx, keys, (label, method)).await? {
-            Looked::Answered => return Ok(()),
-            Looked::Ask(leading) => lead = leading,
-        }
-    }
+    let mut keys = keys_of(session, source, method, body);
+    let lead = match look(session, ctx, keys.as_mut(), (label, method)).await? {
+        Looked::Answered => return Ok(()),
+        Looked::Ask(lead) => lead,
+    };
     let made = make.await?;
     let head = ResponseHeader::build(200, Some(3))?;
-    let keys = keys.map(|k| (k, source(backends())));
-    keep_and_write(session, ctx, (keys, body), head, made).await?;
+    let keys = keys.and_then(|k| key::for_backends(k, (label, backends()), method, body));
+    keep_and_write(session, ctx, (keys, label), head, made).await?;
     drop(lead);
     Ok(())
 }
@@ -175,19 +177,16 @@ pub(crate) async fn bridged<C: Client>(
 ) -> Handled {
     let method = ctx.method_label;
     let label = route.label.as_str();
-    let source = |backends| key::Source {
+    let source = key::Source {
         route: label,
         member: "",
-        backends,
+        backends: pool.signature(),
     };
-    let mut keys = keys_of(session, source(pool.signature()), method, &body);
-    let mut lead = None;
-    if let Some(keys) = &mut keys {
-        match look(session, ctx, keys, (label, method)).await? {
-            Looked::Answered => return Ok(()),
-            Looked::Ask(leading) => lead = leading,
-        }
-    }
+    let mut keys = keys_of(session, source, method, &body);
+    let lead = match look(session, ctx, keys.as_mut(), (label, method)).await? {
+        Looked::Answered => return Ok(()),
+        Looked::Ask(lead) => lead,
+    };
     let limit = ctx.state.cache.config().max_entry_bytes;
     let mut holding = Holding::new(session, limit);
     let served = crate::forward::bridged::forward(
@@ -203,8 +202,9 @@ pub(crate) async fn bridged<C: Client>(
     served?;
     match ended? {
         Ended::Whole(head, made) => {
-            let keys = keys.map(|k| (k, source(pool.signature())));
-            keep_and_write(session, ctx, (keys, &body), *head, made).await?;
+            let now = (label, pool.signature());
+            let keys = keys.and_then(|k| key::for_backends(k, now, method, &body));
+            keep_and_write(session, ctx, (keys, label), *head, made).await?;
         }
         Ended::Written => ctx.state.cache.metrics().count(label, method, "bypass"),
     }
@@ -212,30 +212,24 @@ pub(crate) async fn bridged<C: Client>(
     Ok(())
 }
 
-/// Keeps the whole answer `made` (200, `head`) under `keys` (rebuilt from `source` and the
-/// request `body`: the backends as they are now) when its result says it may be, and writes it
-/// with `Mcp-Gateway-Cache` saying whether it was kept.
+/// Keeps the whole answer `made` (200, `head`) to a request on the route `label` under `keys`
+/// (`None`: it has none) when its result says it may be, and writes it with `Mcp-Gateway-Cache`
+/// saying whether it was kept.
 async fn keep_and_write(
     session: &mut impl Client,
     ctx: &mut RequestCtx,
-    (keys, body): (Option<(Keys, key::Source<'_>)>, &[u8]),
+    (keys, label): (Option<Keys>, &str),
     mut head: ResponseHeader,
     made: Bytes,
 ) -> Handled {
     let cache = ctx.state.cache.clone();
     let method = ctx.method_label;
-    let label = keys.as_ref().map_or("", |(_, s)| s.route).to_owned();
     let kept = match (keys, cacheable::stored(&made)) {
-        (Some((mut keys, source)), Ok(stored)) => {
-            if let Keyed::Key(now) = key::of(source, method, body) {
-                keys.public = now;
-            }
-            cache.keep(&keys, stored, (&label, method)).await.is_ok()
-        }
+        (Some(keys), Ok(stored)) => cache.keep(&keys, stored, (label, method)).await.is_ok(),
         _ => false,
     };
     let how = if kept { "miss" } else { "bypass" };
-    cache.metrics().count(&label, method, how);
+    cache.metrics().count(label, method, how);
     ctx.capture_response(&made);
     head.remove_header(&http::header::TRANSFER_ENCODING);
     head.insert_header(http::header::CONTENT_TYPE, "application/json")?;

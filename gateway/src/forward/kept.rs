@@ -25,21 +25,20 @@ pub(crate) struct Keep {
     keys: Keys,
     label: String,
     method: &'static str,
-    /// The request's body and the pool it went to, and the pool's signature its key was
-    /// made with: an answer that taught the pool something (a backend's era, found by this
-    /// very request) is kept under the key of the pool as it is now.
+    /// The request's body and the pool it went to: an answer that taught the pool something
+    /// (a backend's era, found by this very request) is kept under the key of the pool as it
+    /// is now ([`crate::cache::key::for_backends`]).
     body: bytes::Bytes,
     pool: Arc<crate::upstream::Pool>,
-    backends: u64,
 }
 
 impl Keep {
-    /// Where an answer to a request (`body`, to `pool` whose signature was `backends`) with
-    /// `keys` for `method` on the route `label` is kept.
+    /// Where an answer to a request (`body`, to `pool`) with `keys` for `method` on the route
+    /// `label` is kept.
     pub(crate) fn new(
         cache: Arc<Cache>,
         (keys, label, method): (Keys, String, &'static str),
-        (body, pool, backends): (bytes::Bytes, Arc<crate::upstream::Pool>, u64),
+        (body, pool): (bytes::Bytes, Arc<crate::upstream::Pool>),
     ) -> Keep {
         Keep {
             cache,
@@ -48,7 +47,6 @@ impl Keep {
             method,
             body,
             pool,
-            backends,
         }
     }
 }
@@ -107,19 +105,11 @@ impl Keep {
         let Ok(stored) = cacheable::stored(body) else {
             return false;
         };
-        let mut keys = self.keys;
-        let now = self.pool.signature();
-        if now != self.backends {
-            let source = crate::cache::key::Source {
-                route: &self.label,
-                member: "",
-                backends: now,
-            };
-            match crate::cache::key::of(source, self.method, &self.body) {
-                crate::cache::key::Keyed::Key(public) => keys.public = public,
-                _ => return false,
-            }
-        }
+        let now = (self.label.as_str(), self.pool.signature());
+        let keys = crate::cache::key::for_backends(self.keys, now, self.method, &self.body);
+        let Some(keys) = keys else {
+            return false;
+        };
         let at = (self.label.as_str(), self.method);
         self.cache.keep(&keys, stored, at).await.is_ok()
     }
