@@ -7,7 +7,9 @@
 //! client's id and `ttlMs` lowered by its age; concurrent misses make one upstream request; a
 //! route with `cache: off` and a reload drop the cache's answers.
 
+mod changes;
 mod merged;
+mod real_peers;
 mod replicas;
 
 use mcp_gateway_tests::wire::{read_body, read_head};
@@ -354,101 +356,6 @@ async fn a_route_with_cache_off_and_a_reload_answer_from_the_backend() {
     assert_eq!(backend.count("tools/list"), 3);
 }
 
-/// Real peers: an mcp 2.3.0 server whose cacheable results say `ttlMs: 60000` and
-/// `cacheScope: public` (`MCPServer(cache_hints=...)`), and fresh mcp 2.3.0 clients pinned to
-/// 2026-07-28, one process after another, as agents start: the first one's `tools/list` reaches
-/// the server, the next ones are answered at the gateway, and the real client takes the answer
-/// (its id, the lowered `ttlMs`) as the server's.
-#[tokio::test]
-async fn fresh_real_clients_list_from_the_cache_of_a_real_servers_public_results() {
-    let peer = mcp_gateway_tests::PythonPeer::start(
-        "mcp2",
-        "stateless_server.py",
-        &[
-            "--port",
-            "0",
-            "--name",
-            "s",
-            "--cache-ttl-ms",
-            "60000",
-            "--cache-scope",
-            "public",
-        ],
-    )
-    .await;
-    let yaml = format!(
-        "pools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
-        peer.addr()
-    );
-    let gw = Gateway::start(&yaml).await;
-    for _ in 0..3 {
-        let (ok, v) =
-            mcp_gateway_tests::harness::client_v2(&gw.url("/mcp"), "stateless", &["list"]).await;
-        assert!(ok, "{v}");
-        let tools = v["tools"].as_array().unwrap();
-        assert!(tools.iter().any(|t| t == "whoami"), "{v}");
-    }
-    first_list_asked_then_two_hits(&gw).await;
-}
-
-/// Real peers of the other SDK: a TypeScript SDK v2 server whose `cacheHints` make its lists
-/// `public` for a minute, and fresh TypeScript SDK v2 clients pinned to 2026-07-28 starting one
-/// after another (connect, list, call): the first list reaches the server, the next ones are
-/// answered at the gateway, and each client takes the answer (its `ttlMs` lowered by age).
-#[tokio::test]
-async fn fresh_typescript_clients_list_from_the_cache_of_a_typescript_servers_public_results() {
-    let hints = ["--cache-ttl-ms", "60000", "--cache-scope", "public"];
-    let peer = mcp_gateway_tests::PythonPeer::modern_ts_with("ts", &hints).await;
-    let yaml = format!(
-        "pools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
-        peer.addr()
-    );
-    let gw = Gateway::start(&yaml).await;
-    for _ in 0..3 {
-        let mut cmd = tokio::process::Command::new(mcp_gateway_tests::harness::node());
-        cmd.arg(mcp_gateway_tests::harness::workspace().join("tests/peers/node/modern_client.mjs"))
-            .args(["--url", &gw.url("/mcp"), "list"])
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-            .await
-            .expect("the client finished")
-            .expect("ran");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let v: Value =
-            serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap_or_default();
-        assert!(
-            out.status.success(),
-            "{v} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(v["whoami"], "ts", "{v}");
-        assert!(
-            v["tools"].as_array().unwrap().iter().any(|t| t == "echo"),
-            "{v}"
-        );
-        let ttl = v["ttl"].as_u64().unwrap_or(0);
-        assert!((1..=60_000).contains(&ttl), "{v}");
-    }
-    first_list_asked_then_two_hits(&gw).await;
-}
-
-/// Three fresh clients listed on `/mcp`: the first client's list was asked upstream, the next
-/// two were answered at the gateway.
-async fn first_list_asked_then_two_hits(gw: &Gateway) {
-    let count = |result: &'static str| {
-        let name = format!(
-            "mcpgw_cache_total{{method=\"tools/list\",result=\"{result}\",route=\"/mcp\"}}"
-        );
-        async move { gw.metric(&name).await }
-    };
-    assert_eq!(count("miss").await, 1.0, "the first list asked upstream");
-    assert_eq!(
-        count("hit").await,
-        2.0,
-        "the next two answered at the gateway"
-    );
-}
-
 /// A request the cache saw says how in its trace span: `mcp_gateway.cache` is `miss` for the
 /// first list, `hit` for the second.
 #[tokio::test]
@@ -488,62 +395,4 @@ async fn the_request_span_says_how_the_cache_answered() {
     );
     assert_eq!(cache_of(traces[0]).as_deref(), Some("miss"));
     assert_eq!(cache_of(traces[1]).as_deref(), Some("hit"));
-}
-
-/// A `subscriptions/listen` stream whose backend says the tools changed.
-const LISTEN: &str = "SSE:event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{}}\n\n";
-
-/// A `subscriptions/listen` stream whose backend sends the notification `method`.
-fn listen_saying(method: &str) -> String {
-    format!("SSE:event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"{method}\",\"params\":{{}}}}\n\n")
-}
-
-/// The cache hears each notification that says results changed on a stream it passes through
-/// untouched (a plain route's `subscriptions/listen`, on the fast path, and a POST answered
-/// with an event stream on a route that reads bodies) and asks the backend again; a progress
-/// notification drops nothing.
-#[tokio::test]
-async fn each_change_on_a_relayed_event_stream_drops_the_kept_results() {
-    let changes = [
-        "notifications/tools/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/resources/list_changed",
-        "notifications/resources/updated",
-    ];
-    for (method, changed) in changes
-        .map(|c| (c, true))
-        .into_iter()
-        .chain([("notifications/progress", false)])
-    {
-        for route_extra in ["", ", limits: { timeout-ms: 5000 }"] {
-            let listen = listen_saying(method);
-            let backend = Backend::start(
-                &[("tools/list", PUBLIC), ("subscriptions/listen", &listen)],
-                Duration::ZERO,
-            )
-            .await;
-            let gw = Gateway::start(&config(&backend, route_extra)).await;
-            for (id, how) in [("1", "miss"), ("2", "hit")] {
-                let r = request(id, "tools/list", json!({}), None)
-                    .send(gw.addr)
-                    .await;
-                assert_eq!(r.head.header("mcp-gateway-cache"), Some(how));
-            }
-            let heard = request(
-                "3",
-                "subscriptions/listen",
-                json!({"notifications": {}}),
-                None,
-            )
-            .send(gw.addr)
-            .await;
-            assert!(heard.text().contains(method), "{}", heard.text());
-            let after = request("4", "tools/list", json!({}), None)
-                .send(gw.addr)
-                .await;
-            let how = if changed { "miss" } else { "hit" };
-            let at = format!("{method} on the route{route_extra}");
-            assert_eq!(after.head.header("mcp-gateway-cache"), Some(how), "{at}");
-        }
-    }
 }

@@ -3,7 +3,8 @@
 //! replica that finds a result another kept lowers its `ttlMs` by its age as that one would;
 //! private results stay in the replica that received them.
 
-use super::{request, Backend, LISTEN, PRIVATE, PUBLIC};
+use super::changes::listen_saying;
+use super::{request, Backend, PRIVATE, PUBLIC};
 use mcp_gateway_tests::redis::RedisServer;
 use mcp_gateway_tests::Gateway;
 use serde_json::json;
@@ -99,7 +100,13 @@ async fn a_replica_that_cannot_reach_redis_asks_the_backend_and_says_so() {
 async fn a_change_heard_by_one_replica_drops_the_results_of_both() {
     let redis = RedisServer::start().await;
     let backend = Backend::start(
-        &[("tools/list", PUBLIC), ("subscriptions/listen", LISTEN)],
+        &[
+            ("tools/list", PUBLIC),
+            (
+                "subscriptions/listen",
+                &listen_saying("notifications/tools/list_changed"),
+            ),
+        ],
         Duration::ZERO,
     )
     .await;
