@@ -97,35 +97,6 @@ pub fn of(source: Source<'_>, method: &str, body: &[u8]) -> Keyed {
     Keyed::Key(h.finalize().into())
 }
 
-/// `keys` (of a request with `body` for `method` on the route `route`) for the backends as
-/// they are now, whose signature is `backends`: the same keys when the backends did not change
-/// since the request was keyed, else its public key made again (an answer that taught the pool
-/// something, the era of the backend that gave it, is kept under the pool as it is after it).
-/// `None` when the request has no key.
-pub fn for_backends(
-    keys: super::Keys,
-    (route, backends): (&str, u64),
-    method: &str,
-    body: &[u8],
-) -> Option<super::Keys> {
-    if keys.backends == backends {
-        return Some(keys);
-    }
-    let source = Source {
-        route,
-        member: "",
-        backends,
-    };
-    match of(source, method, body) {
-        Keyed::Key(public) => Some(super::Keys {
-            public,
-            backends,
-            ..keys
-        }),
-        Keyed::Retry | Keyed::Unreadable => None,
-    }
-}
-
 /// The key of `base` in the authorization context `context`.
 pub fn private(base: &Key, context: &Key) -> Key {
     let mut h = Sha256::new();

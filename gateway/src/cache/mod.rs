@@ -69,6 +69,35 @@ pub struct Keys {
 }
 
 impl Keys {
+    /// These keys (of a request with `body` for `method` on the route `route`) for the
+    /// backends as they are now, whose signature is `backends`: the same keys when the backends
+    /// did not change since the request was keyed, else its public key made again (an answer
+    /// that taught the pool something, the era of the backend that gave it, is kept under the
+    /// pool as it is after it). `None` when the request has no key.
+    pub fn for_backends(
+        self,
+        (route, backends): (&str, u64),
+        method: &str,
+        body: &[u8],
+    ) -> Option<Keys> {
+        if self.backends == backends {
+            return Some(self);
+        }
+        let source = key::Source {
+            route,
+            member: "",
+            backends,
+        };
+        match key::of(source, method, body) {
+            key::Keyed::Key(public) => Some(Keys {
+                public,
+                backends,
+                ..self
+            }),
+            key::Keyed::Retry | key::Keyed::Unreadable => None,
+        }
+    }
+
     /// The key of the result in the caller's context.
     fn private(&self) -> Option<Key> {
         self.context.map(|c| key::private(&self.public, &c))

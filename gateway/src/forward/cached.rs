@@ -158,7 +158,7 @@ pub(crate) async fn own<C: Client>(
     };
     let made = make.await?;
     let head = ResponseHeader::build(200, Some(3))?;
-    let keys = keys.and_then(|k| key::for_backends(k, (label, backends()), method, body));
+    let keys = keys.and_then(|k| k.for_backends((label, backends()), method, body));
     keep_and_write(session, ctx, (keys, label), head, made).await?;
     drop(lead);
     Ok(())
@@ -203,7 +203,7 @@ pub(crate) async fn bridged<C: Client>(
     match ended? {
         Ended::Whole(head, made) => {
             let now = (label, pool.signature());
-            let keys = keys.and_then(|k| key::for_backends(k, now, method, &body));
+            let keys = keys.and_then(|k| k.for_backends(now, method, &body));
             keep_and_write(session, ctx, (keys, label), *head, made).await?;
         }
         Ended::Written => ctx.state.cache.metrics().count(label, method, "bypass"),

@@ -27,7 +27,7 @@ pub(crate) struct Keep {
     method: &'static str,
     /// The request's body and the pool it went to: an answer that taught the pool something
     /// (a backend's era, found by this very request) is kept under the key of the pool as it
-    /// is now ([`crate::cache::key::for_backends`]).
+    /// is now ([`Keys::for_backends`]).
     body: bytes::Bytes,
     pool: Arc<crate::upstream::Pool>,
 }
@@ -106,7 +106,7 @@ impl Keep {
             return false;
         };
         let now = (self.label.as_str(), self.pool.signature());
-        let keys = crate::cache::key::for_backends(self.keys, now, self.method, &self.body);
+        let keys = self.keys.for_backends(now, self.method, &self.body);
         let Some(keys) = keys else {
             return false;
         };
