@@ -8,9 +8,11 @@ use std::process::ExitCode;
 
 /// mimalloc: pingora allocates per request (headers, tasks, buffers); on the benchmark box it
 /// raised bare pingora's and the gateway's req/s by 10-15% over glibc malloc (scripts/bench).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[cfg(feature = "mimalloc")]
 /// How often the allocator is asked to give back memory freed since (see [`give_back_freed`]).
 const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -19,6 +21,7 @@ const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// gateway kept what they had used. A thread of its own asks it every [`COLLECT_EVERY`] to run
 /// the purges that are due (`mi_collect(false)`: no forced work on the request threads);
 /// measured in docs/benchmarks.md, "Half-open connections".
+#[cfg(feature = "mimalloc")]
 fn give_back_freed() {
     let spawned = std::thread::Builder::new()
         .name("mimalloc-collect".into())
@@ -39,6 +42,10 @@ fn give_back_freed() {
         tracing::warn!(error = %e, "the allocator's collect thread did not start");
     }
 }
+
+/// The system's malloc gives back by itself.
+#[cfg(not(feature = "mimalloc"))]
+fn give_back_freed() {}
 
 /// A session-terminating gateway for MCP (Streamable HTTP).
 #[derive(Parser)]
