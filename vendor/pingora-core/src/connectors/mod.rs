@@ -360,7 +360,10 @@ impl TransportConnector {
         if let Some(s) = reused_stream {
             Ok((s, true))
         } else {
-            let s = self.new_stream(peer).await?;
+            // Boxed: a connection's future (connect, TLS) is several KB; inline, every caller's
+            // future (a proxied request's, for all its life) would hold room for it even when a
+            // pooled connection is reused, and be copied whole wherever it is moved.
+            let s = Box::pin(self.new_stream(peer)).await?;
             Ok((s, false))
         }
     }

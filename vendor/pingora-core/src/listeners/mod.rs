@@ -328,6 +328,16 @@ impl UninitializedStream {
         }
     }
 
+    /// The stream of a connection without TLS, whose handshake is only setting its buffer;
+    /// `Err(self)` when there is a TLS handshake to do.
+    pub fn into_plain(mut self) -> std::result::Result<Stream, Self> {
+        if self.tls.is_some() {
+            return Err(self);
+        }
+        self.l4.set_buffer(self.l4_buffer);
+        Ok(Box::new(self.l4))
+    }
+
     /// Get the peer address of the connection if available
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.l4

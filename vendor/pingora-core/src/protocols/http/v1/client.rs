@@ -356,7 +356,17 @@ impl HttpSession {
                             return self.fail_response_header_read(e);
                         }
 
-                        let buf = std::mem::take(&mut self.response_header_read_buf).freeze();
+                        // The header values point into the buffer read, which is kept as long
+                        // as they are: for an event stream (held for hours) with a smaller body
+                        // buffer asked, only what was read is kept, not the whole read buffer.
+                        let compact = self.event_stream_body_buf_size.is_some()
+                            && is_event_stream_head(resp.headers);
+                        let read = std::mem::take(&mut self.response_header_read_buf);
+                        let buf = if compact {
+                            Bytes::copy_from_slice(&read)
+                        } else {
+                            read.freeze()
+                        };
 
                         for header in header_refs {
                             let header_name = header.get_name_bytes(&buf);
@@ -597,10 +607,7 @@ impl HttpSession {
 
     fn is_event_stream(&self) -> bool {
         let content_type = self.get_header(http::header::CONTENT_TYPE);
-        content_type.is_some_and(|v| {
-            let v = v.as_bytes();
-            v.len() >= 17 && v[..17].eq_ignore_ascii_case(b"text/event-stream")
-        })
+        content_type.is_some_and(|v| is_event_stream_type(v.as_bytes()))
     }
 
     pub(super) fn get_headers_raw(&self) -> &[u8] {
@@ -1055,6 +1062,19 @@ impl UniqueID for HttpSession {
     fn id(&self) -> UniqueIDType {
         self.underlying_stream.id()
     }
+}
+
+/// Whether a media type is `text/event-stream` (parameters may follow).
+fn is_event_stream_type(v: &[u8]) -> bool {
+    v.len() >= 17 && v[..17].eq_ignore_ascii_case(b"text/event-stream")
+}
+
+/// Whether a parsed response head says its body is an event stream.
+fn is_event_stream_head(headers: &[httparse::Header<'_>]) -> bool {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+        .is_some_and(|h| is_event_stream_type(h.value))
 }
 
 #[cfg(test)]
@@ -2581,6 +2601,16 @@ hello\r\n\
             let capacity = http_stream.body_reader.body_buf.as_ref().map(|b| b.capacity());
             let capacity = capacity.unwrap_or(0);
             assert_eq!(capacity < 16384, small, "{content_type}: {capacity}");
+            // the head is kept in a buffer of its size (its values point into it), not in the
+            // whole buffer it was read into
+            assert_eq!(
+                http_stream.get_header("content-type").unwrap().as_bytes(),
+                content_type.as_bytes()
+            );
+            http_stream.response_header = None;
+            let head: Vec<u8> = std::mem::take(&mut http_stream.buf).into();
+            let kept = head.capacity();
+            assert_eq!(kept < INIT_HEADER_BUF_SIZE, small, "{content_type}: {kept}");
         }
     }
 
