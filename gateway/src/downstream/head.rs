@@ -76,8 +76,6 @@ pub struct Watch {
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
     /// An answer being written instead of reading on; then the stream reads as closed.
     refusal: Option<(Vec<u8>, usize)>,
-    /// The next request's first byte, read by [`Peek::try_peek`] and handed out first.
-    peeked: Option<u8>,
 }
 
 impl Watch {
@@ -88,7 +86,6 @@ impl Watch {
             phase,
             timer: None,
             refusal: None,
-            peeked: None,
         }
     }
 
@@ -246,11 +243,6 @@ impl AsyncRead for Watch {
             // the answer goes out, then the stream reads as closed
             return this.poll_refusal(cx).map(|()| Ok(()));
         }
-        if let Some(byte) = this.peeked.take() {
-            // judged when it was read
-            buf.put_slice(&[byte]);
-            return Poll::Ready(Ok(()));
-        }
         let before = buf.filled().len();
         let deadline = match this.phase.lock() {
             Ok(p) => p.deadline(),
@@ -377,24 +369,6 @@ impl GetSocketDigest for Watch {
     }
 }
 
-/// Waiting for a request: the connection loop builds a session (and the request's future) only
-/// once the next request's first byte is here (`downstream::Guarded`), so an idle connection
-/// holds neither. The byte is read as any other (under the idle or header deadline, judged as
-/// the head's first) and handed out again by the next read. `Ok(true)`: a byte is here;
-/// `UnexpectedEof`: the client closed, or was idle past its deadline, or its head was refused.
-#[async_trait::async_trait]
-impl Peek for Watch {
-    async fn try_peek(&mut self, buf: &mut [u8]) -> std::io::Result<bool> {
-        if self.peeked.is_none() {
-            let mut one = [0u8; 1];
-            if tokio::io::AsyncReadExt::read(self, &mut one).await? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            self.peeked = Some(one[0]);
-        }
-        if let (Some(first), Some(byte)) = (buf.first_mut(), self.peeked) {
-            *first = byte;
-        }
-        Ok(true)
-    }
-}
+/// Peeking is not passed through: the connection loop reads the next request's first bytes
+/// itself (`downstream::next_request`), through [`Watch`]'s read.
+impl Peek for Watch {}

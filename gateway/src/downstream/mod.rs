@@ -37,12 +37,17 @@ pub use endpoint::client_endpoint;
 
 use crate::config::ClientTimeouts;
 use async_trait::async_trait;
+use bytes::BytesMut;
 use head::{Phase, Watch};
 use pingora::apps::{HttpServerApp, ServerApp};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The client timeouts in force (the running state implements it, so the listener never
 /// reads the whole `State`).
@@ -88,20 +93,40 @@ impl<A> Guarded<A> {
     }
 }
 
-/// Waits for the first byte of the connection's next request (`head::Watch`'s `try_peek`, under
-/// its idle or header deadline), so that a connection between requests holds no session, no
-/// request buffer and no request future: they are made when a request starts. False when the
-/// connection is done: closed, idle past its deadline, refused, or the server shutting down.
-async fn next_request(stream: &mut Stream, shutdown: &ShutdownWatch) -> bool {
+/// How much of the next request one read takes (a stack buffer, live only within a poll): the
+/// size of the buffer pingora reads a request head into, so a head that came whole is parsed
+/// without another read.
+const FIRST_READ: usize = 4096;
+
+/// Waits for the connection's next request and reads what of it has come (through
+/// `head::Watch`, under its idle or header deadline, judged as the head's start), so that a
+/// connection between requests holds no session, no request buffer and no request future: they
+/// are made when a request starts, and pingora parses the bytes read here as the request's
+/// prefix (no second read). The bytes land in a buffer on the stack, live only
+/// within one poll, and are copied into a buffer of their size once they are here. `None`
+/// when the connection is done: closed, idle past its deadline, its head refused, or the server
+/// shutting down.
+async fn next_request(stream: &mut Stream, shutdown: &mut ShutdownWatch) -> Option<BytesMut> {
     if *shutdown.borrow() {
-        return false;
+        return None;
     }
-    let mut shutdown = shutdown.clone();
-    let mut first = [0u8; 1];
+    let first = std::future::poll_fn(|cx| {
+        let mut landing = [MaybeUninit::<u8>::uninit(); FIRST_READ];
+        let mut read = ReadBuf::uninit(&mut landing);
+        match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(())) if !read.filled().is_empty() => {
+                // as large as what came: a head read whole is kept (pingora's header values
+                // point into it) for the request's life, a held stream's too
+                Poll::Ready(Some(BytesMut::from(read.filled())))
+            }
+            Poll::Ready(_) => Poll::Ready(None),
+        }
+    });
     tokio::select! {
         biased;
-        peeked = stream.try_peek(&mut first) => peeked.unwrap_or(false),
-        _ = shutdown.changed() => false,
+        first = first => first,
+        _ = shutdown.changed() => None,
     }
 }
 
@@ -132,10 +157,11 @@ where
         let timeouts: ClientTimeouts = self.timeouts.client_timeouts();
         let phase = Arc::new(Mutex::new(Phase::new(timeouts)));
         let mut watched: Stream = Box::new(Watch::new(stream, phase.clone()));
-        if !next_request(&mut watched, shutdown).await {
-            return None;
-        }
+        // the connection's own receiver (`changed` needs one), made once
+        let mut stopping = shutdown.clone();
+        let first = next_request(&mut watched, &mut stopping).await?;
         let mut session = ServerSession::new_http1(watched);
+        session.set_pipelined_prefix(first);
         if *shutdown.borrow() {
             session.set_keepalive(None);
         } else {
@@ -149,12 +175,20 @@ where
         while let Some((mut stream, settings)) = result.map(|r| r.consume()) {
             head::rearm(&phase);
             let pipelined = settings.as_ref().is_some_and(|s| s.has_pipelined_prefix());
-            if !pipelined && !next_request(&mut stream, shutdown).await {
-                return None;
-            }
+            let first = match pipelined {
+                true => None,
+                false => Some(next_request(&mut stream, &mut stopping).await?),
+            };
             let mut session = ServerSession::new_http1(stream);
-            if let Some(settings) = settings {
-                settings.apply_to_session(&mut session);
+            match (settings, first) {
+                (Some(mut settings), Some(first)) => {
+                    settings.set_pipelined_prefix(first);
+                    settings.apply_to_session(&mut session);
+                }
+                (Some(settings), None) => settings.apply_to_session(&mut session),
+                (None, first) => first
+                    .into_iter()
+                    .for_each(|f| session.set_pipelined_prefix(f)),
             }
             session.set_keep_header_case(false);
             result = self.inner.process_new_http(session, shutdown).await;
