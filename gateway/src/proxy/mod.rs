@@ -90,6 +90,12 @@ impl ProxyHttp for Gateway {
                 let handle = Box::pin(crate::handlers::stateful::handle(self, session, ctx, route));
                 telemetry::within(otel, handle).await
             }
+            Ok(Plan::SessionStream(route)) => {
+                let stream = Box::pin(crate::handlers::stateful::stream_or_delete(
+                    self, session, ctx, route,
+                ));
+                telemetry::within(otel, stream).await
+            }
             Ok(Plan::Buffered { route, check }) => {
                 let forward = Box::pin(crate::handlers::stateless::forward_buffered(
                     self, session, ctx, route, check,

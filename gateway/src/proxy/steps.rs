@@ -20,6 +20,9 @@ pub(super) enum Plan {
     Native,
     /// A stateful (or auto, legacy-era) route: the session manager.
     Stateful(Arc<Route>),
+    /// A GET (a session's stream) or DELETE on such a route: served apart, so that a stream
+    /// held for hours does not hold room for a call's state.
+    SessionStream(Arc<Route>),
     /// A virtual route: its members (`virtual_route`).
     Virtual(Arc<Route>),
     /// Read the body first (the pool depends on it, or the exchange runs under a deadline);
@@ -159,10 +162,12 @@ fn plan(
             },
         );
     }
-    match route.mode {
-        Mode::Stateful => return Ok(Plan::Stateful(route)),
-        Mode::Auto if ctx.era == Era::Legacy => return Ok(Plan::Stateful(route)),
-        _ => {}
+    if route.mode == Mode::Stateful || (route.mode == Mode::Auto && ctx.era == Era::Legacy) {
+        let method = &session.req_header().method;
+        if method == http::Method::GET || method == http::Method::DELETE {
+            return Ok(Plan::SessionStream(route));
+        }
+        return Ok(Plan::Stateful(route));
     }
     let has_body = session.req_header().method == http::Method::POST;
     let method = headers.method.as_deref();

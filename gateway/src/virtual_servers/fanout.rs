@@ -249,9 +249,14 @@ async fn serve_in_session(
             head.remove_header(MCP_SESSION_ID);
         }
     }
+    let stream = head.method == http::Method::GET || head.method == http::Method::DELETE;
     match route.mode {
         crate::config::Mode::Stateless => {
             crate::handlers::stateless::forward_buffered(gw, session, ctx, route, false).await
+        }
+        // a resume (GET) and the session's end (DELETE), as `proxy::steps` plans them
+        crate::config::Mode::Stateful | crate::config::Mode::Auto if stream => {
+            Box::pin(crate::handlers::stateful::stream_or_delete(gw, session, ctx, route)).await
         }
         crate::config::Mode::Stateful | crate::config::Mode::Auto => {
             crate::handlers::stateful::handle(gw, session, ctx, route).await

@@ -25,7 +25,8 @@ use mcp_wire::headers::MCP_SESSION_ID;
 use quota::quota;
 use std::sync::Arc;
 
-/// Handles a request on a stateful (or auto, legacy-era) route.
+/// Handles a request on a stateful (or auto, legacy-era) route (a GET or DELETE:
+/// [`stream_or_delete`]).
 pub(crate) async fn handle<C: Client>(
     gw: &Gateway,
     session: &mut C,
@@ -41,26 +42,15 @@ pub(crate) async fn handle<C: Client>(
         .get(MCP_SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let method = session.req_header().method.clone();
-    // Every branch but a call within a session is boxed where it is awaited: this future is
-    // moved whole (into its box, through `within`), so an inlined branch would be copied on
-    // every call, whether it runs or not.
-    if method == http::Method::GET || method == http::Method::DELETE {
-        return Box::pin(get_or_delete(
-            gw,
-            session,
-            ctx,
-            (&pool, &route),
-            sid,
-            caller,
-        ))
-        .await;
-    }
+    let method = &session.req_header().method;
     if method != http::Method::POST {
         let err =
             crate::error::GatewayError::method_not_allowed(method.as_str(), "GET, POST, DELETE");
         return Err(err.into());
     }
+    // Every branch but a call within a session is boxed where it is awaited: this future is
+    // moved whole (into its box, through `within`), so an inlined branch would be copied on
+    // every call, whether it runs or not.
     let body = crate::forward::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
     let mut call = Call::classify(body)?;
@@ -138,28 +128,47 @@ async fn modern(
     forward_any(gw, session, ctx, &pool, out).await
 }
 
-/// GET (the session's stream) and DELETE.
-async fn get_or_delete(
+/// A GET (the session's stream) or DELETE on a stateful (or auto, legacy-era) route. Served
+/// apart from [`handle`] (`Plan::SessionStream`), and its branches boxed, so that a stream held
+/// for hours holds only what streaming needs, not room for a call's state (issue 52).
+pub(crate) async fn stream_or_delete<C: Client>(
     gw: &Gateway,
-    session: &mut impl Client,
+    session: &mut C,
     ctx: &mut RequestCtx,
-    (pool, route): (&Arc<Pool>, &Route),
-    sid: Option<String>,
-    caller: Requester,
+    route: Arc<Route>,
 ) -> Handled {
+    let pool = ctx.state.pool(route.default_pool)?;
+    let caller = requester(ctx);
+    let sid = session
+        .req_header()
+        .headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let Some(sid) = sid else {
-        return sessionless(gw, session, ctx, pool, route, Bytes::new(), true).await;
+        let route = &*route;
+        return Box::pin(sessionless(
+            gw,
+            session,
+            ctx,
+            &pool,
+            route,
+            Bytes::new(),
+            true,
+        ))
+        .await;
     };
     let rec = gw.sessions.lookup(&sid, &caller).await?;
     let client = session.req_header();
-    let rec = bridge_over_if_needed(&gw.sessions, pool, route.dual_backends, rec, client).await?;
+    let rec = bridge_over_if_needed(&gw.sessions, &pool, route.dual_backends, rec, client).await?;
     if rec.binding.is_bridged() {
-        return bridged::get_or_delete(gw, session, ctx, (pool, route), rec).await;
+        let routed = (&pool, &*route);
+        return Box::pin(bridged::get_or_delete(gw, session, ctx, routed, rec)).await;
     }
     if session.req_header().method == http::Method::DELETE {
-        in_session::delete(gw, session, pool, rec).await
+        Box::pin(in_session::delete(gw, session, &pool, rec)).await
     } else {
-        in_session::stream(gw, session, ctx, pool, rec).await
+        in_session::stream(gw, session, ctx, &pool, rec).await
     }
 }
 
