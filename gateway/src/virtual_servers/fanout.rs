@@ -256,7 +256,10 @@ async fn serve_in_session(
         }
         // a resume (GET) and the session's end (DELETE), as `proxy::steps` plans them
         crate::config::Mode::Stateful | crate::config::Mode::Auto if stream => {
-            Box::pin(crate::handlers::stateful::stream_or_delete(gw, session, ctx, route)).await
+            Box::pin(crate::handlers::stateful::stream_or_delete(
+                gw, session, ctx, route,
+            ))
+            .await
         }
         crate::config::Mode::Stateful | crate::config::Mode::Auto => {
             crate::handlers::stateful::handle(gw, session, ctx, route).await
