@@ -139,9 +139,10 @@ impl UpstreamClient {
 /// latter on every path: `Pool::peer` sets it in the peer's options): a GET through this
 /// client is a session's event stream (held for the session's life, or a client's), whose
 /// events are small; pingora's default of 64 KiB per body was half of a held stream's memory
-/// (docs/benchmarks.md, "Held GET streams"). A larger event is read in several reads. Other
-/// answers keep the default.
-pub(crate) const STREAM_BODY_BUFFER: usize = 8 * 1024;
+/// (docs/benchmarks.md, "Held GET streams"). One page, as nginx's `proxy_buffer_size`: an
+/// event larger than that (a large result sent as an event) is read in several reads, a
+/// system call per 4 KiB (issue 52: 8 KiB until then). Other answers keep the default.
+pub(crate) const STREAM_BODY_BUFFER: usize = 4 * 1024;
 
 fn size_body_buffer(session: &mut HttpSession, req: &RequestHeader) {
     if let (HttpSession::H1(h1), &http::Method::GET) = (session, &req.method) {
