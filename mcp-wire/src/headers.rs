@@ -85,6 +85,14 @@ pub enum HeaderProblem {
     Undecodable(&'static str),
 }
 
+/// The `Mcp-Session-Id` a head carries (its first), when it is visible ASCII.
+pub fn session_id(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
 /// Reads `Mcp-Method`, `Mcp-Name` and `MCP-Protocol-Version`. With `strict`, duplicated or
 /// undecodable headers are problems (as the 2.3.0 server treats them); otherwise the first
 /// decodable value is used and bad ones are ignored.

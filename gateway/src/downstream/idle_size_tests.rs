@@ -28,15 +28,18 @@ impl CurrentTimeouts for Defaults {
     }
 }
 
-#[tokio::test]
-async fn a_connection_waiting_for_its_next_request_holds_a_small_future() {
+/// A client connection and the gateway's end of it, as the listener hands it on.
+async fn connected() -> (tokio::net::TcpStream, Stream) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
     let (client, accepted) = tokio::join!(client, listener.accept());
-    let _client = client.unwrap();
-    let stream: Stream = Box::new(pingora::protocols::l4::stream::Stream::from(
-        accepted.unwrap().0,
-    ));
+    let stream = pingora::protocols::l4::stream::Stream::from(accepted.unwrap().0);
+    (client.unwrap(), Box::new(stream))
+}
+
+#[tokio::test]
+async fn a_connection_waiting_for_its_next_request_holds_a_small_future() {
+    let (_client, stream) = connected().await;
     let gauge = pingora_prometheus::prometheus::IntGauge::new("t", "t").unwrap();
     let guarded = Arc::new(Guarded::new(Nothing, Arc::new(Defaults), gauge));
     let (_tx, shutdown) = tokio::sync::watch::channel(false);
@@ -55,13 +58,9 @@ async fn a_connection_waiting_for_its_next_request_holds_a_small_future() {
 #[tokio::test]
 async fn the_next_requests_first_bytes_are_kept_in_a_buffer_of_their_size() {
     use tokio::io::AsyncWriteExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
-    let (client, accepted) = tokio::join!(client, listener.accept());
-    let mut client = client.unwrap();
-    let stream = pingora::protocols::l4::stream::Stream::from(accepted.unwrap().0);
+    let (mut client, stream) = connected().await;
     let phase = Arc::new(Mutex::new(Phase::new(ClientTimeouts::default())));
-    let mut watched: Stream = Box::new(Watch::new(Box::new(stream), phase));
+    let mut watched: Stream = Box::new(Watch::new(stream, phase));
     let head = b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
     client.write_all(head).await.unwrap();
     let (_tx, shutdown) = tokio::sync::watch::channel(false);
@@ -77,13 +76,7 @@ async fn the_next_requests_first_bytes_are_kept_in_a_buffer_of_their_size() {
 /// A connection waiting for its next request ends when the server shuts down.
 #[tokio::test]
 async fn a_connection_waiting_for_its_next_request_ends_at_shutdown() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
-    let (client, accepted) = tokio::join!(client, listener.accept());
-    let _client = client.unwrap();
-    let mut stream: Stream = Box::new(pingora::protocols::l4::stream::Stream::from(
-        accepted.unwrap().0,
-    ));
+    let (_client, mut stream) = connected().await;
     let (tx, shutdown) = tokio::sync::watch::channel(false);
     let mut shutdown = shutdown;
     let waiting = next_request(&mut stream, &mut shutdown);

@@ -51,12 +51,7 @@ pub(super) async fn serve(
     members: &Members,
 ) -> Handled {
     let http_method = session.req_header().method.clone();
-    let sid = session
-        .req_header()
-        .headers
-        .get(MCP_SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let sid = mcp_wire::headers::session_id(&session.req_header().headers);
     if http_method == http::Method::GET {
         return get(gw, session, ctx, (route, members), sid).await;
     }

@@ -21,7 +21,6 @@ use crate::session::{Opened, Opening, Requester};
 use crate::upstream::Pool;
 use bytes::Bytes;
 use call::Call;
-use mcp_wire::headers::MCP_SESSION_ID;
 use quota::quota;
 use std::sync::Arc;
 
@@ -36,12 +35,7 @@ pub(crate) async fn handle<C: Client>(
     let state = ctx.state.clone();
     let pool = state.pool(route.default_pool)?;
     let caller = requester(ctx);
-    let sid = session
-        .req_header()
-        .headers
-        .get(MCP_SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let sid = mcp_wire::headers::session_id(&session.req_header().headers);
     let method = &session.req_header().method;
     if method != http::Method::POST {
         let err =
@@ -139,12 +133,7 @@ pub(crate) async fn stream_or_delete<C: Client>(
 ) -> Handled {
     let pool = ctx.state.pool(route.default_pool)?;
     let caller = requester(ctx);
-    let sid = session
-        .req_header()
-        .headers
-        .get(MCP_SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let sid = mcp_wire::headers::session_id(&session.req_header().headers);
     let Some(sid) = sid else {
         let route = &*route;
         return Box::pin(sessionless(
