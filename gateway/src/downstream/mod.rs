@@ -175,9 +175,11 @@ where
         while let Some((mut stream, settings)) = result.map(|r| r.consume()) {
             head::rearm(&phase);
             let pipelined = settings.as_ref().is_some_and(|s| s.has_pipelined_prefix());
-            let first = match pipelined {
-                true => None,
-                false => Some(next_request(&mut stream, &mut stopping).await?),
+            // a pipelined request's start is already in the settings
+            let first = if pipelined {
+                None
+            } else {
+                Some(next_request(&mut stream, &mut stopping).await?)
             };
             let mut session = ServerSession::new_http1(stream);
             match (settings, first) {
@@ -186,9 +188,8 @@ where
                     settings.apply_to_session(&mut session);
                 }
                 (Some(settings), None) => settings.apply_to_session(&mut session),
-                (None, first) => first
-                    .into_iter()
-                    .for_each(|f| session.set_pipelined_prefix(f)),
+                (None, Some(first)) => session.set_pipelined_prefix(first),
+                (None, None) => {}
             }
             session.set_keep_header_case(false);
             result = self.inner.process_new_http(session, shutdown).await;
