@@ -7,7 +7,7 @@ use super::metrics::SessionMetrics;
 use super::observer::SessionObserver;
 use super::reinit::Reason;
 use super::store::{SessionStore, Ttl};
-use super::{now_ms, GoneReason, Lookup, SessionRecord, SettingChange};
+use super::{now_ms, Lookup, SessionRecord, SettingChange};
 use crate::auth::Caller;
 use crate::config::SessionConfig;
 use crate::error::GatewayError;
@@ -27,8 +27,6 @@ use std::time::Duration;
 
 /// Largest initialize answer or "session unknown" answer buffered for inspection.
 pub(super) const ANSWER_LIMIT: usize = 1024 * 1024;
-/// Expired sessions ended per store call.
-const EXPIRY_BATCH: usize = 256;
 /// Tombstones (for `data.reason` on 404) are kept at least this long.
 const TOMBSTONE_MIN: Duration = Duration::from_secs(600);
 
@@ -396,55 +394,6 @@ impl SessionManager {
         );
     }
 
-    /// Ends a session (client DELETE): its tombstone says why; the backend session is deleted.
-    /// Returns whether it was live.
-    pub async fn end(
-        &self,
-        pool: &Pool,
-        id: &str,
-        reason: GoneReason,
-        label: &str,
-        caller: &Caller,
-    ) -> Result<bool, GatewayError> {
-        self.publish_ended(id);
-        let Some(record) = self.store.end(id, reason).await? else {
-            return Ok(false);
-        };
-        self.count_ended(pool, label);
-        self.delete_upstream(pool, &record, caller).await;
-        Ok(true)
-    }
-
-    pub(super) fn count_ended(&self, pool: &Pool, label: &str) {
-        self.metrics
-            .sessions_ended
-            .with_label_values(&[&pool.name, label])
-            .inc();
-    }
-
-    /// Ends every session whose time-to-live ran out, deleting their backend sessions; returns
-    /// how many.
-    pub async fn expire(&self, pools: &[Arc<Pool>]) -> Result<usize, GatewayError> {
-        let mut ended = 0;
-        loop {
-            let batch = self.store.take_expired(now_ms(), EXPIRY_BATCH).await?;
-            for record in &batch {
-                self.publish_ended(&record.id);
-                let Some(pool) = pools.iter().find(|p| *p.name == *record.pool) else {
-                    continue;
-                };
-                self.count_ended(pool, "expired");
-                // made for nobody: no client asked (a pool that exchanges callers' tokens has
-                // none to send, and the backend expires the session itself)
-                self.delete_upstream(pool, record, &Caller::default()).await;
-            }
-            ended += batch.len();
-            if batch.len() < EXPIRY_BATCH {
-                return Ok(ended);
-            }
-        }
-    }
-
     /// Takes, renews or takes over the stream lease of session `id` for `owner`
     /// (`store/lease.rs`).
     pub async fn hold_lease(
@@ -482,18 +431,6 @@ impl SessionManager {
     /// The record of a session as the store holds it (admin API).
     pub async fn inspect(&self, id: &str) -> Result<Lookup, GatewayError> {
         Ok(self.store.get_fresh(id).await?)
-    }
-
-    /// Best-effort DELETE of the record's backend session, made for `caller`.
-    pub(super) async fn delete_upstream(&self, pool: &Pool, rec: &SessionRecord, caller: &Caller) {
-        let Some(b) = pool.find(rec.binding.backend) else {
-            return;
-        };
-        let sid = &rec.binding.backend_session;
-        let version = Some(&*rec.protocol_version);
-        self.engine
-            .delete_session(pool, &b, &rec.path, sid, version, caller)
-            .await;
     }
 }
 

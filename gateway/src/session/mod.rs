@@ -12,6 +12,7 @@
 
 mod binding;
 mod bridged;
+mod ending;
 mod evacuate;
 mod expiry;
 mod manager;
