@@ -25,6 +25,7 @@ mod pick;
 pub mod request;
 mod secrets;
 mod tls;
+mod token_request;
 pub mod tokens;
 
 use crate::config::EraSetting;

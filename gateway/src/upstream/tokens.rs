@@ -17,60 +17,21 @@
 //!   is marked sensitive; errors and logs name the pool and the token endpoint, never the
 //!   secret, the token or the endpoint's own error text.
 
-use crate::config::{ClientAuth, ClientCredentials};
+#[cfg(test)]
+use super::token_request::token_of;
+use super::token_request::{self, fail, form_urlencoded, Token};
+pub use super::token_request::{Failure, BACKOFF};
+use crate::config::ClientCredentials;
 use arc_swap::ArcSwapOption;
 use http::HeaderValue;
 use pingora_prometheus::prometheus::IntCounterVec;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How long a failed fetch is the answer before the token endpoint is asked again.
-pub const BACKOFF: Duration = Duration::from_secs(1);
 /// The shortest time between two tokens dropped for a backend's 401: a backend that refuses
 /// every token (a tool answering 401 itself, a misconfigured audience) makes one new fetch per
 /// this time, not one per request (each dropping the pool's good token for every caller).
 pub const REFETCH_GAP: Duration = Duration::from_secs(5);
-/// The lifetime of a token whose answer gave no `expires_in`.
-const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
-/// Largest token endpoint answer read.
-const ANSWER_LIMIT: usize = 64 * 1024;
-/// The OAuth error codes passed on in `data.oauthError` (RFC 6749 §5.2, RFC 8693 §2.2.2); any
-/// other is `other`. The endpoint's own description is never passed on.
-const OAUTH_ERRORS: [&str; 8] = [
-    "invalid_request",
-    "invalid_client",
-    "invalid_grant",
-    "unauthorized_client",
-    "unsupported_grant_type",
-    "invalid_scope",
-    "invalid_target",
-    "access_denied",
-];
-
-/// A token in use.
-struct Token {
-    /// `Bearer <token>`, sensitive.
-    header: HeaderValue,
-    /// When its answer arrived (its age, for the console).
-    received: Instant,
-    /// From when it is refreshed in the background.
-    refresh_at: Instant,
-    /// Until when it may be sent.
-    usable_until: Instant,
-}
-
-/// Why no token could be had (never a secret or the endpoint's own text).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// `unreachable`, `timeout`, `refused`, `endpoint-error`, `bad-answer`, `secret-unreadable`.
-    pub reason: &'static str,
-    /// The endpoint's OAuth error code (`refused`), one of the known ones or `other`.
-    pub oauth_error: Option<&'static str>,
-    /// For the log line: what happened, for an operator.
-    pub detail: String,
-    /// How long the failure stands.
-    pub retry_after: Duration,
-}
 
 /// What [`TokenSource::status`] tells: never the token itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,16 +313,10 @@ impl TokenSource {
     /// One request to the token endpoint.
     async fn fetch(&self, events: &IntCounterVec) -> Result<Token, Failure> {
         let client = &self.cfg.client;
-        let fail = |reason, detail: String| Failure {
-            reason,
-            oauth_error: None,
-            detail,
-            retry_after: BACKOFF,
-        };
         let secret = super::secrets::read_secret_off_runtime(&client.client_secret, client.timeout)
             .await
             .map_err(|detail| fail("secret-unreadable", detail))?;
-        let mut form = match &self.grant {
+        let form = match &self.grant {
             Grant::ClientCredentials => form_urlencoded(&[("grant_type", "client_credentials")]),
             Grant::Exchange { subject, actor } => {
                 let mut pairs = vec![
@@ -389,125 +344,22 @@ impl TokenSource {
                 form_urlencoded(&pairs)
             }
         };
-        for (key, value) in [
-            ("scope", &self.cfg.scope),
-            ("audience", &self.cfg.audience),
-            ("resource", &self.cfg.resource),
-        ] {
-            if let Some(v) = value {
-                form.push('&');
-                form.push_str(&form_urlencoded(&[(key, v)]));
-            }
-        }
-        let mut headers = Vec::new();
-        match client.auth {
-            ClientAuth::Basic => {
-                // RFC 6749 §2.3.1: each form-encoded, then joined by a colon
-                use base64::Engine;
-                let pair = format!(
-                    "{}:{}",
-                    form_component(&client.client_id),
-                    form_component(&secret)
-                );
-                let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-                let mut value =
-                    HeaderValue::from_str(&format!("Basic {encoded}")).map_err(|_| {
-                        fail(
-                            "secret-unreadable",
-                            "the client secret cannot be sent in a header".into(),
-                        )
-                    })?;
-                value.set_sensitive(true);
-                headers.push((http::header::AUTHORIZATION, value));
-            }
-            ClientAuth::Post => {
-                form.push('&');
-                form.push_str(&form_urlencoded(&[
-                    ("client_id", &client.client_id),
-                    ("client_secret", &secret),
-                ]));
-            }
-        }
+        let (form, headers) = token_request::form(form, &self.cfg, &secret)?;
         let url = &client.token_url;
         let posted = tokio::time::timeout(
             client.timeout,
-            crate::fetch::post_form(url, &headers, form, ANSWER_LIMIT),
+            crate::fetch::post_form(url, &headers, form, token_request::ANSWER_LIMIT),
         )
         .await
         .map_err(|_| fail("timeout", format!("no answer within {:?}", client.timeout)))?
         .map_err(|e| fail("unreachable", e))?;
-        let received = Instant::now();
-        let body: serde_json::Value = serde_json::from_slice(&posted.body).unwrap_or_default();
-        let status = posted.status.as_u16();
-        if status == 400 || status == 401 || status == 403 {
-            let code = body.get("error").and_then(serde_json::Value::as_str);
-            let known = code.and_then(|c| OAUTH_ERRORS.iter().find(|k| **k == c).copied());
-            return Err(Failure {
-                reason: "refused",
-                oauth_error: Some(known.unwrap_or("other")),
-                detail: format!(
-                    "the token endpoint answered {status} ({})",
-                    known.unwrap_or("other")
-                ),
-                retry_after: BACKOFF,
-            });
-        }
-        if status != 200 {
-            return Err(fail(
-                "endpoint-error",
-                format!("the token endpoint answered {status}"),
-            ));
-        }
-        token_of(&body, received).map_err(|detail| fail("bad-answer", detail))
+        token_request::answer(posted.status.as_u16(), &posted.body, Instant::now())
     }
 }
 
 /// Whether a 401 at `now` may drop a token, the last one dropped so at `last`.
 fn may_drop(last: Instant, now: Instant) -> bool {
     now.saturating_duration_since(last) >= REFETCH_GAP
-}
-
-/// The token of a 200 answer received at `received`.
-fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String> {
-    let token = body
-        .get("access_token")
-        .and_then(serde_json::Value::as_str)
-        .filter(|t| !t.is_empty())
-        .ok_or("the answer has no access_token")?;
-    let kind = body.get("token_type").and_then(serde_json::Value::as_str);
-    if kind.is_some_and(|k| !k.eq_ignore_ascii_case("bearer")) {
-        return Err("the answer's token_type is not Bearer".into());
-    }
-    let lifetime = match body.get("expires_in") {
-        None | Some(serde_json::Value::Null) => DEFAULT_LIFETIME,
-        Some(v) => match v.as_f64() {
-            Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s.min(1e9)),
-            _ => return Err("the answer's expires_in is not a positive number".into()),
-        },
-    };
-    let mut header = HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| "the token holds characters a header cannot carry")?;
-    header.set_sensitive(true);
-    let margin = (lifetime / 10).min(Duration::from_secs(10));
-    Ok(Token {
-        header,
-        received,
-        refresh_at: received + lifetime.mul_f64(0.8),
-        usable_until: received + lifetime - margin,
-    })
-}
-
-/// `application/x-www-form-urlencoded` pairs.
-fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", form_component(k), form_component(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-fn form_component(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[cfg(test)]
