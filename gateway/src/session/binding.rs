@@ -3,7 +3,7 @@
 
 use super::reinit::Reason;
 use super::SessionRecord;
-use crate::upstream::attempt::BackendSession;
+use crate::upstream::own::BackendSession;
 use crate::upstream::{Backend, Pool};
 use std::sync::Arc;
 

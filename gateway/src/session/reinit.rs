@@ -5,8 +5,9 @@
 
 use super::{Binding, SessionRecord};
 use crate::auth::Caller;
-use crate::upstream::attempt::{BackendSession, Engine};
+use crate::upstream::attempt::Engine;
 use crate::upstream::client::CallError;
+use crate::upstream::own::BackendSession;
 use crate::upstream::request::{self, Target};
 use crate::upstream::{Backend, Pool};
 use bytes::Bytes;

@@ -2,7 +2,11 @@
 //! built is no refused connection, and the retry loop's rules.
 
 use super::*;
+use crate::auth::Caller;
 use crate::config::parse;
+use crate::upstream::own::{BackendSession, PostError};
+use crate::upstream::request::{self, Target};
+use std::time::Duration;
 
 /// A pool of one backend nobody listens on, with a 10 s failure cooldown.
 fn dead_pool() -> Arc<Pool> {

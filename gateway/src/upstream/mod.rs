@@ -21,6 +21,7 @@ pub mod exchange;
 pub mod health;
 mod membership;
 pub mod metrics;
+pub mod own;
 mod pick;
 pub mod request;
 mod secrets;

@@ -5,7 +5,7 @@
 use super::key::Key;
 use crate::auth::Caller;
 use crate::sync::lock;
-use crate::upstream::attempt::BackendSession;
+use crate::upstream::own::BackendSession;
 use crate::upstream::{Backend, Pool};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
