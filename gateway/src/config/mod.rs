@@ -17,6 +17,7 @@ mod pattern;
 mod pools;
 pub(crate) mod problems;
 mod route_auth;
+mod routes;
 pub mod schema;
 mod sentinel;
 mod sessions;
