@@ -29,6 +29,7 @@ async fn two_replicas_ask_the_backend_once_for_a_public_result_and_never_share_a
     .await;
     let one = Gateway::start(&config(&redis, &backend)).await;
     let two = Gateway::start(&config(&redis, &backend)).await;
+    let keys = redis_keys(&redis);
     let first = request("1", "tools/list", json!({}), None)
         .send(one.addr)
         .await;
@@ -38,7 +39,11 @@ async fn two_replicas_ask_the_backend_once_for_a_public_result_and_never_share_a
         "{}",
         first.text()
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // the first replica's put reached Redis (it may end after the answer did)
+    mcp_gateway_tests::eventually("the result kept in Redis", Duration::from_secs(5), || {
+        redis_keys(&redis) > keys
+    })
+    .await;
     let other = request("2", "tools/list", json!({}), None)
         .send(two.addr)
         .await;
@@ -127,14 +132,29 @@ async fn a_change_heard_by_one_replica_drops_the_results_of_both() {
     .send(one.addr)
     .await;
     assert!(listen.text().contains("list_changed"), "{}", listen.text());
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let r = request("3", "tools/list", json!({}), None)
-        .send(two.addr)
-        .await;
-    assert_eq!(
-        r.head.header("mcp-gateway-cache"),
-        Some("miss"),
-        "the other replica asks again"
-    );
+    // asked until it asks the backend again (a hit costs the backend nothing), within the
+    // second it may take and some slack
+    mcp_gateway_tests::eventually_async(
+        "the other replica asks again",
+        Duration::from_millis(1_500),
+        || async {
+            let r = request("3", "tools/list", json!({}), None)
+                .send(two.addr)
+                .await;
+            r.head.header("mcp-gateway-cache") == Some("miss")
+        },
+    )
+    .await;
     assert_eq!(backend.count("tools/list"), 2);
+}
+
+/// How many keys `redis` holds, in all its databases (`INFO keyspace`).
+fn redis_keys(redis: &RedisServer) -> u64 {
+    (0..16)
+        .filter_map(|db| redis.info(&format!("db{db}")))
+        .filter_map(|v| {
+            v.split(',')
+                .find_map(|kv| kv.strip_prefix("keys=")?.parse::<u64>().ok())
+        })
+        .sum()
 }
