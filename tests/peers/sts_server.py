@@ -17,7 +17,7 @@ Usage: sts_server.py --port P --public-key-out FILE --secrets-file FILE [--expir
   GET  /stats   {"tokens": n issued, "refused": n, "secrets": [sha256 of the secret of each issued token, in order],
                 "audiences": [...], "exchanges": [{"sub", "act"}...], "refusals": [error codes]}: what the gateway
                 asked for, without any secret in the clear.
-  --expires-in  the tokens' lifetime in seconds (default 300).
+  --expires-in  the tokens' lifetime in seconds (default 300; a fraction such as 1e-9 is answered as given).
 --private-key keeps the signing key across a restart (the tests stop and start the server on its port). The public
 key is written (PEM) to --public-key-out before READY, for backends that check the tokens
 (peer_serve.py --require-token). Prints "READY <port>" once serving.
@@ -202,12 +202,18 @@ def build(args: argparse.Namespace, key: RSAKey) -> Flask:
     return app
 
 
+def lifetime(text: str) -> int | float:
+    """--expires-in: whole seconds as an integer, a fraction (down to 1e-9) as it is given."""
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--public-key-out", required=True)
     p.add_argument("--secrets-file", required=True)
-    p.add_argument("--expires-in", type=int, default=300)
+    p.add_argument("--expires-in", type=lifetime, default=300)
     p.add_argument("--client-id", default="gw")
     p.add_argument("--subject-key", help="token exchange: the public key (PEM) subject tokens are signed with")
     p.add_argument("--subject-issuer", default="https://idp.example.com", help="... and their issuer")

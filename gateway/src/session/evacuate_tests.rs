@@ -251,7 +251,11 @@ async fn a_request_during_its_sessions_background_move_waits_for_that_move() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await; // the move is under way
+    // the move is under way: its initialize reached the survivor, which holds it 300 ms
+    until("the move's initialize reached the survivor", || {
+        survivor.initializes.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let asked = Instant::now();
     let adopted = s
         .sessions
@@ -290,16 +294,34 @@ async fn nothing_moves_at_a_rate_of_0_or_off_a_backend_that_reads_up() {
     let off = setup(&survivor, 3).await;
     off.pool.mark_failed(&off.pool.find(off.dead).unwrap());
     let up = setup(&survivor, 3).await; // announced, but nothing marks it down
-    for (s, rate) in [(&off, 0), (&up, 100)] {
-        service(s, rate).spawn(Death {
+    let (off_service, up_service) = (service(&off, 0), service(&up, 100));
+    for (s, service) in [(&off, &off_service), (&up, &up_service)] {
+        service.spawn(Death {
             pool: "p".into(),
             backend: s.dead,
             cause: "probe",
         });
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // at a rate of 0 the announcement starts nothing; off a backend that reads up, the
+    // evacuation starts (this test's runtime has one thread: it has not run yet), finds the
+    // backend up, and ends
+    assert!(crate::sync::lock(&off_service.running).is_empty());
+    assert_eq!(crate::sync::lock(&up_service.running).len(), 1);
+    until("the evacuation off the live backend ended", || {
+        crate::sync::lock(&up_service.running).is_empty()
+    })
+    .await;
     assert_eq!(survivor.initializes.load(Ordering::SeqCst), 0);
     for s in [&off, &up] {
         assert_eq!(s.store.sessions_on("p", s.dead).await.unwrap().len(), 3);
+    }
+}
+
+/// Polls `settled` every 10 ms until it holds; panics naming `what` after 5 s.
+async fn until(what: &str, mut settled: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !settled() {
+        assert!(Instant::now() < deadline, "not within 5 s: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -14,6 +14,7 @@ impl crate::error::GatewayError {
             "refused" => "its authorization server refused the gateway's client",
             "endpoint-error" => "its authorization server failed",
             "bad-answer" => "its authorization server's answer is not a usable token",
+            "short-lived" => "its authorization server's last token has ended, and another is asked for at most once a second",
             _ => "the gateway's client secret for it cannot be read",
         };
         let mut e = Self::new(

@@ -72,8 +72,9 @@ pub struct Exchanges {
     /// Passes made over the callers to order them.
     #[cfg(test)]
     passes: std::sync::atomic::AtomicUsize,
-    /// The token endpoint's last failure, standing for every caller ([`super::tokens::BACKOFF`]).
-    endpoint_failed: super::tokens::SharedFailure,
+    /// The token endpoint's health: one exchange probes it while it is not known to work, and
+    /// its failure stands for every caller ([`super::tokens::BACKOFF`]).
+    endpoint: super::tokens::SharedHealth,
 }
 
 impl std::fmt::Debug for Exchanges {
@@ -91,16 +92,7 @@ impl Exchanges {
     pub fn status(&self) -> (usize, super::tokens::TokenStatus) {
         let mut own = self.own.status();
         if own.last_failure.is_none() {
-            let failed = self
-                .endpoint_failed
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            own.last_failure = (failed.as_ref()).map(|(at, f)| {
-                (
-                    std::time::Instant::now().saturating_duration_since(*at),
-                    f.reason,
-                )
-            });
+            own.last_failure = self.endpoint.last_failure();
         }
         (self.callers.len(), own)
     }
@@ -115,7 +107,7 @@ impl Exchanges {
             victims: Mutex::new(Vec::new()),
             #[cfg(test)]
             passes: Default::default(),
-            endpoint_failed: Default::default(),
+            endpoint: Default::default(),
         }
     }
 
@@ -163,7 +155,7 @@ impl Exchanges {
 
     /// Takes over `previous`'s tokens when it exchanged them as these exchanges do (a reload
     /// that left the pool's `token-exchange` as it was): the gateway's own, each caller's, each
-    /// caller's recency, and a failure of the endpoint that still stands. A reload dropped
+    /// caller's recency, and the endpoint's health (a failure that still stands). A reload dropped
     /// them all: every caller's next request made an exchange at once, a stampede at the
     /// token endpoint. The sources are made anew (their actor token is this pool's own), each
     /// with the token its predecessor holds.
@@ -172,15 +164,7 @@ impl Exchanges {
             return;
         }
         self.own.carry_over(&previous.own);
-        let failed = previous
-            .endpoint_failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *self
-            .endpoint_failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = failed.clone();
-        drop(failed);
+        self.endpoint.carry_over(&previous.endpoint);
         for caller in previous.callers.iter() {
             let held = caller.held.lock().unwrap_or_else(|e| e.into_inner());
             let carried: Held = (held.iter())
@@ -211,7 +195,7 @@ impl Exchanges {
             &self.cfg.own,
             subject.to_owned(),
             actor,
-            self.endpoint_failed.clone(),
+            self.endpoint.clone(),
         ))
     }
 
@@ -370,13 +354,15 @@ mod tests {
         assert!((68..68 + 64).all(kept), "the newest callers are kept");
     }
 
-    /// Twenty callers whose exchanges fail at an unreachable endpoint: one connection attempt
-    /// while the failure stands, not one per caller (issue 48, item 12).
-    #[tokio::test]
-    async fn a_failing_endpoint_backs_off_for_the_whole_pool() {
+    /// An endpoint that accepts and closes at once (an `unreachable` failure), the exchanges
+    /// of a pool asking it, a counter of token events, and the number of connections it took.
+    fn failing_endpoint() -> (
+        Exchanges,
+        pingora_prometheus::prometheus::IntCounterVec,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        // the endpoint accepts and closes at once: an `unreachable` failure, counted by accepts
         let accepts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = accepts.clone();
         std::thread::spawn(move || {
@@ -389,12 +375,38 @@ mod tests {
         let mut c = cfg(2, 64, ApiKeyCallers::Refuse);
         c.own.client.token_url = format!("http://127.0.0.1:{port}/token");
         c.own.client.client_secret = SecretSource::Env("MCPGW_TEST_EXCHANGE_SECRET".into());
-        let x = Exchanges::new("p", &c);
         let events = pingora_prometheus::prometheus::IntCounterVec::new(
             pingora_prometheus::prometheus::Opts::new("t", "t"),
             &["pool", "event"],
         )
         .unwrap();
+        (Exchanges::new("p", &c), events, accepts)
+    }
+
+    /// Twenty distinct callers arriving at once at a pool whose token endpoint fails: one
+    /// exchange probes it, the others wait for its outcome and get its failure; one request in
+    /// all (before: each caller's exchange asked, 15 to 20 requests).
+    #[tokio::test]
+    async fn twenty_callers_at_once_at_a_failing_endpoint_make_one_request() {
+        let (x, events, accepts) = failing_endpoint();
+        let sources: Vec<_> = (0..20)
+            .map(|i| {
+                let caller = principal(&format!("i|caller-{i}"));
+                x.source_for(Some(&caller), Some("token")).unwrap()
+            })
+            .collect();
+        let all = futures_util::future::join_all(sources.iter().map(|s| s.ready(&events))).await;
+        for failed in all {
+            assert_eq!(failed.unwrap_err().reason, "unreachable");
+        }
+        assert_eq!(accepts.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// Twenty callers whose exchanges fail at an unreachable endpoint: one connection attempt
+    /// while the failure stands, not one per caller (issue 48, item 12).
+    #[tokio::test]
+    async fn a_failing_endpoint_backs_off_for_the_whole_pool() {
+        let (x, events, accepts) = failing_endpoint();
         for i in 0..20 {
             let caller = principal(&format!("i|caller-{i}"));
             let source = x.source_for(Some(&caller), Some("token")).unwrap();

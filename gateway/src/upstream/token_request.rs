@@ -9,6 +9,14 @@ use std::time::{Duration, Instant};
 
 /// How long a failed fetch is the answer before the token endpoint is asked again.
 pub const BACKOFF: Duration = Duration::from_secs(1);
+/// The shortest time between a token's answer and the next fetch of its source for its
+/// expiry: a token of any `expires_in` (down to 1e-9 s) costs at most one fetch per this time,
+/// never one per request. A token that ends sooner is used until its end; past it, until the
+/// floor, requests are answered [`SHORT_LIVED`] (401 drops are spaced by their own gap).
+pub const REFETCH_FLOOR: Duration = Duration::from_secs(1);
+/// The reason of a request answered while its source's token has ended within
+/// [`REFETCH_FLOOR`] of its answer.
+pub const SHORT_LIVED: &str = "short-lived";
 /// The lifetime of a token whose answer gave no `expires_in`.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
 /// Largest token endpoint answer read.
@@ -36,12 +44,16 @@ pub(super) struct Token {
     pub(super) refresh_at: Instant,
     /// Until when it may be sent.
     pub(super) usable_until: Instant,
+    /// From when a request that finds it ended may fetch another ([`REFETCH_FLOOR`] after
+    /// `received`); before, it is answered [`SHORT_LIVED`].
+    pub(super) refetch_after: Instant,
 }
 
 /// Why no token could be had (never a secret or the endpoint's own text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    /// `unreachable`, `timeout`, `refused`, `endpoint-error`, `bad-answer`, `secret-unreadable`.
+    /// `unreachable`, `timeout`, `refused`, `endpoint-error`, `bad-answer`, `secret-unreadable`,
+    /// `short-lived` ([`SHORT_LIVED`]: no fetch was made).
     pub reason: &'static str,
     /// The endpoint's OAuth error code (`refused`), one of the known ones or `other`.
     pub oauth_error: Option<&'static str>,
@@ -135,7 +147,8 @@ pub(super) fn answer(status: u16, body: &[u8], received: Instant) -> Result<Toke
     token_of(&body, received).map_err(|detail| fail("bad-answer", detail))
 }
 
-/// The token of a 200 answer received at `received`.
+/// The token of a 200 answer received at `received`: sent until its lifetime less a margin (a
+/// tenth, at most 10 s), refreshed from 80% of it, neither sooner than [`REFETCH_FLOOR`].
 pub(super) fn token_of(body: &serde_json::Value, received: Instant) -> Result<Token, String> {
     let token = body
         .get("access_token")
@@ -160,8 +173,9 @@ pub(super) fn token_of(body: &serde_json::Value, received: Instant) -> Result<To
     Ok(Token {
         header,
         received,
-        refresh_at: received + lifetime.mul_f64(0.8),
+        refresh_at: received + lifetime.mul_f64(0.8).max(REFETCH_FLOOR),
         usable_until: received + lifetime - margin,
+        refetch_after: received + REFETCH_FLOOR,
     })
 }
 

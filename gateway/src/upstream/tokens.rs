@@ -10,6 +10,14 @@
 //!   (a tenth of L, at most 10 s) after its answer arrived, and refreshed in the background
 //!   from 80% of L on (the credentials service looks every second); a token whose refresh
 //!   fails is still used until its own end. An answer without `expires_in` counts as 60 s.
+//! - **A floor of [`REFETCH_FLOOR`].** No token is fetched again for its expiry sooner than
+//!   1 s after the last one arrived (nor refreshed sooner): a token that ends before (an
+//!   `expires_in` down to 1e-9 s) is sent until its end, and requests after it, until the
+//!   floor, are answered 503 -32039 `short-lived` with the time left as `Retry-After`; the next
+//!   request after the floor makes the one fetch the others wait on. Never a token past its end,
+//!   never a fetch per request.
+//! - **One probe per pool for exchanges.** While a pool's token endpoint is not known to work,
+//!   one caller's exchange asks it and the others wait for the outcome ([`EndpointHealth`]).
 //! - **Invalidation.** A backend's 401 to a request that carried the token drops it: the next
 //!   request fetches a new one (the gateway's own requests are sent again once at once).
 //! - **Secrets.** The client secret is read at each fetch (a rotated file is used by the next
@@ -20,11 +28,12 @@
 #[cfg(test)]
 use super::token_request::token_of;
 use super::token_request::{self, fail, form_urlencoded, Token};
-pub use super::token_request::{Failure, BACKOFF};
+pub use super::token_request::{Failure, BACKOFF, REFETCH_FLOOR, SHORT_LIVED};
 use crate::config::ClientCredentials;
 use arc_swap::ArcSwapOption;
 use http::HeaderValue;
 use pingora_prometheus::prometheus::IntCounterVec;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,8 +71,61 @@ const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// The token type of the subject, actor and requested tokens (RFC 8693 §3).
 const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 
-/// The last failure of a token endpoint, and when it happened, shared by a pool's sources.
-pub type SharedFailure = Arc<Mutex<Option<(Instant, Failure)>>>;
+/// The health of a pool's token endpoint, shared by every caller's exchange: while it is not
+/// known to work (no answer yet, or a failure of the endpoint itself since), one exchange at a
+/// time asks it and the others wait for the outcome; a failure then stands for every caller for
+/// [`BACKOFF`] (answered at once); once it answered (a token, or a refusal of one caller's
+/// token), each caller's exchange goes on at once. Twenty callers arriving together at a
+/// failing endpoint make one request, not twenty.
+#[derive(Debug, Default)]
+pub struct EndpointHealth {
+    /// The endpoint's last failure (never a refusal of one caller's token), and when.
+    failed: Mutex<Option<(Instant, Failure)>>,
+    /// Whether the endpoint's last outcome was an answer (a token or a refusal).
+    good: AtomicBool,
+    /// Held by the one exchange probing the endpoint while it is not known to work.
+    probe: tokio::sync::Mutex<()>,
+}
+
+impl EndpointHealth {
+    /// The endpoint's last failure, and how long ago (for the console).
+    pub fn last_failure(&self) -> Option<(Duration, &'static str)> {
+        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        let (at, failure) = failed.as_ref()?;
+        Some((
+            Instant::now().saturating_duration_since(*at),
+            failure.reason,
+        ))
+    }
+
+    /// Takes over `previous`'s failure and health (a reload that kept the endpoint).
+    pub fn carry_over(&self, previous: &EndpointHealth) {
+        let failed = previous.failed.lock().unwrap_or_else(|e| e.into_inner());
+        *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = failed.clone();
+        self.good.store(previous.known_good(), Ordering::Release);
+    }
+
+    fn known_good(&self) -> bool {
+        self.good.load(Ordering::Acquire)
+    }
+
+    /// Records an exchange's outcome: an answer, or the endpoint's failure at `at`.
+    fn record(&self, outcome: Result<(), &Failure>, at: Instant) {
+        match outcome {
+            Ok(()) => self.good.store(true, Ordering::Release),
+            // a refusal is of one caller's token: the endpoint works
+            Err(failure) if failure.reason == "refused" => self.good.store(true, Ordering::Release),
+            Err(failure) => {
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((at, failure.clone()));
+                self.good.store(false, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// A pool's token endpoint health, shared by its callers' exchanges.
+pub type SharedHealth = Arc<EndpointHealth>;
 
 /// A token for a pool's backends: the pool's own (client credentials), or one caller's
 /// exchanged token.
@@ -76,10 +138,10 @@ pub struct TokenSource {
     fetching: tokio::sync::Mutex<()>,
     /// The last failed fetch, and when it happened.
     failed: Mutex<Option<(Instant, Failure)>>,
-    /// A failure of the token endpoint itself (not a refusal of one caller's token), shared
-    /// by every caller's exchange of one pool: twenty callers whose exchanges fail make one
-    /// request per [`BACKOFF`] to a failing authorization server, not twenty.
-    endpoint_failed: Option<SharedFailure>,
+    /// The health of the token endpoint, shared by every caller's exchange of one pool:
+    /// twenty callers whose exchanges fail make one request per [`BACKOFF`] to a failing
+    /// authorization server, not twenty, however many arrive at once.
+    endpoint: Option<SharedHealth>,
     /// When a backend's 401 last dropped the token ([`REFETCH_GAP`]).
     dropped_at: Mutex<Option<Instant>>,
     /// The `hit` counter, resolved once (a hit is every request's).
@@ -102,17 +164,17 @@ impl TokenSource {
     }
 
     /// The source of one caller's exchanged token (`subject`: the token it presented; `actor`:
-    /// the gateway's own, sent as the actor token), with no token yet; the endpoint's failures
-    /// stand for every source sharing `endpoint_failed`.
+    /// the gateway's own, sent as the actor token), with no token yet; the endpoint's health
+    /// is shared by every source sharing `endpoint`.
     pub fn exchange(
         pool: &str,
         cfg: &ClientCredentials,
         subject: String,
         actor: Option<Arc<TokenSource>>,
-        endpoint_failed: SharedFailure,
+        endpoint: SharedHealth,
     ) -> TokenSource {
         let mut source = TokenSource::with(pool, cfg, Grant::Exchange { subject, actor });
-        source.endpoint_failed = Some(endpoint_failed);
+        source.endpoint = Some(endpoint);
         source
     }
 
@@ -129,7 +191,7 @@ impl TokenSource {
             current: ArcSwapOption::empty(),
             fetching: tokio::sync::Mutex::new(()),
             failed: Mutex::new(None),
-            endpoint_failed: None,
+            endpoint: None,
             dropped_at: Mutex::new(None),
             hits: std::sync::OnceLock::new(),
         }
@@ -169,22 +231,62 @@ impl TokenSource {
     }
 
     /// A token that may be sent now: the cached one (a hit), or one fetched (one fetch for all
-    /// who wait), or why there is none.
+    /// who wait), or why there is none. An exchange while its pool's endpoint is not known to
+    /// work waits for the one probing it ([`EndpointHealth`]).
     pub async fn ready(&self, events: &IntCounterVec) -> Result<(), Failure> {
-        if self.header().is_some() {
-            self.hit(events);
-            return Ok(());
+        if let Some(held) = self.held(events, true) {
+            return held;
         }
+        let _probe = self.probe_turn().await;
         let _one = self.fetching.lock().await;
-        if self.header().is_some() {
+        if let Some(held) = self.held(events, true) {
             // fetched while this request waited
-            self.hit(events);
-            return Ok(());
+            return held;
         }
         if let Some(failure) = self.standing_failure() {
             return Err(failure);
         }
-        self.fetch_and_store(events, "fetched").await
+        self.fetch_and_store(events, "fetched").await?;
+        // a token that ended on its way here (`expires_in` of a nanosecond) is not sent
+        self.held(events, false).unwrap_or(Ok(()))
+    }
+
+    /// What the token in hand answers: `Ok` while it may be sent (a hit, when `hit`); a
+    /// [`SHORT_LIVED`] failure once it ended within [`REFETCH_FLOOR`] of its answer (no fetch:
+    /// a token of a nanosecond costs one fetch per floor, not one per request); `None` when a
+    /// fetch is due.
+    fn held(&self, events: &IntCounterVec, hit: bool) -> Option<Result<(), Failure>> {
+        let token = self.current.load();
+        let token = token.as_ref()?;
+        let now = Instant::now();
+        if now < token.usable_until {
+            if hit {
+                self.hit(events);
+            }
+            return Some(Ok(()));
+        }
+        let left = token.refetch_after.checked_duration_since(now)?;
+        if left.is_zero() {
+            return None;
+        }
+        self.count(events, SHORT_LIVED);
+        let mut failure = fail(
+            SHORT_LIVED,
+            format!("the token ended before the {REFETCH_FLOOR:?} floor between fetches"),
+        );
+        failure.retry_after = left;
+        Some(Err(failure))
+    }
+
+    /// For an exchange while its pool's endpoint is not known to work: the turn to probe it,
+    /// after any probe before (which may have settled its health). `None`: go on at once.
+    async fn probe_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let health = self.endpoint.as_deref()?;
+        if health.known_good() {
+            return None;
+        }
+        let turn = health.probe.lock().await;
+        (!health.known_good()).then_some(turn)
     }
 
     /// What an operator may know of the token: its age, how long it may still be sent, and
@@ -281,11 +383,16 @@ impl TokenSource {
             failure.retry_after = left.max(Duration::from_millis(1));
             Some(failure)
         };
-        standing(&self.failed).or_else(|| self.endpoint_failed.as_deref().and_then(standing))
+        standing(&self.failed)
+            .or_else(|| (self.endpoint.as_deref()).and_then(|h| standing(&h.failed)))
     }
 
     async fn fetch_and_store(&self, events: &IntCounterVec, event: &str) -> Result<(), Failure> {
-        match Box::pin(self.fetch(events)).await {
+        let fetched = Box::pin(self.fetch(events)).await;
+        if let Some(health) = self.endpoint.as_deref() {
+            health.record(fetched.as_ref().map(|_| ()), Instant::now());
+        }
+        match fetched {
             Ok(token) => {
                 self.current.store(Some(Arc::new(token)));
                 *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -298,12 +405,6 @@ impl TokenSource {
                     reason = failure.reason, detail = %failure.detail,
                     "no token for the pool's backends: its requests are answered 503 -32039");
                 let failed = Some((Instant::now(), failure.clone()));
-                // a refusal is of this caller's token; anything else is the endpoint's
-                if let Some(shared) = self.endpoint_failed.as_deref() {
-                    if failure.reason != "refused" {
-                        *shared.lock().unwrap_or_else(|e| e.into_inner()) = failed.clone();
-                    }
-                }
                 *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = failed;
                 Err(failure)
             }

@@ -9,6 +9,7 @@ use mcp_gateway_tests::mock::MockServer;
 use mcp_gateway_tests::wire::read_head;
 use mcp_gateway_tests::{Gateway, Request};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
@@ -181,44 +182,79 @@ async fn no_credential_the_gateway_accepts_reaches_a_backend_in_any_spelling_on_
     }
 }
 
+/// What a recording backend saw: every byte it was sent, and how many connections it accepted
+/// and saw end (a connection ends once the gateway closed it: whatever the gateway was to send
+/// on it has arrived).
+#[derive(Clone, Default)]
+struct Recorded {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    accepted: Arc<AtomicUsize>,
+    ended: Arc<AtomicUsize>,
+}
+
+impl Recorded {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (within 5 s) until at least one connection was accepted and every accepted one
+    /// has ended: the gateway is done with the backend, and any byte it sent was recorded.
+    async fn settled(&self) {
+        mcp_gateway_tests::eventually(
+            "every connection to the backend ended",
+            std::time::Duration::from_secs(5),
+            || {
+                let accepted = self.accepted.load(Ordering::SeqCst);
+                accepted > 0 && self.ended.load(Ordering::SeqCst) == accepted
+            },
+        )
+        .await;
+    }
+}
+
 /// A backend that records every byte it is sent, and answers each request with a JSON-RPC
 /// result.
-async fn recording_backend() -> (SocketAddr, Arc<Mutex<Vec<u8>>>) {
+async fn recording_backend() -> (SocketAddr, Recorded) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let bytes = Arc::new(Mutex::new(Vec::new()));
-    let seen = bytes.clone();
+    let recorded = Recorded::default();
+    let seen = recorded.clone();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let seen = seen.clone();
+            seen.accepted.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let mut reader = BufReader::new(stream);
-                while let Ok(Some(head)) = read_head(&mut reader, true).await {
-                    seen.lock()
-                        .unwrap()
-                        .extend_from_slice(format!("{head:?}").as_bytes());
-                    let Ok(body) =
-                        mcp_gateway_tests::wire::read_body(&mut reader, &head, true).await
-                    else {
-                        return;
-                    };
-                    seen.lock().unwrap().extend_from_slice(&body);
-                    let answer = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-                        answer.len()
-                    );
-                    let stream = reader.get_mut();
-                    if stream.write_all(head.as_bytes()).await.is_err()
-                        || stream.write_all(answer).await.is_err()
-                    {
-                        return;
-                    }
-                }
+                serve_recorded(&mut reader, &seen.bytes).await;
+                seen.ended.fetch_add(1, Ordering::SeqCst);
             });
         }
     });
-    (addr, bytes)
+    (addr, recorded)
+}
+
+/// Serves one connection of the recording backend until it ends.
+async fn serve_recorded(reader: &mut BufReader<tokio::net::TcpStream>, seen: &Mutex<Vec<u8>>) {
+    while let Ok(Some(head)) = read_head(reader, true).await {
+        seen.lock()
+            .unwrap()
+            .extend_from_slice(format!("{head:?}").as_bytes());
+        let Ok(body) = mcp_gateway_tests::wire::read_body(reader, &head, true).await else {
+            return;
+        };
+        seen.lock().unwrap().extend_from_slice(&body);
+        let answer = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            answer.len()
+        );
+        let stream = reader.get_mut();
+        if stream.write_all(head.as_bytes()).await.is_err()
+            || stream.write_all(answer).await.is_err()
+        {
+            return;
+        }
+    }
 }
 
 /// Issue 48, item 9: on the fast path the body is checked against `Mcp-Name` as it streams,
@@ -242,14 +278,11 @@ async fn a_body_refused_on_the_fast_path_sends_nothing_to_the_backend() {
     let resp = lying.send(gw.addr).await;
     assert_eq!(resp.status(), 400, "{}", resp.text());
     assert_eq!(resp.json()["error"]["code"], -32020);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    assert!(
-        seen.lock().unwrap().is_empty(),
-        "the backend saw: {}",
-        String::from_utf8_lossy(&seen.lock().unwrap())
-    );
+    // the gateway's connection for the refused request has ended: what it sent is recorded
+    seen.settled().await;
+    assert!(seen.text().is_empty(), "the backend saw: {}", seen.text());
     // and an honest call goes through whole
     let resp = Request::tools_call("/mcp", 4, "whoami").send(gw.addr).await;
     assert_eq!(resp.status(), 200, "{}", resp.text());
-    assert!(String::from_utf8_lossy(&seen.lock().unwrap()).contains("\"whoami\""));
+    assert!(seen.text().contains("\"whoami\""));
 }

@@ -15,6 +15,14 @@ const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-0
 pub(crate) const SECRET_A: &str = "cc-secret-9f2d4b7a-a";
 const SECRET_B: &str = "cc-secret-51c0e8d3-b";
 
+/// The wall clock's whole seconds (the unit of a JWT's `iat`).
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
 /// A 2026-07-28 call of the tool `name` (no arguments).
 fn call(path: &str, id: u64, name: &str) -> Request {
     let body = format!(
@@ -252,7 +260,15 @@ async fn a_session_lives_through_rotation_a_refused_token_and_the_authorization_
 
     // the backend refuses every token issued so far: the call is sent again with a new one
     let backend_addr: std::net::SocketAddr = backend.addr().parse().unwrap();
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // the guard compares whole seconds (`iat` < the cutoff's second): the cutoff must fall in
+    // a second after every token issued so far
+    let issued_by = unix_seconds();
+    mcp_gateway_tests::eventually(
+        "a second after every token issued so far",
+        Duration::from_secs(2),
+        || unix_seconds() > issued_by,
+    )
+    .await;
     let reject = Request::post("/guard/reject-older", "")
         .send(backend_addr)
         .await;
@@ -269,26 +285,37 @@ async fn a_session_lives_through_rotation_a_refused_token_and_the_authorization_
         .json();
     assert!(guard["refused"].as_u64().unwrap() >= 1, "{guard}");
 
-    // the authorization server down: once the token expired, 503 -32039, at once
+    // the authorization server down: once the token expired, 503 -32039, at once; asked
+    // until then (each call before reaches the backend with the token still in use, which may
+    // refuse it for the last moments: its JWT's `exp` counts from a whole second)
     let port = sts.port();
     sts.peer.kill().await;
-    tokio::time::sleep(Duration::from_secs(sts.expires_in + 1)).await;
-    let accepted_before: Value = Request::bare("GET", "/guard/stats")
-        .send(backend_addr)
-        .await
-        .json();
-    let down = call_in_session(&sid, 3, "whoami").send(gw.addr).await;
-    assert_eq!(down.status(), 503, "{}", down.text());
+    let guard_stats = || async {
+        Request::bare("GET", "/guard/stats")
+            .send(backend_addr)
+            .await
+            .json()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(sts.expires_in + 3);
+    let (down, accepted_before, accepted_after) = loop {
+        let before = guard_stats().await;
+        let down = call_in_session(&sid, 3, "whoami").send(gw.addr).await;
+        if down.status() == 503 {
+            break (down, before, guard_stats().await);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no 503 once the token expired: {}",
+            down.text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert!(down.head.header("retry-after").is_some(), "{:?}", down.head);
     let v = down.json();
     assert_eq!(v["id"], 3, "{v}");
     assert_eq!(v["error"]["code"], -32039, "{v}");
     assert_eq!(v["error"]["data"]["reason"], "unreachable", "{v}");
     assert_eq!(v["error"]["data"]["pool"], "l", "{v}");
-    let accepted_after: Value = Request::bare("GET", "/guard/stats")
-        .send(backend_addr)
-        .await
-        .json();
     assert_eq!(
         accepted_before, accepted_after,
         "nothing reached the backend"
@@ -343,4 +370,62 @@ async fn a_backend_refusing_every_token_costs_one_new_grant_not_one_per_call() {
     assert!(grants <= 2, "{grants} grants for 30 refused calls");
     let held = "mcpgw_upstream_tokens_total{event=\"invalidation-held\",pool=\"m\"}";
     assert!(gw.metric(held).await >= 28.0);
+}
+
+/// An authorization server on authlib 1.9.10 whose tokens live 1e-9 s (`--expires-in 1e-9`):
+/// forty calls at once make one token request between them, not forty (each waiter fetched
+/// again before), and none is sent with a token past its end: each is answered 503 -32039
+/// `short-lived` with `Retry-After`; the floor past, the next call makes the next request.
+#[tokio::test]
+async fn tokens_of_a_nanosecond_cost_one_token_request_per_second_not_one_per_call() {
+    let dir = secrets_dir("mcpgw-cc-nano");
+    let sts = Sts::start_with(&dir, 300, 0, &["--expires-in", "1e-9"]).await;
+    let backend = PythonPeer::start(
+        "mcp2",
+        "stateless_server.py",
+        &["--port", "0", "--name", "m"],
+    )
+    .await;
+    let yaml = format!(
+        "pools:\n  m: {{ era: modern, backends: [{}], {} }}\nroutes:\n  - {{ path: /s, pool: m, mode: stateless, upstream-path: /mcp }}\n",
+        backend.addr(),
+        upstream_auth(sts.port(), &dir, "basic")
+    );
+    let gw = Gateway::start(&yaml).await;
+    let start = std::time::Instant::now();
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..40u64 {
+        let addr = gw.addr;
+        calls.spawn(async move { (i, call("/s", i, "whoami").send(addr).await) });
+    }
+    while let Some(answer) = calls.join_next().await {
+        let (id, resp) = answer.unwrap();
+        assert_eq!(resp.status(), 503, "{}", resp.text());
+        assert!(resp.head.header("retry-after").is_some(), "{:?}", resp.head);
+        let v = resp.json();
+        assert_eq!(v["id"], id, "{v}");
+        assert_eq!(v["error"]["code"], -32039, "{v}");
+        assert_eq!(v["error"]["data"]["reason"], "short-lived", "{v}");
+    }
+    let tokens = sts.stats().await["tokens"].as_u64().unwrap();
+    let seconds = start.elapsed().as_secs();
+    assert!(
+        tokens >= 1 && tokens <= 1 + seconds,
+        "{tokens} token requests in {seconds} s"
+    );
+    // past the floor, a call makes the next token request
+    mcp_gateway_tests::eventually_async(
+        "a second token request",
+        Duration::from_secs(5),
+        || async {
+            let _ = call("/s", 100, "whoami").send(gw.addr).await;
+            sts.stats().await["tokens"].as_u64().unwrap() > tokens
+        },
+    )
+    .await;
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "fetched again within the floor"
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }

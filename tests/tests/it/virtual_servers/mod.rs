@@ -8,13 +8,16 @@
 
 mod callers;
 mod fast;
+mod hub;
 mod legacy;
 mod listen;
+mod member_names;
+mod merged_list_bounds;
 mod operations;
 mod resume;
-mod round5;
 mod snapshot;
 mod tasks_member;
+mod uri_templates;
 
 use mcp_gateway_tests::{Gateway, PythonPeer, Request, Response};
 use serde_json::{json, Value};
