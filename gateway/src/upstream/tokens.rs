@@ -79,7 +79,8 @@ const ACCESS_TOKEN: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// failing endpoint make one request, not twenty.
 #[derive(Debug, Default)]
 pub struct EndpointHealth {
-    /// The endpoint's last failure (never a refusal of one caller's token), and when.
+    /// The endpoint's last failure (never a refusal of one caller's token; a refusal of the
+    /// gateway's client, `invalid_client`, is one), and when.
     failed: Mutex<Option<(Instant, Failure)>>,
     /// Whether the endpoint's last outcome was an answer (a token or a refusal).
     good: AtomicBool,
@@ -113,8 +114,13 @@ impl EndpointHealth {
     fn record(&self, outcome: Result<(), &Failure>, at: Instant) {
         match outcome {
             Ok(()) => self.good.store(true, Ordering::Release),
-            // a refusal is of one caller's token: the endpoint works
-            Err(failure) if failure.reason == "refused" => self.good.store(true, Ordering::Release),
+            // a refusal is of one caller's token: the endpoint works (a refusal of the
+            // gateway's own client stands for every caller)
+            Err(failure)
+                if failure.reason == "refused" && failure.oauth_error != Some("invalid_client") =>
+            {
+                self.good.store(true, Ordering::Release)
+            }
             Err(failure) => {
                 *self.failed.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some((at, failure.clone()));

@@ -120,6 +120,14 @@ fn the_status_tells_age_and_time_left_never_the_token() {
 /// A token endpoint on loopback answering every request with `answer` (a 200 JSON body), and
 /// the number of token requests it received.
 fn token_endpoint(answer: &'static str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    token_endpoint_answering("200 OK", answer)
+}
+
+/// The same, answering with `status` (`"401 Unauthorized"`).
+fn token_endpoint_answering(
+    status: &'static str,
+    answer: &'static str,
+) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/token", listener.local_addr().unwrap());
@@ -128,26 +136,30 @@ fn token_endpoint(answer: &'static str) -> (String, Arc<std::sync::atomic::Atomi
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
+            let counted = counted.clone();
+            // one thread each: twenty requests at once are answered at once
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
                 }
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            });
         }
     });
     (url, asked)
@@ -294,4 +306,35 @@ async fn a_token_shorter_than_the_floor_is_used_for_its_life_then_fetched_after_
         "fetched again within the floor"
     );
     assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+/// Twenty callers' exchanges at once, against an endpoint that refuses: a refusal of the
+/// gateway's own client (`invalid_client`) stands for every caller after one request; a
+/// refusal of a caller's token (`invalid_grant`) says the endpoint works, and each caller's
+/// exchange then goes on (one request each).
+#[tokio::test]
+async fn a_refusal_of_the_gateways_client_stands_for_every_caller_and_one_of_a_callers_token_does_not(
+) {
+    for (answer, requests) in [
+        (r#"{"error":"invalid_client"}"#, 1),
+        (r#"{"error":"invalid_grant"}"#, 20),
+    ] {
+        let (url, asked) = token_endpoint_answering("401 Unauthorized", answer);
+        let (own, events) = source_at(&url);
+        let health = SharedHealth::default();
+        let sources: Vec<TokenSource> = (0..20)
+            .map(|i| {
+                TokenSource::exchange("p", &own.cfg, format!("caller-{i}"), None, health.clone())
+            })
+            .collect();
+        let all = futures_util::future::join_all(sources.iter().map(|s| s.ready(&events))).await;
+        for failed in all {
+            assert_eq!(failed.unwrap_err().reason, "refused", "{answer}");
+        }
+        assert_eq!(
+            asked.load(std::sync::atomic::Ordering::SeqCst),
+            requests,
+            "{answer}"
+        );
+    }
 }
