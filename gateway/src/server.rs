@@ -24,7 +24,7 @@ use crate::upstream::discovery::DiscoveryService;
 use crate::upstream::health::HealthService;
 use crate::upstream::metrics::UpstreamMetrics;
 use arc_swap::ArcSwap;
-use pingora::listeners::ListenerConfig;
+use pingora::listeners::tls::TlsSettings;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
 use pingora::services::background::background_service;
@@ -218,28 +218,29 @@ fn add_proxy(
 ) {
     let connections = metrics.client_connections.with_label_values::<&str>(&[]);
     let proxy = pingora::proxy::http_proxy(&server.configuration, gateway);
-    let mut proxy = Service::new(
-        "mcp-gateway".into(),
-        crate::downstream::Guarded::new(proxy, state.clone(), connections),
-    );
-    proxy.add_listener(client_listener(config));
+    let guarded = crate::downstream::Guarded::new(proxy, state.clone(), connections);
+    let guarded = match client_tls(config) {
+        Some(tls) => guarded.with_tls(tls),
+        None => guarded,
+    };
+    let mut proxy = Service::new("mcp-gateway".into(), guarded);
+    proxy.add_listener(crate::downstream::client_endpoint(
+        &config.listen.to_string(),
+    ));
     proxy.threads = Some(config.threads);
     server.add_service(proxy);
 }
 
-/// The client listener on `listen`, with `listen-tls`'s certificate when it is set; a
-/// certificate or key that cannot be loaded ends the process.
-fn client_listener(config: &Config) -> ListenerConfig {
-    let listen = config.listen.to_string();
-    match &config.listen_tls {
-        None => crate::downstream::client_endpoint(&listen, None),
-        Some(tls) => match crate::downstream::tls::ReloadingCert::new(&tls.cert, &tls.key) {
-            Ok(cert) => crate::downstream::client_endpoint(&listen, Some(cert.settings())),
-            Err(e) => {
-                tracing::error!(error = %e, "listen-tls: cannot load the certificate or key");
-                std::process::exit(1);
-            }
-        },
+/// `listen-tls`'s certificate when it is set; a certificate or key that cannot be loaded ends
+/// the process.
+fn client_tls(config: &Config) -> Option<TlsSettings> {
+    let tls = config.listen_tls.as_ref()?;
+    match crate::downstream::tls::ReloadingCert::new(&tls.cert, &tls.key) {
+        Ok(cert) => Some(cert.settings()),
+        Err(e) => {
+            tracing::error!(error = %e, "listen-tls: cannot load the certificate or key");
+            std::process::exit(1);
+        }
     }
 }
 

@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
 
 /// One client's share of connections when neither bound is set: far above what one
 /// well-behaved client opens (a browser 6 per host, an SDK's pool tens), and at most about
@@ -163,14 +162,8 @@ pub fn refusal(refused: Refused) -> Vec<u8> {
 
 /// Writes the refusal (within a second: a client that does not read is not waited for) and
 /// closes the connection.
-pub async fn refuse(mut stream: Stream, refused: Refused) {
-    let bytes = refusal(refused);
-    let write = async {
-        let _ = stream.write_all(&bytes).await;
-        let _ = stream.flush().await;
-        let _ = stream.shutdown().await;
-    };
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+pub async fn refuse(stream: Stream, refused: Refused) {
+    super::head::answer_and_close(stream, refusal(refused)).await;
 }
 
 #[cfg(test)]

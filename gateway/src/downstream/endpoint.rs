@@ -1,5 +1,6 @@
-//! The client listener's endpoint: its address, TLS, and the per-connection buffers pingora
-//! allocates when it accepts a connection.
+//! The client listener's endpoint: its address and the per-connection buffers pingora
+//! allocates when it accepts a connection. It is always plain TCP: `listen-tls`'s handshake is
+//! the connection loop's, after the connection is admitted (`tls.rs`).
 //!
 //! pingora gives every accepted connection a 64 KiB read buffer (`BufReader`, allocated and
 //! zeroed at accept) in front of its own HTTP/1 reader, which reads the request head into a
@@ -9,18 +10,13 @@
 //! docs/benchmarks.md, "Half-open connections", from `scripts/bench-half-open`). The gateway
 //! reads the socket without it; the write buffer keeps pingora's default (one TCP segment).
 
-use pingora::listeners::tls::TlsSettings;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
 
 /// The read buffer of a client connection, in bytes: none (pingora's default is 64 KiB).
 pub const CLIENT_READ_BUFFER: usize = 0;
 
-/// The client listener at `addr`, with TLS when `tls` is given.
-pub fn client_endpoint(addr: &str, tls: Option<TlsSettings>) -> ListenerConfig {
+/// The client listener at `addr` (TCP; TLS, when set, is the connection loop's).
+pub fn client_endpoint(addr: &str) -> ListenerConfig {
     let buffers = L4BufferSettings::default().read(CLIENT_READ_BUFFER);
-    let endpoint = ListenerConfig::tcp(addr).l4_buffer(buffers);
-    match tls {
-        Some(tls) => endpoint.tls(tls),
-        None => endpoint,
-    }
+    ListenerConfig::tcp(addr).l4_buffer(buffers)
 }

@@ -3,6 +3,13 @@
 //! the whole head must arrive within the header timeout, stay within the size and line
 //! limits and frame its body unambiguously. A head that does not is never handed to pingora:
 //! the watch writes the JSON-RPC error itself and then reads as closed.
+//!
+//! Every request's head is judged, not only a connection's first: the connection loop says
+//! where each request starts ([`begin`]), with the bytes of it already read past the previous
+//! request (a pipelined prefix, which pingora parses first and never reads from the stream
+//! again). The head is what pingora parses from there: the blank lines it skips before a
+//! request line are part of it (they count in its bytes, lines and time), and reads after its
+//! end (its body) are not judged.
 
 use crate::config::ClientTimeouts;
 use crate::error::GatewayError;
@@ -27,8 +34,8 @@ pub use super::head_check::MAX_HEAD_LINES;
 enum Stage {
     /// Waiting for the first byte of a request (`first`: of the connection).
     Idle { first: bool },
-    /// A head is arriving; its bytes so far.
-    Head(Vec<u8>),
+    /// A head is arriving: its bytes so far, and how many lines they hold.
+    Head { bytes: Vec<u8>, lines: usize },
     /// The head was handed on; pingora's own timeouts apply until the next request.
     Open,
 }
@@ -53,19 +60,40 @@ impl Phase {
 
     fn deadline(&self) -> Option<Instant> {
         match self.stage {
-            Stage::Idle { first: true } | Stage::Head(_) => Some(self.since + self.timeouts.header),
+            Stage::Idle { first: true } | Stage::Head { .. } => {
+                Some(self.since + self.timeouts.header)
+            }
             Stage::Idle { first: false } => Some(self.since + self.timeouts.idle),
             Stage::Open => None,
         }
     }
 }
 
-/// The previous request is done: wait for the next one (a pipelined one may already be read).
-pub fn rearm(phase: &Mutex<Phase>) {
-    if let Ok(mut p) = phase.lock() {
-        p.stage = Stage::Idle { first: false };
-        p.since = Instant::now();
+/// The previous request is done and the next one starts: `prefix` is what of it was already
+/// read (a pipelined prefix; empty when none), judged as its head's start. Without a prefix
+/// the watch waits (the idle timeout) for the next request's first byte.
+pub fn begin(phase: &Mutex<Phase>, prefix: &[u8]) -> Verdict {
+    let Ok(mut p) = phase.lock() else {
+        return Verdict::Pass;
+    };
+    p.stage = Stage::Idle { first: false };
+    p.since = Instant::now();
+    if prefix.is_empty() {
+        return Verdict::Pass;
     }
+    judge(&mut p, prefix)
+}
+
+/// Writes `answer` (a refusal) and closes the connection, within a second: a client that does
+/// not read is not waited for.
+pub async fn answer_and_close(mut stream: Stream, answer: Vec<u8>) {
+    use tokio::io::AsyncWriteExt;
+    let write = async {
+        let _ = stream.write_all(&answer).await;
+        let _ = stream.flush().await;
+        let _ = stream.shutdown().await;
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
 }
 
 /// The client's stream, watched.
@@ -151,16 +179,9 @@ pub(super) enum Verdict {
     Refuse(GatewayError),
 }
 
-/// Appends `new` to the head in progress and judges it.
+/// Appends `new` to the head in progress and judges it. Bytes read while waiting for a
+/// request (`Idle`) are that request's head's start, whatever they are.
 pub(super) fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
-    if matches!(phase.stage, Stage::Idle { first: false })
-        && !new.first().is_some_and(|b| b.is_ascii_uppercase())
-    {
-        // Not a request line (they start with an upper-case method): the rest of the body of
-        // a pipelined request whose head was already read with the previous one.
-        phase.stage = Stage::Open;
-        return Verdict::Pass;
-    }
     if matches!(phase.stage, Stage::Idle { .. }) {
         phase.since = Instant::now();
         // the common case, a whole plain head in one read: found and judged in one pass
@@ -173,20 +194,24 @@ pub(super) fn judge(phase: &mut Phase, new: &[u8]) -> Verdict {
                 };
             }
         }
-        if let Some(end) = find_end(new) {
-            // the common case, a whole head in one read: judged where it lies, not copied
+        if let Some(end) = head_end(new, 0) {
+            // a whole head in one read: judged where it lies, not copied
             phase.stage = Stage::Open;
             return judge_head(&new[..end]);
         }
-        phase.stage = Stage::Head(Vec::new());
+        phase.stage = Stage::Head {
+            bytes: Vec::new(),
+            lines: 0,
+        };
     }
-    let Stage::Head(head) = &mut phase.stage else {
+    let Stage::Head { bytes: head, lines } = &mut phase.stage else {
         return Verdict::Pass;
     };
-    let start = head.len().saturating_sub(3);
+    let searched = head.len();
     head.extend_from_slice(new);
-    let Some(end) = find_end(&head[start..]).map(|e| start + e) else {
-        if memchr::memchr_iter(b'\n', head).count() > MAX_HEAD_LINES {
+    let Some(end) = head_end(head, searched) else {
+        *lines += memchr::memchr_iter(b'\n', new).count();
+        if *lines > MAX_HEAD_LINES {
             return Verdict::Refuse(GatewayError::head_too_large("100 header lines"));
         }
         if head.len() > MAX_HEAD_BYTES {
@@ -210,6 +235,33 @@ fn judge_head(head: &[u8]) -> Verdict {
     match super::head_check::framing(head) {
         Ok(()) => Verdict::Pass,
         Err(e) => Verdict::Refuse(e),
+    }
+}
+
+/// The index just past the blank line ending the head at the start of `bytes`, of which the
+/// first `searched` were searched before (a head arriving read by read). httparse, and so
+/// pingora, skips blank lines (`\r\n` or `\n`) before a request line: the end is searched
+/// for after them (`\r\n\r\n\r\nPOST …` does not end at 4), and they are part of the head.
+pub(super) fn head_end(bytes: &[u8], searched: usize) -> Option<usize> {
+    let lead = blank_lines(bytes)?;
+    // a blank line found now may have begun in the bytes searched before
+    let from = lead.max(searched.saturating_sub(3));
+    find_end(&bytes[from..]).map(|end| from + end)
+}
+
+/// How many bytes of blank lines (`\r\n` or `\n`, as httparse skips them) `bytes` starts
+/// with; `None` when it is nothing else (yet). A `\r` not followed by `\n` ends the run
+/// (httparse refuses it, and so does the judge). At most one line per two bytes is skipped,
+/// and a head over [`MAX_HEAD_LINES`] lines is refused, so this reads few bytes.
+fn blank_lines(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        match bytes.get(at..)? {
+            [b'\r', b'\n', ..] => at += 2,
+            [b'\n', ..] | [b'\r'] => at += 1,
+            [] => return None,
+            _ => return Some(at),
+        }
     }
 }
 

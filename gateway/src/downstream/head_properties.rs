@@ -7,11 +7,12 @@
 //!
 //! `cargo test` runs 64 cases a property (or `PROPTEST_CASES`).
 
-use super::head::{find_end, judge, refusal, Phase, Verdict, MAX_HEAD_LINES};
+use super::head::{begin, find_end, judge, refusal, Phase, Verdict, MAX_HEAD_LINES};
 use super::head_check::{framing, parsed, plain_head};
 use crate::config::ClientTimeouts;
 use crate::error::{ErrorKind, GatewayError};
 use proptest::prelude::*;
+use std::sync::Mutex;
 
 fn config() -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
@@ -25,19 +26,41 @@ fn config() -> ProptestConfig {
 /// `None` when every read passed.
 fn judged(bytes: &[u8], cuts: &[usize]) -> Option<GatewayError> {
     let mut phase = Phase::new(ClientTimeouts::default());
+    judged_in(&mut phase, bytes, cuts)
+}
+
+/// Feeds `bytes` to `phase` in the reads `cuts` make: the first refusal, if any.
+fn judged_in(phase: &mut Phase, bytes: &[u8], cuts: &[usize]) -> Option<GatewayError> {
     let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
     points.push(bytes.len());
     points.sort();
     let mut at = 0;
     for p in points {
         if p > at {
-            if let Verdict::Refuse(e) = judge(&mut phase, &bytes[at..p]) {
+            if let Verdict::Refuse(e) = judge(phase, &bytes[at..p]) {
                 return Some(e);
             }
             at = p;
         }
     }
     None
+}
+
+/// Feeds `bytes` as the next request of a kept-alive connection whose first request passed:
+/// its first `prefix` bytes already read with the previous request (a pipelined prefix, where
+/// the connection loop says the request starts), the rest in the reads `cuts` make.
+fn judged_next(bytes: &[u8], prefix: usize, cuts: &[usize]) -> Option<GatewayError> {
+    let phase = Mutex::new(Phase::new(ClientTimeouts::default()));
+    let mut p = phase.lock().unwrap();
+    let first = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+    assert!(matches!(judge(&mut p, first), Verdict::Pass));
+    drop(p);
+    let prefix = prefix % (bytes.len() + 1);
+    if let Verdict::Refuse(e) = begin(&phase, &bytes[..prefix]) {
+        return Some(e);
+    }
+    let mut p = phase.lock().unwrap();
+    judged_in(&mut p, &bytes[prefix..], cuts)
 }
 
 /// A header line a client might send: framing headers in right and wrong spellings, and others.
@@ -180,6 +203,28 @@ proptest! {
         }
     }
 
+    /// A kept-alive connection's next request is judged as a first one, whatever blank lines
+    /// come before it (httparse skips them), wherever the part of it read with the previous
+    /// request (a pipelined prefix) ends and however the rest arrives.
+    #[test]
+    fn a_next_request_is_judged_as_a_first_one_however_it_arrives(
+        lines in prop::collection::vec(header_line(), 0..6),
+        blank in prop::sample::select(vec!["", "\r\n", "\n", "\r\n\r\n\n"]),
+        prefix in any::<usize>(),
+        cuts in prop::collection::vec(any::<usize>(), 0..8),
+        body in prop::collection::vec(any::<u8>(), 0..32),
+    ) {
+        let h = head(&lines, false);
+        let checked = framing(&h).err().map(|e| e.kind);
+        let mut sent = blank.as_bytes().to_vec();
+        sent.extend_from_slice(&h);
+        sent.extend_from_slice(&body);
+        let first = judged(&sent, &[]).map(|e| e.kind);
+        let next = judged_next(&sent, prefix, &cuts).map(|e| e.kind);
+        prop_assert_eq!(first, checked, "{:?}", String::from_utf8_lossy(&sent));
+        prop_assert_eq!(next, checked, "{:?}", String::from_utf8_lossy(&sent));
+    }
+
     /// The plain heads' reading without a parser (`head_check::plain`) judges every head as
     /// httparse's reading does: the same verdict, the same words.
     #[test]
@@ -244,5 +289,19 @@ proptest! {
             _ => GatewayError::client_timeout(std::time::Duration::from_secs(1)),
         };
         check_refusal(&error)?;
+    }
+}
+
+/// A next request's head is held to the limits however it starts: over 100 lines of blank
+/// lines alone, a head past 64 KiB that never ends, and one in a pipelined prefix.
+#[test]
+fn a_next_requests_head_is_held_to_the_limits() {
+    let blank = "\r\n".repeat(101);
+    let e = judged_next(blank.as_bytes(), 0, &[7, 50]).expect("101 blank lines refused");
+    assert_eq!(e.kind, ErrorKind::HeadTooLarge);
+    let big = format!("\r\nPOST /mcp HTTP/1.1\r\nX: {}", "a".repeat(70_000));
+    for prefix in [0, 1, 30, 40_000, big.len()] {
+        let e = judged_next(big.as_bytes(), prefix, &[9_000]).expect("over 64 KiB refused");
+        assert_eq!(e.kind, ErrorKind::HeadTooLarge, "prefix {prefix}");
     }
 }

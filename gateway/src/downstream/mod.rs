@@ -3,9 +3,10 @@
 //! answer with a bare 400.
 //! - an idle kept-alive connection closes after `client-timeouts.idle-s` (pingora waits
 //!   forever once a client sent `Connection: keep-alive` or nothing);
-//! - a request head must be complete within `client-timeouts.header-s` of its first byte
-//!   (pingora's read timeout restarts at every byte, so a header byte every few seconds kept a
-//!   connection open for ever): 408 / -32028;
+//! - every request head, a kept-alive connection's next ones and pipelined ones included,
+//!   must be complete within `client-timeouts.header-s` of its first byte (pingora's read
+//!   timeout restarts at every byte, so a header byte every few seconds kept a connection open
+//!   for ever): 408 / -32028;
 //! - a head over 64 KiB or 100 lines is refused (431 / -32027), and framing the gateway will
 //!   not guess at (differing `Content-Length`s, a `Transfer-Encoding` other than `chunked`) gets
 //!   400 / -32026, each a JSON-RPC error, and the connection closes;
@@ -14,7 +15,8 @@
 //!   (`limits.max-connections-per-client`, by peer address), a new one is answered 503 -32018
 //!   and closed (`cap.rs`);
 //! - a connection gets no 64 KiB read buffer in front of pingora's own (`endpoint.rs`);
-//! - `listen-tls`: TLS on the client endpoint, its certificate reloaded when its files change
+//! - `listen-tls`: TLS on the client endpoint, its certificate reloaded when its files change,
+//!   its handshake made once the connection is admitted and within `client-timeouts.header-s`
 //!   (`tls.rs`);
 //! - the Host/Origin policy every request passes (`guard.rs`).
 //!
@@ -38,8 +40,9 @@ pub use endpoint::client_endpoint;
 use crate::config::ClientTimeouts;
 use async_trait::async_trait;
 use bytes::BytesMut;
-use head::{Phase, Watch};
-use pingora::apps::{HttpServerApp, ServerApp};
+use head::{Phase, Verdict, Watch};
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, ServerApp};
+use pingora::listeners::tls::{Acceptor, TlsSettings};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
@@ -75,6 +78,8 @@ pub struct Guarded<A> {
     inner: Arc<A>,
     timeouts: Arc<dyn CurrentTimeouts>,
     open: cap::Open,
+    /// `listen-tls`: the handshake, made once a connection is admitted.
+    tls: Option<Acceptor>,
 }
 
 impl<A> Guarded<A> {
@@ -89,7 +94,49 @@ impl<A> Guarded<A> {
             inner: Arc::new(inner),
             timeouts,
             open: cap::Open::counted_in(connections),
+            tls: None,
         }
+    }
+
+    /// TLS on every connection (`listen-tls`), its handshake made once the connection is
+    /// admitted and bounded by `client-timeouts.header-s` (the listener stays plain TCP).
+    pub fn with_tls(mut self, settings: TlsSettings) -> Guarded<A> {
+        self.tls = Some(settings.build());
+        self
+    }
+
+    /// Counts a new connection against `limits.max-connections` and its client's share, then
+    /// makes its TLS handshake (`listen-tls`) within `client-timeouts.header-s`: the connection
+    /// and its slot, held until it closes; `None` when it was refused (answered 503 -32018 and
+    /// closed) or its handshake failed.
+    async fn admit(&self, stream: Stream) -> Option<(cap::Held, Stream)> {
+        let limit = self.timeouts.max_connections();
+        let share = cap::per_client_share(limit, self.timeouts.max_connections_per_client());
+        let peer = stream
+            .get_socket_digest()
+            .and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+        let held = match self.open.admit(limit, share, peer) {
+            Ok(held) => held,
+            Err(refused) => {
+                let per_client = matches!(refused, cap::Refused::Client(_));
+                self.timeouts.connection_refused(per_client);
+                // before a TLS handshake an answer would be unreadable, and the handshake is
+                // what the bound spares: the connection is closed
+                if self.tls.is_none() {
+                    cap::refuse(stream, refused).await;
+                }
+                return None;
+            }
+        };
+        let stream = match &self.tls {
+            // boxed: the handshake's state is only held while it runs
+            Some(acceptor) => {
+                let within = self.timeouts.client_timeouts().header;
+                Box::pin(tls::handshake(acceptor, stream, within)).await?
+            }
+            None => stream,
+        };
+        Some((held, stream))
     }
 }
 
@@ -130,6 +177,24 @@ async fn next_request(stream: &mut Stream, shutdown: &mut ShutdownWatch) -> Opti
     }
 }
 
+/// The next request starts: what of it was read past the previous one (a pipelined prefix, in
+/// `settings`) is its head's start, judged as such (`head::begin`). The answer to write when
+/// that start is refused. (Not inline in the connection loop: what it holds would be held
+/// across the loop's awaits.)
+fn next_head_refused(
+    phase: &Mutex<Phase>,
+    settings: Option<&HttpPersistentSettings>,
+) -> Option<Vec<u8>> {
+    let prefix = settings.and_then(|s| s.pipelined_prefix());
+    match head::begin(phase, prefix.unwrap_or_default()) {
+        Verdict::Pass => None,
+        Verdict::Refuse(e) => {
+            tracing::debug!(kind = e.kind.as_str(), "request head refused");
+            Some(head::refusal(&e))
+        }
+    }
+}
+
 #[async_trait]
 impl<A> ServerApp for Guarded<A>
 where
@@ -140,20 +205,7 @@ where
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
-        let limit = self.timeouts.max_connections();
-        let share = cap::per_client_share(limit, self.timeouts.max_connections_per_client());
-        let peer = stream
-            .get_socket_digest()
-            .and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
-        let _counted = match self.open.admit(limit, share, peer) {
-            Ok(held) => held,
-            Err(refused) => {
-                let per_client = matches!(refused, cap::Refused::Client(_));
-                self.timeouts.connection_refused(per_client);
-                cap::refuse(stream, refused).await;
-                return None;
-            }
-        };
+        let (_counted, stream) = self.admit(stream).await?;
         let timeouts: ClientTimeouts = self.timeouts.client_timeouts();
         let phase = Arc::new(Mutex::new(Phase::new(timeouts)));
         let mut watched: Stream = Box::new(Watch::new(stream, phase.clone()));
@@ -173,9 +225,14 @@ where
         session.set_keep_header_case(false);
         let mut result = self.inner.process_new_http(session, shutdown).await;
         while let Some((mut stream, settings)) = result.map(|r| r.consume()) {
-            head::rearm(&phase);
-            let pipelined = settings.as_ref().is_some_and(|s| s.has_pipelined_prefix());
-            // a pipelined request's start is already in the settings
+            let pipelined = settings
+                .as_ref()
+                .is_some_and(|s| s.pipelined_prefix().is_some());
+            if let Some(answer) = next_head_refused(&phase, settings.as_ref()) {
+                // boxed: a rare path, kept out of the connection future's size
+                Box::pin(head::answer_and_close(stream, answer)).await;
+                return None;
+            }
             let first = if pipelined {
                 None
             } else {

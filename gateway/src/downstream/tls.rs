@@ -3,9 +3,16 @@
 //! modification times at most once a second (on a handshake) and swaps in the new pair; a pair
 //! that cannot be loaded keeps the current one (logged), so a half-written renewal never takes
 //! the listener down.
+//!
+//! The handshake is the connection loop's, not the listener's ([`handshake`]): a connection is
+//! admitted (`limits.max-connections`, its client's share) before it, so one handshaking counts
+//! against the bounds, and it must end within `client-timeouts.header-s` (pingora's listener
+//! gave every handshake 60 s, before any bound).
 
 use arc_swap::ArcSwapOption;
-use pingora::listeners::tls::TlsSettings;
+use pingora::listeners::tls::{Acceptor, TlsSettings};
+use pingora::protocols::l4::stream::Stream as L4Stream;
+use pingora::protocols::Stream;
 use pingora::tls::sign::CertifiedKey;
 use pingora::tls::{ClientHello, CryptoProvider, ResolvesServerCert};
 use std::path::{Path, PathBuf};
@@ -97,4 +104,31 @@ fn load(cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
     pair.keys_match()
         .map_err(|e| format!("{cert_s} / {key_s}: the key does not match the certificate: {e}"))?;
     Ok(pair)
+}
+
+/// The TLS handshake of an accepted connection (`stream`, as the plain listener made it), within
+/// `within`: the TLS stream, or `None` when the handshake failed or took longer (the connection
+/// closes; a client's failed handshake is logged at debug level, it is no fault of the
+/// gateway's). The handshake's state is boxed and dropped once done, so a connection's future
+/// holds no room for it afterwards.
+pub async fn handshake(acceptor: &Acceptor, stream: Stream, within: Duration) -> Option<Stream> {
+    let Ok(l4) = stream.into_any().downcast::<L4Stream>() else {
+        tracing::warn!("a TLS listener's connection is not a TCP stream; closed");
+        return None;
+    };
+    let handshake = Box::pin(acceptor.tls_handshake(*l4));
+    match tokio::time::timeout(within, handshake).await {
+        Ok(Ok(tls)) => Some(Box::new(tls)),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "client TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(
+                ?within,
+                "client TLS handshake not done within client-timeouts.header-s"
+            );
+            None
+        }
+    }
 }

@@ -148,11 +148,14 @@ impl HttpPersistentSettings {
         self.pipelined_prefix = Some(prefix);
     }
 
-    /// Whether bytes of the next request were already read (a pipelined prefix): a caller
+    /// The bytes of the next request already read (a pipelined prefix), if any: a caller
     /// that waits for the connection to become readable before building the next session
-    /// must not wait then, as those bytes will never be read from the stream again.
-    pub fn has_pipelined_prefix(&self) -> bool {
-        self.pipelined_prefix.as_ref().is_some_and(|p| !p.is_empty())
+    /// must not wait then, as those bytes will never be read from the stream again; and a
+    /// caller that judges each request head as it arrives must judge them as its start.
+    pub fn pipelined_prefix(&self) -> Option<&[u8]> {
+        self.pipelined_prefix
+            .as_deref()
+            .filter(|prefix| !prefix.is_empty())
     }
 
     pub fn apply_to_session(self, session: &mut ServerSession) {
@@ -417,15 +420,15 @@ mod tests {
     }
 
     #[test]
-    fn test_persistent_settings_say_whether_a_pipelined_prefix_waits() {
+    fn test_persistent_settings_give_the_pipelined_prefix_that_waits() {
         let mock_io = Builder::new().build();
         let session = ServerSession::new_http1(Box::new(mock_io));
         let mut settings = HttpPersistentSettings::for_session(&session);
-        assert!(!settings.has_pipelined_prefix());
+        assert_eq!(settings.pipelined_prefix(), None);
         settings.set_pipelined_prefix(BytesMut::new());
-        assert!(!settings.has_pipelined_prefix(), "an empty prefix is none");
+        assert_eq!(settings.pipelined_prefix(), None, "an empty prefix is none");
         settings.set_pipelined_prefix(BytesMut::from(&b"GET / HTTP/1.1\r\n"[..]));
-        assert!(settings.has_pipelined_prefix());
+        assert_eq!(settings.pipelined_prefix(), Some(&b"GET / HTTP/1.1\r\n"[..]));
     }
 
     #[test]
