@@ -152,8 +152,13 @@ fn plan(
         let req = session.req_header();
         let post = req.method == http::Method::POST;
         let declared = crate::forward::collect::declared(&req.headers);
+        let mirrors = req
+            .headers
+            .keys()
+            .any(|k| mcp_wire::param_headers::is_param_header(k.as_str()));
+        let head = (post, declared, mirrors);
         return Ok(
-            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, post, declared) {
+            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, head) {
                 Some(native) => {
                     ctx.native = Some(native);
                     Plan::Native
