@@ -6,7 +6,8 @@
 //! - the same through a virtual route that renames the tool (the header names from the
 //!   member's schema, the values from the call), and a 2026-07-28 client's lying header there
 //!   replaced by the mirrored one (the gateway rewrote the body);
-//! - a 2026-07-28 notification whose `Mcp-Method` disagrees with its body (400, id null).
+//! - a 2026-07-28 notification whose `Mcp-Method` disagrees with its body (400, id null);
+//! - a legacy request's MCP headers never decide its limits: its body does.
 
 use mcp_gateway_tests::client::META;
 use mcp_gateway_tests::{Gateway, PythonPeer, Request};
@@ -194,6 +195,32 @@ async fn a_notification_whose_method_header_disagrees_with_its_body_is_refused_w
     // the agreeing one goes on (the server acknowledges it)
     let resp = send("notifications/cancelled").send(gw.addr).await;
     assert_eq!(resp.status(), 202, "{}", resp.text());
+}
+
+#[tokio::test]
+async fn a_legacy_requests_mcp_headers_never_decide_its_deadline() {
+    // a dual 2.3.0 server: it answers a sessionless legacy call too, and checks no header then
+    let server = PythonPeer::stateless_v2("s1").await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  p: {{ backends: [{}] }}\nroutes:\n\
+         \x20 - path: /mcp\n    pool: p\n    mode: stateless\n    check-headers: false\n\
+         \x20   limits: {{ tool-timeouts: {{ \"slow_*\": 300 }} }}\n",
+        server.addr()
+    ))
+    .await;
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow_progress","arguments":{"steps":1,"delay_ms":3000}}}"#;
+    let started = std::time::Instant::now();
+    // the headers name a tool without a deadline; the body runs one with a deadline
+    let resp = Request::post("/mcp", call)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "whoami")
+        .send(gw.addr)
+        .await;
+    let took = started.elapsed();
+    let v = resp.json();
+    assert_eq!(v["error"]["code"], -32012, "{v}");
+    assert!(took < std::time::Duration::from_secs(2), "took {took:?}");
 }
 
 /// The checks of one client scenario of the 2026-07-28 conformance suite (`conformance-2026`,
