@@ -3,8 +3,9 @@
 //! (`inspect`), the incremental scan of an answer (`verdict`), SSE framing (`sse`), the era
 //! probe's messages and the reading of their answers (`discover`), the pure translation between
 //! the eras (`translate`), the messages a gateway writes itself with which methods are safe
-//! to repeat (`messages`), and the one sealer of the opaque tokens a gateway hands out, a key
-//! per purpose (`seal`).
+//! to repeat (`messages`), the `Mcp-Param-*` headers a tool's schema asks for
+//! (`param_headers`), and the one sealer of the opaque tokens a gateway hands out, a key per
+//! purpose (`seal`).
 //!
 //! Pure by construction: no pingora, no tokio, no clock (its `Cargo.toml` lists what it may
 //! use). Nothing here knows about the gateway; the gateway crate uses it.
@@ -18,6 +19,7 @@ pub mod era;
 pub mod headers;
 pub mod inspect;
 pub mod messages;
+pub mod param_headers;
 pub mod rewrite;
 mod scan;
 pub mod seal;

@@ -1,5 +1,6 @@
-//! Header/body agreement for 2026-07-28 requests: `Mcp-Method`, `Mcp-Name` and
-//! `MCP-Protocol-Version` must say what the body says (the 2.3.0 server's -32020 rules).
+//! Header/body agreement for 2026-07-28 requests and notifications: `Mcp-Method`, `Mcp-Name`
+//! (requests naming a tool, prompt, resource or task) and `MCP-Protocol-Version` must say what
+//! the body says (the 2.3.0 server's -32020 rules).
 
 use crate::error::GatewayError;
 use mcp_wire::headers::{read_mcp_headers, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION};
@@ -39,20 +40,27 @@ pub fn check_body<'b>(
     body: &'b [u8],
 ) -> Result<BodyInfo<'b>, Box<Rejected>> {
     let info = inspect_body(body).map_err(|e| rejected(None, e.into()))?;
-    // Notifications and responses are accepted before header checks, as the server does.
-    if info.id.is_none() || info.method.is_none() {
+    // Responses carry no method to check (a 2026-07-28 client sends none).
+    if info.method.is_none() {
         return Ok(info);
     }
     let h = match read_mcp_headers(headers, true) {
         Ok(h) => h,
         Err(_) => return Ok(info), // already answered in request_filter
     };
+    // A notification's headers are checked as a request's are (`Mcp-Method`, the version),
+    // but a missing `Mcp-Method` is no mismatch there: the spec requires the header on
+    // requests only, and the TypeScript SDK's server dispatches a notification without it,
+    // while one that disagrees with the body is its -32020. Refused, a notification is
+    // answered 400 with a null id, as an SDK server answers a body it cannot take.
     let method = info.method.as_deref();
-    if h.method.as_deref() != method {
+    let request = info.id.is_some();
+    if h.method.as_deref() != method && (request || h.method.is_some()) {
         let err = GatewayError::header_mismatch(MCP_METHOD, h.method.as_deref(), method);
         return Err(rejected(Some(&info), err));
     }
-    if method.is_some_and(|m| NAMED_METHODS.contains(&m))
+    if request
+        && method.is_some_and(|m| NAMED_METHODS.contains(&m))
         && h.name.as_deref() != info.name.as_deref()
     {
         let err = GatewayError::header_mismatch(MCP_NAME, h.name.as_deref(), info.name.as_deref());
@@ -141,8 +149,35 @@ mod tests {
     }
 
     #[test]
-    fn notifications_skip_header_checks() {
+    fn a_notifications_method_header_is_checked_against_its_body() {
         let body = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#;
+        let refused = check_body(&headers(&[("mcp-method", "tools/call")]), body).unwrap_err();
+        assert_eq!(refused.error.kind, ErrorKind::HeaderMismatch);
+        assert_eq!(refused.error.data["header"], MCP_METHOD);
+        // answered with a null id: a notification has none
+        assert_eq!(refused.id, Some(RequestId::null()));
+        // the header is required on requests only
+        assert!(check_body(&headers(&[]), body).is_ok());
+        let other_version = headers(&[
+            ("mcp-method", "notifications/cancelled"),
+            ("mcp-protocol-version", "2027-01-01"),
+        ]);
+        let versioned = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let refused = check_body(&other_version, versioned).unwrap_err();
+        assert_eq!(refused.error.data["header"], MCP_PROTOCOL_VERSION);
+        let agreeing = headers(&[
+            ("mcp-method", "notifications/cancelled"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ]);
+        assert!(check_body(&agreeing, body).is_ok());
+        // no `Mcp-Name` on a notification
+        let named = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#;
+        assert!(check_body(&headers(&[("mcp-method", "tools/call")]), named).is_ok());
+    }
+
+    #[test]
+    fn responses_have_no_method_to_check() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
         assert!(check_body(&headers(&[("mcp-method", "tools/call")]), body).is_ok());
     }
 

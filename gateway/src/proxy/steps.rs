@@ -152,8 +152,13 @@ fn plan(
         let req = session.req_header();
         let post = req.method == http::Method::POST;
         let declared = crate::forward::collect::declared(&req.headers);
+        let mirrors = req
+            .headers
+            .keys()
+            .any(|k| mcp_wire::param_headers::is_param_header(k.as_str()));
+        let head = (post, declared, mirrors);
         return Ok(
-            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, post, declared) {
+            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, head) {
                 Some(native) => {
                     ctx.native = Some(native);
                     Plan::Native
@@ -170,9 +175,14 @@ fn plan(
         return Ok(Plan::Stateful(route));
     }
     let has_body = session.req_header().method == http::Method::POST;
-    let method = headers.method.as_deref();
-    let name = headers.name.as_deref();
-    let check = route.check_headers && has_body && (method.is_some() || ctx.era == Era::Stateless);
+    let check =
+        route.check_headers && has_body && (headers.method.is_some() || ctx.era == Era::Stateless);
+    // Only a 2026-07-28 request's MCP headers decide where it goes and what limits it (the
+    // spec's SHOULD): its server refuses a body they disagree with, so what they name is what
+    // runs. A legacy server checks nothing: a legacy request is routed and limited by its body.
+    let trusted = ctx.era == Era::Stateless;
+    let method = headers.method.as_deref().filter(|_| trusted);
+    let name = headers.name.as_deref().filter(|_| trusted);
     // Rules and the per-tool rate must read the name the backend will run: from the body,
     // unless check-headers makes the headers say what the body says.
     let names_matter =

@@ -28,6 +28,7 @@ mod secrets;
 mod tls;
 mod token_request;
 pub mod tokens;
+pub mod tool_headers;
 
 use crate::config::EraSetting;
 use crate::config::{Balance, PoolConfig};
@@ -71,6 +72,9 @@ pub struct Pool {
     pub credentials: credentials::Credentials,
     /// TLS to the backends (`tls`), ready for pingora's peers.
     tls: Option<tls::PeerTls>,
+    /// The `Mcp-Param-*` headers its tools' schemas ask for, by upstream path, as their
+    /// lists said (new with each config: a reload may change what is behind a path).
+    pub tool_headers: tool_headers::ToolHeaders,
 }
 
 /// The pools in force right now, each with its config: what upstream's background services
@@ -132,6 +136,7 @@ impl Pool {
                 .tls
                 .as_ref()
                 .map(|t| tls::PeerTls::new(t, cfg.host.as_deref())),
+            tool_headers: tool_headers::ToolHeaders::default(),
         }
     }
 

@@ -220,6 +220,32 @@ fn identity_headers(req: &mut RequestHeader, identity: &crate::config::IdentityH
     }
 }
 
+/// Makes `params` (name, wire value: `mcp_wire::param_headers::mirrored`) the request's only
+/// `Mcp-Param-*` headers: every one it carried (a client's, which may not say what the body
+/// the gateway sends says: a legacy client's, unchecked, or one of a body the gateway
+/// rewrote) is removed first.
+pub fn param_headers(
+    req: &mut RequestHeader,
+    params: &[(String, String)],
+) -> Result<(), GatewayError> {
+    let present: Vec<http::HeaderName> = req
+        .headers
+        .keys()
+        .filter(|k| mcp_wire::param_headers::is_param_header(k.as_str()))
+        .cloned()
+        .collect();
+    for name in present {
+        req.remove_header(&name);
+    }
+    for (name, value) in params {
+        let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(name))?;
+        let value = http::HeaderValue::from_str(value).map_err(|_| invalid("Mcp-Param value"))?;
+        req.append_header(name, value)
+            .map_err(|_| invalid("Mcp-Param"))?;
+    }
+    Ok(())
+}
+
 /// A request the gateway sends on its own for `caller`'s request: `POST` with a JSON body of
 /// `body_len` bytes, `GET` or `DELETE` (no body), in the backend session `session` at protocol
 /// `version`.
@@ -375,6 +401,23 @@ mod tests {
         let sent = plain.clone();
         drop_hop_by_hop(&mut plain, &sent);
         assert_eq!(format!("{:?}", plain.headers), before);
+    }
+
+    #[test]
+    fn param_headers_replace_every_one_the_client_sent() {
+        let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+        req.insert_header("mcp-param-region", "client-said")
+            .unwrap();
+        req.insert_header("Mcp-Param-Other", "stale").unwrap();
+        req.insert_header("x-kept", "1").unwrap();
+        let mirrored = [("Mcp-Param-Region".to_owned(), "us-west1".to_owned())];
+        param_headers(&mut req, &mirrored).unwrap();
+        assert_eq!(req.headers["mcp-param-region"], "us-west1");
+        assert_eq!(req.headers.get_all("mcp-param-region").iter().count(), 1);
+        assert!(req.headers.get("mcp-param-other").is_none());
+        assert_eq!(req.headers["x-kept"], "1");
+        param_headers(&mut req, &[]).unwrap();
+        assert!(req.headers.get("mcp-param-region").is_none());
     }
 
     #[test]

@@ -10,7 +10,8 @@ use crate::config::Kind;
 use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::federation::names::Resolved;
-use serde_json::Value;
+use mcp_wire::param_headers::mirrored;
+use serde_json::{Map, Value};
 
 /// The methods routed to one member by what they name.
 pub(super) const ROUTED: [&str; 4] = [
@@ -146,6 +147,76 @@ impl Virtual<'_> {
             let own = members[i].names.own(Kind::Resource, &named.exposed)?;
             template_matches(&t, &own).then_some((i, own))
         })
+    }
+}
+
+/// A member's list `result`, or why there is none.
+pub(super) type MemberResult = Result<Map<String, Value>, &'static str>;
+
+impl Virtual<'_> {
+    /// The tools of member `i` as its lists' pool and upstream path know them
+    /// (`upstream::tool_headers`): where its `tools/list` goes, which is where its lists
+    /// teach them.
+    fn member_tools(
+        &self,
+        i: usize,
+    ) -> Option<std::sync::Arc<crate::upstream::tool_headers::PathTools>> {
+        let route = self.members.routes.get(i)?;
+        let pool = self
+            .state
+            .pool(route.pool_for(Some("tools/list"), None))
+            .ok()?;
+        let path = route.upstream_path(self.parent.path());
+        Some(pool.tool_headers.at(&path))
+    }
+
+    /// Learns the tools of the members' `tools/list` answers (`answers`: each member asked
+    /// and its result), under their own names.
+    pub(super) fn learn_tool_headers(&self, answers: &[(usize, MemberResult)]) {
+        for (i, answer) in answers {
+            let (Ok(result), Some(tools)) = (answer, self.member_tools(*i)) else {
+                continue;
+            };
+            if let Some(listed) = result.get("tools") {
+                tools.learn(listed);
+            }
+        }
+    }
+
+    /// The `Mcp-Param-*` headers (name, wire value) of a call (`body`, of `method`) routed to
+    /// member `i` as its tool `own`: the arguments the member's schema marks, mirrored from
+    /// the call's (a rename changes the name, never the arguments); none but for a
+    /// `tools/call` with arguments. A tool the member's path is not known to list is looked
+    /// up in the members' lists first (at most once per `tool_headers::RELIST`).
+    pub(super) async fn param_headers(
+        &self,
+        i: usize,
+        own: &str,
+        method: &str,
+        body: &[u8],
+    ) -> Vec<(String, String)> {
+        if method != "tools/call" {
+            return Vec::new();
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(body) else {
+            return Vec::new();
+        };
+        let arguments = msg.pointer("/params/arguments");
+        let has_arguments = arguments
+            .and_then(Value::as_object)
+            .is_some_and(|a| !a.is_empty());
+        let Some(tools) = self.member_tools(i).filter(|_| has_arguments) else {
+            return Vec::new();
+        };
+        let list = || async {
+            // what the lookup teaches, it teaches through `learn_tool_headers`; the calls
+            // waiting for it wait no longer than the member deadline
+            let lookup = self.learn(List::Tools, &msg);
+            let _ = tokio::time::timeout(self.deadline, lookup).await;
+            None
+        };
+        let known = tools.resolve(own, list).await;
+        mirrored(&known, arguments)
     }
 }
 

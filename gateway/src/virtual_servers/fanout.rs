@@ -212,6 +212,8 @@ async fn serve(gw: &Gateway, session: &mut impl Client, ctx: &mut RequestCtx, as
             head.remove_header(MCP_NAME);
         }
     }
+    // the body is the gateway's (a list, a listen): no client `Mcp-Param-*` describes it
+    crate::upstream::request::param_headers(head, &[])?;
     drop(info);
     forward_body(gw, session, ctx, &ask.route, ask.body, routed).await
 }

@@ -43,18 +43,20 @@ pub struct Rename {
     length: Option<u64>,
 }
 
-/// The fast path's plan for a call on the virtual route `route`, when it can take one.
+/// The fast path's plan for a call on the virtual route `route`, when it can take one; `head`:
+/// whether the request is a POST, its declared length, and whether it carries `Mcp-Param-*`
+/// headers (a renamed call with some takes the gateway-driven path).
 pub(crate) fn plan(
     ctx: &RequestCtx,
     route: &Arc<Route>,
     members: &Members,
     headers: &McpHeaders<'_>,
-    post: bool,
-    declared: Option<u64>,
+    head: (bool, Option<u64>, bool),
 ) -> Option<Native> {
     let (Some(method), Some(exposed)) = (headers.method.as_deref(), headers.name.as_deref()) else {
         return None;
     };
+    let (post, declared, mirrors) = head;
     let kind = match method {
         "tools/call" => Kind::Tool,
         "prompts/get" => Kind::Prompt,
@@ -82,6 +84,11 @@ pub(crate) fn plan(
     if crate::classify::takes(ctx, &pool) || crate::upstream::era::require(&pool, ctx.era).is_err()
     {
         // the gateway-driven path answers these (the bridge, or the member's error)
+        return None;
+    }
+    if own != exposed && mirrors {
+        // the member gets another body than the client sent (its own name): the gateway-driven
+        // path sends the `Mcp-Param-*` headers of the member's schema instead of the client's
         return None;
     }
     let length = declared.and_then(|n| {

@@ -282,6 +282,9 @@ impl Virtual<'_> {
             bytes::Bytes::from(serde_json::to_vec(&m).unwrap_or_default())
         };
         let (answers, held) = self.ask_all(asked, body).await;
+        if list == List::Tools {
+            self.learn_tool_headers(&answers);
+        }
         if let Some(refused) = self.over_budget(&answers) {
             return Err(refused);
         }

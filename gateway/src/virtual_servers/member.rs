@@ -36,6 +36,11 @@ impl Parent {
             peer: client.peer_ip(),
         }
     }
+
+    /// The path the client asked for (a member route's upstream path is made from it).
+    pub(crate) fn path(&self) -> &str {
+        self.head.uri.path()
+    }
 }
 
 /// The client side of a member request: the parent's head and the member's body; what the

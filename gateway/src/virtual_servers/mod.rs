@@ -99,6 +99,10 @@ pub(crate) async fn serve(
     if let Some(named) = Named::read(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
         let (member, own) = v.member_for(&named, &body).await?;
+        // the member's body is not the client's (its own name): no client `Mcp-Param-*` goes
+        // with it, the member's schema says which arguments go up as headers
+        let params = v.param_headers(member, &own, &method, &body).await;
+        crate::upstream::request::param_headers(session.req_header_mut(), &params)?;
         drop(v);
         let (route, named) = ((&route, members), &named);
         return call(gw, session, ctx, route, (member, own), named, body, &method).await;

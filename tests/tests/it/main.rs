@@ -53,6 +53,7 @@ mod name_match;
 mod no_tunnel;
 mod ordering;
 mod orphaned_streams;
+mod param_headers;
 mod pooled_bridge;
 mod pooled_cache_hints;
 mod pooled_cutoff;

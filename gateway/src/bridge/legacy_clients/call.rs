@@ -71,10 +71,14 @@ impl Call<'_> {
     pub(super) async fn run(&self, out: &mut Progress) -> Result<Final, GatewayError> {
         let in_flight = self.live.call(self.session, self.id_json)?;
         let run = self.rounds(out);
-        tokio::select! {
+        let done = tokio::select! {
             done = run => done,
             _ = in_flight.cancelled.notified() => Ok(Final::Cancelled),
+        };
+        if let Ok(done) = &done {
+            self.learn(done);
         }
+        done
     }
 
     /// The call's rounds, each a request to a backend, until its result or the round cap.
@@ -85,13 +89,15 @@ impl Call<'_> {
         };
         let mut shift = ProgressShift::default();
         let mut retry: Option<Retry> = None;
+        // a retry carries the same arguments: mirrored once
+        let params = self.param_headers(env).await;
         // Round k is the k-th request to a backend; MAX_ROUNDS input_required answers are
         // fulfilled, the next one is refused.
         for round in 1..=MAX_ROUNDS + 1 {
             out.rounds = round;
             let req = modern_request(self.msg, env, retry.as_ref())
                 .map_err(|e| GatewayError::untranslatable(&self.up.pool.name, &e.to_string()))?;
-            let sent = self.up.send(&req, self.repeatable).await?;
+            let sent = self.up.send_with(&req, &params, self.repeatable).await?;
             out.backend = Some(sent.backend.clone());
             let first = retry.is_none();
             let mut response = match self.response(sent, first, &mut shift, out).await? {

@@ -16,7 +16,8 @@
 //! `server/discover` result is reused), `upstream` (which backend, the `server/discover`
 //! cache), `call` (the rounds of one call), `live` (what a call waits for: the client's
 //! responses, cancellations, the GET streams), `listen` (the `subscriptions/listen` stream
-//! that feeds a GET stream the session's subscriptions), `http` (the session's requests, and
+//! that feeds a GET stream the session's subscriptions), `params` (the `Mcp-Param-*` headers
+//! a `tools/call` mirrors from its tool's schema), `http` (the session's requests, and
 //! the bridge errors it counts), `get` (the client's GET stream); `super::answer` reads a
 //! modern answer's messages.
 
@@ -27,6 +28,7 @@ mod http;
 mod limits;
 mod listen;
 mod live;
+mod params;
 mod serves;
 mod upstream;
 

@@ -40,7 +40,12 @@ pub(super) struct Upstream<'a> {
 }
 
 impl Upstream<'_> {
-    fn head(&self, backend: &Backend, req: &ModernRequest) -> Result<RequestHeader, GatewayError> {
+    fn head(
+        &self,
+        backend: &Backend,
+        req: &ModernRequest,
+        params: &[(String, String)],
+    ) -> Result<RequestHeader, GatewayError> {
         let target = Target {
             path: self.path,
             host: &backend.host_header,
@@ -58,6 +63,9 @@ impl Upstream<'_> {
             head.insert_header(*name, value.as_str())
                 .map_err(|_| bad(name))?;
         }
+        // the legacy client's own `Mcp-Param-*` (unchecked) never go up; the call's mirrored
+        // arguments do
+        request::param_headers(&mut head, params)?;
         Ok(head)
     }
 
@@ -65,6 +73,17 @@ impl Upstream<'_> {
     pub(super) async fn send(
         &self,
         req: &ModernRequest,
+        repeatable: bool,
+    ) -> Result<Sent, GatewayError> {
+        self.send_with(req, &[], repeatable).await
+    }
+
+    /// Sends `req` with the `Mcp-Param-*` headers `params` (a `tools/call`'s mirrored
+    /// arguments) to a bridged backend, within the pool's `retries`.
+    pub(super) async fn send_with(
+        &self,
+        req: &ModernRequest,
+        params: &[(String, String)],
         repeatable: bool,
     ) -> Result<Sent, GatewayError> {
         let body = &Bytes::from(req.body.clone());
@@ -76,7 +95,7 @@ impl Upstream<'_> {
         engine
             .each_backend(pool, pick, &mut tried, |backend| {
                 Box::pin(async move {
-                    let head = match self.head(&backend, req) {
+                    let head = match self.head(&backend, req, params) {
                         Ok(head) => head,
                         Err(e) => return Step::Stop(e),
                     };
