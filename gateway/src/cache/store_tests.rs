@@ -163,28 +163,6 @@ fn a_huge_ttl_is_held_for_the_ceiling_and_no_longer() {
     );
 }
 
-/// The same without a ceiling: the index does not wrap to "stale now".
-#[test]
-fn a_ttl_past_what_a_clock_holds_is_not_stale_at_once() {
-    let mut s = Store::new(bounds(2_000, 2_000, 2_000));
-    let entry = 1000 - ENTRY_OVERHEAD;
-    let now = Instant::now();
-    assert!(
-        s.insert(key(1), Owner::Public, result(entry, u64::MAX), now)
-            .kept
-    );
-    assert!(
-        s.insert(key(2), Owner::Public, result(entry, 60_000), now)
-            .kept
-    );
-    assert!(s.get(&key(1), now).is_ok());
-    assert!(
-        s.insert(key(3), Owner::Public, result(entry, 60_000), now)
-            .kept
-    );
-    assert!(s.get(&key(1), now).is_ok(), "not taken as stale");
-}
-
 /// A result another replica kept long ago (longer than this machine has been up) keeps its
 /// age, and one older than its ttl is not kept.
 #[test]
