@@ -2,7 +2,8 @@
 //! its own server behind one address: `/servers/tools/jira` and `/servers/tools/github` are two
 //! tenants, and so are two queries of one tail, or two values of a header the server selects
 //! its toolset by (`cache.vary-headers`). The cache never answers one with the other's
-//! result, in memory or, with `cache.store: redis`, through Redis on another replica.
+//! result, in memory or, with `cache.store: redis`, through Redis on another replica; nor do
+//! two replicas whose configs shape answers differently.
 
 use super::request_at;
 use mcp_gateway_tests::redis::RedisServer;
@@ -172,4 +173,29 @@ async fn a_prefix_routes_tails_queries_and_vary_headers_never_share_a_result_thr
     let two = Gateway::start(&config(&tenants, &sessions)).await;
     // each tenant's second answer comes from Redis, on the other replica
     each_tenant_gets_its_own(&one, &two, &tenants).await;
+}
+
+/// Two replicas on one Redis whose configs differ only in what shapes the answer but not the
+/// path (the pool's `host`, the Host header the backend selects its tenant by, as after a
+/// reload on one of them): neither serves the other's result; the same config shares it.
+#[tokio::test]
+async fn replicas_whose_configs_shape_answers_differently_never_share_a_result() {
+    let redis = RedisServer::start().await;
+    let tenants = Tenants::start("public").await;
+    let yaml = |host: &str| {
+        format!(
+            "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"shapes:\" }}\ncache: {{ store: redis }}\n\
+             pools:\n  p: {{ backends: [{}], host: {host} }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
+            redis.url(),
+            tenants.addr
+        )
+    };
+    let one = Gateway::start(&yaml("a.example")).await;
+    let two = Gateway::start(&yaml("b.example")).await;
+    let same = Gateway::start(&yaml("a.example")).await;
+    for (gw, how) in [(&one, "miss"), (&two, "miss"), (&same, "hit")] {
+        let (_, answered) = asked(gw, "/mcp", None, "tools/list").await;
+        assert_eq!(answered, how);
+    }
+    assert_eq!(tenants.asked.load(Ordering::Relaxed), 2);
 }
