@@ -98,7 +98,7 @@ impl State {
     pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
         State {
             rejections,
-            cache: Arc::new(crate::cache::Cache::new(config.cache, cache)),
+            cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
             auth: config
                 .auth
                 .as_ref()
@@ -139,7 +139,7 @@ impl State {
         };
         // Cached results may be stale under the new config (a pool's members, a route's
         // backends): the new snapshot starts with an empty cache.
-        let cache = crate::cache::Cache::new(config.cache, old.cache.common().clone());
+        let cache = crate::cache::Cache::new(config.cache.clone(), old.cache.common().clone());
         State {
             rejections: old.rejections.clone(),
             cache: Arc::new(cache),

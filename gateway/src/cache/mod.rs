@@ -66,6 +66,8 @@ pub struct Keys {
     pub epoch: u64,
     /// The signature of the backends `public` was made with (`key::Source::backends`).
     pub backends: u64,
+    /// What of the request's head `public` was made with (`key::Source::head`).
+    pub head: Key,
 }
 
 impl Keys {
@@ -86,6 +88,7 @@ impl Keys {
         let source = key::Source {
             route,
             member: "",
+            head: self.head,
             backends,
         };
         match key::of(source, method, body) {
@@ -94,7 +97,7 @@ impl Keys {
                 backends,
                 ..self
             }),
-            key::Keyed::Retry | key::Keyed::Unreadable => None,
+            _ => None,
         }
     }
 
@@ -149,7 +152,9 @@ impl Cache {
         }
         let bounds = Bounds {
             max_bytes: config.max_bytes,
+            private: config.max_private_bytes,
             per_context: config.max_bytes_per_context,
+            max_ttl_ms: config.max_ttl_ms,
         };
         Cache {
             config,
@@ -193,7 +198,10 @@ impl Cache {
         };
         keys.epoch = epoch;
         match shared.get(&keys.public, epoch).await {
-            Ok(Some(fresh)) => {
+            Ok(Some(mut fresh)) => {
+                if fresh.stored.ttl_ms > self.config.max_ttl_ms {
+                    fresh.stored = Arc::new(self.capped((*fresh.stored).clone()));
+                }
                 let mut store = lock(&self.store);
                 store.insert_aged(keys.public, Owner::Public, &fresh, Instant::now());
                 self.gauges(&store);
@@ -271,7 +279,8 @@ impl Cache {
     /// Keeps `stored` where its scope says (a public result in the shared tier too); the
     /// results dropped for room are counted as `evicted` on `route`/`method`.
     pub async fn keep(&self, keys: &Keys, stored: Stored, at: (&str, &str)) -> Result<(), NotKept> {
-        let stored = Arc::new(stored);
+        // never longer than `max-ttl-ms`: what a hit serves says so
+        let stored = Arc::new(self.capped(stored));
         self.keep_here(keys, stored.clone(), at)?;
         if let (Some(shared), Scope::Public) = (&self.common.shared, stored.scope) {
             // awaited: a replica asked next finds it (a miss already waited for a backend)
@@ -280,6 +289,12 @@ impl Cache {
             }
         }
         Ok(())
+    }
+
+    /// `stored` with its `ttlMs` at most `cache.max-ttl-ms`.
+    pub fn capped(&self, mut stored: Stored) -> Stored {
+        stored.ttl_ms = stored.ttl_ms.min(self.config.max_ttl_ms);
+        stored
     }
 
     /// [`Cache::keep`] in this replica's memory.

@@ -17,8 +17,16 @@ pub struct FileCache {
     pub max_bytes: Option<usize>,
     /// The bytes one authorization context's `private` results may hold (a share: its own least recently used are dropped to make room, never another caller's). Default 4194304 (4 MiB).
     pub max_bytes_per_context: Option<usize>,
+    /// The bytes all authorization contexts' `private` results may hold together, so that the public part and new contexts are never starved: a context past it makes room from the least recently used private results of any context. At least `max-bytes-per-context`, at most `max-bytes`. Default a quarter of `max-bytes` (16 MiB), or `max-bytes-per-context` when larger.
+    pub max_private_bytes: Option<usize>,
     /// The largest result kept; a larger answer is relayed as it comes. Default 1048576 (1 MiB).
     pub max_entry_bytes: Option<usize>,
+    /// The longest a result is kept, in milliseconds: a larger `ttlMs` is lowered to it, and the client is served the lowered one. Default 3600000 (an hour).
+    pub max_ttl_ms: Option<u64>,
+    /// Request headers the backends' answers vary on (a server that selects its toolset by a header): their values are part of every key, so callers that send other values never share a result. Default none.
+    pub vary_headers: Option<Vec<String>>,
+    /// On a route without `auth`, the request headers that tell the backend's users apart (`authorization`, `x-api-key`, `cookie`, a front proxy's identity header): their values make a caller's authorization context. Without them such a route keeps no `private` result (the gateway cannot tell whose it is). A route with `auth` uses the credential its auth step took. Default none.
+    pub context_headers: Option<Vec<String>>,
     /// Where `public` results are kept besides this replica's memory: `memory` (this replica only) or `redis` (the Redis of `sessions.store: redis`, shared by every replica, each result under a hashed key that Redis expires with its `ttlMs`, so a fleet of replicas asks a backend once per ttl). `private` results stay in each replica's memory, where a context's share holds. Default memory.
     pub store: Option<String>,
     #[serde(flatten)]
@@ -27,7 +35,7 @@ pub struct FileCache {
 }
 
 /// The response cache's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheConfig {
     /// `enabled`. Default true.
     pub enabled: bool,
@@ -35,10 +43,18 @@ pub struct CacheConfig {
     pub max_bytes: usize,
     /// `max-bytes-per-context`. Default 4 MiB.
     pub max_bytes_per_context: usize,
+    /// `max-private-bytes`. Default a quarter of `max-bytes` (at least `max-bytes-per-context`).
+    pub max_private_bytes: usize,
     /// `max-entry-bytes`. Default 1 MiB.
     pub max_entry_bytes: usize,
+    /// `max-ttl-ms`. Default an hour.
+    pub max_ttl_ms: u64,
     /// `store: redis`: public results shared through the sessions' Redis.
     pub shared: bool,
+    /// `vary-headers`, lower case. Default none.
+    pub vary_headers: Vec<http::HeaderName>,
+    /// `context-headers`, lower case. Default none.
+    pub context_headers: Vec<http::HeaderName>,
 }
 
 impl Default for CacheConfig {
@@ -47,8 +63,12 @@ impl Default for CacheConfig {
             enabled: true,
             max_bytes: 64 << 20,
             max_bytes_per_context: 4 << 20,
+            max_private_bytes: 16 << 20,
             max_entry_bytes: 1 << 20,
+            max_ttl_ms: 3_600_000,
             shared: false,
+            vary_headers: Vec::new(),
+            context_headers: Vec::new(),
         }
     }
 }
@@ -60,7 +80,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
     p.unknown(
         "cache",
         &file.unknown,
-        "enabled, max-bytes, max-bytes-per-context, max-entry-bytes, store",
+        "enabled, max-bytes, max-bytes-per-context, max-private-bytes, max-entry-bytes, max-ttl-ms, store, vary-headers, context-headers",
     );
     let shared = match file.store.as_deref() {
         None | Some("memory") => false,
@@ -94,6 +114,22 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
         entry,
         d.max_entry_bytes.min(max_bytes_per_context),
     );
+    let private = file.max_private_bytes;
+    let default_private = (max_bytes / 4).max(max_bytes_per_context).min(max_bytes);
+    let max_private_bytes = at_least_one("max-private-bytes", private, default_private);
+    let max_ttl_ms = p.at_least_one("cache.max-ttl-ms", file.max_ttl_ms, d.max_ttl_ms);
+    if max_private_bytes > max_bytes {
+        p.add(
+            "cache.max-private-bytes",
+            "must be at most max-bytes (the private part of the whole)",
+        );
+    }
+    if max_bytes_per_context > max_private_bytes {
+        p.add(
+            "cache.max-bytes-per-context",
+            "must be at most max-private-bytes (one context's share of the private part)",
+        );
+    }
     if max_bytes_per_context > max_bytes {
         p.add(
             "cache.max-bytes-per-context",
@@ -110,9 +146,33 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
         enabled: file.enabled.unwrap_or(true),
         max_bytes,
         max_bytes_per_context,
+        max_private_bytes,
         max_entry_bytes,
+        max_ttl_ms,
         shared,
+        vary_headers: header_names(p, "cache.vary-headers", &file.vary_headers),
+        context_headers: header_names(p, "cache.context-headers", &file.context_headers),
     }
+}
+
+/// The header names of a list (lower case), each bad one named.
+fn header_names(
+    p: &mut Problems,
+    path: &str,
+    names: &Option<Vec<String>>,
+) -> Vec<http::HeaderName> {
+    let mut out: Vec<http::HeaderName> = Vec::new();
+    for (i, name) in names.iter().flatten().enumerate() {
+        match http::HeaderName::from_bytes(name.as_bytes()) {
+            Ok(h) if !out.contains(&h) => out.push(h),
+            Ok(_) => p.add(format!("{path}[{i}]"), format!("`{name}` is listed twice")),
+            Err(_) => p.add(
+                format!("{path}[{i}]"),
+                format!("`{name}` is no header name"),
+            ),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

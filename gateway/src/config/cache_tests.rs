@@ -19,7 +19,32 @@ fn problems(cache: &str, extra: &str) -> Vec<String> {
 /// Each bad `cache` input and its answer (the table in docs/caching.md's "Bounds").
 #[test]
 fn each_bad_cache_setting_is_named_with_its_reason() {
-    let rows: [(&str, &str, &str); 8] = [
+    let rows: [(&str, &str, &str); 13] = [
+        (
+            "{ max-ttl-ms: 0 }",
+            "",
+            "cache.max-ttl-ms: must be at least 1",
+        ),
+        (
+            "{ max-bytes: 1000, max-private-bytes: 2000 }",
+            "",
+            "cache.max-private-bytes: must be at most max-bytes",
+        ),
+        (
+            "{ max-private-bytes: 1000, max-bytes-per-context: 2000, max-entry-bytes: 100 }",
+            "",
+            "cache.max-bytes-per-context: must be at most max-private-bytes",
+        ),
+        (
+            "{ vary-headers: [\"x tool\"] }",
+            "",
+            "cache.vary-headers[0]: `x tool` is no header name",
+        ),
+        (
+            "{ context-headers: [x-api-key, X-Api-Key] }",
+            "",
+            "cache.context-headers[1]: `X-Api-Key` is listed twice",
+        ),
         (
             "{ store: redis }",
             "",
@@ -79,7 +104,24 @@ fn defaults_fit_each_other_and_a_small_whole_lowers_the_defaults_below_it() {
     )
     .unwrap();
     assert_eq!(small.cache.max_bytes_per_context, 1000);
+    assert_eq!(small.cache.max_private_bytes, 1000);
     assert_eq!(small.cache.max_entry_bytes, 1000);
+    assert_eq!(
+        config.cache.max_private_bytes,
+        16 << 20,
+        "a quarter of the whole"
+    );
+    assert_eq!(config.cache.max_ttl_ms, 3_600_000);
+}
+
+#[test]
+fn vary_and_context_headers_are_read_in_lower_case_in_their_order() {
+    let config = parse(
+        "cache: { vary-headers: [X-Toolset], context-headers: [X-Api-Key, cookie] }\npools: { p: { backends: [\"127.0.0.1:9\"] } }\nroutes: [ { path: /mcp, pool: p } ]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(config.cache.vary_headers, ["x-toolset"]);
+    assert_eq!(config.cache.context_headers, ["x-api-key", "cookie"]);
 }
 
 #[test]

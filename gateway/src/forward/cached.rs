@@ -8,7 +8,7 @@
 //! reverse bridge's: [`bridged`]) go the same way.
 
 use crate::cache::key::{self, Keyed};
-use crate::cache::store::Missing;
+use crate::cache::store::{Key, Missing};
 use crate::cache::{Flight, Keys, Leading};
 use crate::downstream::client::Client;
 use crate::forward::holding::{Ended, Holding};
@@ -17,6 +17,7 @@ use crate::forward::relay::write_whole;
 use crate::forward::send::{forward_any, Outbound};
 use crate::request::ctx::RequestCtx;
 use crate::request::{Gateway, Handled};
+use crate::routing::Route;
 use crate::upstream::Pool;
 use bytes::Bytes;
 use mcp_wire::cacheable;
@@ -83,21 +84,55 @@ async fn look(
 }
 
 /// The keys of a request with `body` for `method` from `source`, the caller's context from
-/// `session`; `None` for a request that has none (a retry, unreadable).
+/// `session`; `None` for a request that has none (a retry, unreadable, unbounded).
 fn keys_of(
     session: &impl Client,
+    ctx: &RequestCtx,
     source: key::Source<'_>,
-    method: &str,
-    body: &[u8],
+    (method, body): (&str, &[u8]),
 ) -> Option<Keys> {
     match key::of(source, method, body) {
         Keyed::Key(public) => Some(Keys {
             public,
-            context: context(session.req_header()),
+            context: context(session.req_header(), ctx),
             epoch: 0,
             backends: source.backends,
+            head: source.head,
         }),
-        Keyed::Retry | Keyed::Unreadable => None,
+        Keyed::Retry | Keyed::Unreadable | Keyed::Unbounded => None,
+    }
+}
+
+/// What of the request's head shapes its answer on `route` ([`key::head`]): `path` (the path
+/// it goes upstream with) and the client's query, the route's config fingerprint, and the
+/// values of `cache.vary-headers`.
+fn head_of(session: &impl Client, ctx: &RequestCtx, route: &Route, path: &str) -> Key {
+    let client = session.req_header();
+    let target = match client.uri.query() {
+        Some(query) => std::borrow::Cow::Owned(format!("{path}?{query}")),
+        None => std::borrow::Cow::Borrowed(path),
+    };
+    let vary = ctx.state.cache.config().vary_headers.iter();
+    key::head(
+        &target,
+        route.fingerprint,
+        vary.map(|name| client.headers.get_all(name)),
+    )
+}
+
+/// The source of a request forwarded on `route` to `pool`: the path it goes upstream with.
+fn forwarded<'a>(
+    session: &impl Client,
+    ctx: &RequestCtx,
+    route: &'a Route,
+    backends: u64,
+) -> key::Source<'a> {
+    let path = route.upstream_path(session.req_header().uri.path());
+    key::Source {
+        route: &route.label,
+        member: "",
+        head: head_of(session, ctx, route, &path),
+        backends,
     }
 }
 
@@ -110,13 +145,8 @@ pub(crate) async fn forward<C: Client>(
     mut out: Outbound<'_>,
 ) -> Handled {
     let (label, method) = (out.route.label.clone(), ctx.method_label);
-    let backends = pool.signature();
-    let source = key::Source {
-        route: &label,
-        member: "",
-        backends,
-    };
-    let Some(mut keys) = keys_of(session, source, method, &out.body) else {
+    let source = forwarded(session, ctx, out.route, pool.signature());
+    let Some(mut keys) = keys_of(session, ctx, source, (method, &out.body)) else {
         ctx.state.cache.metrics().count(&label, method, "bypass");
         return forward_any(gw, session, ctx, pool, out).await;
     };
@@ -133,7 +163,7 @@ pub(crate) async fn forward<C: Client>(
 }
 
 /// Answers a cacheable request the gateway answers itself (a virtual server's
-/// `server/discover` and merged lists, on the route `label`, from the backends whose digest
+/// `server/discover` and merged lists, on the virtual `route`, from the backends whose digest
 /// `backends` gives) through the cache: from a fresh result, else with the whole answer
 /// `make` makes (the client's id in it), kept when its result says it may be (under the
 /// backends as they are once it is made). Concurrent misses wait for the one in flight, as
@@ -141,17 +171,19 @@ pub(crate) async fn forward<C: Client>(
 pub(crate) async fn own<C: Client>(
     session: &mut C,
     ctx: &mut RequestCtx,
-    (label, backends): (&str, &(dyn Fn() -> u64 + Sync)),
+    (route, backends): (&Route, &(dyn Fn() -> u64 + Sync)),
     body: &[u8],
     make: impl std::future::Future<Output = Result<Bytes, crate::error::GatewayError>>,
 ) -> Handled {
-    let method = ctx.method_label;
+    let (method, label) = (ctx.method_label, route.label.as_str());
+    // the members' paths follow from the client's and the route's config (its fingerprint)
     let source = key::Source {
         route: label,
         member: "",
+        head: head_of(session, ctx, route, session.req_header().uri.path()),
         backends: backends(),
     };
-    let mut keys = keys_of(session, source, method, body);
+    let mut keys = keys_of(session, ctx, source, (method, body));
     let lead = match look(session, ctx, keys.as_mut(), (label, method)).await? {
         Looked::Answered => return Ok(()),
         Looked::Ask(lead) => lead,
@@ -177,12 +209,8 @@ pub(crate) async fn bridged<C: Client>(
 ) -> Handled {
     let method = ctx.method_label;
     let label = route.label.as_str();
-    let source = key::Source {
-        route: label,
-        member: "",
-        backends: pool.signature(),
-    };
-    let mut keys = keys_of(session, source, method, &body);
+    let source = forwarded(session, ctx, route, pool.signature());
+    let mut keys = keys_of(session, ctx, source, (method, &body));
     let lead = match look(session, ctx, keys.as_mut(), (label, method)).await? {
         Looked::Answered => return Ok(()),
         Looked::Ask(lead) => lead,
@@ -224,8 +252,16 @@ async fn keep_and_write(
 ) -> Handled {
     let cache = ctx.state.cache.clone();
     let method = ctx.method_label;
+    let mut made = made;
     let kept = match (keys, cacheable::stored(&made)) {
-        (Some(keys), Ok(stored)) => cache.keep(&keys, stored, (label, method)).await.is_ok(),
+        (Some(keys), Ok(stored)) => {
+            let lowered = crate::forward::kept::lowered(&cache, &made, &stored);
+            let kept = cache.keep(&keys, stored, (label, method)).await.is_ok();
+            if let (true, Some(lowered)) = (kept, lowered) {
+                made = lowered;
+            }
+            kept
+        }
         _ => false,
     };
     let how = if kept { "miss" } else { "bypass" };
@@ -240,15 +276,17 @@ async fn keep_and_write(
 }
 
 /// The authorization context of a request: the credential the auth step took off it (a route
-/// with `auth`), and an `Authorization` the backend receives (a route without); `None`
-/// without either.
-fn context(client: &pingora::http::RequestHeader) -> Option<crate::cache::store::Key> {
+/// with `auth`) and the values of the headers the config says make a context
+/// (`cache.context-headers`: what the backend tells its users apart by on a route without
+/// `auth`); `None` without either, so that a route without `auth` keeps no private result
+/// unless the operator named those headers.
+fn context(client: &pingora::http::RequestHeader, ctx: &RequestCtx) -> Option<Key> {
     let removed = client.extensions.get::<crate::auth::Credentials>();
     let removed = removed
         .into_iter()
         .flat_map(|c| c.0.iter().map(|(_, v)| v.as_bytes()));
-    let passed = client.headers.get(http::header::AUTHORIZATION);
-    key::context(removed.chain(passed.map(http::HeaderValue::as_bytes)))
+    let named = ctx.state.cache.config().context_headers.iter();
+    key::context(removed, named.map(|name| client.headers.get_all(name)))
 }
 
 /// Answers from a fresh result: the client's id, `ttlMs` lowered by its age.

@@ -89,8 +89,14 @@ pub(crate) async fn relay_kept<C: Client>(
             }
         }
     }
-    let body = body.freeze();
-    let kept = keep.keep(&body).await;
+    let mut body = body.freeze();
+    let kept = match keep.keep(&body).await {
+        Some(lowered) => {
+            body = lowered.unwrap_or(body);
+            true
+        }
+        None => false,
+    };
     keep.count(if kept { "miss" } else { "bypass" });
     let _ = head.insert_header(CACHE_HEADER, if kept { "miss" } else { "bypass" });
     head.remove_header(&http::header::TRANSFER_ENCODING);
@@ -100,23 +106,42 @@ pub(crate) async fn relay_kept<C: Client>(
 }
 
 impl Keep {
-    /// Keeps the result in a whole answer, if it says it may be kept; whether it was.
-    async fn keep(&self, body: &[u8]) -> bool {
-        let Ok(stored) = cacheable::stored(body) else {
-            return false;
-        };
+    /// Keeps the result in a whole answer, if it says it may be kept: `None` when it was not,
+    /// else the answer to write instead when its `ttlMs` was lowered to `cache.max-ttl-ms`.
+    async fn keep(&self, body: &[u8]) -> Option<Option<bytes::Bytes>> {
+        let stored = cacheable::stored(body).ok()?;
         let now = (self.label.as_str(), self.pool.signature());
-        let keys = self.keys.for_backends(now, self.method, &self.body);
-        let Some(keys) = keys else {
-            return false;
-        };
+        let keys = self.keys.for_backends(now, self.method, &self.body)?;
         let at = (self.label.as_str(), self.method);
-        self.cache.keep(&keys, stored, at).await.is_ok()
+        let lowered = lowered(&self.cache, body, &stored);
+        self.cache.keep(&keys, stored, at).await.ok()?;
+        Some(lowered)
     }
 
     fn count(&self, result: &str) {
         self.cache.metrics().count(&self.label, self.method, result);
     }
+}
+
+/// The whole answer `body` (whose result is `stored`) written again with its `ttlMs` lowered to
+/// `cache.max-ttl-ms`, when it is longer: the client is told how long the gateway keeps it.
+/// `None` when it is not longer (the answer goes as it came).
+pub(crate) fn lowered(
+    cache: &Cache,
+    body: &[u8],
+    stored: &cacheable::Stored,
+) -> Option<bytes::Bytes> {
+    #[derive(serde::Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+    }
+    if stored.ttl_ms <= cache.config().max_ttl_ms {
+        return None;
+    }
+    let id = serde_json::from_slice::<Id<'_>>(body).ok()?;
+    let capped = cache.capped(stored.clone());
+    Some(cacheable::served(&capped, id.id.get(), 0).into())
 }
 
 /// An answer's `Content-Type`.

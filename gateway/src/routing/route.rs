@@ -23,6 +23,10 @@ pub struct Route {
     /// Pool when no rule matches.
     pub default_pool: usize,
     upstream_path: Option<String>,
+    /// A digest of the config that shapes its answers ([`fingerprint`]): the response cache
+    /// keys results by it, so a reload that changes how answers are made is a new key, on
+    /// every replica.
+    pub fingerprint: u64,
     /// Whether header/body disagreement is answered with -32020.
     pub check_headers: bool,
     /// Whether its cacheable results may be answered from the cache (`cache`, with the
@@ -64,6 +68,7 @@ impl Route {
             mode: rc.mode,
             default_pool: rc.pool,
             upstream_path: rc.upstream_path.clone(),
+            fingerprint: fingerprint(rc),
             check_headers: rc.check_headers,
             cache: rc.cache,
             dual_backends: rc.dual_backends,
@@ -155,6 +160,43 @@ impl Route {
             PathMatch::Prefix(p) => path.starts_with(p.as_str()),
         }
     }
+}
+
+/// A digest of what in a route's config shapes its answers: its path and `upstream-path`,
+/// mode, rules, `dual-backends`, `name-match` and, on a virtual route, the virtual server
+/// (its `serverInfo`, instructions, and each member's pool, mode, path, prefix, includes,
+/// excludes and renames, the renames in name order). The same config gives the same digest in
+/// every process of one build (the pools' own config is in their signature).
+fn fingerprint(rc: &RouteConfig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    let text = format!(
+        "{:?} {:?} {:?} {:?} {:?} {:?}",
+        rc.path, rc.upstream_path, rc.mode, rc.rules, rc.dual_backends, rc.name_match
+    );
+    text.hash(&mut h);
+    if let Some(server) = &rc.virtual_server {
+        (&server.name, &server.version, &server.instructions).hash(&mut h);
+        for m in &server.members {
+            let names = &m.names;
+            let own = format!(
+                "{:?} {:?} {:?} {:?}",
+                m.pool, m.mode, m.upstream_path, names.prefix
+            );
+            (own, &names.name).hash(&mut h);
+            for filter in [&names.tools, &names.prompts, &names.resources] {
+                format!(
+                    "{:?} {:?} {}",
+                    filter.include, filter.exclude, filter.folded
+                )
+                .hash(&mut h);
+                let mut renames: Vec<_> = filter.rename.iter().collect();
+                renames.sort();
+                renames.hash(&mut h);
+            }
+        }
+    }
+    h.finish()
 }
 
 /// The members of one virtual route.

@@ -39,6 +39,10 @@ pub struct Backend {
     pub(super) era: AtomicU8,
     /// When the era probe is due next (pools with `era: detect`).
     pub(super) era_probe: era_schedule::Schedule,
+    /// How many times it stopped serving (marked failed, or found down by the health checks):
+    /// what answers after it may be another program at the same address (a new version
+    /// behind a Service's address), so the pool's signature holds it.
+    pub(super) generation: AtomicU64,
     /// The last failure seen (wall-clock milliseconds, and what failed), for operators.
     last_failure: std::sync::Mutex<Option<(u64, &'static str)>>,
 }
@@ -96,6 +100,7 @@ impl Backend {
                 EraSetting::Fixed(e) => era_code(Some(e)),
             }),
             era_probe: era_schedule::Schedule::due_now(),
+            generation: AtomicU64::new(0),
             last_failure: std::sync::Mutex::new(None),
         }
     }
@@ -192,6 +197,7 @@ impl Backend {
         let down = self.down.load(Ordering::Relaxed);
         if !down && !ok && streak <= -(fall as i32) {
             self.down.store(true, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Relaxed);
             return Some(true);
         }
         if down && ok && streak >= rise as i32 {

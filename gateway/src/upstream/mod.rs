@@ -75,6 +75,9 @@ pub struct Pool {
     /// The `Mcp-Param-*` headers its tools' schemas ask for, by upstream path, as their
     /// lists said (new with each config: a reload may change what is behind a path).
     pub tool_headers: tool_headers::ToolHeaders,
+    /// A digest of its config that shapes answers (`host`, `tls`, `identity-headers`,
+    /// `upstream-auth`), in [`Pool::signature`].
+    shape: u64,
 }
 
 /// The pools in force right now, each with its config: what upstream's background services
@@ -95,6 +98,19 @@ pub trait LivePools: Send + Sync {
 pub trait HeldWork: Send + Sync {
     /// The backends of `pool` holding work now.
     fn holding(&self, pool: &str) -> std::collections::HashSet<SocketAddr>;
+}
+
+/// The digest of a pool's config that shapes its answers ([`Pool::signature`]): the same config
+/// gives the same digest in every process of one build.
+fn shape(cfg: &PoolConfig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    let text = format!(
+        "{:?} {:?} {:?} {:?}",
+        cfg.host, cfg.tls, cfg.identity_headers, cfg.upstream_auth
+    );
+    text.hash(&mut h);
+    h.finish()
 }
 
 /// A change of membership.
@@ -137,6 +153,7 @@ impl Pool {
                 .as_ref()
                 .map(|t| tls::PeerTls::new(t, cfg.host.as_deref())),
             tool_headers: tool_headers::ToolHeaders::default(),
+            shape: shape(cfg),
         }
     }
 
@@ -182,16 +199,20 @@ impl Pool {
     }
 
     /// A digest of what the pool's answers may depend on: its members' addresses, the era
-    /// each serves, and whether any answers (not all down). The response cache keys results
-    /// by it, so a change of any (discovery, a reload, the era probe, the pool going down or
-    /// coming back) is a new key, never a result of the backends that were.
+    /// each serves, how many times each stopped serving (its generation), whether any answers
+    /// (not all down), and the config that shapes answers. The response cache keys results by
+    /// it, so a change of any (discovery, a reload, the era probe, the pool going down, a
+    /// backend that failed and came back, perhaps another version at the same address) is a
+    /// new key, never a result of the backends that were.
     pub fn signature(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::hash::DefaultHasher::new();
+        self.shape.hash(&mut h);
         let members = self.members.load();
         for b in members.iter() {
             b.addr.hash(&mut h);
             b.era.load(Ordering::Relaxed).hash(&mut h);
+            b.generation.load(Ordering::Relaxed).hash(&mut h);
         }
         (members.iter())
             .any(|b| b.state() != BackendState::Down)
@@ -332,6 +353,10 @@ impl Pool {
     pub(super) fn mark_failed_for(&self, backend: &Backend, what: &'static str) -> bool {
         backend.note_failure(what);
         let was_serving = !backend.is_failed();
+        if was_serving {
+            // what answers after it may be another program: a new generation
+            backend.generation.fetch_add(1, Ordering::Relaxed);
+        }
         let until = now_ms() + self.failure_cooldown.as_millis() as u64;
         backend.failed_until_ms.store(until, Ordering::Relaxed);
         if self.era == EraSetting::Detect {

@@ -237,3 +237,28 @@ fn a_failure_is_dated_from_its_start_and_a_new_one_after_recovery() {
     assert!(again > began);
     assert_eq!(what, "connection-lost");
 }
+
+/// A backend that stopped serving and answers again at the same address may be another
+/// program (a new version behind a Service's address): the pool's signature, which the
+/// response cache keys results by, is not the one it had before, whether passive marks or the
+/// health checks saw it go.
+#[test]
+fn a_pool_that_went_down_and_came_back_has_a_new_signature() {
+    let p = pool("round-robin", 1);
+    let b = p.find(addr(0)).unwrap();
+    let before = p.signature();
+    assert_eq!(p.signature(), before, "nothing changed");
+    p.mark_failed(&b);
+    p.mark_ok(&b);
+    let back = p.signature();
+    assert_ne!(back, before, "back after a failure");
+    for _ in 0..3 {
+        b.record_probe(false, 3, 1);
+    }
+    b.record_probe(true, 3, 1);
+    assert_ne!(
+        p.signature(),
+        back,
+        "back after the health checks saw it down"
+    );
+}

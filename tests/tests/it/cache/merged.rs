@@ -102,7 +102,8 @@ async fn a_private_member_makes_the_merged_list_private_to_each_token() {
     let b_list = list("y", 60_000, "private");
     let a = Backend::start(&[("tools/list", &a_list)], Duration::ZERO).await;
     let b = Backend::start(&[("tools/list", &b_list)], Duration::ZERO).await;
-    let gw = mcp_gateway_tests::Gateway::start(&hub(&a, &b, "")).await;
+    let contexts = "cache: { context-headers: [authorization] }\n";
+    let gw = mcp_gateway_tests::Gateway::start(&format!("{contexts}{}", hub(&a, &b, ""))).await;
     let addr = gw.addr;
     let send = move |id: &'static str, token: Option<&'static str>| async move {
         request_at("/hub", id, "tools/list", json!({}), token)

@@ -7,8 +7,11 @@
 //! client's id and `ttlMs` lowered by its age; concurrent misses make one upstream request; a
 //! route with `cache: off` and a reload drop the cache's answers.
 
+mod bounds;
 mod changes;
+mod contexts;
 mod merged;
+mod prefix_routes;
 mod real_peers;
 mod replicas;
 
@@ -196,7 +199,9 @@ async fn a_public_result_is_answered_at_the_gateway_with_the_clients_id_and_its_
 #[tokio::test]
 async fn a_private_result_is_kept_per_token_and_never_for_a_caller_without_one() {
     let backend = Backend::start(&[("prompts/list", PRIVATE)], Duration::ZERO).await;
-    let gw = Gateway::start(&config(&backend, "")).await;
+    // (a route without `auth`: the backend tells its users apart by `Authorization`)
+    let contexts = "cache: { context-headers: [authorization] }\n";
+    let gw = Gateway::start(&format!("{contexts}{}", config(&backend, ""))).await;
     let addr = gw.addr;
     let list = |id: u64, token: Option<&'static str>| async move {
         let r = request(&id.to_string(), "prompts/list", json!({}), token);
