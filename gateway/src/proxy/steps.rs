@@ -153,7 +153,15 @@ fn plan(
         let post = req.method == http::Method::POST;
         let declared = crate::forward::collect::declared(&req.headers);
         return Ok(
-            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, post, declared) {
+            match crate::virtual_servers::fast_plan(
+                ctx,
+                &route,
+                members,
+                headers,
+                &req.headers,
+                post,
+                declared,
+            ) {
                 Some(native) => {
                     ctx.native = Some(native);
                     Plan::Native

@@ -49,6 +49,7 @@ pub(crate) fn plan(
     route: &Arc<Route>,
     members: &Members,
     headers: &McpHeaders<'_>,
+    client: &http::HeaderMap,
     post: bool,
     declared: Option<u64>,
 ) -> Option<Native> {
@@ -67,8 +68,10 @@ pub(crate) fn plan(
     {
         return None;
     }
-    let caller = ctx.principal.as_deref().map_or("", |p| &*p.id);
-    let map = members.names.of(caller);
+    let principal = ctx.principal.as_deref().map(|p| &*p.id);
+    let map = members
+        .names
+        .of(members.names.caller(principal, client).as_deref());
     let Resolved::Member(i, own) = crate::sync::read(&map).resolve(kind, exposed) else {
         return None;
     };
