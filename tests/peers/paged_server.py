@@ -2,11 +2,12 @@
 """A 2026-07-28 server that pages its own tools/list (PyPI mcp 2.3.0 lowlevel `Server`, stateless HTTP), run
 under .venv-mcp2, for the virtual servers' paging tests (issue 33).
 
-Usage: paged_server.py --port P --name NAME [--tools N] [--page K] [--delay-ms D]
+Usage: paged_server.py --port P --name NAME [--tools N] [--page K] [--delay-ms D] [--description-bytes B]
 
 Tools `t00` .. `t{N-1}` (default 7), K per page (default 3), `nextCursor` the index of the next page's first tool
 as text; a tools/call of `tNN` answers "NAME:tNN". --delay-ms: each tools/list answers after D ms
-(a wait, not work: a member far away, for the benchmarks). Prints "READY <port>" once serving (peer_serve).
+(a wait, not work: a member far away, for the benchmarks). --description-bytes: each tool's description is
+B bytes long (a large list made of few tools: quick to serialize). Prints "READY <port>" once serving (peer_serve).
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ import peer_serve
 from peer_serve import HOST
 
 
-def build(name: str, count: int, page: int, delay_ms: int = 0) -> Server:
+def build(name: str, count: int, page: int, delay_ms: int = 0, description_bytes: int = 0) -> Server:
     names = [f"t{i:02d}" for i in range(count)]
+    padding = "x" * description_bytes
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         if delay_ms:
             await anyio.sleep(delay_ms / 1000)
         start = int(params.cursor) if params is not None and params.cursor else 0
         chunk = names[start : start + page]
-        tools = [types.Tool(name=n, description=f"tool {n}", input_schema={"type": "object"}) for n in chunk]
+        tools = [types.Tool(name=n, description=padding or f"tool {n}", input_schema={"type": "object"}) for n in chunk]
         more = start + page < len(names)
         return types.ListToolsResult(tools=tools, next_cursor=str(start + page) if more else None)
 
@@ -45,9 +47,10 @@ if __name__ == "__main__":
     extra.add_argument("--tools", type=int, default=7)
     extra.add_argument("--page", type=int, default=3)
     extra.add_argument("--delay-ms", type=int, default=0)
+    extra.add_argument("--description-bytes", type=int, default=0)
     known, rest = extra.parse_known_args()
     sys.argv = [sys.argv[0], *rest]
     peer_serve.main(
         __doc__,
-        lambda name: build(name, known.tools, known.page, known.delay_ms).streamable_http_app(stateless_http=True, host=HOST),
+        lambda name: build(name, known.tools, known.page, known.delay_ms, known.description_bytes).streamable_http_app(stateless_http=True, host=HOST),
     )

@@ -39,6 +39,17 @@ pub fn notices(config: &Config) -> Vec<String> {
                     Prefix::Never => None,
                 })
                 .collect();
+            let later: Vec<String> = members[j + 1..]
+                .iter()
+                .map(|o| format!("`{}`", o.name))
+                .collect();
+            if m.resources.include.is_empty() && !later.is_empty() {
+                out.push(format!(
+                    "{at}.members[{j}] ({}): resource URIs are not prefixed: a URI it lists or one of its templates expands to (a catch-all such as `{{+uri}}` expands to every URI) is its, not a later member's ({}), though they serve it too; give it `resources.include` to leave the later members theirs",
+                    m.name,
+                    later.join(", ")
+                ));
+            }
             if m.prefix == Prefix::Never && !prefixed.is_empty() {
                 out.push(format!(
                     "{at}.members[{j}] ({}): `prefix: never`: its tools and prompts whose names start with another member's prefix ({}) are left out of its lists and never routed to it",
@@ -63,16 +74,23 @@ mod tests {
             routes:\n  - { path: /open, pool: p, mode: stateless }\n  - path: /hub\n    mode: virtual\n    name-match: folded\n    members:\n      - { name: a, pool: p, prefix: never }\n      - { name: b, pool: q, tools: { exclude: [\"admin_*\"] } }\n";
         let config = super::super::parse(yaml).unwrap();
         let said = super::notices(&config);
-        assert_eq!(said.len(), 2, "{said:#?}");
+        assert_eq!(said.len(), 3, "{said:#?}");
         assert!(
-            said[0].contains("members[0] (a)") && said[0].contains("`b__`"),
+            said[0].contains("members[0] (a)")
+                && said[0].contains("resource URIs are not prefixed")
+                && said[0].contains("(`b`)"),
             "{}",
             said[0]
         );
         assert!(
-            said[1].contains("members[1] (b)") && said[1].contains("folded"),
+            said[1].contains("members[0] (a)") && said[1].contains("`b__`"),
             "{}",
             said[1]
+        );
+        assert!(
+            said[2].contains("members[1] (b)") && said[2].contains("folded"),
+            "{}",
+            said[2]
         );
         // with `auth`, a public route is told too
         let keys = std::env::temp_dir().join(format!("mcpgw-notices-{}.txt", std::process::id()));
@@ -90,5 +108,33 @@ mod tests {
                 .any(|s| s.starts_with("routes[0] (/open)") && s.contains("auth: none")),
             "{said:#?}"
         );
+    }
+
+    #[test]
+    fn a_member_listed_first_without_a_resource_include_is_told_it_takes_later_members_uris() {
+        let yaml = "pools:\n  p: { backends: [127.0.0.1:1] }\n  q: { backends: [127.0.0.1:2] }\n\
+            routes:\n  - path: /hub\n    mode: virtual\n    members:\n      - { name: a, pool: p }\n      - { name: b, pool: q }\n      - { name: c, pool: q }\n";
+        let said = super::notices(&super::super::parse(yaml).unwrap());
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(
+            said[0].starts_with("routes[0] (/hub).members[0] (a)"),
+            "{}",
+            said[0]
+        );
+        assert!(said[0].contains("(`b`, `c`)"), "{}", said[0]);
+        assert!(
+            said[1].starts_with("routes[0] (/hub).members[1] (b)"),
+            "{}",
+            said[1]
+        );
+        assert!(said[1].contains("(`c`)"), "{}", said[1]);
+        // a member kept to its own URIs is not told
+        let kept = yaml.replace(
+            "{ name: a, pool: p }",
+            "{ name: a, pool: p, resources: { include: [\"a://*\"] } }",
+        );
+        let said = super::notices(&super::super::parse(&kept).unwrap());
+        assert_eq!(said.len(), 1, "{said:#?}");
+        assert!(said[0].contains("members[1] (b)"), "{}", said[0]);
     }
 }

@@ -158,7 +158,14 @@ fn plan(
             .any(|k| mcp_wire::param_headers::is_param_header(k.as_str()));
         let head = (post, declared, mirrors);
         return Ok(
-            match crate::virtual_servers::fast_plan(ctx, &route, members, headers, head) {
+            match crate::virtual_servers::fast_plan(
+                ctx,
+                &route,
+                members,
+                headers,
+                &req.headers,
+                head,
+            ) {
                 Some(native) => {
                     ctx.native = Some(native);
                     Plan::Native

@@ -4,9 +4,9 @@
 //! in `name_maps.rs`), and the sealer of the virtual server's cursors. The `Members` type
 //! sits beside `Route` in `route.rs` (each holds the other).
 
-use super::name_maps::NameMaps;
+use super::name_maps::{Listing, NameMaps};
 use super::route::{Members, Route};
-use crate::config::{Config, RouteConfig};
+use crate::config::{Config, RouteConfig, VirtualServer};
 use crate::federation::cursor::CursorSealer;
 use crate::federation::names::NameMap;
 use std::sync::Arc;
@@ -43,20 +43,41 @@ impl Members {
             })
             .collect();
         let names: Vec<_> = server.members.iter().map(|m| m.names.clone()).collect();
-        // a member whose pool exchanges the caller's token lists what that caller may see
-        let per_caller = server.members.iter().any(|m| {
-            config
-                .pools
-                .get(m.pool)
-                .is_some_and(|p| p.upstream_auth.token_exchange.is_some())
-        });
+        let listing = listing(&server, config);
         Some(Members {
             server,
             routes,
-            names: NameMaps::new(NameMap::new(names), per_caller),
+            names: NameMaps::new(NameMap::new(names), listing),
             cursors: Arc::new(CursorSealer::new(crate::sealer::sealer(
                 config.bridge.request_state_key,
             ))),
         })
+    }
+}
+
+/// What `server`'s members' lists may depend on besides the config: a member whose pool sends
+/// something derived from the caller's principal (its exchanged token, identity headers), or
+/// gets the client's own `Authorization` (a gateway without `auth` passes it on, unless the
+/// pool sets its own), may list differently for each caller.
+fn listing(server: &VirtualServer, config: &Config) -> Listing {
+    let pools = || {
+        server
+            .members
+            .iter()
+            .filter_map(|m| config.pools.get(m.pool))
+    };
+    let principal = pools().any(|p| {
+        p.upstream_auth.token_exchange.is_some() || p.identity_headers.names().next().is_some()
+    });
+    let own_authorization = |p: &crate::config::PoolConfig| {
+        let auth = &p.upstream_auth;
+        auth.client_credentials.is_some()
+            || auth.token_exchange.is_some()
+            || auth.headers.iter().any(|h| h.name == "authorization")
+    };
+    let authorization = config.auth.is_none() && pools().any(|p| !own_authorization(p));
+    Listing {
+        principal,
+        authorization,
     }
 }

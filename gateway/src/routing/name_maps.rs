@@ -1,8 +1,11 @@
 //! A virtual route's names maps: what its members' lists exposed, one map for every caller or,
-//! where a member's pool exchanges the caller's token, one per caller (bounded).
+//! where what a member lists may depend on who asks (its pool exchanges the caller's token,
+//! sends identity headers, or gets the client's own `Authorization`), one per caller
+//! (bounded).
 
 use crate::federation::names::NameMap;
 use crate::sync::lock;
+use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -10,15 +13,33 @@ use std::sync::{Arc, Mutex, RwLock};
 /// are learnt again from its next lists).
 const MAX_CALLER_MAPS: usize = 4096;
 
+/// The most conflicts between members [`NameMaps::first_warning`] remembers having warned
+/// about; past it they are no longer logged.
+const MAX_WARNED: usize = 1024;
+
+/// What a virtual route's members' lists may depend on besides the config: who asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// A member's pool sends something derived from the caller's principal: its exchanged
+    /// token (`upstream-auth.token-exchange`) or identity headers (`identity-headers`).
+    pub principal: bool,
+    /// A member's pool gets the client's own `Authorization` (a gateway without `auth`, a
+    /// pool that sets no `Authorization` of its own).
+    pub authorization: bool,
+}
+
 /// A virtual route's names maps. Where members list the same for everyone, one map serves
-/// every caller. Where a member's pool exchanges the caller's token, what it lists depends on
-/// the caller, so each caller has a map of its own: caller B's list never decides which member
-/// runs caller A's call (issue 48).
+/// every caller. Where what a member lists may depend on the caller ([`Listing`]), each
+/// caller has a map of its own: caller B's list never adds to or removes from caller A's
+/// names, nor decides which member runs caller A's call (issues 48 and 59).
 #[derive(Debug)]
 pub struct NameMaps {
+    /// The map of callers who present nothing a member could tell them apart by.
     shared: Arc<RwLock<NameMap>>,
-    /// `None`: one map for everyone.
-    callers: Option<Mutex<CallerMaps>>,
+    listing: Listing,
+    callers: Mutex<CallerMaps>,
+    /// Conflicts between members already logged (every caller's maps together).
+    warned: Mutex<std::collections::HashSet<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -29,25 +50,45 @@ struct CallerMaps {
 }
 
 impl NameMaps {
-    /// The maps of a route whose members are `empty` (nothing learnt yet).
-    pub fn new(empty: NameMap, per_caller: bool) -> NameMaps {
+    /// The maps of a route whose members are `empty` (nothing learnt yet) and list as
+    /// `listing` says.
+    pub fn new(empty: NameMap, listing: Listing) -> NameMaps {
         NameMaps {
             shared: Arc::new(RwLock::new(empty)),
-            callers: per_caller.then(Default::default),
+            listing,
+            callers: Mutex::default(),
+            warned: Mutex::default(),
         }
     }
 
-    /// Whether each caller has a map of its own (members list per caller).
-    pub fn per_caller(&self) -> bool {
-        self.callers.is_some()
+    /// Whether the lists of `caller` ([`NameMaps::caller`]) may differ from another caller's:
+    /// its merged lists are then never `public`.
+    pub fn private_to(&self, caller: Option<&str>) -> bool {
+        self.listing.principal || caller.is_some()
     }
 
-    /// The map `caller` (a principal's id; `""` for anonymous callers) reads and teaches.
-    pub fn of(&self, caller: &str) -> Arc<RwLock<NameMap>> {
-        let Some(callers) = &self.callers else {
+    /// Whose names map a request reads and teaches: its principal's where a member's pool
+    /// sends something derived from it; the digest of the `Authorization` among `headers`
+    /// (what the auth step left of the client's head) where a member gets the client's own;
+    /// `None` (the shared map) for a caller who presents neither.
+    pub fn caller(&self, principal: Option<&str>, headers: &http::HeaderMap) -> Option<Arc<str>> {
+        if let Some(id) = principal.filter(|_| self.listing.principal) {
+            return Some(format!("principal|{id}").into());
+        }
+        let authorization = headers
+            .get(http::header::AUTHORIZATION)
+            .filter(|_| self.listing.authorization)?;
+        let digest = Sha256::digest(authorization.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Some(format!("authorization|{hex}").into())
+    }
+
+    /// The map `caller` ([`NameMaps::caller`]) reads and teaches.
+    pub fn of(&self, caller: Option<&str>) -> Arc<RwLock<NameMap>> {
+        let Some(caller) = caller else {
             return self.shared.clone();
         };
-        let mut callers = lock(callers);
+        let mut callers = lock(&self.callers);
         if let Some(map) = callers.maps.get(caller) {
             return map.clone();
         }
@@ -64,9 +105,17 @@ impl NameMaps {
         map
     }
 
-    /// The map the admin API shows (the anonymous callers' where maps are per caller).
+    /// Whether `conflict` (a run-time conflict between members, as text) is seen for the first
+    /// time: it is logged once, not on every request (at most [`MAX_WARNED`] of them).
+    pub fn first_warning(&self, conflict: String) -> bool {
+        let mut warned = lock(&self.warned);
+        warned.len() < MAX_WARNED && warned.insert(conflict)
+    }
+
+    /// The map the admin API shows: the shared one (callers who present nothing a member
+    /// could tell them apart by).
     pub fn shown(&self) -> Arc<RwLock<NameMap>> {
-        self.of("")
+        self.shared.clone()
     }
 }
 
@@ -85,37 +134,87 @@ mod tests {
         }])
     }
 
+    const BY_PRINCIPAL: Listing = Listing {
+        principal: true,
+        authorization: false,
+    };
+
+    fn headers(authorization: Option<&str>) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        if let Some(a) = authorization {
+            h.insert(http::header::AUTHORIZATION, a.parse().unwrap());
+        }
+        h
+    }
+
     #[test]
     fn where_members_list_per_caller_each_caller_has_its_own_map() {
         use crate::federation::names::Resolved;
-        let maps = NameMaps::new(bare(), true);
-        crate::sync::write(&maps.of("i|bob")).learn(0, Kind::Tool, &["bobs_tool"]);
-        let alice = maps.of("i|alice");
+        let maps = NameMaps::new(bare(), BY_PRINCIPAL);
+        let none = headers(None);
+        let bob = maps.caller(Some("i|bob"), &none);
+        crate::sync::write(&maps.of(bob.as_deref())).learn(0, Kind::Tool, &["bobs_tool"]);
+        let alice = maps.of(maps.caller(Some("i|alice"), &none).as_deref());
         assert_eq!(
             crate::sync::read(&alice).resolve(Kind::Tool, "bobs_tool"),
             Resolved::NeedLists,
             "bob's list says nothing about alice's call"
         );
         assert_eq!(
-            crate::sync::read(&maps.of("i|bob")).resolve(Kind::Tool, "bobs_tool"),
+            crate::sync::read(&maps.of(bob.as_deref())).resolve(Kind::Tool, "bobs_tool"),
             Resolved::Member(0, "bobs_tool".into())
         );
         // one map for everyone otherwise
-        let one = NameMaps::new(bare(), false);
-        crate::sync::write(&one.of("i|bob")).learn(0, Kind::Tool, &["t"]);
+        let one = NameMaps::new(bare(), Listing::default());
+        let caller = |id| one.caller(Some(id), &headers(Some("Bearer x")));
+        assert_eq!(caller("i|bob"), None);
+        crate::sync::write(&one.of(caller("i|bob").as_deref())).learn(0, Kind::Tool, &["t"]);
         assert_eq!(
-            crate::sync::read(&one.of("i|alice")).resolve(Kind::Tool, "t"),
+            crate::sync::read(&one.of(caller("i|alice").as_deref())).resolve(Kind::Tool, "t"),
             Resolved::Member(0, "t".into())
         );
     }
 
     #[test]
+    fn where_members_get_the_clients_authorization_each_one_has_its_own_map() {
+        let maps = NameMaps::new(
+            bare(),
+            Listing {
+                principal: false,
+                authorization: true,
+            },
+        );
+        let (alice, bob) = (headers(Some("Bearer alice")), headers(Some("Bearer bob")));
+        let (a, b) = (maps.caller(None, &alice), maps.caller(None, &bob));
+        assert!(a.is_some() && b.is_some() && a != b, "{a:?} {b:?}");
+        assert_eq!(
+            a,
+            maps.caller(None, &alice),
+            "the same credential, the same map"
+        );
+        assert!(!a.as_deref().unwrap_or("").contains("alice"), "a digest");
+        assert_eq!(
+            maps.caller(None, &headers(None)),
+            None,
+            "no credential: shared"
+        );
+        assert!(maps.private_to(a.as_deref()));
+        assert!(!maps.private_to(None));
+        crate::sync::write(&maps.of(b.as_deref())).learn(0, Kind::Tool, &["bobs_tool"]);
+        assert_eq!(
+            crate::sync::read(&maps.of(a.as_deref())).count(0, Kind::Tool),
+            0
+        );
+        assert_eq!(crate::sync::read(&maps.shown()).count(0, Kind::Tool), 0);
+    }
+
+    #[test]
     fn caller_maps_are_bounded() {
-        let maps = NameMaps::new(bare(), true);
+        let maps = NameMaps::new(bare(), BY_PRINCIPAL);
         for i in 0..MAX_CALLER_MAPS + 10 {
-            let _ = maps.of(&format!("c{i}"));
+            let _ = maps.of(Some(&format!("c{i}")));
         }
-        let callers = lock(maps.callers.as_ref().unwrap());
+        let callers = lock(&maps.callers);
         assert_eq!(callers.maps.len(), MAX_CALLER_MAPS);
         assert!(!callers.maps.contains_key("c0"), "the oldest went first");
     }

@@ -207,7 +207,7 @@ pub struct Members {
     /// One route per member, in config order; its label is `<path>#<member>`.
     pub routes: Vec<Arc<Route>>,
     /// What the members' lists exposed, and where each exposed name leads: for every caller,
-    /// or for each caller where members list per caller ([`NameMaps`]).
+    /// or for each caller where what members list may depend on the caller ([`NameMaps`]).
     pub names: NameMaps,
     /// Seals the merged cursors and the virtual session ids: the one sealer (`crate::sealer`) of
     /// `bridge.request-state-key-file` when set (the same on every replica), else of one random

@@ -108,8 +108,16 @@ impl Virtual<'_> {
     }
 
     /// The member and its own name behind `named`, looking in the members' lists when the
-    /// map cannot tell.
+    /// map cannot tell. A resource URI goes to a member only when its filters admit every
+    /// form the member may read the URI as (`resources::uri_admitted`).
     pub(super) async fn resolve(&self, named: &Named, body: &[u8]) -> Option<(usize, String)> {
+        let found = self.resolve_any(named, body).await?;
+        let member = &self.members.server.members[found.0].names;
+        (named.kind != Kind::Resource || super::resources::uri_admitted(member, &named.exposed))
+            .then_some(found)
+    }
+
+    async fn resolve_any(&self, named: &Named, body: &[u8]) -> Option<(usize, String)> {
         let map = self.names();
         let resolve = || crate::sync::read(&map).resolve(named.kind, &named.exposed);
         match resolve() {
@@ -142,11 +150,7 @@ impl Virtual<'_> {
         // a URI no list named: the first member (config order) with a matching template whose
         // filters admit the URI itself (a template is no way around an excluded or renamed URI)
         let templates = self.templates(msg).await;
-        let members = &self.members.server.members;
-        templates.into_iter().find_map(|(i, t)| {
-            let own = members[i].names.own(Kind::Resource, &named.exposed)?;
-            template_matches(&t, &own).then_some((i, own))
-        })
+        self.template_owner(&templates, &named.exposed, template_matches)
     }
 }
 

@@ -166,11 +166,22 @@ pub(super) async fn ask(
         }
         Ok(answer)
     };
-    // the member's request runs beside the read of its answer; past the deadline (or with its
-    // answer refused) both are dropped, and with them the member's upstream request
+    // the member's request runs beside the read of its answer; past the deadline, or as soon
+    // as its answer is refused (too large, over the merged lists' budget: a member still
+    // writing would wait on the full channel until the deadline), both are dropped, and with
+    // them the member's upstream request
     let both = async {
-        let (_, answer) = tokio::join!(member, read);
-        answer
+        let (mut member, mut read) = (std::pin::pin!(member), std::pin::pin!(read));
+        tokio::select! {
+            answer = &mut read => {
+                if answer.is_ok() {
+                    // the whole answer was read: the member's request finishes (its metrics)
+                    member.await;
+                }
+                answer
+            }
+            () = &mut member => read.await,
+        }
     };
     tokio::time::timeout(deadline, both)
         .await

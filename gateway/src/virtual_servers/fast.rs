@@ -43,7 +43,8 @@ pub struct Rename {
     length: Option<u64>,
 }
 
-/// The fast path's plan for a call on the virtual route `route`, when it can take one; `head`:
+/// The fast path's plan for a call on the virtual route `route`, when it can take one; `client`:
+/// the client's headers (whose caller's names map resolves the call); `head`:
 /// whether the request is a POST, its declared length, and whether it carries `Mcp-Param-*`
 /// headers (a renamed call with some takes the gateway-driven path).
 pub(crate) fn plan(
@@ -51,6 +52,7 @@ pub(crate) fn plan(
     route: &Arc<Route>,
     members: &Members,
     headers: &McpHeaders<'_>,
+    client: &http::HeaderMap,
     head: (bool, Option<u64>, bool),
 ) -> Option<Native> {
     let (Some(method), Some(exposed)) = (headers.method.as_deref(), headers.name.as_deref()) else {
@@ -69,8 +71,10 @@ pub(crate) fn plan(
     {
         return None;
     }
-    let caller = ctx.principal.as_deref().map_or("", |p| &*p.id);
-    let map = members.names.of(caller);
+    let principal = ctx.principal.as_deref().map(|p| &*p.id);
+    let map = members
+        .names
+        .of(members.names.caller(principal, client).as_deref());
     let Resolved::Member(i, own) = crate::sync::read(&map).resolve(kind, exposed) else {
         return None;
     };

@@ -6,6 +6,7 @@
 
 use super::fanout::{self, Answer};
 use super::request::Virtual;
+use super::resources;
 use crate::federation::budget::Reservation;
 use crate::federation::cursor::{Page, Position};
 use crate::federation::merge::{merge, List, Part};
@@ -130,11 +131,30 @@ impl Virtual<'_> {
     }
 
     /// The cache hints of an answer merged from `answers`: [`Hints::of`], and never `public`
-    /// where members list per caller (their pools exchange the caller's token).
+    /// where what members list may differ from this caller's to another's (their pools
+    /// exchange the caller's token, send identity headers, or get its `Authorization`).
     fn hints(&self, answers: &Answers) -> Hints {
         let mut hints = Hints::of(answers);
-        hints.public &= !self.members.names.per_caller();
+        hints.public &= !self.members.names.private_to(self.names_caller.as_deref());
         hints
+    }
+
+    /// Counts the run-time collisions of a merged list, and logs each at warn the first
+    /// time it is seen (not on every list).
+    fn collided(&self, list: List, collisions: &[crate::federation::names::Collision]) {
+        for c in collisions {
+            self.count(self.member_name(c.left_out), "collision");
+            let conflict = format!("{list:?} {} {} {}", c.exposed, c.kept, c.left_out);
+            if self.members.names.first_warning(conflict) {
+                tracing::warn!(
+                    route = %self.route.label,
+                    name = %c.exposed,
+                    member = self.member_name(c.kept),
+                    other = self.member_name(c.left_out),
+                    "two members of a virtual server list the same name: the member listed first keeps it, the other's is left out"
+                );
+            }
+        }
     }
 
     /// Counts and logs the members left out of an answer.
@@ -227,9 +247,7 @@ impl Virtual<'_> {
             .collect();
         let (merged, mut hints, _held) = self.page(list, msg, &before, &asked).await?;
         self.left_out(&merged.left_out);
-        for c in &merged.collisions {
-            self.count(self.member_name(c.left_out), "collision");
-        }
+        self.collided(list, &merged.collisions);
         let mut result = if self.legacy() {
             json!({list.key(): merged.items})
         } else {
@@ -289,9 +307,13 @@ impl Virtual<'_> {
             return Err(refused);
         }
         let hints = self.hints(&answers);
+        let members = &self.members.server.members;
         let parts = answers
             .into_iter()
-            .map(|(i, r)| (i, r.map_or_else(Part::Failed, Part::Listed)))
+            .map(|(i, r)| {
+                let admitted = |r| Part::Listed(resources::admitted(list, &members[i].names, r));
+                (i, r.map_or_else(Part::Failed, admitted))
+            })
             .collect();
         let map = self.names();
         let mut names = crate::sync::write(&map);

@@ -24,6 +24,7 @@ mod listen;
 mod lists;
 mod member;
 mod request;
+mod resources;
 mod stream;
 
 pub(crate) use fast::plan as fast_plan;

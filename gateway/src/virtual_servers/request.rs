@@ -36,6 +36,8 @@ pub(super) struct Virtual<'a> {
     pub(super) sessions: Option<std::collections::BTreeMap<String, String>>,
     /// Who admission counts the caller as.
     pub(super) identity: Option<Arc<str>>,
+    /// Whose names map the request reads and teaches (`NameMaps::caller`, `routing/name_maps.rs`).
+    pub(super) names_caller: Option<Arc<str>>,
 }
 
 impl<'a> Virtual<'a> {
@@ -48,6 +50,10 @@ impl<'a> Virtual<'a> {
         members: &'a Members,
     ) -> Virtual<'a> {
         let parent = super::member::Parent::of(client);
+        let principal = ctx.principal.as_deref().map(|p| &*p.id);
+        let names_caller = members
+            .names
+            .caller(principal, &client.req_header().headers);
         Virtual {
             gw,
             parent,
@@ -61,6 +67,7 @@ impl<'a> Virtual<'a> {
             events: &gw.metrics.virtual_members,
             sessions: None,
             identity: ctx.admitted.identity.clone(),
+            names_caller,
         }
     }
 
@@ -80,7 +87,7 @@ impl<'a> Virtual<'a> {
 
     /// The names map this caller reads and teaches (its own where members list per caller).
     pub(super) fn names(&self) -> Arc<std::sync::RwLock<crate::federation::names::NameMap>> {
-        self.members.names.of(self.principal_key())
+        self.members.names.of(self.names_caller.as_deref())
     }
 
     /// The caller a cursor is given to (`""`: anonymous).
