@@ -87,9 +87,9 @@ async fn a_frame_holds_routes_pools_credentials_and_members_and_the_next_only_wh
 }
 
 /// `n` backends of pool `legacy`, as the sampler sees them.
-fn fleet(n: usize) -> Vec<super::super::samples::BackendSample> {
+fn fleet(n: usize) -> Vec<crate::console::samples::BackendSample> {
     (0..n)
-        .map(|i| super::super::samples::BackendSample {
+        .map(|i| crate::console::samples::BackendSample {
             pool: "legacy".into(),
             backend: format!("10.0.{}.{}:8080", i / 250, i % 250).into(),
             state: "up",
