@@ -12,11 +12,14 @@
 //!   `/admin/backends`, as each backend's `tasks`);
 //! - `GET /admin/virtual`: each virtual route's members: pool, mode, backends up, and how many
 //!   tools, prompts and resources each exposes (as its lists said last);
+//! - `POST /admin/console/ticket`: a one-use ticket for the console's event stream, good
+//!   for 60 s (`{"ticket": T, "expiresInMs": 60000}`; `null` when no `admin-token` is set);
 //! - `GET /` and `/console`: the operator's console, its files under `/console/` and its
 //!   event stream `/console/events` (`console/`).
 //!
-//! Who may call what (browsers only from the console's own origin; `/admin/*` with the token)
-//! is `admin_auth.rs`.
+//! Who may call what (browsers only from the console's own origin; `/admin/*` and the event
+//! stream with the token) is `admin_auth.rs`, and so are the bounds each connection is held
+//! to (`admin_auth::guarded`); each refusal is a JSON-RPC error.
 
 use crate::console::Console;
 use crate::session::{Lookup, SessionManager};
@@ -301,14 +304,19 @@ fn reply(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Respo
 /// Why a request may not be served, as its answer (`None`: it may).
 fn refusal(session: &ServerSession, state: &State) -> Option<Response<Vec<u8>>> {
     let refused = crate::admin_auth::check(session.req_header(), &state.config).err()?;
-    let mut resp = reply_json(refused.status, &json!({"error": refused.message}));
+    Some(refused_answer(&refused))
+}
+
+/// A refusal's JSON-RPC error, with `WWW-Authenticate: Bearer` on a 401.
+fn refused_answer(refused: &crate::admin_auth::Refusal) -> Response<Vec<u8>> {
+    let mut resp = Console::error(&refused.error());
     if refused.status == StatusCode::UNAUTHORIZED {
         resp.headers_mut().insert(
             http::header::WWW_AUTHENTICATE,
             http::HeaderValue::from_static("Bearer"),
         );
     }
-    Some(resp)
+    resp
 }
 
 impl AdminApp {
@@ -330,6 +338,7 @@ impl AdminApp {
             "/admin/sessions" => reply_json(StatusCode::OK, &self.sessions_json().await),
             "/admin/virtual" => reply_json(StatusCode::OK, &self.virtual_json()),
             "/admin/tasks" => reply_json(StatusCode::OK, &self.tasks_json()),
+            crate::admin_auth::TICKET_PATH if post => self.ticket(),
             p if p.starts_with("/admin/sessions/") => {
                 match self.session_json(&p["/admin/sessions/".len()..]).await {
                     Some(v) => reply_json(StatusCode::OK, &v),
@@ -349,6 +358,18 @@ impl AdminApp {
                 b"admin endpoints: / (the console) /healthz /readyz /metrics\n".to_vec(),
             ),
         }
+    }
+
+    /// A ticket for one event stream, or `null` when the stream needs none (no token set).
+    fn ticket(&self) -> Response<Vec<u8>> {
+        if self.state.load().config.admin_token.is_none() {
+            return reply_json(StatusCode::OK, &json!({"ticket": null}));
+        }
+        let ttl = crate::console::TICKET_TTL.as_millis() as u64;
+        reply_json(
+            StatusCode::OK,
+            &json!({"ticket": self.console.ticket(), "expiresInMs": ttl}),
+        )
     }
 
     async fn readyz(&self) -> Response<Vec<u8>> {
@@ -397,11 +418,37 @@ impl HttpServerApp for AdminApp {
         session.set_keepalive((!*shutdown.borrow()).then_some(60));
         let is_events = session.req_header().uri.path() == crate::console::EVENTS_PATH
             && session.req_header().method == http::Method::GET;
-        if is_events && refusal(&session, &self.state.load()).is_none() {
-            self.console.events(&mut session, shutdown).await;
-            return None;
+        // the stream's verdict, taken on the state of now (a stream holds no old state)
+        let verdict = is_events.then(|| {
+            let state = self.state.load();
+            let config = &state.config;
+            refusal(&session, &state).is_none().then(|| {
+                crate::admin_auth::stream_access(session.req_header(), config, |t| {
+                    self.console.redeem(t)
+                })
+            })
+        });
+        match verdict.flatten() {
+            Some(Ok(())) => {
+                self.console.events(&mut session, shutdown).await;
+                return None;
+            }
+            Some(Err(refused)) => return self.answer(session, refused_answer(&refused)).await,
+            None => {}
         }
-        let (parts, body) = self.response(&mut session).await.into_parts();
+        let answer = self.response(&mut session).await;
+        self.answer(session, answer).await
+    }
+}
+
+impl AdminApp {
+    /// Writes `answer` on `session`; the connection, if it may serve another request.
+    async fn answer(
+        &self,
+        mut session: ServerSession,
+        answer: Response<Vec<u8>>,
+    ) -> Option<ReusedHttpStream> {
+        let (parts, body) = answer.into_parts();
         if let Err(e) = session.write_response_header(Box::new(parts.into())).await {
             tracing::debug!(error = %e, "an admin client went away before its answer");
             return None;

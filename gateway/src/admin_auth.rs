@@ -1,40 +1,126 @@
 //! Who may use the admin listener. No other site's page may drive it (a cross-site form POST,
 //! a page on a rebound DNS name), and changing anything needs the operator's token:
 //! - `Host`: an IP literal, `localhost`, or a name in the listener's `allowed-hosts`
-//!   (a rebound name is none of these): otherwise 421;
+//!   (a rebound name is none of these): otherwise 421 (-32009);
 //! - `Origin`: absent (not a browser), a loopback origin, or the listener's own (the console's
-//!   page, whose origin is the `Host` it was loaded from): otherwise 403;
+//!   page, whose origin is the `Host` it was loaded from): otherwise 403 (-32008);
 //! - `Sec-Fetch-Site` (sent by browsers): on anything but GET and HEAD, `same-origin` or
-//!   `none` (typed by the operator) only: otherwise 403;
-//! - `/admin/*`: with `admin-token` set, every call needs `Authorization: Bearer TOKEN` (401
-//!   otherwise: backend addresses and session ids are for operators only); without it, reads
-//!   are served and mutating calls (drain, undrain) are refused with 403.
-//! - `/healthz`, `/readyz` and `/metrics` need no token (probes and scrapers), nor does the
-//!   console (`/`, `/console/*`), which is read-only: its drain buttons call `/admin/*` with
-//!   the token in `Authorization` (a header no other origin's page can make a browser send
-//!   here), never with a cookie.
+//!   `none` (typed by the operator) only: otherwise 403 (-32008);
+//! - `/admin/*`: with `admin-token` set, every call needs `Authorization: Bearer TOKEN` (401,
+//!   -32023, otherwise: backend addresses and session ids are for operators only); without
+//!   it, reads are served and mutating calls (drain, undrain) are refused with 403 (-32024);
+//!   `POST /admin/console/ticket` is served then too (it answers that no ticket is needed);
+//! - the console's event stream (`/console/events`, what `/admin/*` shows and more): with
+//!   `admin-token` set, the token in `Authorization` or a ticket minted with it
+//!   (`?ticket=`, one use, 60 s: `console/tickets.rs`), else 401 (-32023,
+//!   `data.reason`: `ticket-missing`, `ticket-invalid`) ([`stream_access`]);
+//! - `/healthz`, `/readyz` and `/metrics` need no token (probes and scrapers), nor do the
+//!   console's page and files (`/`, `/console/*`), which hold no data: the page asks for the
+//!   token and sends it in `Authorization` (a header no other origin's page can make a browser
+//!   send here), never with a cookie.
+//!
+//! Each refusal is a JSON-RPC error ([`Refusal::error`]).
+//!
+//! Each connection is held to the client listener's bounds ([`guarded`], `downstream/`): a
+//! request head must come whole within `client-timeouts.header-s` of its first byte (408,
+//! -32028) and stay within 64 KiB and 100 lines (431, -32027), an idle connection closes after
+//! `client-timeouts.idle-s`, and at most [`MAX_CONNECTIONS`] are open, half of them from one
+//! client address (503, -32018).
 
 use crate::config::{Config, LOOPBACK_ORIGINS};
 use crate::downstream::guard::Patterns;
+use crate::error::{ErrorKind, GatewayError};
+use crate::state::State;
+use arc_swap::ArcSwap;
 use http::header::{AUTHORIZATION, HOST, ORIGIN};
 use http::HeaderName;
 use pingora::http::RequestHeader;
 use std::net::IpAddr;
+use std::sync::Arc;
 
-/// Why an admin request is refused: the HTTP status and a message for the operator.
+/// The path that mints a ticket for the console's event stream.
+pub const TICKET_PATH: &str = "/admin/console/ticket";
+
+/// Why an admin request is refused: the HTTP status, the error's kind, why, and a message for
+/// the operator.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refusal {
     /// HTTP status: 401, 403 or 421.
     pub status: http::StatusCode,
+    /// The JSON-RPC error's kind.
+    pub kind: ErrorKind,
+    /// `data.reason`.
+    pub reason: &'static str,
     /// What to do about it.
     pub message: String,
 }
 
-fn refuse(status: http::StatusCode, message: impl Into<String>) -> Result<(), Refusal> {
+impl Refusal {
+    /// The refusal as the JSON-RPC error answered (id `null`: no JSON-RPC request was made).
+    pub fn error(&self) -> GatewayError {
+        let mut e = GatewayError::new(self.kind, self.message.clone()).with("reason", self.reason);
+        e.status = Some(self.status.as_u16());
+        e
+    }
+}
+
+fn refuse(
+    status: http::StatusCode,
+    (kind, reason): (ErrorKind, &'static str),
+    message: impl Into<String>,
+) -> Result<(), Refusal> {
     Err(Refusal {
         status,
+        kind,
+        reason,
         message: message.into(),
     })
+}
+
+/// Whether `req` carries `Authorization: Bearer` with the configured admin token.
+fn bearer_matches(req: &RequestHeader, token: &crate::config::AdminToken) -> bool {
+    req.headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .is_some_and(|p| token.matches(p))
+}
+
+/// Whether the console's event stream may be opened by `req` (which passed [`check`]): with
+/// `admin-token` set, the token in `Authorization`, or a `ticket` in the query that `redeem`
+/// accepts (and uses up).
+pub fn stream_access(
+    req: &RequestHeader,
+    config: &Config,
+    redeem: impl FnOnce(&str) -> bool,
+) -> Result<(), Refusal> {
+    let Some(token) = &config.admin_token else {
+        return Ok(());
+    };
+    if bearer_matches(req, token) {
+        return Ok(());
+    }
+    let ticket = req
+        .uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("ticket="));
+    let unauthorized = http::StatusCode::UNAUTHORIZED;
+    match ticket {
+        Some(t) if redeem(t) => Ok(()),
+        Some(_) => refuse(
+            unauthorized,
+            (ErrorKind::Unauthorized, "ticket-invalid"),
+            "this console ticket is unknown, used or expired: mint another with POST /admin/console/ticket",
+        ),
+        None => refuse(
+            unauthorized,
+            (ErrorKind::Unauthorized, "ticket-missing"),
+            "the console's event stream needs the admin token: a ticket from POST /admin/console/ticket (?ticket=) or Authorization: Bearer TOKEN",
+        ),
+    }
 }
 
 /// Whether `req` may be served by the admin listener under `config`.
@@ -48,6 +134,7 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
     if !(is_ip_or_localhost(host) || listener_hosts.is_some_and(|p| p.is_match(host))) {
         return refuse(
             http::StatusCode::MISDIRECTED_REQUEST,
+            (ErrorKind::HostNotAllowed, "host"),
             format!("Host `{host}` is not served here: use an IP address or localhost"),
         );
     }
@@ -60,6 +147,7 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
         {
             return refuse(
                 http::StatusCode::FORBIDDEN,
+                (ErrorKind::OriginNotAllowed, "origin"),
                 format!("browser Origin `{origin}` may not use the admin API"),
             );
         }
@@ -71,6 +159,7 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
         let site = String::from_utf8_lossy(site.as_bytes());
         return refuse(
             http::StatusCode::FORBIDDEN,
+            (ErrorKind::OriginNotAllowed, "cross-site"),
             format!("a request from another site (Sec-Fetch-Site: {site}) may not change anything"),
         );
     }
@@ -78,27 +167,56 @@ pub fn check(req: &RequestHeader, config: &Config) -> Result<(), Refusal> {
         return Ok(());
     }
     match &config.admin_token {
-        Some(token) => {
-            let presented = req
-                .headers
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
-            match presented {
-                Some(p) if token.matches(p) => Ok(()),
-                _ => refuse(
-                    http::StatusCode::UNAUTHORIZED,
-                    "give the admin token: Authorization: Bearer TOKEN",
-                ),
-            }
-        }
+        Some(token) if bearer_matches(req, token) => Ok(()),
+        Some(_) => refuse(
+            http::StatusCode::UNAUTHORIZED,
+            (ErrorKind::Unauthorized, "admin-token"),
+            "give the admin token: Authorization: Bearer TOKEN",
+        ),
         None if req.method == http::Method::GET || req.method == http::Method::HEAD => Ok(()),
+        // nothing to guard: it answers that the stream needs no ticket
+        None if req.uri.path() == TICKET_PATH => Ok(()),
         None => refuse(
             http::StatusCode::FORBIDDEN,
+            (ErrorKind::Forbidden, "no-admin-token"),
             "changing anything through the admin API needs `admin-token` in the config",
         ),
     }
+}
+
+/// Connections the admin listener holds open at once (probes, scrapes, a few consoles of 16
+/// streams at most and the operator's calls need far fewer). One client address may hold half
+/// of them, so a port-forward or a scraper cannot shut the kubelet's probes out.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// What bounds the admin listener's connections: the client listener's timeouts, and
+/// [`MAX_CONNECTIONS`].
+struct AdminBounds(Arc<ArcSwap<State>>);
+
+impl crate::downstream::CurrentTimeouts for AdminBounds {
+    fn client_timeouts(&self) -> crate::config::ClientTimeouts {
+        self.0.load().config.client_timeouts
+    }
+
+    fn max_connections(&self) -> Option<usize> {
+        Some(MAX_CONNECTIONS)
+    }
+
+    fn connection_refused(&self, per_client: bool) {
+        tracing::debug!(per_client, "an admin connection over the bound refused");
+    }
+}
+
+/// `app` behind the client listener's per-connection guard (`downstream/`), with the admin
+/// listener's bounds: a head's deadline (`client-timeouts.header-s`), size (64 KiB) and lines
+/// (100), the idle timeout, and [`MAX_CONNECTIONS`]; refusals are JSON-RPC errors.
+pub fn guarded<A>(app: A, state: Arc<ArcSwap<State>>) -> crate::downstream::Guarded<A> {
+    // counted apart from the client listener's `mcpgw_client_connections`, and not exported
+    let apart = pingora_prometheus::prometheus::Registry::new();
+    let gauge = crate::metrics::Registrar::new(&apart)
+        .gauge("mcpgw_admin_connections", "admin connections open", &[])
+        .with_label_values::<&str>(&[]);
+    crate::downstream::Guarded::new(app, Arc::new(AdminBounds(state)), gauge)
 }
 
 /// An IP literal (`127.0.0.1`, `[::1]`, with or without a port) or `localhost`: names a
@@ -224,5 +342,37 @@ mod tests {
             status(check(&req("GET", "/metrics", &[local]), &config(false))),
             200
         );
+    }
+
+    #[test]
+    fn the_event_stream_needs_the_token_or_a_ticket_once_a_token_is_set() {
+        let reason = |r: Result<(), Refusal>| r.err().map(|e| e.reason);
+        let bare = req("GET", "/console/events", &[]);
+        let missing = stream_access(&bare, &config(true), |_| true);
+        assert_eq!(reason(missing), Some("ticket-missing"));
+        assert_eq!(
+            reason(stream_access(&bare, &config(false), |_| false)),
+            None
+        );
+        let with = req("GET", "/console/events?ticket=abc", &[]);
+        let good = stream_access(&with, &config(true), |t| t == "abc");
+        assert_eq!(reason(good), None);
+        let used = stream_access(&with, &config(true), |_| false);
+        assert_eq!(reason(used), Some("ticket-invalid"));
+        let bearer = ("authorization", "Bearer s3cret-admin-token");
+        let header = req("GET", "/console/events", &[bearer]);
+        assert_eq!(
+            reason(stream_access(&header, &config(true), |_| false)),
+            None
+        );
+        let e = stream_access(&bare, &config(true), |_| false)
+            .unwrap_err()
+            .error();
+        assert_eq!(e.kind.code(), -32023);
+        assert_eq!(e.status, Some(401));
+        // without a token set, the page may ask for a ticket (and hears none is needed)
+        let mint = req("POST", TICKET_PATH, &[]);
+        assert_eq!(status(check(&mint, &config(false))), 200);
+        assert_eq!(status(check(&mint, &config(true))), 401);
     }
 }

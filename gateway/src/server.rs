@@ -138,13 +138,14 @@ fn add_admin(
     );
     server.add_service(background_service("console sampler", sampler));
     let app = AdminApp::new(
-        (state, sessions, streams),
+        (state.clone(), sessions, streams),
         registry,
         upstream,
         tasks,
         samples,
     );
-    let mut service = Service::new("admin".into(), app);
+    // its connections watched and bounded as the client listener's are
+    let mut service = Service::new("admin".into(), crate::admin_auth::guarded(app, state));
     service.add_tcp(&admin.to_string());
     service.threads = Some(1);
     server.add_service(service);

@@ -95,6 +95,20 @@ pub fn response(
     response
 }
 
+/// The JSON-RPC error `e` as an answer (id `null`: no JSON-RPC request was made), with its
+/// status, its headers and the console's: the admin listener's refusals and the stream's 503.
+pub fn error(e: &crate::error::GatewayError) -> Response<Vec<u8>> {
+    let (status, extra, body) = e.to_http(&mcp_wire::RequestId::null());
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut answer = response(status, "application/json", body.to_vec());
+    for (name, value) in extra {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            answer.headers_mut().insert(name, value);
+        }
+    }
+    answer
+}
+
 /// The console's headers on `headers`: the policy, no sniffing, no referrer, not cached (the
 /// page is small, and an upgraded gateway must never run an old script).
 pub fn secure(headers: &mut http::HeaderMap) {

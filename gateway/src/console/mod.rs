@@ -4,9 +4,11 @@
 //! frames built by `snapshot.rs`), and charted from a bounded ring of per-second samples the
 //! sampler takes (`sampler.rs`, `samples.rs`, reading the registry through `counters.rs`).
 //!
-//! Read-only as served: the page's drain and undrain buttons call the admin API with the
-//! admin token the operator types in (sent as `Authorization`, never as a cookie), behind the
-//! same checks as any admin call (`admin_auth.rs`).
+//! The page and its files hold no data. With `admin-token` set, the stream needs it: the page
+//! asks the operator for the token, mints a one-use ticket with it (`tickets.rs`,
+//! `POST /admin/console/ticket`) and opens the stream with the ticket; its drain and undrain
+//! buttons call the admin API with the token (sent as `Authorization`, never as a cookie),
+//! behind the same checks as any admin call (`admin_auth.rs`).
 
 mod assets;
 mod counters;
@@ -14,11 +16,13 @@ mod events;
 mod sampler;
 mod samples;
 mod snapshot;
+mod tickets;
 
 pub use events::MAX_STREAMS;
 pub use sampler::Sampler;
 pub use samples::Samples;
 pub use snapshot::Sources;
+pub use tickets::TICKET_TTL;
 
 use pingora::protocols::http::ServerSession;
 use pingora::server::ShutdownWatch;
@@ -32,6 +36,7 @@ pub const EVENTS_PATH: &str = "/console/events";
 pub struct Console {
     sources: Sources,
     slots: Arc<Semaphore>,
+    tickets: tickets::Tickets,
 }
 
 impl Console {
@@ -40,6 +45,7 @@ impl Console {
         Console {
             sources,
             slots: Arc::new(Semaphore::new(MAX_STREAMS)),
+            tickets: tickets::Tickets::default(),
         }
     }
 
@@ -51,6 +57,21 @@ impl Console {
     /// The page or one of its files (404 for any other path under `/console/`).
     pub fn file(&self, path: &str) -> http::Response<Vec<u8>> {
         assets::answer(path)
+    }
+
+    /// A new ticket for one event stream, good for [`TICKET_TTL`].
+    pub fn ticket(&self) -> String {
+        self.tickets.mint()
+    }
+
+    /// Whether `ticket` opens an event stream (it is used up either way).
+    pub fn redeem(&self, ticket: &str) -> bool {
+        self.tickets.redeem(ticket)
+    }
+
+    /// The JSON-RPC error `e` as an answer, with the console's headers.
+    pub fn error(e: &crate::error::GatewayError) -> http::Response<Vec<u8>> {
+        assets::error(e)
     }
 
     /// Serves the event stream on `session` until the page goes away.

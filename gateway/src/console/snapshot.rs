@@ -16,6 +16,19 @@ use std::time::Duration;
 /// The most names of one member a frame lists (the count is always whole).
 const NAMES_SHOWN: usize = 50;
 
+/// The most routes, and the most backends, one sample carries in a frame (the charts draw a
+/// line for each: more would be unreadable, and the fleet's size must not size the frame).
+pub const SERIES_SHOWN: usize = 64;
+
+/// The most rows (a sample's routes and backends, and one for the sample) the samples of one
+/// frame carry in all: the first frame sends the newest samples that fit (the whole 15
+/// minutes of a small config, the last minute or two of a large one), so it stays under
+/// about 300 KB whatever the fleet.
+pub const SAMPLE_ROWS: usize = 8_192;
+
+/// The most backends of one pool a frame lists (`backendCount` is always whole).
+pub const BACKENDS_SHOWN: usize = 64;
+
 /// What a frame is built from.
 #[derive(Clone)]
 pub struct Sources {
@@ -51,10 +64,16 @@ pub async fn frame(src: &Sources, cursor: Cursor) -> (Value, Cursor) {
     next.session_seq = sessions.last().map_or(cursor.session_seq, |e| e.seq);
     let (samples, changes, routes, config, cost) = {
         let s = crate::sync::lock(&src.samples);
-        let samples: Vec<Value> = (s.seconds.iter())
+        let mut rows = 0;
+        let mut samples: Vec<Value> = (s.seconds.iter().rev())
             .filter(|x| x.at_ms > cursor.sample_ms)
+            .take_while(|x| {
+                rows += rows_of(x);
+                rows <= SAMPLE_ROWS
+            })
             .map(sample_json)
             .collect();
+        samples.reverse();
         next.sample_ms = s.seconds.newest().map_or(cursor.sample_ms, |x| x.at_ms);
         let changes: Vec<Value> = (s.changes.iter())
             .filter(|c| c.seq > cursor.change_seq)
@@ -94,14 +113,19 @@ fn config_json(s: &Samples) -> Value {
     })
 }
 
-/// A sample, compact (a page receives 900 of them when it opens): `t` time, `r` routes as
-/// `[route, requests, errors, p50, p99]`, `b` backends as `[pool, backend, state, sessions,
-/// inflight]`, `m` sessions moved.
+/// The rows a sample takes in a frame.
+fn rows_of(s: &Sample) -> usize {
+    1 + s.routes.len().min(SERIES_SHOWN) + s.backends.len().min(SERIES_SHOWN)
+}
+
+/// A sample, compact (a page receives up to 900 of them when it opens): `t` time, `r` routes
+/// as `[route, requests, errors, p50, p99]`, `b` backends as `[pool, backend, state,
+/// sessions, inflight]` (the first [`SERIES_SHOWN`] of each), `m` sessions moved.
 fn sample_json(s: &Sample) -> Value {
-    let routes: Vec<Value> = (s.routes.iter())
+    let routes: Vec<Value> = (s.routes.iter().take(SERIES_SHOWN))
         .map(|r| json!([&*r.route, r.requests, r.errors, r.p50_ms, r.p99_ms]))
         .collect();
-    let backends: Vec<Value> = (s.backends.iter())
+    let backends: Vec<Value> = (s.backends.iter().take(SERIES_SHOWN))
         .map(|b| json!([&*b.pool, &*b.backend, b.state, b.sessions, b.inflight]))
         .collect();
     json!({"t": s.at_ms, "r": routes, "b": backends, "m": s.moves})
@@ -193,9 +217,12 @@ fn pools_json(
             let (records_n, open) = (records.iter())
                 .filter(|(p, _, _, _)| *p == pool.name)
                 .fold((0, 0), |(n, o), t| (n + t.2, o + t.3));
+            let all = pool.backends();
+            let shown = all.iter().take(BACKENDS_SHOWN);
             json!({
                 "pool": pool.name,
-                "backends": pool.backends().iter().map(|b| backend(pool, b)).collect::<Vec<_>>(),
+                "backends": shown.map(|b| backend(pool, b)).collect::<Vec<_>>(),
+                "backendCount": all.len(),
                 "credentials": credentials_json(pool),
                 "tasks": {"records": records_n, "open": open},
             })

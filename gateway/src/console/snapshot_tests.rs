@@ -85,3 +85,69 @@ async fn a_frame_holds_routes_pools_credentials_and_members_and_the_next_only_wh
     assert_eq!(events.len(), 1, "only the new event: {next}");
     assert_eq!(events[0]["kind"], "reinitialized");
 }
+
+/// `n` backends of pool `legacy`, as the sampler sees them.
+fn fleet(n: usize) -> Vec<crate::console::samples::BackendSample> {
+    (0..n)
+        .map(|i| crate::console::samples::BackendSample {
+            pool: "legacy".into(),
+            backend: format!("10.0.{}.{}:8080", i / 250, i % 250).into(),
+            state: "up",
+            sessions: 3,
+            inflight: 1,
+            failed_ms: None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_first_frame_carries_a_bounded_history_whatever_the_fleet() {
+    let src = sources();
+    let backends = fleet(300);
+    {
+        let mut s = crate::sync::lock(&src.samples);
+        for t in 0..900 {
+            s.seconds.push(Sample {
+                at_ms: 1_000 + t,
+                routes: Vec::new(),
+                backends: backends.clone(),
+                moves: 0,
+            });
+        }
+    }
+    let (first, _) = frame(&src, Cursor::default()).await;
+    let samples = first["samples"].as_array().unwrap();
+    let rows: usize = (samples.iter())
+        .map(|s| 1 + s["b"].as_array().unwrap().len() + s["r"].as_array().unwrap().len())
+        .sum();
+    assert!(rows <= SAMPLE_ROWS, "{rows} rows");
+    assert!(samples.len() >= 100, "still minutes of history");
+    assert!(samples
+        .iter()
+        .all(|s| s["b"].as_array().unwrap().len() == SERIES_SHOWN));
+    assert_eq!(samples.last().unwrap()["t"], 1_899, "the newest kept");
+    // what the frame would hold unbounded: every sample with every backend (as before)
+    let whole: usize = (crate::sync::lock(&src.samples).seconds.iter())
+        .map(|s| {
+            let b: Vec<Value> = (s.backends.iter())
+                .map(|b| json!([&*b.pool, &*b.backend, b.state, b.sessions, b.inflight]))
+                .collect();
+            json!({"t": s.at_ms, "r": [], "b": b, "m": s.moves})
+                .to_string()
+                .len()
+        })
+        .sum();
+    let size = first.to_string().len();
+    eprintln!("first frame with 900 samples of 300 backends: {size} bytes (unbounded: {whole})");
+    assert!(size < 320 * 1024, "{size} bytes");
+    // a later frame carries the one new sample, as bounded
+    let (_, cursor) = frame(&src, Cursor::default()).await;
+    crate::sync::lock(&src.samples).seconds.push(Sample {
+        at_ms: 1_900,
+        routes: Vec::new(),
+        backends,
+        moves: 0,
+    });
+    let (next, _) = frame(&src, cursor).await;
+    assert_eq!(next["samples"].as_array().unwrap().len(), 1);
+}

@@ -1,10 +1,11 @@
 //! The operator's console in a real browser (Debian's `chromium`, headless, driven over the
 //! DevTools protocol: `mcp_gateway_tests::browser`): two PyPI `mcp==1.30.0` FastMCP pods on a
 //! stateful route and a virtual route whose member lists a tool named with an HTML/JS payload.
-//! The page shows both pods up and a real client's session on one; that pod is SIGKILLed and
-//! within 10 s the page shows it down, the session on the other pod and the move on the
-//! timeline. Read-only without the token, drain with it; the policy header; the payload as
-//! text. With `CONSOLE_SCREENSHOTS=docs/img` the screenshots of docs/console.md are written.
+//! With `admin-token` set the page shows nothing and its stream is refused until the token is
+//! typed in (the page then opens the stream with a ticket minted with it). The page shows both
+//! pods up and a real client's session on one; that pod is SIGKILLed and within 10 s the page
+//! shows it down, the session on the other pod and the move on the timeline. Drain with the
+//! token; the policy header; the payload as text. With `CONSOLE_SCREENSHOTS=docs/img` the screenshots of docs/console.md are written.
 //! Needs `scripts/setup-peers` and chromium.
 
 use mcp_gateway_tests::browser::Chromium;
@@ -137,6 +138,7 @@ async fn the_console_shows_a_killed_pods_sessions_arrive_on_the_survivor_within_
     browser
         .navigate(&format!("http://{}/console", s.gw.admin))
         .await;
+    locked_until_the_token_is_given(&mut browser).await;
     let up =
         "document.querySelectorAll('[data-pool=\"legacy\"] tr[data-state=\"up\"]').length === 2";
     waited(&mut browser, "both pods up", up, Duration::from_secs(10)).await;
@@ -150,8 +152,6 @@ async fn the_console_shows_a_killed_pods_sessions_arrive_on_the_survivor_within_
     )
     .await;
     payload_is_text(&mut browser).await;
-    let buttons = "document.querySelectorAll('button[data-action]').length";
-    assert_eq!(browser.eval(buttons).await, 0, "read-only: no actions");
     screenshot(&mut browser, "overview").await;
 
     let killed = s.pods.iter_mut().find(|(n, _)| *n == pinned).expect("pod");
@@ -178,18 +178,33 @@ async fn the_console_shows_a_killed_pods_sessions_arrive_on_the_survivor_within_
     operate(&mut browser, &s.gw, &alive).await;
 }
 
-/// Without the token the API refuses the page's drain; with it typed in, the buttons appear
-/// and one drains the survivor.
-async fn operate(browser: &mut Chromium, gw: &Gateway, alive: &str) {
-    let refused = format!(
-        "fetch('/admin/backends/drain?pool=legacy&backend={alive}', {{method: 'POST'}}).then(r => r.status)"
-    );
-    assert_eq!(browser.eval(&refused).await, 401);
+/// With a token set, the page shows nothing until it is given: the stream refuses the page
+/// without a ticket (401, a JSON-RPC error), and no data is drawn. Typed in, it is live.
+async fn locked_until_the_token_is_given(browser: &mut Chromium) {
+    let locked = "document.getElementById('status')?.dataset.state === 'locked'";
+    waited(browser, "the page locked", locked, Duration::from_secs(10)).await;
+    let pools = "document.querySelectorAll('[data-pool]').length";
+    assert_eq!(browser.eval(pools).await, 0, "no data without the token");
+    let stream =
+        "fetch('/console/events').then(async r => r.status + ' ' + (await r.json()).error.code)";
+    assert_eq!(browser.eval(stream).await, "401 -32023");
     let typed = format!(
         "document.getElementById('token').value = {ADMIN_TOKEN:?}; \
          document.getElementById('token-form').requestSubmit(); true"
     );
     browser.eval(&typed).await;
+    let live = "document.getElementById('status')?.dataset.state === 'live'";
+    waited(browser, "the page live", live, Duration::from_secs(10)).await;
+    let stored = "sessionStorage.getItem('mcpgw-admin-token') !== null";
+    assert_eq!(browser.eval(stored).await, true, "kept for this tab");
+}
+
+/// Without the token the API refuses a drain; the page's button, with it, drains the survivor.
+async fn operate(browser: &mut Chromium, gw: &Gateway, alive: &str) {
+    let refused = format!(
+        "fetch('/admin/backends/drain?pool=legacy&backend={alive}', {{method: 'POST'}}).then(r => r.status)"
+    );
+    assert_eq!(browser.eval(&refused).await, 401);
     let row = backend_row(alive);
     let button = format!("document.querySelector('{row} button[data-action=\"drain\"]')");
     waited(
@@ -223,7 +238,8 @@ async fn event_streams_are_bounded_and_a_closed_one_makes_room() {
         mock.addr
     );
     let gw = Gateway::start(&yaml).await;
-    let events = Request::bare("GET", "/console/events");
+    let events = Request::bare("GET", "/console/events")
+        .header("Authorization", &format!("Bearer {ADMIN_TOKEN}"));
     let mut open = Vec::new();
     for _ in 0..16 {
         let (head, reader) = events.send_for_head(gw.admin).await;
@@ -232,9 +248,15 @@ async fn event_streams_are_bounded_and_a_closed_one_makes_room() {
         assert!(head.header("content-security-policy").is_some());
         open.push(reader);
     }
-    let (head, _) = events.send_for_head(gw.admin).await;
+    let (head, mut reader) = events.send_for_head(gw.admin).await;
     assert_eq!(head.status, 503);
     assert_eq!(head.header("content-type"), Some("application/json"));
+    let body = mcp_gateway_tests::wire::read_body(&mut reader, &head, false)
+        .await
+        .expect("a body");
+    let v: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(v["error"]["code"], -32018, "{v}");
+    assert_eq!(v["error"]["data"]["limit"], 16, "{v}");
     drop(open.pop());
     mcp_gateway_tests::assert_eventually!(
         Duration::from_secs(5),

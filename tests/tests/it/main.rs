@@ -15,6 +15,7 @@
 //! environment (`Gateway::start_with_env`, `Command::env`).
 #![forbid(unsafe_code)]
 
+mod admin_listener_bounds;
 mod admission;
 mod answer_outcomes;
 mod auth;
@@ -28,6 +29,7 @@ mod configmap_reload;
 mod conformance;
 mod connection_cap;
 mod console;
+mod console_ticket;
 mod content_length_lists;
 mod elicit;
 mod era_bridge;

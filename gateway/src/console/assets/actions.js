@@ -1,6 +1,10 @@
 // The operator's actions: drain and undrain, through the admin API, with the admin token the
-// operator typed in (kept in this tab's sessionStorage, sent as `Authorization`: never a
-// cookie, so no other site's page can make the browser act with it).
+// operator typed in (sent as `Authorization`: never a cookie, so no other site's page can make
+// the browser act with it). The token is kept in this tab's sessionStorage: a reload keeps
+// watching without asking again, closing the tab forgets it, other tabs and sites never see
+// it; the price is that a script running in this page could read it, which the page's policy
+// (its own files only, no inline code, every string written as text) is there to prevent.
+// Kept in memory only, a reload would ask for it again.
 
 const KEY = "mcpgw-admin-token";
 
@@ -22,7 +26,7 @@ export const actions = {
     const body = await answer.json().catch(() => ({}));
     if (!answer.ok) {
       if (answer.status === 401) this.forget();
-      actions.onResult(`${on ? "drain" : "undrain"} refused (${answer.status}): ${body.error || ""}`, false);
+      actions.onResult(`${on ? "drain" : "undrain"} refused (${answer.status}): ${body.error?.message || body.error || ""}`, false);
       return;
     }
     actions.onResult(`${backend} of ${pool} is ${body.state}`, true);

@@ -9,7 +9,7 @@ const SAMPLES = 900;
 const EVENTS = 300;
 const $ = (id) => document.getElementById(id);
 
-const page = { samples: [], events: [], frame: null, frames: 0, note: "" };
+const page = { samples: [], events: [], frame: null, frames: 0, note: "", stream: null, retry: 0, connects: 0 };
 
 function draw() {
   const f = page.frame;
@@ -42,26 +42,77 @@ function take(frame) {
   draw();
 }
 
-function connect() {
-  const stream = new EventSource("/console/events");
+// With `admin-token` set the stream needs the token; `EventSource` cannot send headers, so
+// the page mints a one-use ticket with the token (`POST /admin/console/ticket`, in
+// `Authorization`) and opens the stream with it. A ticket opens one stream only: when the
+// stream breaks the page closes it and mints another (the browser's own reconnect would reuse
+// the spent ticket). Without a token set, the ticket is `null` and the stream needs none.
+async function ticket() {
+  const token = actions.token();
+  const answer = await fetch("/admin/console/ticket", {
+    method: "POST",
+    headers: token ? { Authorization: `Bearer ${token}` } : {},
+    credentials: "omit",
+    cache: "no-store",
+  });
+  if (answer.status === 401) {
+    if (token) actions.forget();
+    return { needed: true };
+  }
+  if (!answer.ok) throw new Error(`ticket refused (${answer.status})`);
+  return { ticket: (await answer.json()).ticket };
+}
+
+function status(state, text) {
+  $("status").dataset.state = state;
+  $("status").textContent = text;
+}
+
+async function connect() {
+  clearTimeout(page.retry);
+  if (page.stream) page.stream.close();
+  page.stream = null;
+  // only the latest connect opens a stream (a token typed in while one waits for its ticket)
+  const mine = ++page.connects;
+  let got;
+  try {
+    got = await ticket();
+  } catch {
+    if (mine !== page.connects) return;
+    status("lost", "reconnecting…");
+    page.retry = setTimeout(connect, 2000);
+    return;
+  }
+  if (mine !== page.connects) return;
+  if (got.needed) {
+    // nothing is shown until the operator gives the token: the stream is theirs only
+    status("locked", "give the admin token to watch");
+    showMode();
+    return;
+  }
+  const path = got.ticket ? `/console/events?ticket=${encodeURIComponent(got.ticket)}` : "/console/events";
+  const stream = new EventSource(path);
+  page.stream = stream;
   stream.addEventListener("open", () => {
-    $("status").dataset.state = "live";
-    $("status").textContent = "live";
+    status("live", "live");
     // a new stream starts with everything held: forget what the old one sent
     page.samples = [];
     page.events = [];
   });
   stream.addEventListener("snapshot", (e) => take(JSON.parse(e.data)));
   stream.addEventListener("error", () => {
-    $("status").dataset.state = "lost";
-    $("status").textContent = "reconnecting…";
+    stream.close();
+    if (page.stream !== stream) return;
+    page.stream = null;
+    status("lost", "reconnecting…");
+    page.retry = setTimeout(connect, 2000);
   });
 }
 
 function showMode() {
   const operator = actions.enabled();
   $("mode").dataset.mode = operator ? "operator" : "read-only";
-  $("mode").textContent = operator ? "token set: actions on" : "read-only";
+  $("mode").textContent = operator ? "token set: actions on" : "no token";
   $("token-forget").hidden = !operator;
   draw();
 }
@@ -72,6 +123,7 @@ $("token-form").addEventListener("submit", (e) => {
   if (token) actions.remember(token);
   $("token").value = "";
   showMode();
+  connect();
 });
 $("token-forget").addEventListener("click", () => { actions.forget(); showMode(); });
 actions.onResult = (message) => { page.note = message; showMode(); };
