@@ -21,6 +21,8 @@ pub struct FileCache {
     pub max_entry_bytes: Option<usize>,
     /// Where `public` results are kept besides this replica's memory: `memory` (this replica only) or `redis` (the Redis of `sessions.store: redis`, shared by every replica, each result under a hashed key that Redis expires with its `ttlMs`, so a fleet of replicas asks a backend once per ttl). `private` results stay in each replica's memory, where a context's share holds. Default memory.
     pub store: Option<String>,
+    /// With `store: redis`: the bytes of results this replica keeps in Redis at once (what it wrote that Redis has not expired yet); past it, a result is kept in memory only (`mcpgw_cache_total{result="shared-full"}`), so made-up requests cannot fill the Redis the sessions live in. The fleet's whole is at most replicas times this. Default 16777216 (16 MiB).
+    pub shared_max_bytes: Option<usize>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -39,6 +41,8 @@ pub struct CacheConfig {
     pub max_entry_bytes: usize,
     /// `store: redis`: public results shared through the sessions' Redis.
     pub shared: bool,
+    /// `shared-max-bytes`. Default 16 MiB.
+    pub shared_max_bytes: usize,
 }
 
 impl Default for CacheConfig {
@@ -49,6 +53,7 @@ impl Default for CacheConfig {
             max_bytes_per_context: 4 << 20,
             max_entry_bytes: 1 << 20,
             shared: false,
+            shared_max_bytes: 16 << 20,
         }
     }
 }
@@ -60,7 +65,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
     p.unknown(
         "cache",
         &file.unknown,
-        "enabled, max-bytes, max-bytes-per-context, max-entry-bytes, store",
+        "enabled, max-bytes, max-bytes-per-context, max-entry-bytes, store, shared-max-bytes",
     );
     let shared = match file.store.as_deref() {
         None | Some("memory") => false,
@@ -94,6 +99,8 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
         entry,
         d.max_entry_bytes.min(max_bytes_per_context),
     );
+    let shared_max = file.shared_max_bytes;
+    let shared_max_bytes = at_least_one("shared-max-bytes", shared_max, d.shared_max_bytes);
     if max_bytes_per_context > max_bytes {
         p.add(
             "cache.max-bytes-per-context",
@@ -112,6 +119,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
         max_bytes_per_context,
         max_entry_bytes,
         shared,
+        shared_max_bytes,
     }
 }
 
