@@ -52,6 +52,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     let cache = crate::cache::Common {
         metrics: metrics.cache.clone(),
         shared: stores.results.clone(),
+        generations: Arc::default(),
     };
     let state = Arc::new(ArcSwap::from_pointee(State::new(
         config.clone(),
@@ -195,7 +196,9 @@ impl Stores {
                 // task records beside them, so any replica routes a task's polls
                 let tasks = Arc::new(crate::tasks::RedisTasks(redis.clone()));
                 // public cached results beside them, so any replica answers from them
-                let results = Arc::new(crate::cache::shared::Shared::new(redis.clone()));
+                // (their MACs made with the sealer's key: every replica's, when it is configured)
+                let sealer = crate::sealer::sealer(config.bridge.request_state_key);
+                let results = Arc::new(crate::cache::shared::Shared::new(redis.clone(), sealer));
                 let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
                 Stores {
                     sessions: Arc::new(Cached::measured(measured, metrics.clone())),

@@ -27,14 +27,18 @@ pub enum Purpose {
     ListCursor,
     /// A legacy client's session id on a virtual server (its members' session ids).
     VirtualSession,
+    /// A response cache entry in the shared Redis tier: sealed empty, the entry bound as
+    /// associated data, so the token is the entry's MAC.
+    CacheEntry,
 }
 
 impl Purpose {
     /// Every purpose, in the order of their keys.
-    pub const ALL: [Purpose; 3] = [
+    pub const ALL: [Purpose; 4] = [
         Purpose::RequestState,
         Purpose::ListCursor,
         Purpose::VirtualSession,
+        Purpose::CacheEntry,
     ];
 
     /// Its name: the HKDF `info` its key is derived with, and the head of its associated data
@@ -44,6 +48,7 @@ impl Purpose {
             Purpose::RequestState => "mcp-gateway request-state v1",
             Purpose::ListCursor => "mcp-gateway virtual-server cursor v1",
             Purpose::VirtualSession => "mcp-gateway virtual-server session v1",
+            Purpose::CacheEntry => "mcp-gateway cache entry v1",
         }
     }
 
@@ -52,6 +57,7 @@ impl Purpose {
             Purpose::RequestState => 0,
             Purpose::ListCursor => 1,
             Purpose::VirtualSession => 2,
+            Purpose::CacheEntry => 3,
         }
     }
 }
@@ -70,7 +76,7 @@ const TAG_LEN: usize = 16;
 
 /// Seals and opens tokens, one key per [`Purpose`], all derived from one root key.
 pub struct Sealer {
-    ciphers: [ChaCha20Poly1305; 3],
+    ciphers: [ChaCha20Poly1305; 4],
 }
 
 impl std::fmt::Debug for Sealer {

@@ -150,6 +150,88 @@ impl EventSplitter {
     }
 }
 
+/// Reads the `data` of each event of a stream that arrives in chunks of any size, holding at
+/// most `max` bytes of a line and of an event's data: a line or an event past them is skipped
+/// whole (its event is not handed on), so a stream of any length costs a bounded buffer. Lines
+/// end in LF, CRLF or CR, as [`lines`] reads them.
+#[derive(Debug)]
+pub struct EventReader {
+    max: usize,
+    line: Vec<u8>,
+    /// The line in `line` went past `max`: its event is skipped.
+    overlong: bool,
+    /// The last byte seen was a CR: an LF next ends no other line.
+    after_cr: bool,
+    data: Option<Vec<u8>>,
+    /// The current event went past a bound.
+    skip: bool,
+}
+
+impl EventReader {
+    /// A reader that holds at most `max` bytes of a line and of an event's data.
+    pub fn new(max: usize) -> EventReader {
+        EventReader {
+            max,
+            line: Vec::new(),
+            overlong: false,
+            after_cr: false,
+            data: None,
+            skip: false,
+        }
+    }
+
+    /// Reads `chunk`: `each` is called with the data of every event it completes, in order
+    /// (events without data, and skipped ones, are not handed on).
+    pub fn push(&mut self, chunk: &[u8], mut each: impl FnMut(&[u8])) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            if std::mem::take(&mut self.after_cr) && rest[0] == b'\n' {
+                rest = &rest[1..];
+                continue;
+            }
+            let Some(at) = memchr::memchr2(b'\n', b'\r', rest) else {
+                self.extend(rest);
+                return;
+            };
+            self.extend(&rest[..at]);
+            self.after_cr = rest[at] == b'\r';
+            rest = &rest[at + 1..];
+            self.end_line(&mut each);
+        }
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        if self.overlong || self.line.len() + bytes.len() > self.max {
+            self.overlong = true;
+        } else {
+            self.line.extend_from_slice(bytes);
+        }
+    }
+
+    fn end_line(&mut self, each: &mut impl FnMut(&[u8])) {
+        if self.overlong {
+            self.skip = true;
+        } else if self.line.is_empty() {
+            let data = self.data.take();
+            if !std::mem::take(&mut self.skip) {
+                if let Some(data) = data.filter(|d| !d.is_empty()) {
+                    each(&data);
+                }
+            }
+        } else if let (b"data", value) = field(&self.line) {
+            let held = self.data.as_ref().map_or(0, |d| d.len() + 1);
+            if held + value.len() > self.max {
+                self.skip = true;
+                self.data = None;
+            } else if !self.skip {
+                push_data(&mut self.data, value);
+            }
+        }
+        self.line.clear();
+        self.overlong = false;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +273,30 @@ mod tests {
             assert_eq!(&events[1][..], b": ping\n\n");
             assert_eq!(events.concat(), stream.to_vec());
         }
+    }
+    #[test]
+    fn the_event_reader_reads_data_whatever_the_chunks_and_skips_what_is_too_large() {
+        let stream = b"event: message\r\ndata: {\"a\":1}\r\n\r\n: ping\n\nid: 7\ndata: x\ndata: y\r\rdata: z\n\n";
+        for size in 1..stream.len() {
+            let mut reader = EventReader::new(64);
+            let mut seen = Vec::new();
+            for c in stream.chunks(size) {
+                reader.push(c, |d| seen.push(d.to_vec()));
+            }
+            assert_eq!(
+                seen,
+                [b"{\"a\":1}".to_vec(), b"x\ny".to_vec(), b"z".to_vec()],
+                "chunks of {size}"
+            );
+        }
+        let mut reader = EventReader::new(8);
+        let mut seen = Vec::new();
+        let long = b"data: 0123456789\n\ndata: a\ndata: bcdefgh\n\ndata: ok\n\n";
+        reader.push(long, |d| seen.push(d.to_vec()));
+        assert_eq!(
+            seen,
+            [b"ok".to_vec()],
+            "a long line and long data are skipped"
+        );
     }
 }

@@ -1,73 +1,147 @@
 //! Hearing what says cached results changed on a stream the gateway passes through untouched
-//! (a `subscriptions/listen` stream, a POST answered with an event stream): each chunk is
-//! searched for the notification methods ([`super::CHANGES`]) as JSON strings, with the end of
-//! the chunk before kept so a name split across two chunks is found too. A stream's events are
-//! never parsed for it: a false match (the name quoted inside some text) only drops results
-//! early, never serves a stale one.
+//! (a `subscriptions/listen` stream, a POST answered with an event stream): the stream's events
+//! are read with the one SSE reader (`mcp_wire::sse::EventReader`, bounded: an event larger
+//! than [`MAX_EVENT`] is skipped, as no change notification is that large), and an event is a
+//! change only when its data is a top-level JSON-RPC notification (a `method`, no `id`) whose
+//! method, read as JSON (so `notifications\/tools\/list_changed` and `list\u005fchanged` are
+//! heard), is one of [`CHANGES`]. Text inside a result (a tool that echoes a method name) is
+//! never a change.
+//!
+//! A stream in a content coding is decoded for the reading (gzip and deflate, the codings the
+//! gateway asks backends for), into the reader as it decodes, so nothing is held but the
+//! reader's bounded buffer; the work is bounded by deflate's ratio to the bytes received. A
+//! stream the gateway cannot decode (another coding, a corrupt one) is heard as a change of its
+//! scope at each chunk: what it says cannot be read, and dropping is never wrong, only slower.
 
-use memchr::memmem;
+use flate2::write::{GzDecoder, ZlibDecoder};
+use mcp_wire::sse::EventReader;
+use serde::{Deserialize, Deserializer};
+use std::borrow::Cow;
+use std::io::Write;
 
-/// The longest method searched for, with its quotes.
-const LONGEST: usize = 2 + "notifications/resources/list_changed".len();
+/// The notifications that say cached results changed.
+pub const CHANGES: [&str; 4] = [
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/resources/updated",
+];
 
-/// What a stream said so far, for the search.
-#[derive(Debug, Default)]
+/// The largest event read for a change (a change notification is far smaller).
+pub const MAX_EVENT: usize = 16 * 1024;
+
+/// Whether `method` says cached results changed.
+pub fn is_change(method: &str) -> bool {
+    CHANGES.contains(&method)
+}
+
+/// What a stream said so far, for the reading.
 pub struct Changes {
-    /// The chunk before's last bytes (fewer than [`LONGEST`]).
-    tail: Vec<u8>,
+    decoding: Decoding,
+}
+
+/// How the stream's bytes reach the reader.
+enum Decoding {
+    Plain(Scan),
+    Gzip(Box<GzDecoder<Scan>>),
+    Deflate(Box<ZlibDecoder<Scan>>),
+    /// A coding the gateway does not read, or a corrupt stream.
+    Unreadable,
+}
+
+/// The reader, and whether the chunk being read completed a change.
+struct Scan {
+    reader: EventReader,
+    heard: bool,
+}
+
+impl Write for Scan {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let heard = &mut self.heard;
+        self.reader.push(buf, |data| *heard |= says_change(data));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Changes {
-    /// The change notification `chunk` holds (or completes), if any.
-    pub fn scan(&mut self, chunk: &[u8]) -> Option<&'static str> {
-        let found = self.across(chunk).or_else(|| within(chunk));
-        let keep = (LONGEST - 1).min(chunk.len());
-        if keep == chunk.len() {
-            self.tail.extend_from_slice(chunk);
-            let excess = self.tail.len().saturating_sub(LONGEST - 1);
-            self.tail.drain(..excess);
-        } else {
-            self.tail.clear();
-            self.tail.extend_from_slice(&chunk[chunk.len() - keep..]);
-        }
-        found
+    /// The reading of a stream whose `Content-Encoding` is `coding` (`None`: not coded).
+    pub fn new(coding: Option<&str>) -> Changes {
+        let scan = Scan {
+            reader: EventReader::new(MAX_EVENT),
+            heard: false,
+        };
+        let coding = coding.map(|c| c.trim().to_ascii_lowercase());
+        let decoding = match coding.as_deref() {
+            None | Some("identity") | Some("") => Decoding::Plain(scan),
+            Some("gzip") | Some("x-gzip") => Decoding::Gzip(Box::new(GzDecoder::new(scan))),
+            Some("deflate") => Decoding::Deflate(Box::new(ZlibDecoder::new(scan))),
+            Some(_) => Decoding::Unreadable,
+        };
+        Changes { decoding }
     }
 
-    /// A name that starts in the tail and ends in `chunk` (one wholly in the tail was heard
-    /// with the chunk before).
-    fn across(&self, chunk: &[u8]) -> Option<&'static str> {
-        if self.tail.is_empty() {
-            return None;
+    /// The reading of a stream with the head `headers`.
+    pub fn of(headers: &http::HeaderMap) -> Changes {
+        let coding = headers.get(http::header::CONTENT_ENCODING);
+        let coding = coding.map(|v| v.to_str().unwrap_or("unreadable"));
+        Changes::new(coding)
+    }
+
+    /// Whether `chunk` holds (or completes) a change notification.
+    pub fn scan(&mut self, chunk: &[u8]) -> bool {
+        let read = match &mut self.decoding {
+            Decoding::Plain(scan) => scan.write_all(chunk).map(|()| scan),
+            // flushed: what the chunk decodes to is read now, not with the next chunk
+            Decoding::Gzip(d) => d
+                .write_all(chunk)
+                .and_then(|()| d.flush())
+                .map(|()| d.get_mut()),
+            Decoding::Deflate(d) => {
+                (d.write_all(chunk).and_then(|()| d.flush())).map(|()| d.get_mut())
+            }
+            Decoding::Unreadable => return true,
+        };
+        match read {
+            Ok(scan) => std::mem::take(&mut scan.heard),
+            Err(_) => {
+                self.decoding = Decoding::Unreadable;
+                true
+            }
         }
-        // on the stack: a stream's every chunk passes here
-        let mut joined = [0u8; 2 * LONGEST];
-        let head = &chunk[..(LONGEST - 1).min(chunk.len())];
-        let len = self.tail.len() + head.len();
-        joined[..self.tail.len()].copy_from_slice(&self.tail);
-        joined[self.tail.len()..len].copy_from_slice(head);
-        ending_after(&joined[..len], self.tail.len())
     }
 }
 
-/// The change `bytes` name wholly.
-fn within(bytes: &[u8]) -> Option<&'static str> {
-    ending_after(bytes, 0)
+/// A message as the reading sees it: its method (escapes read) and whether it has an id.
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    id: bool,
 }
 
-/// The changes, as JSON strings.
-const QUOTED: [&str; 4] = [
-    "\"notifications/tools/list_changed\"",
-    "\"notifications/prompts/list_changed\"",
-    "\"notifications/resources/list_changed\"",
-    "\"notifications/resources/updated\"",
-];
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
 
-/// The change named in `bytes` whose closing quote is past the first `from` bytes.
-fn ending_after(bytes: &[u8], from: usize) -> Option<&'static str> {
-    QUOTED
-        .into_iter()
-        .find(|quoted| memmem::find_iter(bytes, quoted).any(|at| at + quoted.len() > from))
-        .map(|quoted| &quoted[1..quoted.len() - 1])
+impl Message<'_> {
+    fn is_change(&self) -> bool {
+        !self.id && self.method.as_deref().is_some_and(is_change)
+    }
+}
+
+/// Whether an event's `data` is a change notification (or a batch holding one).
+pub fn says_change(data: &[u8]) -> bool {
+    match data.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => serde_json::from_slice::<Message<'_>>(data).is_ok_and(|m| m.is_change()),
+        Some(b'[') => serde_json::from_slice::<Vec<Message<'_>>>(data)
+            .is_ok_and(|batch| batch.iter().any(Message::is_change)),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -77,45 +151,79 @@ mod tests {
     const EVENT: &[u8] =
         b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
 
+    fn heard(stream: &[u8]) -> bool {
+        Changes::new(None).scan(stream)
+    }
+
     #[test]
     fn a_change_is_heard_whole_and_split_anywhere() {
-        assert_eq!(
-            Changes::default().scan(EVENT),
-            Some("notifications/tools/list_changed")
-        );
+        assert!(heard(EVENT));
         for at in 1..EVENT.len() {
-            let mut c = Changes::default();
+            let mut c = Changes::new(None);
             let first = c.scan(&EVENT[..at]);
             let second = c.scan(&EVENT[at..]);
-            assert_eq!(
-                first.or(second),
-                Some("notifications/tools/list_changed"),
-                "split at {at}"
+            assert!(first || second, "split at {at}");
+        }
+        let mut c = Changes::new(None);
+        let times = EVENT.iter().filter(|b| c.scan(&[**b])).count();
+        assert_eq!(times, 1, "byte by byte");
+    }
+
+    #[test]
+    fn a_method_name_inside_a_result_or_a_request_is_no_change() {
+        let echo = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\\\"notifications/tools/list_changed\\\"\"}],\"method\":\"notifications/tools/list_changed\"}}\n\n";
+        assert!(!heard(echo));
+        let request = b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"notifications/tools/list_changed\"}\n\n";
+        assert!(!heard(request), "a request (with an id) is no notification");
+        let nested = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":{\"method\":\"notifications/tools/list_changed\"}}}\n\n";
+        assert!(!heard(nested));
+        let comment = b": {\"method\":\"notifications/tools/list_changed\"}\n\n";
+        assert!(!heard(comment));
+    }
+
+    #[test]
+    fn escaped_names_are_heard() {
+        for escaped in [
+            r#"notifications\/tools\/list_changed"#,
+            r#"notifications/tools/list\u005fchanged"#,
+            r#"notifications/resources/\u0075pdated"#,
+        ] {
+            let event = format!("data: {{\"jsonrpc\":\"2.0\",\"method\":\"{escaped}\"}}\n\n");
+            assert!(heard(event.as_bytes()), "{escaped}");
+        }
+        let progress = b"data: {\"method\":\"notifications/progress\",\"params\":{}}\n\n";
+        assert!(!heard(progress));
+        let batch = b"data: [{\"method\":\"notifications/progress\"},{\"method\":\"notifications/prompts/list_changed\"}]\n\n";
+        assert!(heard(batch));
+    }
+
+    #[test]
+    fn a_gzip_or_deflate_stream_is_decoded_for_the_reading() {
+        use flate2::write::{GzEncoder, ZlibEncoder};
+        use flate2::Compression;
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        gz.write_all(EVENT).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut zl = ZlibEncoder::new(Vec::new(), Compression::default());
+        zl.write_all(EVENT).unwrap();
+        let zl = zl.finish().unwrap();
+        for (coding, bytes) in [("gzip", &gz), ("deflate", &zl)] {
+            let mut c = Changes::new(Some(coding));
+            let times = bytes.chunks(3).filter(|chunk| c.scan(chunk)).count();
+            assert_eq!(times, 1, "{coding}");
+            assert!(
+                Changes::new(Some(coding)).scan(bytes),
+                "{coding} in one chunk"
             );
         }
-        // byte by byte
-        let mut c = Changes::default();
-        let heard: Vec<_> = EVENT.iter().filter_map(|b| c.scan(&[*b])).collect();
-        assert_eq!(heard, ["notifications/tools/list_changed"]);
-    }
-
-    #[test]
-    fn the_searched_names_are_the_caches_changes() {
-        let names: Vec<&str> = QUOTED.iter().map(|q| &q[1..q.len() - 1]).collect();
-        assert_eq!(names, super::super::CHANGES);
-        assert_eq!(QUOTED.iter().map(|q| q.len()).max(), Some(LONGEST));
-    }
-
-    #[test]
-    fn other_notifications_are_not_changes() {
-        let mut c = Changes::default();
-        let progress = b"data: {\"method\":\"notifications/progress\",\"params\":{}}\n\n";
-        assert_eq!(c.scan(progress), None);
-        assert_eq!(
-            c.scan(b"notifications/tools/list_changed without quotes"),
-            None
+        let mut plain = Changes::new(Some("gzip"));
+        assert!(
+            plain.scan(b"not gzip at all"),
+            "a corrupt stream is a change"
         );
-        let updated = b"data: {\"method\":\"notifications/resources/updated\"}\n\n";
-        assert_eq!(c.scan(updated), Some("notifications/resources/updated"));
+        assert!(
+            Changes::new(Some("br")).scan(b"\x0b"),
+            "an unread coding is a change"
+        );
     }
 }

@@ -241,7 +241,8 @@ impl Store {
         done
     }
 
-    /// Drops every result (something says they may all be stale); how many.
+    /// Drops every result; how many.
+    #[cfg(test)]
     pub fn clear(&mut self) -> usize {
         let n = self.entries.len();
         self.entries.clear();

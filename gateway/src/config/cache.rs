@@ -29,6 +29,8 @@ pub struct FileCache {
     pub context_headers: Option<Vec<String>>,
     /// Where `public` results are kept besides this replica's memory: `memory` (this replica only) or `redis` (the Redis of `sessions.store: redis`, shared by every replica, each result under a hashed key that Redis expires with its `ttlMs`, so a fleet of replicas asks a backend once per ttl). `private` results stay in each replica's memory, where a context's share holds. Default memory.
     pub store: Option<String>,
+    /// With `store: redis`: the bytes of results this replica keeps in Redis at once (what it wrote that Redis has not expired yet); past it, a result is kept in memory only (`mcpgw_cache_total{result="shared-full"}`), so made-up requests cannot fill the Redis the sessions live in. The fleet's whole is at most replicas times this. Default 16777216 (16 MiB).
+    pub shared_max_bytes: Option<usize>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
@@ -55,6 +57,8 @@ pub struct CacheConfig {
     pub vary_headers: Vec<http::HeaderName>,
     /// `context-headers`, lower case. Default none.
     pub context_headers: Vec<http::HeaderName>,
+    /// `shared-max-bytes`. Default 16 MiB.
+    pub shared_max_bytes: usize,
 }
 
 impl Default for CacheConfig {
@@ -69,6 +73,7 @@ impl Default for CacheConfig {
             shared: false,
             vary_headers: Vec::new(),
             context_headers: Vec::new(),
+            shared_max_bytes: 16 << 20,
         }
     }
 }
@@ -80,7 +85,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
     p.unknown(
         "cache",
         &file.unknown,
-        "enabled, max-bytes, max-bytes-per-context, max-private-bytes, max-entry-bytes, max-ttl-ms, store, vary-headers, context-headers",
+        "enabled, max-bytes, max-bytes-per-context, max-private-bytes, max-entry-bytes, max-ttl-ms, store, vary-headers, context-headers, shared-max-bytes",
     );
     let shared = match file.store.as_deref() {
         None | Some("memory") => false,
@@ -117,6 +122,8 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
     let private = file.max_private_bytes;
     let default_private = (max_bytes / 4).max(max_bytes_per_context).min(max_bytes);
     let max_private_bytes = at_least_one("max-private-bytes", private, default_private);
+    let shared_max = file.shared_max_bytes;
+    let shared_max_bytes = at_least_one("shared-max-bytes", shared_max, d.shared_max_bytes);
     let max_ttl_ms = p.at_least_one("cache.max-ttl-ms", file.max_ttl_ms, d.max_ttl_ms);
     if max_private_bytes > max_bytes {
         p.add(
@@ -152,6 +159,7 @@ pub(crate) fn validate(p: &mut Problems, file: &FileCache, redis_sessions: bool)
         shared,
         vary_headers: header_names(p, "cache.vary-headers", &file.vary_headers),
         context_headers: header_names(p, "cache.context-headers", &file.context_headers),
+        shared_max_bytes,
     }
 }
 

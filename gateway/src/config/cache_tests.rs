@@ -126,9 +126,21 @@ fn vary_and_context_headers_are_read_in_lower_case_in_their_order() {
 
 #[test]
 fn a_redis_store_shares_the_sessions_redis() {
-    let yaml = "sessions: { store: redis, redis: { urls: [\"redis://127.0.0.1:6379\"] } }\ncache: { store: redis }\npools: { p: { backends: [\"127.0.0.1:9\"] } }\nroutes: [ { path: /mcp, pool: p } ]\n";
-    let config = parse(yaml).unwrap_or_else(|e| panic!("{e:?}"));
+    let bare = "sessions: { store: redis, redis: { urls: [\"redis://127.0.0.1:6379\"] } }\ncache: { store: redis }\npools: { p: { backends: [\"127.0.0.1:9\"] } }\nroutes: [ { path: /mcp, pool: p } ]\n";
+    let unsigned = parse(bare).err().unwrap_or_default();
+    assert!(
+        unsigned.iter().any(|e| e.path == "cache.store"
+            && e.message.contains("needs bridge.request-state-key-file")),
+        "{unsigned:?}"
+    );
+    let key = std::env::temp_dir().join(format!("mcpgw-cache-key-{}", std::process::id()));
+    std::fs::write(&key, "ab".repeat(32)).unwrap();
+    let yaml = format!(
+        "bridge: {{ request-state-key-file: {} }}\n{bare}",
+        key.display()
+    );
+    let config = parse(&yaml).unwrap_or_else(|e| panic!("{e:?}"));
     assert!(config.cache.shared);
-    let memory = parse(&yaml.replace("store: redis }\npools", "store: memory }\npools"));
+    let memory = parse(&bare.replace("store: redis }\npools", "store: memory }\npools"));
     assert!(!memory.unwrap_or_else(|e| panic!("{e:?}")).cache.shared);
 }

@@ -61,6 +61,13 @@ impl Config {
         let tasks = super::tasks::validate(&mut p, &file.tasks);
         let redis_sessions = matches!(sessions.store, super::StoreConfig::Redis(_));
         let cache = super::cache::validate(&mut p, &file.cache, redis_sessions);
+        if cache.shared && file.bridge.request_state_key_file.is_none() {
+            // the shared tier's entries carry a MAC of the sealer's key (cache/shared.rs)
+            p.add(
+                "cache.store",
+                "`redis` needs bridge.request-state-key-file (the same key on every replica): the entries in Redis are signed with it, and a replica reads only what it can verify",
+            );
+        }
         let allowed_hosts =
             super::hardening::guard_list(listen, file.allowed_hosts, super::LOOPBACK_HOSTS);
         let allowed_origins =

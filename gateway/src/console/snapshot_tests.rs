@@ -18,6 +18,7 @@ fn sources() -> Sources {
         crate::cache::Common {
             metrics: scratch(crate::cache::metrics::CacheMetrics::register),
             shared: None,
+            generations: Default::default(),
         },
     );
     let engine = Arc::new(crate::upstream::attempt::Engine::new(scratch(

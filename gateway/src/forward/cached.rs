@@ -8,8 +8,9 @@
 //! reverse bridge's: [`bridged`]) go the same way.
 
 use crate::cache::key::{self, Keyed};
+use crate::cache::scopes::Scopes;
 use crate::cache::store::{Key, Missing};
-use crate::cache::{Flight, Keys, Leading};
+use crate::cache::{Flight, Keys, Leading, Outcome};
 use crate::downstream::client::Client;
 use crate::forward::holding::{Ended, Holding};
 use crate::forward::kept::{Keep, CACHE_HEADER};
@@ -47,9 +48,10 @@ enum Looked {
     Ask(Option<Leading>),
 }
 
-/// Looks a request up (a hit answered, `stale` counted), else leads or joins its flight: a
-/// request that waited is answered from what the one in flight kept, or asks itself. A
-/// request without keys (a retry, unreadable) asks.
+/// Looks a request up (a hit answered, `stale` counted), else leads or joins its flight
+/// (`crate::cache::flight`): a request that waited is answered from what the one in flight
+/// kept, or leads, or asks itself, as the leader's outcome says; one that waited its longest
+/// takes the lead. A request without keys (a retry, unreadable) asks.
 async fn look(
     session: &mut impl Client,
     ctx: &RequestCtx,
@@ -69,36 +71,48 @@ async fn look(
         Err(Missing::Stale) => cache.metrics().count(at.0, at.1, "stale"),
         Err(Missing::Absent) => {}
     }
-    match cache.flight(keys) {
-        Flight::Lead(lead) => Ok(Looked::Ask(Some(lead))),
-        Flight::Wait(mut done) => {
-            let _ = tokio::time::timeout(WAIT, done.changed()).await;
-            if let Ok(fresh) = cache.lookup(keys, at).await {
-                cache.metrics().count(at.0, at.1, "waited");
-                answer(session, ctx, &fresh, "hit").await?;
-                return Ok(Looked::Answered);
-            }
-            Ok(Looked::Ask(None))
+    let until = tokio::time::Instant::now() + WAIT;
+    let mut private = false;
+    loop {
+        let mut done = match cache.flight(keys, private) {
+            Flight::Lead(lead) => return Ok(Looked::Ask(Some(lead))),
+            Flight::Wait(done) => done,
+        };
+        let told = tokio::time::timeout_at(until, done.wait_for(|o| *o != Outcome::Pending));
+        let outcome = match told.await {
+            Err(_) => return Ok(Looked::Ask(Some(cache.take_lead(keys, private)))),
+            Ok(Ok(outcome)) => *outcome,
+            Ok(Err(_)) => Outcome::Nothing,
+        };
+        if let Ok(fresh) = cache.lookup_here(keys) {
+            cache.metrics().count(at.0, at.1, "waited");
+            answer(session, ctx, &fresh, "hit").await?;
+            return Ok(Looked::Answered);
+        }
+        match outcome {
+            Outcome::Pass => return Ok(Looked::Ask(None)),
+            Outcome::Private if keys.context.is_none() => return Ok(Looked::Ask(None)),
+            Outcome::Private => private = true,
+            _ => cache.retake(keys),
         }
     }
 }
 
-/// The keys of a request with `body` for `method` from `source`, the caller's context from
-/// `session`; `None` for a request that has none (a retry, unreadable, unbounded).
+/// The keys of a request with `body` for `method` from `source` (in `scopes`), the caller's
+/// context from `session`; `None` for a request that has none (a retry, unreadable, unbounded).
 fn keys_of(
     session: &impl Client,
     ctx: &RequestCtx,
-    source: key::Source<'_>,
+    (source, scopes): (key::Source<'_>, Scopes),
     (method, body): (&str, &[u8]),
 ) -> Option<Keys> {
     match key::of(source, method, body) {
-        Keyed::Key(public) => Some(Keys {
+        Keyed::Key(public) => Some(Keys::new(
             public,
-            context: context(session.req_header(), ctx),
-            epoch: 0,
-            backends: source.backends,
-            head: source.head,
-        }),
+            context(session.req_header(), ctx),
+            &source,
+            scopes,
+        )),
         Keyed::Retry | Keyed::Unreadable | Keyed::Unbounded => None,
     }
 }
@@ -146,7 +160,8 @@ pub(crate) async fn forward<C: Client>(
 ) -> Handled {
     let (label, method) = (out.route.label.clone(), ctx.method_label);
     let source = forwarded(session, ctx, out.route, pool.signature());
-    let Some(mut keys) = keys_of(session, ctx, source, (method, &out.body)) else {
+    let scopes = Scopes::from([pool.name.clone()]);
+    let Some(mut keys) = keys_of(session, ctx, (source, scopes), (method, &out.body)) else {
         ctx.state.cache.metrics().count(&label, method, "bypass");
         return forward_any(gw, session, ctx, pool, out).await;
     };
@@ -156,10 +171,9 @@ pub(crate) async fn forward<C: Client>(
     };
     let request = (out.body.clone(), pool.clone());
     let cache = ctx.state.cache.clone();
-    out.keep = Some(Keep::new(cache, (keys, label, method), request));
-    let forwarded = forward_any(gw, session, ctx, pool, out).await;
-    drop(lead);
-    forwarded
+    // the lead goes with the answer: released once it is known kept or not
+    out.keep = Some(Keep::new(cache, (keys, label, method), request, lead));
+    forward_any(gw, session, ctx, pool, out).await
 }
 
 /// Answers a cacheable request the gateway answers itself (a virtual server's
@@ -171,7 +185,7 @@ pub(crate) async fn forward<C: Client>(
 pub(crate) async fn own<C: Client>(
     session: &mut C,
     ctx: &mut RequestCtx,
-    (route, backends): (&Route, &(dyn Fn() -> u64 + Sync)),
+    (route, backends, scopes): (&Route, &(dyn Fn() -> u64 + Sync), Scopes),
     body: &[u8],
     make: impl std::future::Future<Output = Result<Bytes, crate::error::GatewayError>>,
 ) -> Handled {
@@ -183,7 +197,7 @@ pub(crate) async fn own<C: Client>(
         head: head_of(session, ctx, route, session.req_header().uri.path()),
         backends: backends(),
     };
-    let mut keys = keys_of(session, ctx, source, (method, body));
+    let mut keys = keys_of(session, ctx, (source, scopes), (method, body));
     let lead = match look(session, ctx, keys.as_mut(), (label, method)).await? {
         Looked::Answered => return Ok(()),
         Looked::Ask(lead) => lead,
@@ -191,9 +205,7 @@ pub(crate) async fn own<C: Client>(
     let made = make.await?;
     let head = ResponseHeader::build(200, Some(3))?;
     let keys = keys.and_then(|k| k.for_backends((label, backends()), method, body));
-    keep_and_write(session, ctx, (keys, label), head, made).await?;
-    drop(lead);
-    Ok(())
+    keep_and_write(session, ctx, (keys, label, lead), head, made).await
 }
 
 /// Serves a cacheable request of a 2026-07-28 client on a pool of legacy backends through
@@ -210,7 +222,8 @@ pub(crate) async fn bridged<C: Client>(
     let method = ctx.method_label;
     let label = route.label.as_str();
     let source = forwarded(session, ctx, route, pool.signature());
-    let mut keys = keys_of(session, ctx, source, (method, &body));
+    let scopes = Scopes::from([pool.name.clone()]);
+    let mut keys = keys_of(session, ctx, (source, scopes), (method, &body));
     let lead = match look(session, ctx, keys.as_mut(), (label, method)).await? {
         Looked::Answered => return Ok(()),
         Looked::Ask(lead) => lead,
@@ -232,38 +245,43 @@ pub(crate) async fn bridged<C: Client>(
         Ended::Whole(head, made) => {
             let now = (label, pool.signature());
             let keys = keys.and_then(|k| k.for_backends(now, method, &body));
-            keep_and_write(session, ctx, (keys, label), *head, made).await?;
+            keep_and_write(session, ctx, (keys, label, lead), *head, made).await?;
         }
         Ended::Written => ctx.state.cache.metrics().count(label, method, "bypass"),
     }
-    drop(lead);
     Ok(())
 }
 
 /// Keeps the whole answer `made` (200, `head`) to a request on the route `label` under `keys`
-/// (`None`: it has none) when its result says it may be, and writes it with `Mcp-Gateway-Cache`
-/// saying whether it was kept.
+/// (`None`: it has none) when its result says it may be, tells the flight it leads (if any)
+/// the outcome, and writes it with `Mcp-Gateway-Cache` saying whether it was kept.
 async fn keep_and_write(
     session: &mut impl Client,
     ctx: &mut RequestCtx,
-    (keys, label): (Option<Keys>, &str),
+    (keys, label, lead): (Option<Keys>, &str, Option<Leading>),
     mut head: ResponseHeader,
     made: Bytes,
 ) -> Handled {
     let cache = ctx.state.cache.clone();
     let method = ctx.method_label;
     let mut made = made;
-    let kept = match (keys, cacheable::stored(&made)) {
+    let stored = cacheable::stored(&made);
+    let scope = stored.as_ref().map(|s| s.scope).map_err(|e| *e);
+    let kept = match (keys, stored) {
         (Some(keys), Ok(stored)) => {
             let lowered = crate::forward::kept::lowered(&cache, &made, &stored);
-            let kept = cache.keep(&keys, stored, (label, method)).await.is_ok();
-            if let (true, Some(lowered)) = (kept, lowered) {
+            let kept = cache.keep(&keys, stored, (label, method)).await;
+            if let (Ok(()), Some(lowered)) = (&kept, lowered) {
                 made = lowered;
             }
-            kept
+            Some(kept)
         }
-        _ => false,
+        _ => None,
     };
+    if let Some(lead) = lead {
+        lead.release(Outcome::of(scope, kept.map(|k| k.is_ok())));
+    }
+    let kept = kept.is_some_and(|k| k.is_ok());
     let how = if kept { "miss" } else { "bypass" };
     cache.metrics().count(label, method, how);
     ctx.capture_response(&made);

@@ -4,7 +4,7 @@
 //! `Mcp-Gateway-Cache: miss` (or `bypass`: not kept). A larger answer, an event stream, or one
 //! that is no 2xx, is relayed as it comes (`bypass`).
 
-use crate::cache::{Cache, Keys};
+use crate::cache::{Cache, Keys, Leading, Outcome};
 use crate::downstream::client::Client;
 use crate::forward::relay::{relay, write_whole, Relayed};
 use crate::upstream::client::Exchange;
@@ -30,6 +30,9 @@ pub(crate) struct Keep {
     /// is now ([`Keys::for_backends`]).
     body: bytes::Bytes,
     pool: Arc<crate::upstream::Pool>,
+    /// The flight this request leads, if it does: released as soon as the answer is known
+    /// kept or not, before the client reads it.
+    lead: Option<Leading>,
 }
 
 impl Keep {
@@ -39,6 +42,7 @@ impl Keep {
         cache: Arc<Cache>,
         (keys, label, method): (Keys, String, &'static str),
         (body, pool): (bytes::Bytes, Arc<crate::upstream::Pool>),
+        lead: Option<Leading>,
     ) -> Keep {
         Keep {
             cache,
@@ -47,6 +51,14 @@ impl Keep {
             method,
             body,
             pool,
+            lead,
+        }
+    }
+
+    /// Tells the waiters of the flight it leads (if any) what it found.
+    fn release(&self, outcome: Outcome) {
+        if let Some(lead) = &self.lead {
+            lead.release(outcome);
         }
     }
 }
@@ -66,9 +78,16 @@ pub(crate) async fn relay_kept<C: Client>(
     // a JSON answer, one message, is read whole
     let sse = mcp_wire::sse::is_event_stream(content_type(&head));
     if !head.status.is_success() || encoded || sse {
+        // never kept: the waiters need not wait for it (a failure: the next leads)
+        let failed = !head.status.is_success();
+        keep.release(if failed {
+            Outcome::Nothing
+        } else {
+            Outcome::Pass
+        });
         keep.count("bypass");
         let _ = head.insert_header(CACHE_HEADER, "bypass");
-        return relay(exchange, session, head, until, Some(&keep.cache)).await;
+        return relay(exchange, session, head, until, Some(keep.heard())).await;
     }
     let limit = keep.cache.config().max_entry_bytes;
     let mut body = BytesMut::new();
@@ -82,9 +101,10 @@ pub(crate) async fn relay_kept<C: Client>(
                 if body.len() > limit {
                     // too large to keep: what was read goes first, then the rest as it comes
                     exchange.unread(body.freeze());
+                    keep.release(Outcome::Pass);
                     keep.count("bypass");
                     let _ = head.insert_header(CACHE_HEADER, "bypass");
-                    return relay(exchange, session, head, until, Some(&keep.cache)).await;
+                    return relay(exchange, session, head, until, Some(keep.heard())).await;
                 }
             }
         }
@@ -108,14 +128,27 @@ pub(crate) async fn relay_kept<C: Client>(
 impl Keep {
     /// Keeps the result in a whole answer, if it says it may be kept: `None` when it was not,
     /// else the answer to write instead when its `ttlMs` was lowered to `cache.max-ttl-ms`.
+    /// The flight it leads is told the outcome.
     async fn keep(&self, body: &[u8]) -> Option<Option<bytes::Bytes>> {
-        let stored = cacheable::stored(body).ok()?;
+        let stored = cacheable::stored(body);
+        let scope = stored.as_ref().map(|s| s.scope).map_err(|e| *e);
         let now = (self.label.as_str(), self.pool.signature());
-        let keys = self.keys.for_backends(now, self.method, &self.body)?;
-        let at = (self.label.as_str(), self.method);
-        let lowered = lowered(&self.cache, body, &stored);
-        self.cache.keep(&keys, stored, at).await.ok()?;
-        Some(lowered)
+        let keys = self.keys.clone().for_backends(now, self.method, &self.body);
+        let kept = match (stored, keys) {
+            (Ok(stored), Some(keys)) => {
+                let at = (self.label.as_str(), self.method);
+                let lowered = lowered(&self.cache, body, &stored);
+                Some(self.cache.keep(&keys, stored, at).await.map(|()| lowered))
+            }
+            _ => None,
+        };
+        self.release(Outcome::of(scope, kept.as_ref().map(|k| k.is_ok())));
+        kept?.ok()
+    }
+
+    /// Where the relay tells changes it hears: the pool asked.
+    fn heard(&self) -> (&Cache, &str) {
+        (&self.cache, &self.pool.name)
     }
 
     fn count(&self, result: &str) {

@@ -131,17 +131,20 @@ pub async fn relay<C: Client>(
     session: &mut C,
     head: ResponseHeader,
     until: Option<Instant>,
-    heard: Option<&crate::cache::Cache>,
+    heard: Option<(&crate::cache::Cache, &str)>,
 ) -> Result<Relayed> {
     let sse = mcp_wire::sse::is_event_stream(
         head.headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
-    // an event stream may say that cached results changed
-    let mut changes = heard
-        .filter(|_| sse)
-        .map(|cache| (cache, crate::cache::changes::Changes::default()));
+    // an event stream may say that the cached results of its pool changed
+    let mut changes = heard.filter(|_| sse).map(|heard| {
+        (
+            heard,
+            crate::cache::changes::Changes::of(&exchange.header().headers),
+        )
+    });
     let done = exchange.done();
     session.write_response_header(Box::new(head), done).await?;
     if done {
@@ -160,9 +163,9 @@ pub async fn relay<C: Client>(
         };
         match next {
             Ok(Some(chunk)) => {
-                if let Some((cache, changes)) = &mut changes {
-                    if let Some(change) = changes.scan(&chunk) {
-                        cache.heard(change);
+                if let Some(((cache, scope), changes)) = &mut changes {
+                    if changes.scan(&chunk) {
+                        cache.changed(scope);
                     }
                 }
                 session.write_response_body(Some(chunk), false).await?

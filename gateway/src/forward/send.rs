@@ -109,7 +109,16 @@ pub(crate) async fn forward_any<C: Client>(
                 let kept = crate::forward::kept::relay_kept(&mut ex, session, head, until, keep);
                 Box::pin(kept).await?
             }
-            None => relay(&mut ex, session, head, until, Some(&ctx.state.cache)).await?,
+            None => {
+                relay(
+                    &mut ex,
+                    session,
+                    head,
+                    until,
+                    Some((&ctx.state.cache, &pool.name)),
+                )
+                .await?
+            }
         },
     };
     match relayed {

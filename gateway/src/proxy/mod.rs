@@ -247,7 +247,8 @@ impl ProxyHttp for Gateway {
         if ctx.state.cache.config().enabled
             && mcp_wire::sse::is_event_stream(events.and_then(|v| v.to_str().ok()))
         {
-            native.changes = Some(Box::default());
+            let changes = crate::cache::changes::Changes::of(&upstream.headers);
+            native.changes = Some(Box::new(changes));
         }
         let opened = upstream
             .headers
@@ -342,10 +343,10 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<Option<std::time::Duration>> {
         crate::tasks::route::held_chunk(self, ctx, body, end_of_stream);
-        let changes = ctx.native.as_mut().and_then(|n| n.changes.as_mut());
-        if let (Some(changes), Some(chunk)) = (changes, body.as_ref()) {
-            if let Some(change) = changes.scan(chunk) {
-                ctx.state.cache.heard(change);
+        // a change heard on an event stream drops its pool's results
+        if let (Some(native), Some(chunk)) = (ctx.native.as_mut(), body.as_ref()) {
+            if native.changes.as_mut().is_some_and(|c| c.scan(chunk)) {
+                ctx.state.cache.changed(&native.pool.name);
             }
         }
         Ok(None)

@@ -330,7 +330,10 @@ impl Plan {
                 // what a member says changed is no longer answered from the cache
                 let method = note.get("method").and_then(Value::as_str).unwrap_or("");
                 if let Some(ask) = &self.asks[i] {
-                    ask.state.cache.heard(method);
+                    let pool = ask.state.pool(ask.route.default_pool);
+                    if let Ok(pool) = pool {
+                        ask.state.cache.heard(&pool.name, method);
+                    }
                 }
                 listen::stamp(&mut note, &self.sub_id);
                 write_event(session, &note).await?;

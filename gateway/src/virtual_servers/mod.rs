@@ -81,7 +81,8 @@ pub(crate) async fn serve(
         let made = own_answer(&v, &method, &body, &id);
         if crate::forward::cached::takes(ctx, route.cache) {
             let backends = || v.backends();
-            let source = (&*route, &backends as &(dyn Fn() -> u64 + Sync));
+            let backends = &backends as &(dyn Fn() -> u64 + Sync);
+            let source = (&*route, backends, v.scopes());
             return crate::forward::cached::own(session, ctx, source, &body, made).await;
         }
         let made = filtered(&route, ctx, made.await?);

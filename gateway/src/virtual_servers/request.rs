@@ -134,6 +134,14 @@ impl<'a> Virtual<'a> {
         h.finish()
     }
 
+    /// The pools of its members: the scopes of its merged answers (a change one announces drops
+    /// them).
+    pub(super) fn scopes(&self) -> crate::cache::scopes::Scopes {
+        let pools = self.members.routes.iter().flat_map(|route| route.pools());
+        let names = pools.filter_map(|p| self.state.pool(p).ok().map(|p| p.name.clone()));
+        names.collect()
+    }
+
     pub(super) fn count(&self, member: &str, event: &str) {
         self.events
             .with_label_values(&[&self.route.label, member, event])

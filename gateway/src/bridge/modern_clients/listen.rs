@@ -212,9 +212,8 @@ impl One<'_> {
                 continue;
             }
             // what the backend says changed is no longer answered from the cache
-            self.to
-                .cache
-                .heard(msg.get("method").and_then(Value::as_str).unwrap_or(""));
+            let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+            self.to.cache.heard(&entry.pool.name, method);
             if !relayed(&msg, honoured, uris) {
                 continue;
             }

@@ -142,7 +142,16 @@ async fn answer(
             );
             Box::pin(filtered).await?
         }
-        None => relay(&mut ex, session, head, until, Some(&ctx.state.cache)).await?,
+        None => {
+            relay(
+                &mut ex,
+                session,
+                head,
+                until,
+                Some((&ctx.state.cache, &pool.name)),
+            )
+            .await?
+        }
     };
     match relayed {
         Relayed::Done => gw.engine.release(ex),
@@ -261,7 +270,15 @@ pub(super) async fn stream(
             let (mut ex, record) = *answer;
             ctx.backend = pool.find(record.binding.backend);
             let head = client_response(ex.header(), None);
-            match relay(&mut ex, session, head, None, Some(&ctx.state.cache)).await? {
+            match relay(
+                &mut ex,
+                session,
+                head,
+                None,
+                Some((&ctx.state.cache, &pool.name)),
+            )
+            .await?
+            {
                 Relayed::Done => gw.engine.release(ex),
                 Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
                     if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {

@@ -9,11 +9,14 @@
 
 mod bounds;
 mod changes;
+mod changes_scoped;
 mod contexts;
 mod merged;
 mod prefix_routes;
 mod real_peers;
 mod replicas;
+mod shared_tier;
+mod single_flight;
 
 use mcp_gateway_tests::wire::{read_body, read_head};
 use mcp_gateway_tests::{Gateway, Request};
@@ -126,6 +129,18 @@ impl Backend {
             .filter(|(m, _)| m == method)
             .count()
     }
+}
+
+/// `bridge.request-state-key-file`, one key for every replica of the tests: the shared tier's
+/// entries are signed with it.
+fn signed() -> String {
+    static KEY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let path = KEY.get_or_init(|| {
+        let path = mcp_gateway_tests::harness::unique_temp_path("mcpgw-cache-key");
+        std::fs::write(&path, "cd".repeat(32)).unwrap();
+        path
+    });
+    format!("bridge: {{ request-state-key-file: {} }}\n", path.display())
 }
 
 fn config(backend: &Backend, route_extra: &str) -> String {

@@ -166,8 +166,9 @@ async fn a_prefix_routes_tails_queries_and_vary_headers_never_share_a_result_thr
     let redis = RedisServer::start().await;
     let tenants = Tenants::start("public").await;
     let sessions = format!(
-        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"prefixes:\" }}\n",
-        redis.url()
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"prefixes:\" }}\n{}",
+        redis.url(),
+        super::signed()
     );
     let one = Gateway::start(&config(&tenants, &sessions)).await;
     let two = Gateway::start(&config(&tenants, &sessions)).await;
@@ -184,9 +185,10 @@ async fn replicas_whose_configs_shape_answers_differently_never_share_a_result()
     let tenants = Tenants::start("public").await;
     let yaml = |host: &str| {
         format!(
-            "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"shapes:\" }}\ncache: {{ store: redis }}\n\
+            "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"shapes:\" }}\ncache: {{ store: redis }}\n{}\
              pools:\n  p: {{ backends: [{}], host: {host} }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
             redis.url(),
+            super::signed(),
             tenants.addr
         )
     };

@@ -12,9 +12,10 @@ use std::time::Duration;
 
 fn config(redis: &RedisServer, backend: &Backend) -> String {
     format!(
-        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"cachetest:\" }}\ncache: {{ store: redis, context-headers: [authorization] }}\n\
+        "sessions:\n  store: redis\n  redis: {{ urls: [\"{}\"], key-prefix: \"cachetest:\" }}\ncache: {{ store: redis, context-headers: [authorization] }}\n{}\
          pools:\n  p: {{ backends: [{}] }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
         redis.url(),
+        super::signed(),
         backend.addr
     )
 }
