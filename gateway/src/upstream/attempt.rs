@@ -180,7 +180,19 @@ impl Engine {
                 GatewayError::upstream_credentials(&pool.name, &failure)
             });
         }
-        Ok(source.header().map(|h| (source, h)))
+        match source.header() {
+            Some(header) => Ok(Some((source, header))),
+            // it ended since `ready` said it may be sent (a token of a moment): a request of a
+            // pool with a token never goes without one
+            None => {
+                use super::token_request::{fail, SHORT_LIVED};
+                let ended = fail(
+                    SHORT_LIVED,
+                    "the token ended before the request left".into(),
+                );
+                Err(GatewayError::upstream_credentials(&pool.name, &ended))
+            }
+        }
     }
 
     /// Where token events are counted (`mcpgw_upstream_tokens_total`).
