@@ -183,3 +183,20 @@ pub fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
         })
         .collect()
 }
+
+/// Whether the peer closed the connection (EOF or reset) within `limit`; what it sends before
+/// that is read and dropped.
+pub async fn closed_within<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    limit: std::time::Duration,
+) -> bool {
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, reader.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}

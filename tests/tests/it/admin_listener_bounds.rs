@@ -4,11 +4,12 @@
 //! 64 connections are open at once, 32 of them from one client address (one more is answered
 //! 503 -32018 and closed). Raw TCP: the pace and the size of the bytes are the point.
 
+use mcp_gateway_tests::wire::closed_within;
 use mcp_gateway_tests::wire::response;
 use mcp_gateway_tests::{Gateway, MockServer, Request};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 fn config(backend: &MockServer, extra: &str) -> String {
@@ -16,19 +17,6 @@ fn config(backend: &MockServer, extra: &str) -> String {
         "{extra}pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p }} ]\n",
         backend.addr
     )
-}
-
-/// Whether the listener closed the connection (EOF or reset) within `limit`.
-async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline.into(), stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
 }
 
 /// The answer's status and JSON body, read within `wait` (`None`: nothing came).

@@ -8,11 +8,12 @@
 //! the bytes is the point.
 
 use mcp_gateway_tests::client::META;
+use mcp_gateway_tests::wire::closed_within;
 use mcp_gateway_tests::wire::{json, response};
 use mcp_gateway_tests::{Gateway, MockServer};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
@@ -39,19 +40,6 @@ fn call_framed(addr: SocketAddr, id: u64, framing: impl FnOnce(usize) -> String)
 /// A well-framed call.
 fn call(addr: SocketAddr, id: u64) -> Vec<u8> {
     call_framed(addr, id, |n| format!("Content-Length: {n}\r\n"))
-}
-
-/// Whether the gateway closed the connection (EOF or reset) within `limit`.
-async fn closed_within(reader: &mut BufReader<OwnedReadHalf>, limit: Duration) -> bool {
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline.into(), reader.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
 }
 
 /// A connection whose first request was answered 200: its reading and writing halves.

@@ -5,11 +5,12 @@
 //! `Content-Length`, `Content-Length: +5`, 5,000 headers). Raw TCP: the framing is the point.
 //! `Content-Length` lists: `content_length_lists.rs`.
 
+use mcp_gateway_tests::wire::closed_within;
 use mcp_gateway_tests::wire::response;
 use mcp_gateway_tests::{Gateway, MockServer};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 fn config(backend: &MockServer, mode: &str) -> String {
@@ -17,18 +18,6 @@ fn config(backend: &MockServer, mode: &str) -> String {
         "pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: {mode} }} ]\n",
         backend.addr
     )
-}
-
-async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline.into(), stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
 }
 
 /// Sends `bytes`; the answer's status, JSON body (Null when not JSON) and whether the

@@ -3,10 +3,11 @@
 //! (408) and the connection closed, without holding a connection open or reaching a backend.
 //! Raw TCP: the pace of the bytes is the point.
 
+use mcp_gateway_tests::wire::closed_within;
 use mcp_gateway_tests::wire::{json, read_head, response};
 use mcp_gateway_tests::{Gateway, MockServer, Request};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 fn config(backend: &MockServer, mode: &str, extra: &str) -> String {
@@ -14,19 +15,6 @@ fn config(backend: &MockServer, mode: &str, extra: &str) -> String {
         "{extra}pools: {{ p: {{ backends: [{}] }} }}\nroutes: [ {{ path: /mcp, pool: p, mode: {mode} }} ]\n",
         backend.addr
     )
-}
-
-/// Whether the gateway closed the connection (EOF or reset) within `limit`.
-async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline.into(), stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
 }
 
 #[tokio::test]
