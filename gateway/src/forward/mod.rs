@@ -17,3 +17,4 @@ pub mod relay;
 pub mod respond;
 pub mod send;
 pub mod trace;
+pub mod watch;

@@ -93,7 +93,7 @@ pub(crate) async fn forward_any<C: Client>(
         }
     }
     let head = client_response(ex.header(), None);
-    crate::tasks::watch::watch(gw, session, ctx, (pool, out.route), &backend);
+    crate::forward::watch::watch(gw, session, ctx, (pool, out.route), &backend);
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
     let relayed = match ctx.filter.take() {
         Some(list) => {

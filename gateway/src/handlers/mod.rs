@@ -8,3 +8,4 @@
 
 pub mod stateful;
 pub mod stateless;
+pub mod tasks;

@@ -16,9 +16,9 @@ use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::forward::check;
 use crate::forward::send::{forward_any, Outbound};
+use crate::handlers::tasks::Routing;
 use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
-use crate::tasks::route::Routing;
 use bytes::Bytes;
 use pingora::prelude::*;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ pub(crate) async fn forward_buffered<C: Client>(
     ctx.declares_tasks = Some(info.declares_tasks);
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     let routed = crate::classify::classify(ctx, &route, method, name)?;
-    if crate::tasks::route::routes(ctx, method) {
+    if crate::handlers::tasks::routes(ctx, method) {
         let (method, task_id) = (
             method.unwrap_or_default().to_owned(),
             name.map(str::to_owned),
@@ -46,7 +46,7 @@ pub(crate) async fn forward_buffered<C: Client>(
         drop(info);
         let task_id = task_id.as_deref();
         let scope = route.label.clone();
-        let routing = crate::tasks::route::forward(
+        let routing = crate::handlers::tasks::forward(
             gw,
             session,
             ctx,

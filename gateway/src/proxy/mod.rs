@@ -128,7 +128,7 @@ impl ProxyHttp for Gateway {
         };
         let Some(b) = next else {
             if let Some(t) = native(ctx)?.task.as_deref() {
-                let err = crate::tasks::route::pinned_lost(self, t);
+                let err = crate::handlers::tasks::pinned_lost(self, t);
                 return Err(crate::forward::respond::stashed(ctx, err));
             }
             let err = self.engine.exhausted(&pool, &pick, ctx.tried.len());
@@ -154,7 +154,7 @@ impl ProxyHttp for Gateway {
         self.engine.connect_failed(&native.pool, b);
         if let Some(t) = native.task.as_deref() {
             // no other pod knows the task
-            let err = crate::tasks::route::pinned_lost(self, t);
+            let err = crate::handlers::tasks::pinned_lost(self, t);
             ctx.pending_error = Some(Box::new(err));
             e.set_retry(false);
             return e;
@@ -299,8 +299,8 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         if let (Some(native), Some(backend)) = (ctx.native.as_ref(), ctx.backend.as_ref()) {
-            if crate::tasks::watch::watched(ctx) {
-                crate::tasks::watch::watch(
+            if crate::forward::watch::watched(ctx) {
+                crate::forward::watch::watch(
                     self,
                     session,
                     ctx,
@@ -310,7 +310,7 @@ impl ProxyHttp for Gateway {
             }
         }
         if let Some(pinned) = ctx.native.as_mut().and_then(|n| n.task.as_deref_mut()) {
-            crate::tasks::route::hold_answer(pinned, upstream);
+            crate::handlers::tasks::hold_answer(pinned, upstream);
         }
         if session.req_header().version == http::Version::HTTP_10
             && upstream
@@ -342,7 +342,7 @@ impl ProxyHttp for Gateway {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<Option<std::time::Duration>> {
-        crate::tasks::route::held_chunk(self, ctx, body, end_of_stream);
+        crate::handlers::tasks::held_chunk(self, ctx, body, end_of_stream);
         // a change heard on an event stream drops its pool's results
         if let (Some(native), Some(chunk)) = (ctx.native.as_mut(), body.as_ref()) {
             if native.changes.as_mut().is_some_and(|c| c.scan(chunk)) {

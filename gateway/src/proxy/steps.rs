@@ -75,9 +75,9 @@ pub(super) async fn prepare(
     gw.metrics.count_era(ctx.era);
     admit(gw, session, ctx, &route)?;
     let plan = match plan(session, ctx, route, &headers)? {
-        Plan::Native if crate::tasks::route::routes(ctx, headers.method.as_deref()) => {
+        Plan::Native if crate::handlers::tasks::routes(ctx, headers.method.as_deref()) => {
             let route = ctx.native.as_ref().map(|n| n.route.clone());
-            let fast = crate::tasks::route::pin(gw, ctx, headers.name.as_deref()).await?;
+            let fast = crate::handlers::tasks::pin(gw, ctx, headers.name.as_deref()).await?;
             match route.filter(|_| !fast) {
                 Some(route) => Plan::Buffered { route, check: true },
                 None => Plan::Native,
@@ -200,7 +200,7 @@ fn plan(
     // a task's requests go to the pod that holds it (`tasks.rs`): decided on `Mcp-Name` on the
     // fast path, where the body is checked against it before anything is forwarded; from the
     // body otherwise
-    let task = crate::tasks::route::routes(ctx, method) && !route.check_headers;
+    let task = crate::handlers::tasks::routes(ctx, method) && !route.check_headers;
     // a cacheable result may be answered from the cache, or kept: the gateway reads it
     let cached = ctx.state.cache.config().enabled
         && route.cache

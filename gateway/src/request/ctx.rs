@@ -67,7 +67,7 @@ pub struct Native {
     pub body: BytesMut,
     /// Bytes of request body seen.
     pub body_seen: u64,
-    /// A task's request, sent to the pod holding the task (`tasks/route/fast.rs`).
+    /// A task's request, sent to the pod holding the task (`handlers/tasks/fast.rs`).
     pub task: Option<Box<crate::tasks::pinned::Pinned>>,
     /// The token the request goes upstream with, and its source (the token is dropped there
     /// if the backend answers 401).

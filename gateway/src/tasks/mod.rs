@@ -14,9 +14,7 @@ pub mod metrics;
 mod misses;
 pub mod pinned;
 mod record;
-pub mod route;
 pub mod store;
-pub mod watch;
 
 use crate::config::tasks::TasksConfig;
 use crate::session::store::{RedisStore, StoreError};

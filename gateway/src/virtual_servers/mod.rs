@@ -92,7 +92,7 @@ pub(crate) async fn serve(
         crate::classify::classify(ctx, &route, Some(&method), None)?;
         return listen(gw, session, ctx, v, &body, &id).await;
     }
-    if crate::tasks::route::routes(ctx, Some(&method)) {
+    if crate::handlers::tasks::routes(ctx, Some(&method)) {
         // `name` is `params.taskId`
         crate::classify::classify(ctx, &route, Some(&method), name.as_deref())?;
         drop(v);
@@ -231,7 +231,7 @@ async fn task(
     let name = &members.server.members[member].names.name;
     // where the member's route sends the request, by the member's own task id
     let on_member = Routed::of(&to, Some(method), task_id.as_deref());
-    let routed = crate::tasks::route::forward(
+    let routed = crate::handlers::tasks::forward(
         gw,
         session,
         ctx,
@@ -241,8 +241,8 @@ async fn task(
     )
     .await;
     let served = match routed {
-        Ok(crate::tasks::route::Routing::Answered) => Ok(()),
-        Ok(crate::tasks::route::Routing::Balanced { routed, body }) => {
+        Ok(crate::handlers::tasks::Routing::Answered) => Ok(()),
+        Ok(crate::handlers::tasks::Routing::Balanced { routed, body }) => {
             forward_body(gw, session, ctx, &to, body, routed).await
         }
         Err(e) => Err(e),

@@ -1,9 +1,11 @@
-//! The shape docs/architecture.md describes, checked against the tree, so the doc and the code
-//! cannot drift apart: every `crate::` path in `gateway/src` points down the floors of its
-//! "Floors" table (or along one floor, without circles), every module of `gateway/src` is on a
-//! floor, the modules its module table says never use pingora types name no pingora path, and
-//! `mcp-wire` depends only on the crates listed here (so "no pingora, tokio or clock" is kept by
-//! its `Cargo.toml` and by this list). The tables are data: placing a module is one edit there.
+//! The shape of the code, read from the code: no two files and no two folders of `gateway/src`
+//! import each other, even around a circle (both graphs computed from every `crate::`,
+//! `super::` and `self::` path, with no table of exceptions); the "Floors" table of
+//! docs/architecture.md is the layering those imports make (each folder one floor above the
+//! highest it imports), so the doc follows the code and never the other way round; the modules
+//! its module table says never use pingora types name no pingora path; and `mcp-wire` depends
+//! only on the crates listed here (so "no pingora, tokio or clock" is kept by its `Cargo.toml`
+//! and by this list).
 
 mod doc;
 mod files;
@@ -43,167 +45,10 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The module a file of `gateway/src` is: `a/b.rs` and `a/b/mod.rs` are `a::b`.
-fn module_of(src: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src).unwrap().with_extension("");
-    let mut path: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if path.last().is_some_and(|l| l == "mod" || l == "lib") {
-        path.pop();
-    }
-    path
-}
-
 /// `gateway/src/x.rs` as the failure messages write it.
 fn shown(file: &Path) -> String {
     let rel = file.strip_prefix(repo()).unwrap_or(file);
     rel.display().to_string()
-}
-
-/// Every path into the crate written in `gateway/src` (`lib.rs`, the root, aside).
-fn gateway_references() -> Vec<(PathBuf, source::Reference)> {
-    let src = repo().join("gateway/src");
-    let mut out = Vec::new();
-    for file in rust_files(&src) {
-        let module = module_of(&src, &file);
-        if module.is_empty() {
-            continue;
-        }
-        // the binary is a crate of its own: there the library is `mcp_gateway`
-        let root = if module == ["main"] {
-            "mcp_gateway"
-        } else {
-            "crate"
-        };
-        for r in source::references(&read(&file), &module, root) {
-            out.push((file.clone(), r));
-        }
-    }
-    out
-}
-
-#[test]
-fn every_module_of_the_gateway_is_on_a_floor_and_every_floor_entry_exists() {
-    let floors = doc::floors(&architecture());
-    let src = repo().join("gateway/src");
-    let mut problems = Vec::new();
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let module = name.strip_suffix(".rs").unwrap_or(&name).to_owned();
-        if name == "lib.rs" || !(path.is_dir() || name.ends_with(".rs")) {
-            continue;
-        }
-        if floors.row_of(&[module]).is_none() {
-            problems.push(format!("gateway/src/{name} is on no floor"));
-        }
-    }
-    for row in &floors.rows {
-        if !src.join(&row.entry).exists() {
-            problems.push(format!(
-                "floor {}: `{}` is not in gateway/src",
-                row.floor, row.entry
-            ));
-        }
-    }
-    assert!(
-        problems.is_empty(),
-        "docs/architecture.md, \"Floors: which way imports point\", and gateway/src disagree \
-         (add the module to the table, or take the row out):\n  {}",
-        problems.join("\n  ")
-    );
-}
-
-#[test]
-fn no_module_imports_a_module_on_a_higher_floor() {
-    let floors = doc::floors(&architecture());
-    let mut upward = Vec::new();
-    for (file, r) in gateway_references() {
-        let (Some(from), Some(to)) = (floors.row_of(&r.from), floors.row_of(&r.to)) else {
-            if floors.row_of(&r.from).is_some() {
-                upward.push(format!(
-                    "{}:{}: `crate::{}` is in no module of the floors table",
-                    shown(&file),
-                    r.line,
-                    r.to.join("::")
-                ));
-            }
-            continue; // a file on no floor: the test above names it
-        };
-        if to.floor > from.floor {
-            upward.push(format!(
-                "{}:{}: `crate::{}` is on floor {} (`{}`), above this file's floor {} (`{}`)",
-                shown(&file),
-                r.line,
-                r.to.join("::"),
-                to.floor,
-                to.entry,
-                from.floor,
-                from.entry
-            ));
-        }
-    }
-    assert!(
-        upward.is_empty(),
-        "imports that point up the floors of docs/architecture.md (\"Floors: which way imports \
-         point\"); give the lower module a narrow handle, move the shared part down, or place \
-         the module on another floor in the table:\n  {}",
-        upward.join("\n  ")
-    );
-}
-
-#[test]
-fn the_modules_of_one_floor_import_each_other_without_circles() {
-    let floors = doc::floors(&architecture());
-    // entry -> entries of the same floor it imports, with one place that does
-    let mut edges: BTreeMap<&str, BTreeMap<&str, String>> = BTreeMap::new();
-    for (file, r) in gateway_references() {
-        let (Some(from), Some(to)) = (floors.row_of(&r.from), floors.row_of(&r.to)) else {
-            continue;
-        };
-        if from.floor == to.floor && from.entry != to.entry {
-            edges
-                .entry(&from.entry)
-                .or_default()
-                .entry(&to.entry)
-                .or_insert_with(|| format!("{}:{}", shown(&file), r.line));
-        }
-    }
-    // depth-first: a node met again while still on the path closes a circle
-    fn visit<'a>(
-        node: &'a str,
-        edges: &BTreeMap<&'a str, BTreeMap<&'a str, String>>,
-        path: &mut Vec<&'a str>,
-        done: &mut Vec<&'a str>,
-    ) -> Option<Vec<&'a str>> {
-        if let Some(at) = path.iter().position(|n| *n == node) {
-            return Some(path[at..].iter().copied().chain([node]).collect());
-        }
-        if done.contains(&node) {
-            return None;
-        }
-        path.push(node);
-        for next in edges.get(node).into_iter().flat_map(|e| e.keys()) {
-            if let Some(circle) = visit(next, edges, path, done) {
-                return Some(circle);
-            }
-        }
-        path.pop();
-        done.push(node);
-        None
-    }
-    let (mut path, mut done) = (Vec::new(), Vec::new());
-    for node in edges.keys() {
-        if let Some(circle) = visit(node, &edges, &mut path, &mut done) {
-            let steps: Vec<String> = circle
-                .windows(2)
-                .map(|w| format!("`{}` -> `{}` ({})", w[0], w[1], edges[w[0]][w[1]]))
-                .collect();
-            panic!("an import circle on one floor:\n  {}", steps.join("\n  "));
-        }
-    }
 }
 
 #[test]
@@ -363,4 +208,165 @@ fn modules_the_doc_says_never_use_pingora_types_name_no_pingora_path() {
         "docs/architecture.md's module table says these modules never use pingora types:\n  {}",
         found.join("\n  ")
     );
+}
+
+/// The folder of `gateway/src` a file belongs to: its first module name (`session` for
+/// `session/store/redis/mod.rs`, `admin` for `admin.rs`), `main` for the binary.
+fn folder_of(file: &files::File) -> String {
+    file.module
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "lib".to_owned())
+}
+
+/// The folders of `gateway/src` and the folders each imports, computed from the code's own
+/// imports (every `crate::`, `super::` and `self::` path, resolved through re-exports as the
+/// file graph is): folder -> folder it imports -> one line that does.
+fn folder_graph() -> (Vec<String>, Vec<BTreeMap<usize, String>>) {
+    let files = files::Files::read(&repo().join("gateway/src"), "mcp_gateway");
+    let mut names: Vec<String> = files.files.iter().map(folder_of).collect();
+    names.sort();
+    names.dedup();
+    let index = |n: &str| names.iter().position(|x| x == n).unwrap();
+    let mut edges = vec![BTreeMap::new(); names.len()];
+    for (i, targets) in files.edges().iter().enumerate() {
+        let from = index(&folder_of(&files.files[i]));
+        for (&j, &line) in targets {
+            let to = index(&folder_of(&files.files[j]));
+            if from != to {
+                edges[from]
+                    .entry(to)
+                    .or_insert_with(|| format!("{}:{line}", shown(&files.files[i].path)));
+            }
+        }
+    }
+    (names, edges)
+}
+
+#[test]
+fn no_two_folders_of_the_gateway_import_each_other_even_around_a_circle() {
+    let (names, edges) = folder_graph();
+    let plain: Vec<BTreeMap<usize, usize>> = edges
+        .iter()
+        .map(|e| e.keys().map(|&k| (k, 0)).collect())
+        .collect();
+    let circles: Vec<String> = files::circles(&plain)
+        .iter()
+        .map(|scc| {
+            let circle = files::one_circle(&plain, scc);
+            let steps: Vec<String> = circle
+                .windows(2)
+                .map(|w| {
+                    format!(
+                        "{}/ -> {}/ ({})",
+                        names[w[0]], names[w[1]], edges[w[0]][&w[1]]
+                    )
+                })
+                .collect();
+            format!(
+                "{} folders import each other ({}), for one:\n    {}",
+                scc.len(),
+                scc.iter()
+                    .map(|&f| format!("{}/", names[f]))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                steps.join("\n    ")
+            )
+        })
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "{} import circles between the folders of gateway/src (move what both sides need down \
+         to the lower folder, or let one side hand the other a narrow handle):\n  {}",
+        circles.len(),
+        circles.join("\n  ")
+    );
+}
+
+/// The floor of each folder of `gateway/src`, from the code's imports: 0 for a folder that
+/// imports no other, else one above the highest folder it imports. (The folder graph has no
+/// circle, which the test above holds, so every folder has one.) Keyed as the docs write a
+/// module: `session/`, `state.rs`.
+fn computed_floors() -> BTreeMap<String, u32> {
+    let (names, edges) = folder_graph();
+    fn floor(
+        n: usize,
+        edges: &[BTreeMap<usize, String>],
+        memo: &mut [Option<u32>],
+        depth: usize,
+    ) -> u32 {
+        if let Some(f) = memo[n] {
+            return f;
+        }
+        assert!(depth <= edges.len(), "the folder graph has a circle");
+        let f = edges[n]
+            .keys()
+            .map(|&m| floor(m, edges, memo, depth + 1) + 1)
+            .max()
+            .unwrap_or(0);
+        memo[n] = Some(f);
+        f
+    }
+    let mut memo = vec![None; names.len()];
+    let src = repo().join("gateway/src");
+    let mut out = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        if name == "lib" {
+            continue; // the root declares every module; it is no floor's
+        }
+        let entry = if src.join(name).is_dir() {
+            format!("{name}/")
+        } else {
+            format!("{name}.rs")
+        };
+        out.insert(entry, floor(i, &edges, &mut memo, 0));
+    }
+    out
+}
+
+/// The floors table of docs/architecture.md describes the code as it is: each folder of
+/// `gateway/src` on the floor its imports put it (computed above), none missing, none extra.
+/// The code decides; a failure prints the table to paste.
+#[test]
+fn the_floors_table_of_the_docs_is_the_layering_the_imports_make() {
+    let computed = computed_floors();
+    let documented: BTreeMap<String, u32> = doc::floors(&architecture())
+        .rows
+        .into_iter()
+        .map(|r| (r.entry, r.floor))
+        .collect();
+    if computed != documented {
+        let top = computed.values().copied().max().unwrap_or(0);
+        let rows: Vec<String> = (0..=top)
+            .rev()
+            .map(|f| {
+                let on: Vec<String> = computed
+                    .iter()
+                    .filter(|(_, &g)| g == f)
+                    .map(|(e, _)| format!("`{e}`"))
+                    .collect();
+                format!("| {f} | {} |", on.join(", "))
+            })
+            .collect();
+        let differ: Vec<String> = computed
+            .keys()
+            .chain(documented.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter(|e| computed.get(*e) != documented.get(*e))
+            .map(|e| {
+                format!(
+                    "{e}: code {:?}, docs {:?}",
+                    computed.get(e),
+                    documented.get(e)
+                )
+            })
+            .collect();
+        panic!(
+            "docs/architecture.md's floors table is not the layering of the code's imports:\n  {}\n\
+             the table the imports make (remarks in parentheses may follow a module):\n{}",
+            differ.join("\n  "),
+            rows.join("\n")
+        );
+    }
 }

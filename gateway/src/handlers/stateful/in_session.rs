@@ -35,8 +35,13 @@ pub(super) async fn call<C: Client>(
 ) -> Handled {
     let until = deadline::start(call.deadline);
     let task = (call.method.as_deref(), call.name.as_deref());
-    let created_under = match crate::tasks::route::legacy_task_method(task.0) {
-        true => Box::pin(crate::tasks::route::legacy_task(gw, ctx, pool, &rec, task)).await?,
+    let created_under = match crate::handlers::tasks::legacy_task_method(task.0) {
+        true => {
+            Box::pin(crate::handlers::tasks::legacy_task(
+                gw, ctx, pool, &rec, task,
+            ))
+            .await?
+        }
         false => None,
     };
     let out = Outgoing {
@@ -73,11 +78,11 @@ pub(super) async fn call<C: Client>(
         Err(e) => return Err(e.into()),
     };
     ctx.backend = pool.find(rec.binding.backend);
-    if let Some(lost) = crate::tasks::route::moved_since(gw, pool, &rec, created_under, task.1) {
+    if let Some(lost) = crate::handlers::tasks::moved_since(gw, pool, &rec, created_under, task.1) {
         drop(ex);
         return Err(lost.into());
     }
-    crate::tasks::route::watch_in_session(gw, session, ctx, pool, &rec);
+    crate::handlers::tasks::watch_in_session(gw, session, ctx, pool, &rec);
     keep_settings(gw, ctx, pool, &rec, &call, ex.header()).await;
     answer(gw, session, ctx, (pool, route, &rec), &call, ex, until).await
 }

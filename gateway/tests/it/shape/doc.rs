@@ -8,30 +8,11 @@ pub struct Row {
     pub floor: u32,
     /// As the table writes it: `proxy/`, `state.rs`, `bridge/config.rs`.
     pub entry: String,
-    /// Its module path: `["bridge", "config"]`.
-    pub path: Vec<String>,
 }
 
 /// The floors table.
 pub struct Floors {
     pub rows: Vec<Row>,
-}
-
-impl Floors {
-    /// The most specific row a module path (or an item path) falls in.
-    pub fn row_of(&self, path: &[String]) -> Option<&Row> {
-        self.rows
-            .iter()
-            .filter(|r| path.starts_with(&r.path))
-            .max_by_key(|r| r.path.len())
-    }
-}
-
-/// `src/`-relative module path of an entry as the docs write it (`bridge/`, `state.rs`).
-pub fn module_path(entry: &str) -> Vec<String> {
-    let entry = entry.strip_suffix('/').unwrap_or(entry);
-    let entry = entry.strip_suffix(".rs").unwrap_or(entry);
-    entry.split('/').map(str::to_owned).collect()
 }
 
 /// The words between backticks in `cell`.
@@ -92,7 +73,6 @@ pub fn floors(doc: &str) -> Floors {
             rows.push(Row {
                 floor,
                 entry: entry.to_owned(),
-                path: module_path(entry),
             });
         }
     }
@@ -123,19 +103,12 @@ mod tests {
     use super::floors;
 
     const DOC: &str = "# A\n\n## Floors: x\n\nprose\n\n| floor | modules |\n|---|---|\n\
-        | 2 | `proxy/`, `state.rs` (all of `x.rs`) |\n| 0 | `proxy/tls.rs`, `sync.rs` |\n\nafter\n";
+        | 2 | `proxy/`, `state.rs` (all of `x.rs`) |\n| 0 | `sync.rs` |\n\nafter\n";
 
     #[test]
-    fn the_most_specific_row_wins() {
+    fn a_floor_row_names_its_modules_and_not_those_in_remarks() {
         let f = floors(DOC);
-        let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
-        assert_eq!(f.row_of(&path("proxy::tls::Cert")).unwrap().floor, 0);
-        assert_eq!(f.row_of(&path("proxy::mod_x")).unwrap().entry, "proxy/");
-        assert_eq!(f.row_of(&path("state")).unwrap().floor, 2);
-        assert!(f.row_of(&path("other")).is_none());
-        assert!(
-            f.row_of(&path("x")).is_none(),
-            "a module named in a remark is not on the row"
-        );
+        let rows: Vec<(u32, &str)> = f.rows.iter().map(|r| (r.floor, r.entry.as_str())).collect();
+        assert_eq!(rows, [(2, "proxy/"), (2, "state.rs"), (0, "sync.rs")]);
     }
 }

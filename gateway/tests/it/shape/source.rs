@@ -3,12 +3,10 @@
 //! tokens, inline `mod name { .. }` blocks followed, and every `crate::`, `super::` and `self::`
 //! path (a `use` tree's branches each on its own) resolved to segments from the crate root.
 
-/// One path into the crate, as written at `line`, from inside module `from`.
+/// One path into the crate, as written at `line`.
 #[derive(Debug)]
 pub struct Reference {
     pub line: usize,
-    /// The module the path is written in (the file's, or an inline `mod` inside it).
-    pub from: Vec<String>,
     /// The path from the crate root: modules, then possibly an item.
     pub to: Vec<String>,
 }
@@ -282,16 +280,11 @@ fn scan(
         let is_use = ident(before) == Some("use");
         let mut leaves = Vec::new();
         tree(toks, j, base, toks[i].1, &mut leaves);
-        out.extend(leaves.into_iter().map(|(to, line, local)| {
-            (
-                Reference {
-                    line,
-                    from: here.clone(),
-                    to,
-                },
-                local.filter(|_| is_use),
-            )
-        }));
+        out.extend(
+            leaves
+                .into_iter()
+                .map(|(to, line, local)| (Reference { line, to }, local.filter(|_| is_use))),
+        );
     }
     out
 }

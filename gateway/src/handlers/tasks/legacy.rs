@@ -3,9 +3,9 @@
 
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
+use crate::forward::watch::watch_for;
 use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::errors::Lost;
-use crate::tasks::watch::watch_for;
 use crate::tasks::Found;
 use crate::upstream::Pool;
 use pingora::prelude::*;
