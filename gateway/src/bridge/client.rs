@@ -3,13 +3,12 @@
 //! (ended by a gateway error: `GatewayError::event`), `202 Accepted`, and the list filter a
 //! route's `authz` rules apply to a bridged list answer.
 
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::upstream::Backend;
 use bytes::Bytes;
-use mcp_wire::headers::MCP_SESSION_ID;
 use mcp_wire::{sse, RequestId};
-use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
 use std::sync::Arc;
@@ -31,30 +30,17 @@ pub(super) async fn write_json(
     session_id: Option<&str>,
     body: Bytes,
 ) -> Result<()> {
-    let mut head = ResponseHeader::build(status, Some(3))?;
-    head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
-    head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
-    if let Some(id) = session_id {
-        head.insert_header(MCP_SESSION_ID, id)?;
-    }
-    session.write_response_header(Box::new(head), false).await?;
-    session.write_response_body(Some(body), true).await
+    answer::json(session, status, session_id, body).await
 }
 
 /// `202 Accepted`, empty: a notification or a client's response taken.
 pub(super) async fn accepted(session: &mut impl Client) -> Result<()> {
-    let mut head = ResponseHeader::build(202, Some(1))?;
-    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
-    session.write_response_header(Box::new(head), true).await
+    answer::empty(session, 202).await
 }
 
 /// The head of an SSE answer.
 pub(super) async fn start_stream(session: &mut impl Client) -> Result<()> {
-    let mut head = ResponseHeader::build(200, Some(3))?;
-    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
-    head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
-    session.write_response_header(Box::new(head), false).await
+    answer::open_stream(session, None).await
 }
 
 /// Ends an SSE answer the client reads with the gateway error `err` as its last event
@@ -64,20 +50,16 @@ pub(super) async fn end_with_error(
     err: &GatewayError,
     id: &RequestId,
 ) -> Result<()> {
-    session.write_response_body(Some(err.event(id)), true).await
+    answer::last(session, err.event(id)).await
 }
 
 /// Ends an SSE answer with its last message, `body` (the call's response).
 pub(super) async fn end_stream(session: &mut impl Client, body: Bytes) -> Result<()> {
-    session
-        .write_response_body(Some(sse::event(&body)), true)
-        .await
+    answer::last(session, sse::event(&body)).await
 }
 
 /// One message as an SSE event.
 pub(super) async fn write_event(session: &mut impl Client, msg: &Value) -> Result<()> {
     let json = serde_json::to_vec(msg).unwrap_or_default();
-    session
-        .write_response_body(Some(sse::event(&json)), false)
-        .await
+    answer::message(session, &json).await
 }

@@ -23,6 +23,7 @@
 //! The request body's own timeout (silence between reads) is pingora's read timeout, set per
 //! request from `client-timeouts.body-s` in the proxy.
 
+pub mod answer;
 pub(crate) mod cap;
 pub mod client;
 mod endpoint;

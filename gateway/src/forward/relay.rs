@@ -95,12 +95,7 @@ pub async fn write_whole(
     head: ResponseHeader,
     body: Bytes,
 ) -> Result<()> {
-    let empty = body.is_empty();
-    session.write_response_header(Box::new(head), empty).await?;
-    if !empty {
-        session.write_response_body(Some(body), true).await?;
-    }
-    Ok(())
+    crate::downstream::answer::whole(session, head, body).await
 }
 
 /// How relaying a response ended.
@@ -146,7 +141,7 @@ pub async fn relay<C: Client>(
         )
     });
     let done = exchange.done();
-    session.write_response_header(Box::new(head), done).await?;
+    crate::downstream::answer::head(session, head, done).await?;
     if done {
         return Ok(Relayed::Done);
     }
@@ -168,10 +163,10 @@ pub async fn relay<C: Client>(
                         cache.changed(scope);
                     }
                 }
-                session.write_response_body(Some(chunk), false).await?
+                crate::downstream::answer::chunk(session, Some(chunk), false).await?
             }
             Ok(None) => {
-                session.write_response_body(None, true).await?;
+                crate::downstream::answer::end(session).await?;
                 return Ok(Relayed::Done);
             }
             Err(_) => return Ok(Relayed::Broken { sse }),
@@ -201,7 +196,5 @@ pub async fn end_with_error(
             Error::explain(ErrorType::Custom("answer-cut-midway"), err.message.clone()).into(),
         );
     }
-    Ok(session
-        .write_response_body(Some(err.event(id)), true)
-        .await?)
+    Ok(crate::downstream::answer::last(session, err.event(id)).await?)
 }

@@ -66,23 +66,8 @@ pub(super) async fn answer(
     body: Bytes,
 ) -> Handled {
     ctx.capture_response(&body);
-    let stream = ctx.era == Era::Legacy
-        && session
-            .req_header()
-            .headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| a.contains("text/event-stream"));
-    let (content_type, body) = if stream {
-        ("text/event-stream", mcp_wire::sse::event(&body))
-    } else {
-        ("application/json", body)
-    };
-    let mut head = ResponseHeader::build(200, Some(2)).map_err(crate::error::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, content_type)
+    crate::downstream::answer::own(session, ctx.era == Era::Legacy, body)
+        .await
         .map_err(crate::error::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, body.len())
-        .map_err(crate::error::Fail::Io)?;
-    write_whole(session, head, body).await?;
     Ok(())
 }

@@ -370,3 +370,51 @@ fn the_floors_table_of_the_docs_is_the_layering_the_imports_make() {
         );
     }
 }
+
+/// Every client-facing answer is written by the one sender: outside `forward/` (relaying,
+/// errors), `downstream/` (the client and the writer every other answer calls,
+/// `downstream/answer.rs`), `proxy/` (pingora's own phases) and the admin listener (the admin
+/// API and the console), no file builds a response head or writes to a client (test code
+/// aside). A new path that answers a client calls down into the writer, so what every answer
+/// passes is added once.
+#[test]
+fn only_the_one_sender_writes_a_response_head_or_body() {
+    let src = repo().join("gateway/src");
+    let allowed = ["forward", "downstream", "proxy", "admin", "console"];
+    let mut found = Vec::new();
+    for f in rust_files(&src) {
+        let rel = f.strip_prefix(&src).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let top = top.strip_suffix(".rs").unwrap_or(&top);
+        let name = rel.file_name().unwrap().to_string_lossy();
+        if allowed.contains(&top) || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let code = source::code_only(&read(&f));
+        for (n, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break; // a file's test module comes last
+            }
+            let writes = [
+                ".write_response_header(",
+                ".write_response_body(",
+                "ResponseHeader::build(",
+            ];
+            if writes.iter().any(|w| line.contains(w)) {
+                found.push(format!("{}:{}: {}", shown(&f), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} places outside forward/, downstream/, proxy/ and the admin listener write an answer \
+         (call `downstream::answer` instead):\n  {}",
+        found.len(),
+        found.join("\n  ")
+    );
+}
