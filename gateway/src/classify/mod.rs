@@ -25,27 +25,31 @@ pub(crate) fn classify(
 ) -> Result<Routed, GatewayError> {
     ctx.method_label = method_label(method);
     ctx.note_tool(method, name);
-    authorize(ctx, route, method, name)?;
+    let filter = authorize(ctx, route, method, name)?;
     if let (Some("tools/call"), Some(tool)) = (method, name) {
         let identity = ctx.admitted.identity.as_deref();
         ctx.state.admission.admit_tool(identity, tool)?;
     }
-    Ok(Routed::of(route, method, name))
+    Ok(Routed {
+        filter,
+        ..Routed::of(route, method, name)
+    })
 }
 
-/// Whether the caller may call `method` on `name` (the name the backend will execute); also
-/// marks a list answer for filtering.
-pub(crate) fn authorize(
-    ctx: &mut RequestCtx,
+/// Whether the caller may call `method` on `name` (the name the backend will execute); `Ok`
+/// holds the list whose answer the route's rules filter for this caller, if any.
+fn authorize(
+    ctx: &RequestCtx,
     route: &Route,
     method: Option<&str>,
     name: Option<&str>,
-) -> Result<(), GatewayError> {
+) -> Result<Option<&'static str>, GatewayError> {
     if !route.guard.has_rules() {
-        return Ok(());
+        return Ok(None);
     }
+    let mut filter = None;
     if route.guard.filters(method) {
-        ctx.filter = match method {
+        filter = match method {
             Some("tools/list") => Some("tools/list"),
             Some("prompts/list") => Some("prompts/list"),
             Some("resources/list") => Some("resources/list"),
@@ -57,7 +61,8 @@ pub(crate) fn authorize(
     route
         .guard
         .decide(principal, method, name)
-        .map_err(|denied| refusal(ctx, denied))
+        .map_err(|denied| refusal(ctx, denied))?;
+    Ok(filter)
 }
 
 /// The answer to a denial: 403 -32024 (naming the metadata document), or -32031 for a URI
@@ -87,6 +92,9 @@ pub(crate) struct Routed {
     pub deadline: Option<std::time::Duration>,
     /// A `subscriptions/listen` (its filter is checked first).
     pub listen: bool,
+    /// The list method whose answer the route's `authz` rules filter for this caller
+    /// (`tools/list`, ...): the answer is read whole and filtered, and never cached.
+    pub filter: Option<&'static str>,
 }
 
 impl Routed {
@@ -96,6 +104,7 @@ impl Routed {
             pool: route.pool_for(method, name),
             deadline: route.deadline(method, name),
             listen: method == Some("subscriptions/listen"),
+            filter: None,
         }
     }
 }

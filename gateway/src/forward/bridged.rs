@@ -33,7 +33,7 @@ pub(crate) async fn forward(
         .upstream_path(session.req_header().uri.path())
         .into_owned();
     let principal = ctx.principal.clone();
-    let list = ctx.filter.take();
+    let list = routed.filter;
     let filter = move |body: &[u8]| {
         let json = Some("application/json");
         route
@@ -108,6 +108,7 @@ async fn pass_through(
         repeatable: false,
         deadline: routed.deadline,
         stateless: true,
+        filter: routed.filter,
         keep: None,
     };
     forward_any(gw, session, ctx, pool, out).await

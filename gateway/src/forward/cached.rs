@@ -31,12 +31,12 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// Whether a request read and classified on `route` goes through the cache: a 2026-07-28
 /// request for a cacheable result, the cache on (globally and on the route), and no list
-/// filter of the route's `authz` rules (a filtered answer is per caller).
-pub(crate) fn takes(ctx: &RequestCtx, cache_on_route: bool) -> bool {
+/// filter of the route's `authz` rules (`filter`: a filtered answer is per caller).
+pub(crate) fn takes(ctx: &RequestCtx, cache_on_route: bool, filter: Option<&str>) -> bool {
     ctx.state.cache.config().enabled
         && cache_on_route
         && ctx.era == mcp_wire::Era::Stateless
-        && ctx.filter.is_none()
+        && filter.is_none()
         && cacheable::is_cacheable(ctx.method_label)
 }
 

@@ -35,6 +35,9 @@ pub(crate) struct Outbound<'a> {
     pub deadline: Option<std::time::Duration>,
     /// The route is stateless: a backend session in the answer is refused (-32007).
     pub stateless: bool,
+    /// The list whose answer the route's `authz` rules filter for this caller
+    /// (`Routed::filter`): read whole and filtered.
+    pub filter: Option<&'static str>,
     /// Where the answer is kept when its result allows (`forward/cached.rs`); `None`: relayed
     /// as it comes.
     pub keep: Option<crate::forward::kept::Keep>,
@@ -95,7 +98,7 @@ pub(crate) async fn forward_any<C: Client>(
     let head = client_response(ex.header(), None);
     crate::forward::watch::watch(gw, session, ctx, (pool, out.route), &backend);
     let id = ctx.request_id.clone().unwrap_or_else(RequestId::null);
-    let relayed = match ctx.filter.take() {
+    let relayed = match out.filter {
         Some(list) => {
             let principal = ctx.principal.as_deref();
             crate::forward::filtered::relay_filtered(

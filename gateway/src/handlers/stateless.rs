@@ -82,7 +82,7 @@ pub(crate) async fn forward_body(
         check_listen(ctx, route, &body, bridged)?;
     }
     if bridged {
-        if crate::forward::cached::takes(ctx, route.cache) {
+        if crate::forward::cached::takes(ctx, route.cache, routed.filter) {
             let cached =
                 crate::forward::cached::bridged(gw, session, ctx, (route, &routed), &pool, body);
             return Box::pin(cached).await;
@@ -98,9 +98,10 @@ pub(crate) async fn forward_body(
         repeatable: false,
         deadline: routed.deadline,
         stateless: true,
+        filter: routed.filter,
         keep: None,
     };
-    if crate::forward::cached::takes(ctx, route.cache) {
+    if crate::forward::cached::takes(ctx, route.cache, routed.filter) {
         return Box::pin(crate::forward::cached::forward(
             gw, session, ctx, &pool, out,
         ))

@@ -156,8 +156,6 @@ pub struct RequestCtx {
     pub outcome: Outcome,
     /// The authenticated caller (`auth`), if any.
     pub principal: Option<Arc<crate::auth::Principal>>,
-    /// The list method whose answer is filtered by the route's `authz` rules.
-    pub filter: Option<&'static str>,
     /// Bodies held for request capture (only on routes that capture).
     pub captured: Option<Box<crate::capture::Held>>,
     /// The request's span as an OpenTelemetry context (traces on).
@@ -191,7 +189,6 @@ impl RequestCtx {
             native: None,
             outcome: Outcome::Forwarded,
             principal: None,
-            filter: None,
             captured: Default::default(),
             otel: None,
             mcp_call: None,

@@ -15,8 +15,13 @@ use pingora::http::ResponseHeader;
 
 /// A merged list answer as the route's `authz` rules let the caller see it (the exposed
 /// names); any other answer as it is.
-pub(super) fn filtered(route: &Route, ctx: &mut RequestCtx, body: Bytes) -> Bytes {
-    let Some(list) = ctx.filter.take() else {
+pub(super) fn filtered(
+    route: &Route,
+    ctx: &RequestCtx,
+    filter: Option<&'static str>,
+    body: Bytes,
+) -> Bytes {
+    let Some(list) = filter else {
         return body;
     };
     let principal = ctx.principal.as_deref();

@@ -90,10 +90,11 @@ pub(super) async fn serve(
         }
         return answer(session, ctx, mcp_wire::messages::empty_result(&id)).await;
     }
+    let mut filter = None;
     let result = if method == "ping" {
         json!({})
     } else if let Some(list) = List::of_method(&method) {
-        crate::classify::classify(ctx, route, Some(&method), None)?;
+        filter = crate::classify::classify(ctx, route, Some(&method), None)?.filter;
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
@@ -105,7 +106,7 @@ pub(super) async fn serve(
     };
     drop(v);
     // the authz rules filter a merged list for legacy clients as for 2026-07-28 ones
-    let body = filtered(route, ctx, mcp_wire::messages::result(&id, &result));
+    let body = filtered(route, ctx, filter, mcp_wire::messages::result(&id, &result));
     answer(session, ctx, body).await
 }
 

@@ -77,15 +77,15 @@ pub(crate) async fn serve(
         .clone()
         .unwrap_or_else(mcp_wire::RequestId::null);
     if method == "server/discover" || List::of_method(&method).is_some() {
-        crate::classify::classify(ctx, &route, Some(&method), None)?;
+        let routed = crate::classify::classify(ctx, &route, Some(&method), None)?;
         let made = own_answer(&v, &method, &body, &id);
-        if crate::forward::cached::takes(ctx, route.cache) {
+        if crate::forward::cached::takes(ctx, route.cache, routed.filter) {
             let backends = || v.backends();
             let backends = &backends as &(dyn Fn() -> u64 + Sync);
             let source = (&*route, backends, v.scopes());
             return crate::forward::cached::own(session, ctx, source, &body, made).await;
         }
-        let made = filtered(&route, ctx, made.await?);
+        let made = filtered(&route, ctx, routed.filter, made.await?);
         return answer(session, ctx, made).await;
     }
     if method == "subscriptions/listen" {

@@ -90,7 +90,7 @@ async fn serve(
     call: Option<&Call>,
 ) -> Handled {
     let principal = ctx.principal.clone();
-    let list = ctx.filter.take();
+    let list = call.and_then(|c| c.filter);
     let filter = move |body: &[u8]| {
         let json = Some("application/json");
         route

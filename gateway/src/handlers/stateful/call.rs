@@ -22,6 +22,9 @@ pub(super) struct Call {
     pub(super) stateless: bool,
     /// Its deadline on the route, as the classification found it (`classify::classify`).
     pub(super) deadline: Option<std::time::Duration>,
+    /// The list whose answer the route's `authz` rules filter for this caller, as the
+    /// classification found it.
+    pub(super) filter: Option<&'static str>,
 }
 
 impl Call {
@@ -52,6 +55,7 @@ impl Call {
             name,
             stateless,
             deadline: None,
+            filter: None,
         })
     }
 

@@ -125,7 +125,7 @@ async fn answer(
     until: Option<tokio::time::Instant>,
 ) -> Result<(), crate::error::Fail> {
     let head = client_response(ex.header(), None);
-    let filter = ctx.filter.take();
+    let filter = call.filter;
     // an event stream in a content coding is relayed as it came: its events cannot be read
     let readable = !crate::upstream::encoding::is_encoded(ex.header());
     if filter.is_none() && readable && gw.streams.resumes() && crate::stream::is_stream(ex.header())

@@ -52,6 +52,7 @@ pub(crate) async fn handle<C: Client>(
     let classified =
         crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     call.deadline = classified.deadline;
+    call.filter = classified.filter;
     if route.mode == Mode::Auto && call.stateless {
         return Box::pin(modern(gw, session, ctx, &route, call, classified)).await;
     }
@@ -64,7 +65,7 @@ pub(crate) async fn handle<C: Client>(
             Box::pin(initialize(gw, session, ctx, routed, caller, call)).await
         }
         None => {
-            let (body, repeatable) = (call.body, call.repeatable);
+            let (body, repeatable) = (call.body, (call.repeatable, call.filter));
             Box::pin(sessionless(
                 gw, session, ctx, &pool, &route, body, repeatable,
             ))
@@ -117,6 +118,7 @@ async fn modern(
         body: call.body,
         repeatable: call.repeatable,
         stateless: true,
+        filter: classified.filter,
         keep: None,
     };
     forward_any(gw, session, ctx, &pool, out).await
@@ -143,7 +145,7 @@ pub(crate) async fn stream_or_delete<C: Client>(
             &pool,
             route,
             Bytes::new(),
-            true,
+            (true, None),
         ))
         .await;
     };
@@ -162,7 +164,8 @@ pub(crate) async fn stream_or_delete<C: Client>(
 }
 
 /// A request without a session (and not an initialize): forwarded to any backend, which
-/// answers it (legacy servers refuse it with 400; throwaway session ids are dropped).
+/// answers it (legacy servers refuse it with 400; throwaway session ids are dropped); a list
+/// the route's rules filter for the caller (`filter`) is filtered.
 async fn sessionless(
     gw: &Gateway,
     session: &mut impl Client,
@@ -170,7 +173,7 @@ async fn sessionless(
     pool: &Arc<Pool>,
     route: &Route,
     body: Bytes,
-    repeatable: bool,
+    (repeatable, filter): (bool, Option<&'static str>),
 ) -> Handled {
     let out = Outbound {
         route,
@@ -178,6 +181,7 @@ async fn sessionless(
         repeatable,
         deadline: None,
         stateless: false,
+        filter,
         keep: None,
     };
     forward_any(gw, session, ctx, pool, out).await
