@@ -13,6 +13,7 @@
 
 pub mod changes;
 pub mod flight;
+pub mod heard;
 pub mod key;
 pub mod metrics;
 pub mod scopes;

@@ -11,13 +11,6 @@ use pingora::prelude::*;
 use std::future::Future;
 use std::time::Duration;
 
-/// What reads a whole answer once it passed: `(is an event stream, its bytes)`.
-pub type AnswerHook = Box<dyn FnOnce(bool, &[u8]) + Send + Sync>;
-
-/// The largest answer an [`AnswerHook`] is handed: a task handle is a few hundred bytes; an
-/// answer past this is a result, not a handle.
-pub const HOOK_LIMIT: usize = 16 * 1024;
-
 /// The client side of a request the gateway drives itself.
 pub trait Client: Send {
     /// The request head.
@@ -53,9 +46,9 @@ pub trait Client: Send {
     fn set_keepalive(&mut self, seconds: Option<u64>);
     /// The client's IP address (the socket's, never a header's), if it has one.
     fn peer_ip(&self) -> Option<std::net::IpAddr>;
-    /// Hands `hook` the answer once it passed whole, if it is a 200 JSON or SSE answer of at
-    /// most 16 KiB (`hook(sse, bytes)`): how a task handle in an answer is learnt.
-    fn learn_from_answer(&mut self, hook: AnswerHook);
+    /// Attaches `observer` to this request's answer (the seam, `downstream/seam.rs`): it sees
+    /// the head and each piece of the body as the client gets them, whoever writes them.
+    fn observe(&mut self, observer: Box<dyn super::seam::Observer>);
     /// Returns only when the client went away (a held stream notices at once, not at its next
     /// write); pipelined bytes stay for the next request.
     fn gone(&mut self) -> impl Future<Output = Box<Error>> + Send;

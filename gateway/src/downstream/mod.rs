@@ -34,6 +34,7 @@ mod head_check;
 mod head_properties;
 #[cfg(test)]
 mod idle_size_tests;
+pub mod seam;
 pub mod tls;
 
 pub use endpoint::client_endpoint;

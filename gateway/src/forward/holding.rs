@@ -4,7 +4,8 @@
 //! its head how it answered; an event stream, any other answer, or one past the limit goes to
 //! the client as it comes (what was held first). Everything else is the client's own.
 
-use crate::downstream::client::{AnswerHook, Client};
+use crate::downstream::client::Client;
+use crate::downstream::seam::Observer;
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -147,8 +148,8 @@ impl<C: Client> Client for Holding<'_, C> {
         self.inner.peer_ip()
     }
 
-    fn learn_from_answer(&mut self, hook: AnswerHook) {
-        self.inner.learn_from_answer(hook)
+    fn observe(&mut self, observer: Box<dyn Observer>) {
+        self.inner.observe(observer)
     }
 
     async fn gone(&mut self) -> Box<Error> {

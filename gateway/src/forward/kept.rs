@@ -147,7 +147,7 @@ impl Keep {
     }
 
     /// Where the relay tells changes it hears: the pool asked.
-    fn heard(&self) -> (&Cache, &str) {
+    fn heard(&self) -> (&Arc<Cache>, &str) {
         (&self.cache, &self.pool.name)
     }
 

@@ -126,20 +126,19 @@ pub async fn relay<C: Client>(
     session: &mut C,
     head: ResponseHeader,
     until: Option<Instant>,
-    heard: Option<(&crate::cache::Cache, &str)>,
+    heard: Option<(&std::sync::Arc<crate::cache::Cache>, &str)>,
 ) -> Result<Relayed> {
     let sse = mcp_wire::sse::is_event_stream(
         head.headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     );
-    // an event stream may say that the cached results of its pool changed
-    let mut changes = heard.filter(|_| sse).map(|heard| {
-        (
-            heard,
-            crate::cache::changes::Changes::of(&exchange.header().headers),
-        )
-    });
+    // an event stream may say that the cached results of its pool changed: heard on the seam
+    if let Some(heard) =
+        heard.and_then(|(cache, scope)| crate::cache::heard::Heard::new(cache, scope))
+    {
+        session.observe(heard);
+    }
     let done = exchange.done();
     crate::downstream::answer::head(session, head, done).await?;
     if done {
@@ -158,11 +157,6 @@ pub async fn relay<C: Client>(
         };
         match next {
             Ok(Some(chunk)) => {
-                if let Some(((cache, scope), changes)) = &mut changes {
-                    if changes.scan(&chunk) {
-                        cache.changed(scope);
-                    }
-                }
                 crate::downstream::answer::chunk(session, Some(chunk), false).await?
             }
             Ok(None) => {

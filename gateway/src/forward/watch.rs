@@ -1,14 +1,18 @@
 //! Task handles learnt from answers: which answers are watched ([`watched`]), and the watch
-//! itself ([`watch`], [`watch_for`]): a hook the client side runs on the whole answer once it
-//! passed (`downstream::client::Client::learn_from_answer`), recording the handle it carries
-//! with the pod that answered ([`Learner`]). The sender (`forward/send.rs`) and the session
+//! itself ([`watch`], [`watch_for`]): an observer on the answer's seam (`downstream/seam.rs`,
+//! attached with `Client::observe`, the same on the fast path, the gateway-driven paths and a
+//! virtual member's answer) that hands the whole answer, once it passed, to the [`Learner`],
+//! which records the handle it carries with the pod that answered. The sender (`forward/send.rs`) and the session
 //! paths call it; the routing of a task's later requests is `route/`.
 
 use crate::downstream::client::Client;
+use crate::downstream::seam::Observer;
 use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::TaskRecord;
 use crate::upstream::{Backend, Pool};
+use mcp_wire::verdict::{AnswerScan, Shape};
 use mcp_wire::Era;
+use pingora::http::ResponseHeader;
 use std::sync::Arc;
 
 /// Whether this request's answer may carry a task handle the gateway should record: a
@@ -70,7 +74,62 @@ pub(crate) fn watch_for(
         peer,
         generation,
     };
-    session.learn_from_answer(Box::new(move |sse, answer| learner.learn(sse, answer)));
+    session.observe(Box::new(HandleWatch {
+        learner: Some(learner),
+        sse: false,
+        seen: None,
+        scan: None,
+    }));
+}
+
+/// The largest answer read for a task handle: a handle is a few hundred bytes; an answer past
+/// this is a result, not a handle.
+pub const HANDLE_LIMIT: usize = 16 * 1024;
+
+/// One answer watched for a task handle: a 200 JSON or SSE answer's bytes, within
+/// [`HANDLE_LIMIT`], handed to the learner once it passed whole (it ended, or on an event
+/// stream, once its response message passed).
+struct HandleWatch {
+    learner: Option<Learner>,
+    sse: bool,
+    /// The answer so far (`None`: not one that can carry a handle, or past the limit).
+    seen: Option<Vec<u8>>,
+    /// An event stream's reading, to know when its response message passed.
+    scan: Option<AnswerScan>,
+}
+
+impl Observer for HandleWatch {
+    fn head(&mut self, head: &ResponseHeader) {
+        let ct = head.headers.get(http::header::CONTENT_TYPE);
+        let ct = ct.and_then(|v| v.to_str().ok());
+        self.sse = mcp_wire::sse::is_event_stream(ct);
+        let json = ct.is_some_and(|t| t.trim_start().starts_with("application/json"));
+        let encoded = head
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        let readable = head.status == 200 && (self.sse || json) && !encoded;
+        self.seen = readable.then(Vec::new);
+        self.scan = (readable && self.sse).then(|| AnswerScan::new(Shape::Sse));
+    }
+
+    fn chunk(&mut self, chunk: &[u8], end: bool) {
+        let Some(seen) = self.seen.as_mut() else {
+            return;
+        };
+        if seen.len() + chunk.len() > HANDLE_LIMIT {
+            self.seen = None;
+            return;
+        }
+        seen.extend_from_slice(chunk);
+        if let Some(scan) = self.scan.as_mut() {
+            scan.push(chunk);
+        }
+        let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
+        if let (true, Some(learner), Some(seen)) = (whole, self.learner.take(), self.seen.take()) {
+            learner.learn(self.sse, &seen);
+        }
+    }
 }
 
 /// What records a handle once the answer carrying it has passed. Most answers carry none:

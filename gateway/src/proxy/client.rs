@@ -1,6 +1,7 @@
 //! The client's own pingora session as the [`Client`] every gateway-driven handler answers.
 
-use crate::downstream::client::{AnswerHook, Client};
+use crate::downstream::client::Client;
+use crate::downstream::seam::Observer;
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -56,8 +57,8 @@ impl Client for pingora::proxy::Session {
         addr.as_inet().map(|a| a.ip())
     }
 
-    fn learn_from_answer(&mut self, hook: AnswerHook) {
-        super::verdict::watch_tasks(self, hook);
+    fn observe(&mut self, observer: Box<dyn Observer>) {
+        super::verdict::observe(self, observer);
     }
 
     async fn gone(&mut self) -> Box<Error> {

@@ -242,13 +242,9 @@ impl ProxyHttp for Gateway {
             // streams on to the client: its body was not kept to send it again)
             source.invalidate(&header, self.engine.token_events());
         }
-        // an event stream may say that cached results changed
-        let events = upstream.headers.get(http::header::CONTENT_TYPE);
-        if ctx.state.cache.config().enabled
-            && mcp_wire::sse::is_event_stream(events.and_then(|v| v.to_str().ok()))
-        {
-            let changes = crate::cache::changes::Changes::of(&upstream.headers);
-            native.changes = Some(Box::new(changes));
+        // an event stream may say that cached results changed: heard on the seam
+        if let Some(heard) = crate::cache::heard::Heard::new(&ctx.state.cache, &native.pool.name) {
+            verdict::observe(session, heard);
         }
         let opened = upstream
             .headers
@@ -343,12 +339,6 @@ impl ProxyHttp for Gateway {
         ctx: &mut RequestCtx,
     ) -> Result<Option<std::time::Duration>> {
         crate::handlers::tasks::held_chunk(self, ctx, body, end_of_stream);
-        // a change heard on an event stream drops its pool's results
-        if let (Some(native), Some(chunk)) = (ctx.native.as_mut(), body.as_ref()) {
-            if native.changes.as_mut().is_some_and(|c| c.scan(chunk)) {
-                ctx.state.cache.changed(&native.pool.name);
-            }
-        }
         Ok(None)
     }
 

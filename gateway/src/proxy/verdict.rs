@@ -1,7 +1,10 @@
-//! What each answer said, on every path: a pingora downstream module that sees every response
-//! head and body chunk written to the client (the fast path's relayed answer, and every
-//! `write_response_*` of the paths the gateway drives: stateful, buffered, bridged, SSE
-//! answers with or without resumption) and feeds a 200 answer's JSON or SSE body to
+//! The seam on the client's own session, and what each answer said, on every path: a pingora
+//! downstream module that sees every response head and body chunk written to the client (the
+//! fast path's relayed answer, and every answer of the paths the gateway drives, which
+//! `downstream/answer.rs` writes through the same session: stateful, buffered, bridged,
+//! virtual, SSE answers with or without resumption). It runs the request's seam
+//! (`downstream/seam.rs`: the observers attached with [`observe`], a task handle's watch and
+//! the cache's hearing among them) and feeds a 200 answer's JSON or SSE body to
 //! [`mcp_wire::verdict::AnswerScan`]. `logging` then reads the verdict: a `tools/call` whose
 //! result carries `isError: true` is outcome `tool-error`, a JSON-RPC error answered with HTTP
 //! 200 is outcome `rpc-error` and is counted by its code in `mcpgw_rpc_errors_total`.
@@ -9,6 +12,7 @@
 //! Bodies with a content coding are not read (the verdict is then `ok`), and neither are
 //! answers to requests without a method (a GET stream, a resume).
 
+use crate::downstream::seam::{Observer, Seam};
 use crate::request::ctx::{Outcome, RequestCtx};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -18,35 +22,22 @@ use pingora::modules::http::{HttpModule, HttpModuleBuilder, HttpModules, Module}
 use pingora::prelude::*;
 use std::any::Any;
 
-/// The per-request module: the scan of the answer, when it is one the gateway reads; and,
-/// for an answer that may carry a task handle, the answer's first bytes (`proxy/tasks.rs`).
+/// The per-request module: the request's seam, and the scan of the answer when it is one the
+/// gateway reads.
 #[derive(Default)]
 pub struct AnswerVerdict {
+    seam: Seam,
     scan: Option<AnswerScan>,
     /// The answer's `Content-Length`: a first chunk this long is the whole body.
     length: Option<usize>,
-    tasks: Option<TaskWatch>,
 }
 
-/// The largest answer read for a task handle.
-const HANDLE_LIMIT: usize = crate::downstream::client::HOOK_LIMIT;
-
-/// An answer watched for a task handle.
-struct TaskWatch {
-    learner: crate::downstream::client::AnswerHook,
-    sse: bool,
-    seen: Vec<u8>,
-}
-
-/// Watches this request's answer for a task handle: recorded by `learner` once the answer
-/// has passed whole (a 200 JSON or SSE answer within [`HANDLE_LIMIT`]).
-pub fn watch_tasks(session: &mut Session, learner: crate::downstream::client::AnswerHook) {
+/// Attaches `observer` to the answer of the request on `session` (the seam): it sees the head
+/// and each body chunk as the client gets them, on the fast path and on every path the gateway
+/// drives.
+pub fn observe(session: &mut Session, observer: Box<dyn Observer>) {
     if let Some(m) = session.downstream_modules_ctx.get_mut::<AnswerVerdict>() {
-        m.tasks = Some(TaskWatch {
-            learner,
-            sse: false,
-            seen: Vec::new(),
-        });
+        m.seam.attach(observer);
     }
 }
 
@@ -90,19 +81,18 @@ impl HttpModule for AnswerVerdict {
         resp: &mut ResponseHeader,
         end_of_stream: bool,
     ) -> Result<()> {
+        self.seam.head(resp);
+        if end_of_stream {
+            self.seam.chunk(&[], true);
+        }
         self.scan = None;
         self.length = None;
         if resp.status.as_u16() != 200 || end_of_stream {
-            self.tasks = None;
             return Ok(());
         }
         let Some((shape, length)) = read_head(&resp.headers) else {
-            self.tasks = None;
             return Ok(());
         };
-        if let Some(watch) = self.tasks.as_mut() {
-            watch.sse = shape == Shape::Sse;
-        }
         self.length = length;
         self.scan = Some(AnswerScan::new(shape));
         Ok(())
@@ -116,21 +106,7 @@ impl HttpModule for AnswerVerdict {
                 scan.push(chunk);
             }
         }
-        if let Some(watch) = self.tasks.as_mut() {
-            let chunk = body.as_deref().unwrap_or_default();
-            if watch.seen.len() + chunk.len() > HANDLE_LIMIT {
-                self.tasks = None;
-            } else {
-                watch.seen.extend_from_slice(chunk);
-            }
-        }
-        // the answer is whole when it ends, or (SSE) when its response message has passed
-        let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
-        if whole {
-            if let Some(watch) = self.tasks.take() {
-                (watch.learner)(watch.sse, &watch.seen);
-            }
-        }
+        self.seam.chunk(body.as_deref().unwrap_or_default(), end);
         Ok(())
     }
 

@@ -75,8 +75,6 @@ pub struct Native {
     pub token: Option<Box<(Arc<crate::upstream::tokens::TokenSource>, http::HeaderValue)>>,
     /// A call on a virtual route: its member, and the member's own name for it.
     pub rename: Option<Box<dyn Rename>>,
-    /// An answer that streams events, searched for what says cached results changed.
-    pub changes: Option<Box<crate::cache::changes::Changes>>,
 }
 
 /// A call on a virtual route's fast path, as the phases see it (`virtual_servers/fast.rs`
@@ -111,7 +109,6 @@ impl Native {
             task: None,
             token: None,
             rename: None,
-            changes: None,
         }
     }
 }

@@ -4,7 +4,8 @@
 //! member's body; the answer goes to the asker as pingora's own `HttpTask`s through a bounded
 //! channel, and a task handle in it is learnt as the client's own session learns it.
 
-use crate::downstream::client::{AnswerHook, Client, HOOK_LIMIT};
+use crate::downstream::client::Client;
+use crate::downstream::seam::{Observer, Seam};
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -53,8 +54,9 @@ pub(crate) struct MemberClient {
     peer: Option<std::net::IpAddr>,
     pub(super) written: Option<ResponseHeader>,
     out: mpsc::Sender<HttpTask>,
-    /// A task handle's watch: the hook, and the answer so far (`None`: not read).
-    hook: Option<(AnswerHook, bool, Option<Vec<u8>>)>,
+    /// What watches the member's answer (a task handle's watch, the cache's hearing), as the
+    /// client's own session's seam watches the parent's.
+    seam: Seam,
 }
 
 impl MemberClient {
@@ -66,14 +68,7 @@ impl MemberClient {
             peer: parent.peer,
             written: None,
             out,
-            hook: None,
-        }
-    }
-
-    /// The whole answer passed: a task handle in it is learnt.
-    fn answered(&mut self) {
-        if let Some((hook, sse, Some(seen))) = self.hook.take() {
-            hook(sse, &seen);
+            seam: Seam::default(),
         }
     }
 
@@ -119,35 +114,17 @@ impl Client for MemberClient {
     }
 
     async fn write_response_header(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
-        if let Some((_, sse, seen)) = self.hook.as_mut() {
-            let ct = head.headers.get(http::header::CONTENT_TYPE);
-            let ct = ct.and_then(|v| v.to_str().ok());
-            *sse = mcp_wire::sse::is_event_stream(ct);
-            let json = ct.is_some_and(|t| t.starts_with("application/json"));
-            *seen = (head.status == 200 && (*sse || json)).then(Vec::new);
+        self.seam.head(&head);
+        if end {
+            self.seam.chunk(&[], true);
         }
         self.written = Some((*head).clone());
-        self.send(HttpTask::Header(head, end)).await?;
-        if end {
-            self.answered();
-        }
-        Ok(())
+        self.send(HttpTask::Header(head, end)).await
     }
 
     async fn write_response_body(&mut self, body: Option<Bytes>, end: bool) -> Result<()> {
-        if let (Some((_, _, seen @ Some(_))), Some(chunk)) = (self.hook.as_mut(), body.as_ref()) {
-            let within = seen
-                .as_ref()
-                .is_some_and(|s| s.len() + chunk.len() <= HOOK_LIMIT);
-            match (within, seen.as_mut()) {
-                (true, Some(s)) => s.extend_from_slice(chunk),
-                _ => *seen = None,
-            }
-        }
+        self.seam.chunk(body.as_deref().unwrap_or_default(), end);
         self.send(HttpTask::Body(body, end)).await?;
-        if end {
-            self.answered();
-        }
         Ok(())
     }
 
@@ -161,8 +138,8 @@ impl Client for MemberClient {
         self.peer
     }
 
-    fn learn_from_answer(&mut self, hook: AnswerHook) {
-        self.hook = Some((hook, false, None));
+    fn observe(&mut self, observer: Box<dyn Observer>) {
+        self.seam.attach(observer);
     }
 
     async fn gone(&mut self) -> Box<Error> {
