@@ -126,7 +126,10 @@ impl Observer for HandleWatch {
             scan.push(chunk);
         }
         let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
-        if let (true, Some(learner), Some(seen)) = (whole, self.learner.take(), self.seen.take()) {
+        if !whole {
+            return;
+        }
+        if let (Some(learner), Some(seen)) = (self.learner.take(), self.seen.take()) {
             learner.learn(self.sse, &seen);
         }
     }
