@@ -210,23 +210,9 @@ impl AdminApp {
     }
 
     fn drain(&self, query: &str, on: bool) -> Response<Vec<u8>> {
-        let param = |key: &str| {
-            query
-                .split('&')
-                .filter_map(|kv| kv.split_once('='))
-                .find(|(k, _)| *k == key)
-                // a browser's URLSearchParams writes `:` as `%3A`
-                .map(|(_, v)| {
-                    percent_encoding::percent_decode_str(v)
-                        .decode_utf8_lossy()
-                        .into_owned()
-                })
-        };
-        let (Some(pool_name), Some(addr)) = (param("pool"), param("backend")) else {
-            return reply_json(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "give ?pool=NAME&backend=IP:PORT"}),
-            );
+        let (pool_name, addr) = match drain_target(query) {
+            Ok(target) => target,
+            Err(missing) => return *missing,
         };
         let state = self.state.load();
         let backend = state
@@ -466,5 +452,89 @@ impl AdminApp {
             Ok(reusable) => reusable.map(|s| ReusedHttpStream::from_reusable_stream(s, settings)),
             Err(_) => None,
         }
+    }
+}
+
+/// The pool and backend a drain or undrain names: the query `pool=P&backend=IP:PORT` read as
+/// a form (`url::form_urlencoded`, as a browser's `URLSearchParams` writes it: `+` is a space,
+/// `%XX` a byte, `:` may come as `%3A`); a key given twice counts as its first. When
+/// either is missing, the answer: 400, `{"error": "give ?pool=NAME&backend=IP:PORT"}`.
+fn drain_target(query: &str) -> Result<(String, String), Box<Response<Vec<u8>>>> {
+    let (mut pool, mut backend) = (None, None);
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let slot = match &*key {
+            "pool" => &mut pool,
+            "backend" => &mut backend,
+            _ => continue,
+        };
+        slot.get_or_insert_with(|| value.into_owned());
+    }
+    match (pool, backend) {
+        (Some(pool), Some(backend)) => Ok((pool, backend)),
+        _ => Err(Box::new(reply_json(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": "give ?pool=NAME&backend=IP:PORT"}),
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drain_target;
+    use http::StatusCode;
+
+    fn target(query: &str) -> (String, String) {
+        match drain_target(query) {
+            Ok(target) => target,
+            Err(answer) => panic!("{query}: {}", answer.status()),
+        }
+    }
+
+    fn pair(pool: &str, backend: &str) -> (String, String) {
+        (pool.to_owned(), backend.to_owned())
+    }
+
+    #[test]
+    fn a_drain_query_reads_plus_as_a_space_and_percent_escapes_as_bytes() {
+        assert_eq!(
+            target("pool=p&backend=127.0.0.1:8000"),
+            pair("p", "127.0.0.1:8000")
+        );
+        // as URLSearchParams writes them
+        assert_eq!(
+            target("pool=my+pool&backend=127.0.0.1%3A8000"),
+            pair("my pool", "127.0.0.1:8000")
+        );
+        assert_eq!(
+            target("backend=%5B%3A%3A1%5D%3A8000&pool=caf%C3%A9%2B%26"),
+            pair("caf\u{e9}+&", "[::1]:8000")
+        );
+    }
+
+    #[test]
+    fn a_key_given_twice_counts_as_its_first() {
+        assert_eq!(
+            target("pool=a&backend=127.0.0.1:1&pool=b&backend=127.0.0.1:2"),
+            pair("a", "127.0.0.1:1")
+        );
+    }
+
+    #[test]
+    fn a_drain_query_without_its_pool_or_backend_is_answered_400_with_how_to_ask() {
+        for query in [
+            "",
+            "pool=p",
+            "backend=127.0.0.1:1",
+            "pools=p&backends=127.0.0.1:1",
+        ] {
+            let Err(answer) = drain_target(query) else {
+                panic!("{query}: named a backend");
+            };
+            assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{query}");
+            let body: serde_json::Value = serde_json::from_slice(answer.body()).unwrap();
+            assert_eq!(body["error"], "give ?pool=NAME&backend=IP:PORT", "{query}");
+        }
+        // given but empty: named (and then found in no pool: 404)
+        assert_eq!(target("pool=&backend="), pair("", ""));
     }
 }

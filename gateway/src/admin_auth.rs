@@ -263,6 +263,28 @@ mod tests {
     }
 
     #[test]
+    fn a_token_of_another_length_or_another_last_byte_is_refused() {
+        let token = AdminToken::new("test", "s3cret-admin-token");
+        let get = |bearer: &str| {
+            let header = format!("Bearer {bearer}");
+            req("GET", "/admin/backends", &[("authorization", &header)])
+        };
+        assert!(bearer_matches(&get("s3cret-admin-token"), &token));
+        for wrong in [
+            "s3cret-admin-tokeX",
+            "s3cret-admin-toke",
+            "s3cret-admin-tokenn",
+            "s3cret-admin-token-and-more",
+            "S3cret-admin-token",
+            "x",
+        ] {
+            assert!(!token.matches(wrong), "{wrong}");
+            assert!(!bearer_matches(&get(wrong), &token), "{wrong}");
+        }
+        assert!(!token.matches(""));
+    }
+
+    #[test]
     fn a_cross_site_post_is_refused_even_with_the_token() {
         let bearer = ("authorization", "Bearer s3cret-admin-token");
         let evil = ("origin", "http://evil.example");

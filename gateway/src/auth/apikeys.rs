@@ -1,6 +1,10 @@
 //! API keys: a file of `<sha256 hex of the key> <principal name>` lines (`#` comments), so the
 //! file holds no usable secret. Re-read when its modification time or size changes (looked at
 //! at most once a second); an unreadable or broken file keeps the keys already loaded.
+//!
+//! A presented key is looked up by its SHA-256 digest, not compared with `subtle` as the admin
+//! token is: what the map's lookup may take time over is the digest, and a digest's first bytes
+//! tell nothing of a key that has them.
 
 use super::principal::Principal;
 use crate::config::ApiKeysConfig;

@@ -13,6 +13,11 @@
 //!
 //! A waiter that waited its longest takes the lead ([`Flights::take`]): the others then
 //! wait for it, not for a leader whose client does not read.
+//!
+//! Not moka's `get_with` (docs/caching.md, "Why not moka"): that runs one future per key and
+//! gives its waiters the value it inserted, or its error, when the future ends; here the
+//! leader is a request that tells its waiters early and goes on relaying, a waiter may take
+//! its lead, each outcome sends the waiters a different way, and nothing is inserted.
 
 use super::store::Key;
 use crate::sync::lock;

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
 /// How long a ticket may wait for its stream.
 pub const TICKET_TTL: Duration = Duration::from_secs(60);
@@ -50,8 +51,14 @@ impl Tickets {
         ticket
     }
 
+    /// Compares `ticket` with each held one in constant time (`subtle`; at most
+    /// [`MAX_TICKETS`]) rather than looking it up by hash, whose last step compares bytes
+    /// until the first that differs.
     fn redeem_at(&self, ticket: &str, now: Instant) -> bool {
-        let minted = crate::sync::lock(&self.held).remove(ticket);
+        let mut held = crate::sync::lock(&self.held);
+        let same = |t: &&String| bool::from(t.as_bytes().ct_eq(ticket.as_bytes()));
+        let found = held.keys().find(same).cloned();
+        let minted = found.and_then(|t| held.remove(&t));
         minted.is_some_and(|at| now.saturating_duration_since(at) < TICKET_TTL)
     }
 }
@@ -75,6 +82,14 @@ mod tests {
         assert!(!tickets.redeem_at(&stale, now + TICKET_TTL), "expired");
         assert!(!tickets.redeem_at(&stale, now), "and forgotten");
         assert!(!tickets.redeem_at("", now));
+        let other = tickets.mint_at(now);
+        let mut last = other.clone().into_bytes();
+        last[63] = if last[63] == b'0' { b'1' } else { b'0' };
+        let last = String::from_utf8(last).unwrap();
+        assert!(!tickets.redeem_at(&last, now), "another last digit");
+        assert!(!tickets.redeem_at(&other[..63], now), "one digit short");
+        assert!(!tickets.redeem_at(&format!("{other}0"), now), "one more");
+        assert!(tickets.redeem_at(&other, now), "still unused");
         assert_ne!(tickets.mint_at(now), tickets.mint_at(now));
     }
 
