@@ -1,7 +1,8 @@
-//! The client side both bridges write: what serving a bridged request came to ([`Served`];
-//! a failure is the gateway's one `crate::error::Fail`), an answer's JSON body or SSE stream
-//! (ended by a gateway error: `GatewayError::event`), `202 Accepted`, and the list filter a
-//! route's `authz` rules apply to a bridged list answer.
+//! The client side both bridges share: what serving a bridged request came to ([`Served`];
+//! a failure is the gateway's one `crate::error::Fail`), the list filter a route's `authz`
+//! rules apply to a bridged list answer, and the few shapes of an SSE answer the bridges
+//! write often (a message, its last event, a gateway error ending it). Every byte goes to
+//! the client through `crate::downstream::answer`, which the bridges also call directly.
 
 use crate::downstream::answer;
 use crate::downstream::client::Client;
@@ -22,26 +23,6 @@ pub struct Served {
 
 /// Rewrites a list answer body, or `None` when nothing changes.
 pub type ListFilter<'a> = dyn Fn(&[u8]) -> Option<Bytes> + Sync + 'a;
-
-/// A whole JSON answer (`status`, the gateway session id when there is one).
-pub(super) async fn write_json(
-    session: &mut impl Client,
-    status: u16,
-    session_id: Option<&str>,
-    body: Bytes,
-) -> Result<()> {
-    answer::json(session, status, session_id, body).await
-}
-
-/// `202 Accepted`, empty: a notification or a client's response taken.
-pub(super) async fn accepted(session: &mut impl Client) -> Result<()> {
-    answer::empty(session, 202).await
-}
-
-/// The head of an SSE answer.
-pub(super) async fn start_stream(session: &mut impl Client) -> Result<()> {
-    answer::open_stream(session, None).await
-}
 
 /// Ends an SSE answer the client reads with the gateway error `err` as its last event
 /// (`GatewayError::event`).

@@ -49,8 +49,9 @@ pub enum StreamOpened {
     /// Events to write after `head`: the held stream, a relayed stream, or a replay after
     /// `Last-Event-ID`.
     Events {
-        /// The client's response head (the backend's, or the gateway's for a replay).
-        head: Box<ResponseHeader>,
+        /// The client's response head: the backend's, or `None` for a stream the gateway
+        /// answers itself (a replay: the handler writes the gateway's own stream head).
+        head: Option<Box<ResponseHeader>>,
         /// The events.
         events: Events,
         /// The backend the stream comes from (`None` for a replay).
@@ -59,17 +60,6 @@ pub enum StreamOpened {
     /// The backend's answer to relay as it is (not a stream: 405, 409, an error), with the
     /// record it was sent under.
     Answer(Box<(Exchange, SessionRecord)>),
-}
-
-/// The head of a stream the gateway answers itself (a replay).
-fn replay_head() -> Result<ResponseHeader, GatewayError> {
-    let build = || -> pingora::Result<ResponseHeader> {
-        let mut head = ResponseHeader::build(200, Some(2))?;
-        head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")?;
-        head.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-        Ok(head)
-    };
-    build().map_err(|e| GatewayError::internal(format!("replay head: {e}")))
 }
 
 /// Whether a client's `initialize` params declare a capability the server calls back on the
@@ -105,9 +95,8 @@ impl Streams {
                 return Ok(opened);
             }
             let events = self.resume_after(&rec, last).await?;
-            let head = Box::new(replay_head()?);
             return Ok(StreamOpened::Events {
-                head,
+                head: None,
                 events,
                 backend: None,
             });
@@ -119,7 +108,7 @@ impl Streams {
             if !self.resumes() || !is_stream(exchange.header()) {
                 return Ok(StreamOpened::Answer(Box::new((exchange, record))));
             }
-            let head = Box::new(exchange.header().clone());
+            let head = Some(Box::new(exchange.header().clone()));
             let backend = Some(record.binding.backend);
             let events = self.relay_stream(pool, &record, exchange);
             return Ok(StreamOpened::Events {
@@ -139,7 +128,7 @@ impl Streams {
                     // another replica holds the backend's GET: its events come through Redis
                     let reader =
                         SharedReader::new(self.clone(), pool.clone(), rec, mirror.clone(), None);
-                    return self.shared(reader);
+                    return Ok(self.shared(reader));
                 }
                 let (exchange, record) = match self
                     .open_upstream(pool, rec.clone(), method_label, None)
@@ -164,12 +153,12 @@ impl Streams {
     }
 
     /// A client GET reading the held stream another replica holds.
-    fn shared(&self, reader: SharedReader) -> Result<StreamOpened, GatewayError> {
-        Ok(StreamOpened::Events {
-            head: Box::new(replay_head()?),
+    fn shared(&self, reader: SharedReader) -> StreamOpened {
+        StreamOpened::Events {
+            head: None,
             events: Events::shared(reader),
             backend: None,
-        })
+        }
     }
 
     /// A `Last-Event-ID` of one of the session's held streams (any replica's, in Redis): the
@@ -197,7 +186,7 @@ impl Streams {
         let from = Some((token, seq));
         let (streams, pool, rec) = (self.clone(), pool.clone(), rec.clone());
         let reader = SharedReader::new(streams, pool, rec, mirror.clone(), from).ahead(ahead);
-        self.shared(reader).map(Some)
+        Ok(Some(self.shared(reader)))
     }
 
     /// Gives the stream lease up after the backend's GET could not be opened.
@@ -210,7 +199,7 @@ impl Streams {
     /// A client GET attached to the held stream: a client that joins mid-stream first gets a
     /// priming event naming the position it starts from.
     fn attached(&self, rec: &SessionRecord, lease: Lease) -> StreamOpened {
-        let head = Box::new(lease.head().clone());
+        let head = Some(Box::new(lease.head().clone()));
         let backend = Some(rec.binding.backend);
         let cursor = lease.reader.cursor();
         let token = lease.held.log.token;

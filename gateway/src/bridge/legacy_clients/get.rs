@@ -3,9 +3,9 @@
 //! (`super::listen`), held while the GET is open.
 
 use super::listen;
-use crate::bridge::client::start_stream;
 use crate::bridge::{Bridge, Served};
 use crate::config::DualBackends;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::Fail;
 use crate::session::{Lookup, SessionManager, SessionRecord};
@@ -47,7 +47,7 @@ pub(super) async fn get(
         };
         bridge.listens.hold(&rec.id, uris.collect(), source)
     });
-    start_stream(session).await?;
+    answer::open_stream(session, None).await?;
     let result = loop {
         let next = tokio::select! {
             e = events.recv() => match e {
@@ -62,12 +62,12 @@ pub(super) async fn get(
             Some(event) => event,
             None => {
                 if !matches!(sessions.inspect(&rec.id).await, Ok(Lookup::Live(_))) {
-                    break session.write_response_body(None, true).await;
+                    break answer::end(session).await;
                 }
                 Bytes::from_static(KEEP_ALIVE)
             }
         };
-        if let Err(e) = session.write_response_body(Some(chunk), false).await {
+        if let Err(e) = answer::event(session, chunk).await {
             break Err(e);
         }
     };

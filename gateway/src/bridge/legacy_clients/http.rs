@@ -8,10 +8,11 @@ use super::call::{Call, Final, Progress};
 use super::serves::serves_bridged;
 use super::upstream::Upstream;
 use crate::bridge::answer::Messages;
-use crate::bridge::client::{accepted, start_stream, write_event, write_json};
+use crate::bridge::client::write_event;
 use crate::bridge::metrics::BridgeMetrics;
 use crate::bridge::{Bridge, ListFilter, Served};
 use crate::config::DualBackends;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::session::store::Quota;
@@ -25,7 +26,6 @@ use mcp_wire::translate::result::initialize_result;
 use mcp_wire::translate::rounds::client_answer;
 use mcp_wire::translate::ClientInit;
 use mcp_wire::{messages, sse, RequestId};
-use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::Value;
 use std::future::Future;
@@ -115,7 +115,7 @@ pub(super) async fn initialize(
     };
     let rec = sessions.open_bridged(to.pool, opening).await?;
     let body = messages::result(id, &result);
-    write_json(session, 200, Some(&rec.id), body).await?;
+    answer::json(session, 200, Some(&rec.id), body).await?;
     Ok(served)
 }
 
@@ -140,7 +140,7 @@ pub(super) async fn post(
                     tracing::debug!("a client response nobody waits for; dropped");
                 }
             }
-            accepted(session).await?;
+            answer::empty(session, 202).await?;
             Served::default()
         }
         Some(method) => {
@@ -205,11 +205,11 @@ async fn dispose(
             if let Some(r) = msg.get("params").and_then(|p| p.get("requestId")) {
                 bridge.live.cancel(&rec.id, &r.to_string());
             }
-            accepted(session).await?;
+            answer::empty(session, 202).await?;
             Served::default()
         }
         Disposition::Acknowledged => {
-            accepted(session).await?;
+            answer::empty(session, 202).await?;
             Served::default()
         }
         Disposition::Subscribe(subscribed) => {
@@ -366,11 +366,11 @@ impl Bridged<'_> {
             },
             Ok(Final::Error(error)) => messages::relayed_error(self.id, &error),
             Ok(Final::Cancelled) if answer.streaming => {
-                session.write_response_body(None, true).await?;
+                answer::end(session).await?;
                 return Ok(());
             }
             Ok(Final::Cancelled) => {
-                accepted(session).await?;
+                answer::empty(session, 202).await?;
                 return Ok(());
             }
             Err(e) => {
@@ -382,11 +382,9 @@ impl Bridged<'_> {
             }
         };
         if answer.streaming {
-            session
-                .write_response_body(Some(sse::event(&body)), true)
-                .await?;
+            answer::last(session, sse::event(&body)).await?;
         } else {
-            write_json(session, 200, None, body).await?;
+            answer::json(session, 200, None, body).await?;
         }
         Ok(())
     }
@@ -416,9 +414,7 @@ impl<C: Client> Answer<'_, C> {
             match next {
                 Next::ToClient(m) => self.event(&m).await?,
                 Next::Idle if self.streaming => {
-                    self.session
-                        .write_response_body(Some(Bytes::from_static(KEEP_ALIVE)), false)
-                        .await?;
+                    answer::event(self.session, Bytes::from_static(KEEP_ALIVE)).await?;
                 }
                 Next::Idle => {}
                 Next::ClientGone => {
@@ -433,7 +429,7 @@ impl<C: Client> Answer<'_, C> {
     /// Writes a message of the call to the client, the SSE answer started with the first.
     async fn event(&mut self, m: &Value) -> Result<()> {
         if !self.streaming {
-            start_stream(self.session).await?;
+            answer::open_stream(self.session, None).await?;
             self.streaming = true;
         }
         write_event(self.session, m).await
@@ -453,16 +449,14 @@ pub(super) async fn delete(
         .end(pool, &rec.id, GoneReason::Deleted, "deleted", &caller)
         .await?;
     bridge.live.end(&rec.id);
-    let mut head = ResponseHeader::build(200, Some(1))?;
-    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
-    session.write_response_header(Box::new(head), true).await?;
+    answer::empty(session, 200).await?;
     Ok(Served::default())
 }
 
 /// The `{}` result the gateway answers itself (`ping`, `logging/setLevel`, subscriptions).
 async fn empty_result(session: &mut impl Client, id: &RequestId) -> Result<Served> {
     let body = messages::empty_result(id);
-    write_json(session, 200, None, body).await?;
+    answer::json(session, 200, None, body).await?;
     Ok(Served::default())
 }
 

@@ -18,6 +18,7 @@ use crate::auth::Credentials;
 use crate::bridge::client::end_with_error;
 use crate::bridge::Served;
 use crate::config::Advertise;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::client::{CallError, Exchange};
@@ -56,29 +57,26 @@ impl One<'_> {
         let pool = &self.to.pool.name;
         let mut exchange = self.send_to_holder(session, holder).await?;
         self.count_forwarding("forwarded");
-        let mut answer = exchange.header().clone();
+        let mut head = exchange.header().clone();
         for h in HOP_BY_HOP {
-            answer.remove_header(h);
+            head.remove_header(h);
         }
         let sse = mcp_wire::sse::is_event_stream(
-            answer
-                .headers
+            head.headers
                 .get(http::header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok()),
         );
-        if !answer.headers.contains_key(http::header::CONTENT_LENGTH) {
-            answer.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+        if !head.headers.contains_key(http::header::CONTENT_LENGTH) {
+            head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
         }
         let done = exchange.done();
-        session
-            .write_response_header(Box::new(answer), done)
-            .await?;
+        answer::head(session, head, done).await?;
         if done {
             return Ok(Served::default());
         }
         loop {
             match exchange.chunk().await {
-                Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+                Ok(Some(chunk)) => answer::chunk(session, Some(chunk), false).await?,
                 Ok(None) => break,
                 Err(e) => {
                     tracing::debug!(holder, error = %e, "the holder's answer broke off");
@@ -90,7 +88,7 @@ impl One<'_> {
                 }
             }
         }
-        session.write_response_body(None, true).await?;
+        answer::end(session).await?;
         Ok(Served::default())
     }
 

@@ -19,8 +19,9 @@ use super::key::Key;
 use super::open;
 use super::serve::{served, One, Pooled};
 use crate::bridge::answer::Messages;
-use crate::bridge::client::{end_stream, start_stream, write_event};
+use crate::bridge::client::{end_stream, write_event};
 use crate::bridge::Served;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::attempt::{Pick, Step};
@@ -123,7 +124,7 @@ impl One<'_> {
             Some(self.get_stream(entry).await?)
         };
         tracing::debug!("a bridged listen's backend GET stream open");
-        start_stream(session).await?;
+        answer::open_stream(session, None).await?;
         write_event(session, &listen::acknowledged(&honoured, &sub_id)).await?;
         let Some(messages) = stream else {
             // nothing to listen for: the graceful end at once
@@ -189,9 +190,7 @@ impl One<'_> {
             let next = tokio::select! {
                 next = messages.next() => next,
                 _ = tick.tick() => {
-                    session
-                        .write_response_body(Some(Bytes::from_static(crate::stream::KEEP_ALIVE)), false)
-                        .await?;
+                    answer::event(session, Bytes::from_static(crate::stream::KEEP_ALIVE)).await?;
                     continue;
                 }
                 gone = session.gone() => {
@@ -202,7 +201,7 @@ impl One<'_> {
             let Ok(Some(raw)) = next else {
                 // the backend's stream ended or broke: an abrupt end for the client
                 tracing::debug!(backend = %entry.backend.label, "a bridged listen stream's backend stream ended");
-                session.write_response_body(None, true).await?;
+                answer::end(session).await?;
                 return Ok(served(&entry.backend));
             };
             let Ok(mut msg) = serde_json::from_slice::<Value>(&raw) else {

@@ -11,7 +11,8 @@ use super::serve::{served, Attempt, One};
 use super::sessions::InUse;
 use super::stray::Strays;
 use crate::bridge::answer::{Broken, Messages};
-use crate::bridge::client::{end_stream, end_with_error, start_stream, write_event, write_json};
+use crate::bridge::client::{end_stream, end_with_error, write_event};
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use bytes::Bytes;
@@ -85,7 +86,7 @@ impl One<'_> {
             }
             if let Some(note) = self.for_client(m) {
                 if !*streaming {
-                    start_stream(session).await?;
+                    answer::open_stream(session, None).await?;
                     *streaming = true;
                 }
                 // the client gone, `cancel` drops armed: the call is cancelled upstream
@@ -168,7 +169,7 @@ impl One<'_> {
         if streaming {
             end_stream(session, body).await?;
         } else {
-            write_json(session, 200, None, body).await?;
+            answer::json(session, 200, None, body).await?;
         }
         Ok(Attempt::Done(served(&entry.backend)))
     }

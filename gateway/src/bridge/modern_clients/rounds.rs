@@ -6,8 +6,9 @@
 
 use super::park::Parked;
 use super::serve::{served, unix_ms, Attempt, One};
-use crate::bridge::client::{end_stream, end_with_error, write_json};
+use crate::bridge::client::{end_stream, end_with_error};
 use crate::bridge::Served;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use mcp_wire::messages;
@@ -91,7 +92,7 @@ impl One<'_> {
         if *streaming {
             end_stream(session, body).await?;
         } else {
-            write_json(session, 200, None, body).await?;
+            answer::json(session, 200, None, body).await?;
         }
         Ok(Attempt::Done(served(&entry.backend)))
     }

@@ -27,10 +27,10 @@ use super::key::Key;
 use super::owner::Owner;
 use super::sessions::InUse;
 use crate::auth::Caller;
-use crate::bridge::client::{accepted, write_json};
 use crate::bridge::Bridge;
 use crate::bridge::{ListFilter, Served};
 use crate::config::BridgeConfig;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use crate::upstream::attempt::{Engine, Pick, Step};
@@ -102,12 +102,12 @@ pub async fn serve(
         serde_json::from_slice(body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
     let Some(method) = msg.get("method").and_then(Value::as_str) else {
         // a response from a 2026-07-28 client has no request of the gateway's to answer
-        accepted(session).await?;
+        answer::empty(session, 202).await?;
         return Ok(Pooled::Served(Served::default()));
     };
     if msg.get("id").is_none() {
         // 2026-07-28 notifications have nothing to say to a backend session
-        accepted(session).await?;
+        answer::empty(session, 202).await?;
         return Ok(Pooled::Served(Served::default()));
     }
     if SESSION_METHODS.contains(&method) {
@@ -236,7 +236,7 @@ impl One<'_> {
             if self.method == "server/discover" {
                 let result = legacy::discover_result(&used.0.init_result);
                 let body = messages::result(self.id, &result);
-                let written = write_json(session, 200, None, body).await;
+                let written = answer::json(session, 200, None, body).await;
                 let done = written.map(|()| Pooled::Served(served(backend)));
                 return Step::Done(done.map_err(Fail::from));
             }

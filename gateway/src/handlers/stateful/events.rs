@@ -4,6 +4,7 @@
 //! and ends a POST answer early when SSE polling is on (the client resumes with
 //! `Last-Event-ID`).
 
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::stream::Events;
 use crate::stream::KEEP_ALIVE;
@@ -41,24 +42,20 @@ pub async fn write_events(
         let chunk = match next {
             Ok(Some(event)) => event,
             Ok(None) => {
-                return match session.write_response_body(None, true).await {
+                return match answer::end(session).await {
                     Ok(()) => Written::Ended,
                     Err(_) => Written::ClientGone,
                 };
             }
             Err(_) if close_at.is_some_and(|c| c <= Instant::now()) => {
-                return match session.write_response_body(None, true).await {
+                return match answer::end(session).await {
                     Ok(()) => Written::Polled,
                     Err(_) => Written::ClientGone,
                 };
             }
             Err(_) => Bytes::from_static(KEEP_ALIVE),
         };
-        if session
-            .write_response_body(Some(chunk), false)
-            .await
-            .is_err()
-        {
+        if answer::event(session, chunk).await.is_err() {
             return Written::ClientGone;
         }
     }

@@ -5,12 +5,11 @@ use super::call::Call;
 use super::events::{write_events, Written};
 use crate::auth::Caller;
 use crate::bridge::legacy_clients;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::ErrorKind;
 use crate::error::GatewayError;
-use crate::forward::relay::{
-    client_response, end_with_error, relay, rewritten_body, write_whole, Relayed,
-};
+use crate::forward::relay::{client_response, end_with_error, relay, rewritten_body, Relayed};
 use crate::request::ctx::RequestCtx;
 use crate::request::{Gateway, Handled};
 use crate::routing::Route;
@@ -18,7 +17,6 @@ use crate::session::{Forwarded, GoneReason, Outgoing, SessionRecord};
 use crate::stream::{AnswerOf, StreamOpened};
 use crate::upstream::deadline::{self, within};
 use crate::upstream::Pool;
-use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use std::sync::Arc;
 
@@ -212,7 +210,7 @@ async fn stream_answer(
     let primed = crate::stream::primes(&rec.protocol_version);
     let events = gw.streams.relay_answer(pool, rec, of, ex);
     rewritten_body(&mut head);
-    session.write_response_header(Box::new(head), false).await?;
+    answer::head(session, head, false).await?;
     let config = gw.streams.resume_config();
     let close_at = config
         .poll_after
@@ -263,9 +261,15 @@ pub(super) async fn stream(
             backend,
         } => {
             ctx.backend = backend.and_then(|b| pool.find(b));
-            let mut head = client_response(&head, None);
-            rewritten_body(&mut head);
-            session.write_response_header(Box::new(head), false).await?;
+            match head {
+                Some(head) => {
+                    let mut head = client_response(&head, None);
+                    rewritten_body(&mut head);
+                    answer::head(session, head, false).await?;
+                }
+                // a stream the gateway replays: its own stream head
+                None => answer::open_stream(session, None).await?,
+            }
             let keep_alive = gw.streams.resume_config().keep_alive;
             if write_events(session, events, keep_alive, None).await == Written::ClientGone {
                 session.set_keepalive(None);
@@ -289,7 +293,7 @@ pub(super) async fn stream(
                     if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {
                         crate::quiet::STORE.failed("a lost binding was not marked", &e);
                     }
-                    session.write_response_body(None, true).await?;
+                    answer::end(session).await?;
                 }
             }
         }
@@ -308,9 +312,7 @@ pub(super) async fn delete(
     gw.sessions
         .end(pool, &rec.id, GoneReason::Deleted, "deleted", &caller)
         .await?;
-    let mut head = ResponseHeader::build(200, Some(1))?;
-    head.insert_header(http::header::CONTENT_LENGTH, "0")?;
-    write_whole(session, head, Bytes::new()).await?;
+    answer::empty(session, 200).await?;
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! moves the session when its backend fails, so the client never notices); what cannot be
 //! repeated safely gets a JSON-RPC error. Nothing here touches the session store.
 
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 mod bridged;
 mod call;
@@ -13,7 +14,7 @@ mod subscriptions;
 
 use crate::bridge::legacy_clients::{self, bridge_over_if_needed};
 use crate::config::Mode;
-use crate::forward::relay::{client_response, relay, write_whole, Relayed};
+use crate::forward::relay::{client_response, relay, Relayed};
 use crate::forward::send::{forward_any, Outbound};
 use crate::request::{ctx::RequestCtx, Gateway, Handled};
 use crate::routing::Route;
@@ -225,11 +226,11 @@ async fn initialize(
             // the body is whole and may have changed length
             head.remove_header(&http::header::TRANSFER_ENCODING);
             let _ = head.insert_header(http::header::CONTENT_LENGTH, answer.len());
-            write_whole(session, head, answer).await?;
+            answer::whole(session, head, answer).await?;
         }
         Opened::NotASession { head, answer } => {
             ctx.capture_response(&answer);
-            write_whole(session, client_response(&head, None), answer).await?;
+            answer::whole(session, client_response(&head, None), answer).await?;
         }
         Opened::Refused(mut ex) => {
             let head = client_response(ex.header(), None);
