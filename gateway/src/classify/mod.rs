@@ -16,8 +16,11 @@ use std::sync::Arc;
 
 /// The one classification step of a request whose method and name are known (from its body,
 /// or from headers the body is checked against before anything is forwarded): what
-/// [`decide`] decides, then the per-tool rate charged. Each path runs it once: the fast path
-/// with checked headers here, the gateway-driven paths after reading the body.
+/// [`decide`] decides, then the per-tool rate charged, except on a virtual route's member
+/// (its caller was charged on the virtual route, by the exposed name: a legacy client's
+/// member request, which the member's session handler classifies, is not charged twice).
+/// Each path runs it once: the fast path with checked headers here, the gateway-driven paths
+/// after reading the body.
 pub(crate) fn classify(
     ctx: &mut RequestCtx,
     route: &Route,
@@ -25,7 +28,9 @@ pub(crate) fn classify(
     name: Option<&str>,
 ) -> Result<Routed, GatewayError> {
     let routed = decide(ctx, route, method, name)?;
-    charge(ctx, method, name)?;
+    if !route.member {
+        charge(ctx, method, name)?;
+    }
     Ok(routed)
 }
 
