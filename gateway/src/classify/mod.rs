@@ -4,7 +4,9 @@
 //! the per-tool rate, and where it goes on its route ([`Routed`]: the pool its rules pick, its
 //! deadline). Every path (the fast path, each gateway-driven handler, a virtual server's)
 //! calls [`classify`] once, before anything is forwarded, and reads what it returned from then
-//! on: nothing reads the body's method and name again.
+//! on: nothing reads the body's method and name again. A virtual server's member request is
+//! decided on the member's route by the same function ([`decide`]: all of it but the per-tool
+//! rate, which the caller was charged on the virtual route).
 
 use crate::error::GatewayError;
 use crate::request::ctx::RequestCtx;
@@ -13,11 +15,31 @@ use mcp_wire::method_label;
 use std::sync::Arc;
 
 /// The one classification step of a request whose method and name are known (from its body,
-/// or from headers the body is checked against before anything is forwarded): the method
-/// label, the tool noted for metrics, authorization, the per-tool rate; where the request
-/// goes on `route`. Each path runs it once: the fast path with checked headers here, the
-/// gateway-driven paths after reading the body.
+/// or from headers the body is checked against before anything is forwarded): what
+/// [`decide`] decides, then the per-tool rate charged, except on a virtual route's member
+/// (its caller was charged on the virtual route, by the exposed name: a legacy client's
+/// member request, which the member's session handler classifies, is not charged twice).
+/// Each path runs it once: the fast path with checked headers here, the gateway-driven paths
+/// after reading the body.
 pub(crate) fn classify(
+    ctx: &mut RequestCtx,
+    route: &Route,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Result<Routed, GatewayError> {
+    let routed = decide(ctx, route, method, name)?;
+    if !route.member {
+        charge(ctx, method, name)?;
+    }
+    Ok(routed)
+}
+
+/// What a request of `method` and `name` is on `route`, without charging the per-tool rate:
+/// the method label, the tool noted for metrics, the authorization decision and the list
+/// filter, the pool and the deadline. [`classify`] charges the rate after it; a virtual
+/// server's member request runs it alone on the member's route (the caller was charged
+/// once, on the virtual route).
+pub(crate) fn decide(
     ctx: &mut RequestCtx,
     route: &Route,
     method: Option<&str>,
@@ -26,14 +48,19 @@ pub(crate) fn classify(
     ctx.method_label = method_label(method);
     ctx.note_tool(method, name);
     let filter = authorize(ctx, route, method, name)?;
-    if let (Some("tools/call"), Some(tool)) = (method, name) {
-        let identity = ctx.admitted.identity.as_deref();
-        ctx.state.admission.admit_tool(identity, tool)?;
-    }
     Ok(Routed {
         filter,
         ..Routed::of(route, method, name)
     })
+}
+
+/// Charges a `tools/call` of `name` to the caller's per-tool rate (`limits.tool-rate`).
+fn charge(ctx: &RequestCtx, method: Option<&str>, name: Option<&str>) -> Result<(), GatewayError> {
+    if let (Some("tools/call"), Some(tool)) = (method, name) {
+        let identity = ctx.admitted.identity.as_deref();
+        ctx.state.admission.admit_tool(identity, tool)?;
+    }
+    Ok(())
 }
 
 /// Whether the caller may call `method` on `name` (the name the backend will execute); `Ok`

@@ -39,6 +39,7 @@ impl Members {
                 };
                 let mut route = Route::compile(index, &member);
                 route.label = format!("{}#{}", route.label, m.names.name);
+                route.member = true;
                 Arc::new(route)
             })
             .collect();

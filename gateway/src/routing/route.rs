@@ -43,6 +43,9 @@ pub struct Route {
     pub metrics: crate::metrics::RouteMetrics,
     /// `mode: virtual`: its members.
     pub members: Option<Members>,
+    /// A virtual route's member: its requests are the gateway's own, for a caller admitted,
+    /// authorized and charged its per-tool rate on the virtual route.
+    pub member: bool,
 }
 
 impl Route {
@@ -74,6 +77,7 @@ impl Route {
             dual_backends: rc.dual_backends,
             metrics: Default::default(),
             members: None,
+            member: false,
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc.limits.tool_timeouts.clone(),

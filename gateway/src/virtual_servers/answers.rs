@@ -1,17 +1,15 @@
 //! What a virtual route answers itself: a merged list as the route's `authz` rules let the
-//! caller see it, a member's own name put in a body, an empty answer, the gateway's own
-//! answer (SSE to a session-era client that accepts a stream, else JSON).
+//! caller see it, a member's own name put in a body, the gateway's own answer (SSE to a
+//! session-era client that accepts a stream, else JSON), written by `downstream::answer`.
 
 use super::calls::Named;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
-use crate::forward::relay::write_whole;
 use crate::request::ctx::RequestCtx;
 use crate::request::Handled;
 use crate::routing::Route;
 use bytes::Bytes;
 use mcp_wire::Era;
-use pingora::http::ResponseHeader;
 
 /// A merged list answer as the route's `authz` rules let the caller see it (the exposed
 /// names); any other answer as it is.
@@ -52,15 +50,6 @@ pub(super) fn own_name(
     let rewritten = mcp_wire::rewrite::replace_string(body, path, own)
         .ok_or_else(|| GatewayError::internal("the routed name could not be rewritten"))?;
     Ok(Bytes::from(rewritten))
-}
-
-/// An answer with no body (202 to a notification, 200 to a DELETE).
-pub(super) async fn answer_empty(session: &mut impl Client, status: u16) -> Handled {
-    let mut head = ResponseHeader::build(status, Some(1)).map_err(crate::error::Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, "0")
-        .map_err(crate::error::Fail::Io)?;
-    write_whole(session, head, Bytes::new()).await?;
-    Ok(())
 }
 
 /// The gateway's own answer `body` (captured): one SSE event to a session-era client that

@@ -12,7 +12,7 @@
 
 use super::member::{MemberClient, Parent};
 use crate::auth::Principal;
-use crate::classify::Routed;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::handlers::stateless::forward_body;
 use crate::request::ctx::RequestCtx;
@@ -23,7 +23,7 @@ use crate::{
 };
 use bytes::{Bytes, BytesMut};
 use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
-use mcp_wire::{inspect_body, method_label, Era};
+use mcp_wire::{inspect_body, Era};
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::protocols::http::HttpTask;
@@ -202,8 +202,10 @@ async fn serve(gw: &Gateway, session: &mut impl Client, ctx: &mut RequestCtx, as
     }
     let info = inspect_body(&ask.body).map_err(crate::error::GatewayError::from)?;
     ctx.request_id = Some(info.request_id());
-    ctx.method_label = method_label(info.method.as_deref());
-    let routed = Routed::of(&ask.route, info.method.as_deref(), info.name.as_deref());
+    // decided on the member's route as a plain route decides (its rules, its deadline); the
+    // per-tool rate was charged on the virtual route
+    let (method, name) = (info.method.as_deref(), info.name.as_deref());
+    let routed = crate::classify::decide(ctx, &ask.route, method, name)?;
     // the head is the client's (its body headers cleared): it must describe this body
     let head = session.req_header_mut();
     let described = head
@@ -310,10 +312,7 @@ pub(super) async fn pipe(
         match t {
             HttpTask::Header(mut head, end) => {
                 sse = client_head(&mut head, client_session);
-                session
-                    .write_response_header(head, end)
-                    .await
-                    .map_err(Fail::Io)?;
+                answer::head(session, *head, end).await.map_err(Fail::Io)?;
                 started = true;
                 if end {
                     return Ok(());
@@ -327,8 +326,7 @@ pub(super) async fn pipe(
                     chunk
                 };
                 if !out.is_empty() || end {
-                    session
-                        .write_response_body(Some(out), end)
+                    answer::chunk(session, Some(out), end)
                         .await
                         .map_err(Fail::Io)?;
                 }
@@ -343,11 +341,7 @@ pub(super) async fn pipe(
         }
     }
     if started {
-        session
-            .write_response_body(None, true)
-            .await
-            .map_err(Fail::Io)?;
-        Ok(())
+        answer::end(session).await.map_err(Fail::Io)
     } else {
         Err(crate::error::GatewayError::internal("a member answered nothing").into())
     }

@@ -18,7 +18,7 @@
 //!   began has no session in it: its calls get -32011 with `data.member` and
 //!   `data.reason: member-not-in-session` (a new session includes it again).
 
-use super::answers::{answer, answer_empty, filtered, own_name};
+use super::answers::{answer, filtered, own_name};
 use super::calls::Named;
 use super::fanout::{self, pipe};
 use super::request::Virtual;
@@ -28,14 +28,14 @@ use crate::error::GatewayError;
 use crate::federation::merge::List;
 use crate::routing::{Members, Route};
 use bytes::Bytes;
-use mcp_wire::headers::{LAST_EVENT_ID, MCP_SESSION_ID};
+use mcp_wire::headers::LAST_EVENT_ID;
 use mcp_wire::{inspect_body, sse};
-use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-use crate::forward::relay::{request_body, write_whole};
+use crate::downstream::answer as send;
+use crate::forward::relay::request_body;
 use crate::request::ctx::RequestCtx;
 use crate::{
     error::Fail,
@@ -69,7 +69,7 @@ pub(super) async fn serve(
     if http_method == http::Method::DELETE {
         v.to_all(Bytes::new()).await;
         drop(v);
-        return answer_empty(session, 200).await;
+        return send::empty(session, 200).await.map_err(Fail::Io);
     }
     let id = ctx
         .request_id
@@ -79,14 +79,14 @@ pub(super) async fn serve(
         // the client's answer to a member's request: back to that member, with its own id
         v.answer_member(&body).await?;
         drop(v);
-        return answer_empty(session, 202).await;
+        return send::empty(session, 202).await.map_err(Fail::Io);
     };
     if !has_id || method == "logging/setLevel" {
         // a notification, or a setting of the session: every member takes it
         v.to_all(body.clone()).await;
         drop(v);
         if !has_id {
-            return answer_empty(session, 202).await;
+            return send::empty(session, 202).await.map_err(Fail::Io);
         }
         return answer(session, ctx, mcp_wire::messages::empty_result(&id)).await;
     }
@@ -123,11 +123,12 @@ async fn begin(
         let detail = "a session-era request on a virtual route needs the Mcp-Session-Id its initialize answered";
         return Err(GatewayError::invalid_request(detail).into());
     }
-    let (head, answer) = initialize(&v, body).await?;
+    let (sid, answer) = initialize(&v, body).await?;
     drop(v);
     ctx.capture_response(&answer);
-    write_whole(session, head, answer).await?;
-    Ok(())
+    send::json(session, 200, Some(&sid), answer)
+        .await
+        .map_err(Fail::Io)
 }
 
 /// The body of a legacy client's `POST` (read whole, captured); a `DELETE` has none; no other
@@ -291,9 +292,9 @@ impl Virtual<'_> {
     }
 }
 
-/// The client's `initialize`, sent to every member: the virtual server's answer and the
-/// client's session id (the members' sessions, sealed).
-async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, Bytes), Fail> {
+/// The client's `initialize`, sent to every member: the client's session id (the members'
+/// sessions, sealed) and the virtual server's answer.
+async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(String, Bytes), Fail> {
     let all: Vec<usize> = (0..v.members.routes.len()).collect();
     let asks = all.iter().map(|&i| {
         let ask = v.ask_of(i, body.clone());
@@ -364,8 +365,7 @@ async fn initialize(v: &Virtual<'_>, body: &Bytes) -> Result<(ResponseHeader, By
         .cursors
         .seal_session(&v.route.label, v.principal_key(), &sessions)
         .map_err(|e| GatewayError::internal(format!("sealing a virtual session id: {e}")))?;
-    let head = initialize_head(answer.len(), sid)?;
-    Ok((head, answer))
+    Ok((sid, answer))
 }
 
 /// A member's answer to the client's `initialize`: its session id there and its `result`, or
@@ -410,18 +410,6 @@ fn merge_capabilities(capabilities: &mut Map<String, Value>, caps: &Map<String, 
             }
         }
     }
-}
-
-/// The head of the virtual server's answer to an `initialize` (JSON, `len` bytes): the
-/// client's session id `sid`.
-fn initialize_head(len: usize, sid: String) -> Result<ResponseHeader, Fail> {
-    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, "application/json")
-        .map_err(Fail::Io)?;
-    head.insert_header(http::header::CONTENT_LENGTH, len)
-        .map_err(Fail::Io)?;
-    head.insert_header(MCP_SESSION_ID, sid).map_err(Fail::Io)?;
-    Ok(head)
 }
 
 /// `body` with its `id` replaced.

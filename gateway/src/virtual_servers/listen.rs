@@ -20,8 +20,9 @@
 use super::calls::Named;
 use super::fanout;
 use super::request::Virtual;
-use super::stream::{each_second, open_again_soon, start_stream, LIST_CHANGED};
+use super::stream::{each_second, open_again_soon, LIST_CHANGED};
 use crate::config::Kind;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::{Fail, GatewayError};
 use bytes::Bytes;
@@ -209,7 +210,7 @@ impl Plan {
         self.acknowledgements(&mut state, &mut tasks, &mut rx).await;
         self.count_left_out(&state);
         let honoured = wanted.honoured(&state);
-        start_stream(session).await?;
+        answer::open_stream(session, None).await.map_err(Fail::Io)?;
         write_event(session, &listen::acknowledged(&honoured, sub_id)).await?;
         if honoured.is_empty() {
             // nothing to listen for: the graceful end at once
@@ -230,7 +231,7 @@ impl Plan {
                         self.lists_changed(session).await?;
                     }
                 }
-                _ = alive.tick() => write_keep_alive(session).await?,
+                _ = alive.tick() => answer::event(session, keep_alive_comment()).await.map_err(Fail::Io)?,
                 Some(i) = again.recv() => {
                     if let Some(stream) = open(i, &mut state[i]) {
                         tasks.start(i, stream);
@@ -241,7 +242,7 @@ impl Plan {
                     self.relay(session, &mut state[i], i, task).await?;
                     if !lists && state.iter().all(|m| m.done) {
                         // nothing left to hear: an abrupt end (the client listens again)
-                        session.write_response_body(None, true).await.map_err(Fail::Io)?;
+                        answer::end(session).await.map_err(Fail::Io)?;
                         return Ok(());
                     }
                     if ended && !state[i].done {
@@ -298,8 +299,7 @@ impl Plan {
     /// as its last event.
     async fn end(&self, session: &mut impl Client, id: &mcp_wire::RequestId) -> Handled {
         let end = messages::result(id, &listen::listen_result(&self.sub_id));
-        session
-            .write_response_body(Some(sse::event(&end)), true)
+        answer::last(session, sse::event(&end))
             .await
             .map_err(Fail::Io)
     }
@@ -409,18 +409,12 @@ fn honoured_uris(raw: &[u8]) -> Vec<String> {
 }
 
 /// A comment that keeps the client's quiet stream open.
-async fn write_keep_alive(session: &mut impl Client) -> Handled {
-    let comment = Bytes::from_static(crate::stream::KEEP_ALIVE);
-    session
-        .write_response_body(Some(comment), false)
-        .await
-        .map_err(Fail::Io)
+fn keep_alive_comment() -> Bytes {
+    Bytes::from_static(crate::stream::KEEP_ALIVE)
 }
 
+/// One message `msg` as an event of the client's stream.
 async fn write_event(session: &mut impl Client, msg: &Value) -> Handled {
     let json = serde_json::to_vec(msg).map_err(|_| GatewayError::internal("an event"))?;
-    session
-        .write_response_body(Some(sse::event(&json)), false)
-        .await
-        .map_err(Fail::Io)
+    answer::message(session, &json).await.map_err(Fail::Io)
 }

@@ -29,7 +29,7 @@ mod stream;
 
 pub(crate) use fast::plan as fast_plan;
 
-use answers::{answer, answer_empty, filtered, own_name};
+use answers::{answer, filtered, own_name};
 use request::Virtual;
 
 use crate::classify::Routed;
@@ -69,7 +69,9 @@ pub(crate) async fn serve(
     let Some((body, method, name)) = read_request(session, ctx, &route).await? else {
         // a response (2026-07-28 has none to send: input goes in a retry) or a notification:
         // nothing a member waits for
-        return answer_empty(session, 202).await;
+        return crate::downstream::answer::empty(session, 202)
+            .await
+            .map_err(crate::error::Fail::Io);
     };
     let v = Virtual::of(gw, session, ctx, &route, members);
     let id = ctx

@@ -4,6 +4,7 @@
 //! per member so two members never collide, and the way the client's answers go back.
 
 use super::fanout;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
 use crate::routing::{Members, Route};
@@ -60,7 +61,7 @@ pub(super) async fn stream(
     }
     // the members' streams being read, or about to be opened again
     let mut live = held.len();
-    start_stream(session).await?;
+    answer::open_stream(session, None).await.map_err(Fail::Io)?;
     // a member coming or going changes the merged lists: the client is told, as a server whose
     // own lists changed tells it
     let mut up = members_up(ctx, members);
@@ -98,11 +99,7 @@ pub(super) async fn stream(
             },
         }
     }
-    session
-        .write_response_body(None, true)
-        .await
-        .map_err(Fail::Io)?;
-    Ok(())
+    answer::end(session).await.map_err(Fail::Io)
 }
 
 /// A legacy client's request without a body (a `GET`) on member route `route`, in its
@@ -146,10 +143,7 @@ async fn write_renumbered(
     for event in splitter.push(chunk) {
         let out = renumber(&event, member, false);
         if !out.is_empty() {
-            session
-                .write_response_body(Some(out), false)
-                .await
-                .map_err(Fail::Io)?;
+            answer::event(session, out).await.map_err(Fail::Io)?;
         }
     }
     Ok(())
@@ -179,28 +173,11 @@ pub(super) fn open_again_soon(again: &tokio::sync::mpsc::Sender<usize>, i: usize
 async fn lists_changed(session: &mut impl Client) -> Handled {
     for method in LIST_CHANGED {
         let note = json!({"jsonrpc": "2.0", "method": method});
-        let event = sse::event(note.to_string().as_bytes());
-        session
-            .write_response_body(Some(event), false)
+        answer::message(session, note.to_string().as_bytes())
             .await
             .map_err(Fail::Io)?;
     }
     Ok(())
-}
-
-/// The head of a stream the gateway writes itself (an SSE body, chunked).
-pub(super) async fn start_stream(session: &mut impl Client) -> Handled {
-    let mut head = ResponseHeader::build(200, Some(3)).map_err(Fail::Io)?;
-    head.insert_header(http::header::CONTENT_TYPE, "text/event-stream")
-        .map_err(Fail::Io)?;
-    head.insert_header(http::header::CACHE_CONTROL, "no-cache")
-        .map_err(Fail::Io)?;
-    head.insert_header(http::header::TRANSFER_ENCODING, "chunked")
-        .map_err(Fail::Io)?;
-    session
-        .write_response_header(Box::new(head), false)
-        .await
-        .map_err(Fail::Io)
 }
 
 /// The notifications a client's stream gets when a member comes or goes.

@@ -338,3 +338,37 @@ async fn list_changed(stream: &mut tokio::io::BufReader<tokio::net::TcpStream>) 
         }
     }
 }
+
+/// `limits.tool-rate` counts a legacy client's call on a virtual route once, by the exposed
+/// name on the virtual route, as it counts a 2026-07-28 client's: the member's session handler,
+/// which classifies the member request on the member's route, charges nothing again (it did,
+/// so a burst of 2 let one call through). PyPI mcp 1.30.0 client, FastMCP 1.30.0 member.
+#[tokio::test]
+async fn a_legacy_clients_call_on_a_virtual_route_is_charged_the_tool_rate_once() {
+    use mcp_gateway_tests::harness::ReplClient;
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let yaml = format!(
+        "limits: {{ tool-rate: {{ per-second: 0.01, burst: 2, tools: [whoami] }} }}\n\
+         pools:\n  a: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n\
+         \x20     - {{ name: a, pool: a, mode: stateful, prefix: never }}\n",
+        a.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let mut client = ReplClient::connect("mcp1", &gw.url("/hub"), None).await;
+    assert_eq!(client.call_text("whoami", json!({})).await, "a");
+    assert_eq!(
+        client.call_text("whoami", json!({})).await,
+        "a",
+        "the burst of 2 holds two calls"
+    );
+    let third = client
+        .cmd(json!({"op": "call", "name": "whoami", "args": {}}))
+        .await;
+    assert_eq!(third["ok"], false, "{third}");
+    let message = third["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("429"),
+        "the third is over the rate: {third}"
+    );
+}
