@@ -97,6 +97,7 @@ mod store_failover;
 mod store_failover_real;
 mod store_paused_delete;
 mod subscription_bounds;
+mod task_requests;
 mod tasks;
 mod tasks_peer;
 mod tls_handshakes;
