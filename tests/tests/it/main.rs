@@ -50,6 +50,7 @@ mod interop_matrix;
 mod listener;
 mod load_tool;
 mod lying_headers;
+mod modern_bodies_on_auto_routes;
 mod mrtr_forward;
 mod name_match;
 mod no_tunnel;

@@ -1,7 +1,9 @@
 //! Issue 60: a task's request goes through the one sender like any other request. It honours
 //! the route's deadline (`limits.timeout-ms`): a pod that holds a task poll past it costs the
 //! client the deadline and a -32012 with the request's id, and the held poll is cancelled
-//! (its connection closed).
+//! (its connection closed). And a 2026-07-28 task poll on an `auto` route that comes without
+//! the `MCP-Protocol-Version` header is routed to the pod that holds its task, as one with the
+//! header is (before, it went the session handler's way, balanced: to whichever pod).
 //!
 //! The pods are raw 2026-07-28 servers (the real SDK servers refuse a body without the
 //! version header, so they cannot stand for a client that leaves it out): a `tools/call` is
@@ -10,7 +12,7 @@
 
 use mcp_gateway_tests::tasks;
 use mcp_gateway_tests::wire::{read_body, read_head};
-use mcp_gateway_tests::{eventually_async, Gateway};
+use mcp_gateway_tests::{eventually_async, Gateway, Request};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -121,6 +123,16 @@ fn config(pods: &[&Pod], route: &str) -> String {
     )
 }
 
+/// `tasks/get` of `task_id` without the `MCP-Protocol-Version` header (its body says
+/// 2026-07-28 in `_meta`; `Mcp-Method` and `Mcp-Name` are sent).
+fn poll_without_version(id: u64, task_id: &str) -> Request {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get",
+        "params": {"taskId": task_id, "_meta": tasks::meta(true)}});
+    Request::post("/mcp", body.to_string())
+        .header("Mcp-Method", "tasks/get")
+        .header("Mcp-Name", task_id)
+}
+
 #[tokio::test]
 async fn a_task_poll_held_past_the_routes_deadline_is_answered_with_the_deadline_error() {
     let pod = Pod::start("slow", true).await;
@@ -151,4 +163,29 @@ async fn a_task_poll_held_past_the_routes_deadline_is_answered_with_the_deadline
         || async { pod.seen.cancelled.load(Ordering::SeqCst) == 1 },
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_task_poll_without_the_version_header_on_an_auto_route_reaches_the_pod_holding_the_task()
+{
+    let (a, b) = (Pod::start("a", false).await, Pod::start("b", false).await);
+    let gw = Gateway::start(&config(&[&a, &b], ", mode: auto")).await;
+    let handle = tasks::tools_call("/mcp", 1, "work", json!({}), true)
+        .send(gw.addr)
+        .await;
+    let task = tasks::task_id(&handle);
+    let holder = handle.head.header("x-pod").unwrap_or_default().to_owned();
+    assert_eq!(task, format!("{holder}-task"));
+    // round robin would send every other poll to the pod that does not know the task
+    for k in 0..4 {
+        let got = poll_without_version(10 + k, &task).send(gw.addr).await;
+        let v = got.json();
+        assert_eq!(v["result"]["status"], "working", "poll {k}: {v}");
+        assert_eq!(v["id"], 10 + k, "{v}");
+        assert_eq!(got.head.header("x-pod"), Some(holder.as_str()), "poll {k}");
+    }
+    let routed = gw
+        .metric("mcpgw_tasks_total{pool=\"pods\",event=\"routed\"}")
+        .await;
+    assert_eq!(routed, 4.0, "each poll routed to the task's pod");
 }
