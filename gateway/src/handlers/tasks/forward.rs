@@ -1,5 +1,7 @@
 //! The buffered path's routing of a task's request: unknown (balanced), another principal's
-//! (answered as unknown), a shared pool's (balanced), or pinned to its pod.
+//! (answered as unknown), a shared pool's (balanced), or pinned to its pod. What is answered
+//! here is sent by the one sender (`forward/task.rs`) under the route's deadline, its answer
+//! relayed as it streams through `reshape.rs`.
 
 use super::reshape::{Held, StandIn, Verdict};
 use crate::classify::Routed;

@@ -191,6 +191,25 @@ mod tests {
     }
 
     #[test]
+    fn a_held_unknown_task_answer_becomes_task_lost_with_the_requests_id() {
+        let mut head = ResponseHeader::build(200, None).unwrap();
+        head.insert_header("content-type", "application/json")
+            .unwrap();
+        head.insert_header("content-length", "80").unwrap();
+        let mut held = Held::new("t-1", "p", RequestId::from_json("9").unwrap());
+        held.head(&mut head);
+        assert!(head.headers.get("content-length").is_none(), "sent chunked");
+        let unknown =
+            br#"{"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"unknown task: t-1"}}"#;
+        assert_eq!(held.chunk(Bytes::from_static(unknown)), None);
+        let out: serde_json::Value = serde_json::from_slice(&held.end().unwrap()).unwrap();
+        assert_eq!(out["error"]["code"], -32038, "{out}");
+        assert_eq!(out["error"]["data"]["reason"], "forgotten", "{out}");
+        assert_eq!(out["id"], 9, "{out}");
+        assert_eq!(held.verdict, Verdict::Forgotten);
+    }
+
+    #[test]
     fn a_held_answer_past_the_limit_streams_on() {
         let mut head = ResponseHeader::build(200, None).unwrap();
         head.insert_header("content-type", "application/json")
