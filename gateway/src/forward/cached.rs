@@ -11,10 +11,10 @@ use crate::cache::key::{self, Keyed};
 use crate::cache::scopes::Scopes;
 use crate::cache::store::{Key, Missing};
 use crate::cache::{Flight, Keys, Leading, Outcome};
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::forward::holding::{Ended, Holding};
 use crate::forward::kept::{Keep, CACHE_HEADER};
-use crate::forward::relay::write_whole;
 use crate::forward::send::{forward_any, Outbound};
 use crate::request::ctx::RequestCtx;
 use crate::request::{Gateway, Handled};
@@ -289,7 +289,7 @@ async fn keep_and_write(
     head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
     head.insert_header(http::header::CONTENT_LENGTH, made.len())?;
     head.insert_header(CACHE_HEADER, how)?;
-    write_whole(session, head, made).await?;
+    answer::whole(session, head, made).await?;
     Ok(())
 }
 
@@ -320,6 +320,6 @@ async fn answer(
     head.insert_header(http::header::CONTENT_TYPE, "application/json")?;
     head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
     head.insert_header(CACHE_HEADER, how)?;
-    write_whole(session, head, Bytes::from(body)).await?;
+    answer::whole(session, head, Bytes::from(body)).await?;
     Ok(())
 }

@@ -3,8 +3,9 @@
 //! is compressed, filtered, and written whole.
 
 use crate::auth::Principal;
+use crate::downstream::answer;
 use crate::downstream::client::Client;
-use crate::forward::relay::{write_whole, Relayed};
+use crate::forward::relay::Relayed;
 use crate::routing::Route;
 use crate::upstream::client::Exchange;
 use crate::upstream::encoding;
@@ -51,6 +52,6 @@ pub(crate) async fn relay_filtered(
         .unwrap_or(body);
     head.remove_header(&http::header::TRANSFER_ENCODING);
     head.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
-    write_whole(session, head, body).await?;
+    answer::whole(session, head, body).await?;
     Ok(Relayed::Done)
 }

@@ -5,8 +5,9 @@
 //! that is no 2xx, is relayed as it comes (`bypass`).
 
 use crate::cache::{Cache, Keys, Leading, Outcome};
+use crate::downstream::answer;
 use crate::downstream::client::Client;
-use crate::forward::relay::{relay, write_whole, Relayed};
+use crate::forward::relay::{relay, Relayed};
 use crate::upstream::client::Exchange;
 use crate::upstream::deadline::within;
 use bytes::BytesMut;
@@ -121,7 +122,7 @@ pub(crate) async fn relay_kept<C: Client>(
     let _ = head.insert_header(CACHE_HEADER, if kept { "miss" } else { "bypass" });
     head.remove_header(&http::header::TRANSFER_ENCODING);
     head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
-    write_whole(session, head, body).await?;
+    answer::whole(session, head, body).await?;
     Ok(Relayed::Done)
 }
 

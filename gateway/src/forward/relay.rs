@@ -89,15 +89,6 @@ pub fn rewritten_body(head: &mut ResponseHeader) {
     let _ = head.insert_header(http::header::TRANSFER_ENCODING, "chunked");
 }
 
-/// Writes a complete response.
-pub async fn write_whole(
-    session: &mut impl Client,
-    head: ResponseHeader,
-    body: Bytes,
-) -> Result<()> {
-    crate::downstream::answer::whole(session, head, body).await
-}
-
 /// How relaying a response ended.
 pub enum Relayed {
     /// Complete.
@@ -128,6 +119,44 @@ pub async fn relay<C: Client>(
     until: Option<Instant>,
     heard: Option<(&std::sync::Arc<crate::cache::Cache>, &str)>,
 ) -> Result<Relayed> {
+    relay_with(exchange, session, head, until, heard, None).await
+}
+
+/// What a relay does to an answer's body on its way to the client, where it must change (a
+/// task's answer: held while it may be the pod's "unknown task", or its stand-in id put back):
+/// the head fitted first, then each chunk in and the bytes to write out (`None`: held), and at
+/// the end the bytes still to write. Whatever it holds is bounded by the reshaper itself.
+pub trait Reshape: Send {
+    /// Fits the client's head to what [`Reshape::chunk`] will make of the body.
+    fn head(&mut self, head: &mut ResponseHeader);
+    /// The bytes to write for `chunk` (`None`: held back for now).
+    fn chunk(&mut self, chunk: Bytes) -> Option<Bytes>;
+    /// The bytes still to write once the upstream answer ended.
+    fn end(&mut self) -> Option<Bytes>;
+}
+
+/// [`relay`], the body passed through `reshape` on its way (no change-scanning of the pool's
+/// cache: a reshaped answer is a task's).
+pub async fn relay_reshaped<C: Client>(
+    exchange: &mut Exchange,
+    session: &mut C,
+    mut head: ResponseHeader,
+    until: Option<Instant>,
+    reshape: &mut dyn Reshape,
+) -> Result<Relayed> {
+    reshape.head(&mut head);
+    relay_with(exchange, session, head, until, None, Some(reshape)).await
+}
+
+/// The relay loop of [`relay`] and [`relay_reshaped`].
+async fn relay_with<C: Client>(
+    exchange: &mut Exchange,
+    session: &mut C,
+    head: ResponseHeader,
+    until: Option<Instant>,
+    heard: Option<(&std::sync::Arc<crate::cache::Cache>, &str)>,
+    mut reshape: Option<&mut dyn Reshape>,
+) -> Result<Relayed> {
     let sse = mcp_wire::sse::is_event_stream(
         head.headers
             .get(http::header::CONTENT_TYPE)
@@ -157,10 +186,21 @@ pub async fn relay<C: Client>(
         };
         match next {
             Ok(Some(chunk)) => {
-                crate::downstream::answer::chunk(session, Some(chunk), false).await?
+                let out = match reshape.as_mut() {
+                    Some(reshape) => reshape.chunk(chunk),
+                    None => Some(chunk),
+                };
+                if let Some(out) = out {
+                    crate::downstream::answer::chunk(session, Some(out), false).await?
+                }
             }
             Ok(None) => {
-                crate::downstream::answer::end(session).await?;
+                match reshape.as_mut().and_then(|r| r.end()) {
+                    Some(rest) => {
+                        crate::downstream::answer::chunk(session, Some(rest), true).await?
+                    }
+                    None => crate::downstream::answer::end(session).await?,
+                }
                 return Ok(Relayed::Done);
             }
             Err(_) => return Ok(Relayed::Broken { sse }),

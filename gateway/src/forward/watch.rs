@@ -3,7 +3,7 @@
 //! attached with `Client::observe`, the same on the fast path, the gateway-driven paths and a
 //! virtual member's answer) that hands the whole answer, once it passed, to the [`Learner`],
 //! which records the handle it carries with the pod that answered. The sender (`forward/send.rs`) and the session
-//! paths call it; the routing of a task's later requests is `route/`.
+//! paths call it; the routing of a task's later requests is `handlers/tasks/`.
 
 use crate::downstream::client::Client;
 use crate::downstream::seam::Observer;

@@ -4,7 +4,11 @@
 //! - requests under a deadline (`limits.timeout-ms`, `limits.tool-timeouts`): the whole
 //!   exchange is bounded, and a request past it is cancelled upstream by closing its
 //!   connection and answered with -32012;
-//! - sessionless requests of stateful routes and 2026-07-28 bodies of auto routes.
+//! - sessionless requests of stateful routes and 2026-07-28 bodies of auto routes: with the
+//!   version header planned here directly; without it, read by the session handler, which
+//!   hands the body back for the dispatcher (`handlers/mod.rs`) to send here
+//!   ([`forward_read`]), so both take one path (the cache, the reverse-bridge check, task
+//!   routing).
 //!
 //! The body is read (bounded by `max-body-bytes`), checked against the MCP headers when the
 //! route checks them, and forwarded as the same bytes through the attempt engine; the answer
@@ -34,6 +38,20 @@ pub(crate) async fn forward_buffered<C: Client>(
 ) -> Handled {
     let body = crate::forward::relay::request_body(session, ctx).await?;
     ctx.capture_request(&body);
+    forward_read(gw, session, ctx, route, body, check).await
+}
+
+/// [`forward_buffered`] from its read (and captured) body on: checked against the MCP headers
+/// (`check`), classified on `route`, a task's request routed to its pod, the rest forwarded
+/// ([`forward_body`]). A 2026-07-28 body the session handler read comes in here too.
+pub(crate) async fn forward_read(
+    gw: &Gateway,
+    session: &mut impl Client,
+    ctx: &mut RequestCtx,
+    route: Arc<Route>,
+    body: Bytes,
+    check: bool,
+) -> Handled {
     let info = check::inspect(ctx, &session.req_header().headers, &body, check)?;
     ctx.declares_tasks = Some(info.declares_tasks);
     let (method, name) = (info.method.as_deref(), info.name.as_deref());

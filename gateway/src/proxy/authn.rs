@@ -3,9 +3,9 @@
 //! anything goes upstream (no token passthrough). Authorizing a call by the name the backend
 //! will execute is `classify/`; filtering list answers, `forward/filtered.rs`.
 
+use crate::downstream::answer;
 use crate::downstream::client::Client;
 use crate::error::GatewayError;
-use crate::forward::relay::write_whole;
 use crate::request::ctx::RequestCtx;
 use crate::routing::Route;
 use bytes::Bytes;
@@ -24,7 +24,7 @@ pub(super) async fn serve_metadata(session: &mut impl Client, doc: Bytes) -> Res
     head.insert_header("content-length", doc.len().to_string())?;
     head.insert_header("cache-control", "max-age=300")?;
     head.insert_header("access-control-allow-origin", "*")?;
-    write_whole(session, head, doc).await
+    answer::whole(session, head, doc).await
 }
 
 /// Authenticates the caller of a route that requires one, then removes its credential from

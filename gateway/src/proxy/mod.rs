@@ -87,7 +87,7 @@ impl ProxyHttp for Gateway {
                 .await
                 .map_err(Fail::Io),
             Ok(Plan::Stateful(route)) => {
-                let handle = Box::pin(crate::handlers::stateful::handle(self, session, ctx, route));
+                let handle = Box::pin(crate::handlers::session_post(self, session, ctx, route));
                 telemetry::within(otel, handle).await
             }
             Ok(Plan::SessionStream(route)) => {

@@ -277,7 +277,7 @@ async fn serve_in_session(
             .await
         }
         crate::config::Mode::Stateful | crate::config::Mode::Auto => {
-            crate::handlers::stateful::handle(gw, session, ctx, route).await
+            crate::handlers::session_post(gw, session, ctx, route).await
         }
     }
 }

@@ -1,7 +1,10 @@
 //! Stateful routes: HTTP glue between the client and the session manager. A client's
 //! `initialize` opens a gateway session; later requests are forwarded within it (the manager
 //! moves the session when its backend fails, so the client never notices); what cannot be
-//! repeated safely gets a JSON-RPC error. Nothing here touches the session store.
+//! repeated safely gets a JSON-RPC error. Nothing here touches the session store. A
+//! 2026-07-28 body without the version header on an auto route is no session's: [`handle`]
+//! hands it back ([`Served::Sessionless`]) and the dispatcher in `handlers/mod.rs` sends it
+//! the stateless path's way, as if it had the header.
 
 use crate::downstream::answer;
 use crate::downstream::client::Client;
@@ -25,6 +28,16 @@ use call::Call;
 use quota::quota;
 use std::sync::Arc;
 
+/// What the session handler made of a POST: answered, or handed back for its dispatcher
+/// (`handlers/mod.rs`) to send the way a sessionless 2026-07-28 request goes ([`modern`]).
+pub(crate) enum Served {
+    /// The client has its answer.
+    Answered,
+    /// A 2026-07-28 body without the version header on an auto route: its body, read and
+    /// captured, its era noted in the context; not classified yet.
+    Sessionless(Bytes),
+}
+
 /// Handles a request on a stateful (or auto, legacy-era) route (a GET or DELETE:
 /// [`stream_or_delete`]).
 pub(crate) async fn handle<C: Client>(
@@ -32,7 +45,7 @@ pub(crate) async fn handle<C: Client>(
     session: &mut C,
     ctx: &mut RequestCtx,
     route: Arc<Route>,
-) -> Handled {
+) -> Result<Served, crate::error::Fail> {
     let state = ctx.state.clone();
     let pool = state.pool(route.default_pool)?;
     let caller = requester(ctx);
@@ -50,15 +63,15 @@ pub(crate) async fn handle<C: Client>(
     ctx.capture_request(&body);
     let mut call = Call::classify(body)?;
     ctx.request_id = Some(call.id.clone());
+    if route.mode == Mode::Auto && call.stateless {
+        return Ok(modern(ctx, call));
+    }
     let classified =
         crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     call.deadline = classified.deadline;
     call.filter = classified.filter;
-    if route.mode == Mode::Auto && call.stateless {
-        return Box::pin(modern(gw, session, ctx, &route, call, classified)).await;
-    }
     let routed = (&pool, &*route);
-    match sid {
+    let answered = match sid {
         None if call.is("initialize") && legacy_clients::bridges(&pool, route.dual_backends) => {
             Box::pin(bridged::initialize(gw, session, ctx, routed, caller, call)).await
         }
@@ -80,11 +93,13 @@ pub(crate) async fn handle<C: Client>(
                 .await?;
             subscriptions::admit(&call, &rec, &state.config)?;
             if rec.binding.is_bridged() {
-                return Box::pin(bridged::call(gw, session, ctx, routed, rec, call)).await;
+                Box::pin(bridged::call(gw, session, ctx, routed, rec, call)).await
+            } else {
+                in_session::call(gw, session, ctx, routed, rec, call).await
             }
-            in_session::call(gw, session, ctx, routed, rec, call).await
         }
-    }
+    };
+    answered.map(|()| Served::Answered)
 }
 
 /// Who asks, for the session's checks and counts: with `auth` a session counts against its
@@ -99,30 +114,14 @@ fn requester(ctx: &RequestCtx) -> Requester {
     }
 }
 
-/// A 2026-07-28 body without the version header on an auto route: no session, the route's
-/// rules pick its pool, forwarded as on a stateless route.
-async fn modern(
-    gw: &Gateway,
-    session: &mut impl Client,
-    ctx: &mut RequestCtx,
-    route: &Route,
-    call: Call,
-    classified: crate::classify::Routed,
-) -> Handled {
-    if call.is("subscriptions/listen") {
-        crate::handlers::stateless::check_listen(ctx, route, &call.body, false)?;
-    }
-    let pool = ctx.state.pool(classified.pool)?;
-    let out = Outbound {
-        route,
-        deadline: classified.deadline,
-        body: call.body,
-        repeatable: call.repeatable,
-        stateless: true,
-        filter: classified.filter,
-        keep: None,
-    };
-    forward_any(gw, session, ctx, &pool, out).await
+/// A 2026-07-28 body without the version header on an auto route: no session, so it is no
+/// call of this handler's. Handed back (its era noted as its body's) to take exactly the path
+/// the same body with the header takes (the stateless path: classified on the route, the
+/// cache, the reverse-bridge check, task routing), which the dispatcher gives it: a handler
+/// never calls another.
+fn modern(ctx: &mut RequestCtx, call: Call) -> Served {
+    ctx.era = mcp_wire::Era::Stateless;
+    Served::Sessionless(call.body)
 }
 
 /// A GET (the session's stream) or DELETE on a stateful (or auto, legacy-era) route. Served

@@ -1,6 +1,7 @@
 //! A task's request on the fast path, pinned to the pod holding the task; its answer held
 //! only while it may be the pod's "unknown task".
 
+use super::reshape::HELD_LIMIT;
 use crate::error::GatewayError;
 use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::errors::Lost;
@@ -9,10 +10,6 @@ use crate::tasks::Found;
 use crate::upstream::encoding;
 use bytes::Bytes;
 use pingora::prelude::*;
-
-/// The most of a pinned task answer held back to see whether it is the pod's "unknown task"
-/// (an error of a few hundred bytes): past it the answer streams on.
-const HELD_LIMIT: usize = 64 * 1024;
 
 /// A task's request on the fast path (its body will be checked against `Mcp-Name` before
 /// anything is forwarded, so the header names the task the backend will read): an unknown

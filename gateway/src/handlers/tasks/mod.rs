@@ -11,11 +11,14 @@
 //!
 //! Here: which requests are watched and routed, and the watch itself; `legacy.rs`: legacy
 //! tasks in sessions; `fast.rs`: a task's request pinned on the fast path; `forward.rs`: the
-//! buffered path's routing.
+//! buffered path's routing, each request sent by the one sender (`forward/task.rs`) under the
+//! route's deadline, its answer relayed as it streams through `reshape.rs` (held while it may
+//! be the pod's "unknown task", or the stand-in id put back).
 
 mod fast;
 mod forward;
 mod legacy;
+mod reshape;
 
 pub(crate) use fast::{held_chunk, hold_answer, pin, pinned_lost};
 pub(crate) use forward::{forward, Routing};

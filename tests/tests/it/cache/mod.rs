@@ -7,6 +7,7 @@
 //! client's id and `ttlMs` lowered by its age; concurrent misses make one upstream request; a
 //! route with `cache: off` and a reload drop the cache's answers.
 
+mod auto_route;
 mod bounds;
 mod changes;
 mod changes_scoped;
