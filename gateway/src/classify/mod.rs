@@ -113,6 +113,9 @@ pub(crate) fn principal_id(ctx: &RequestCtx) -> Option<Arc<str>> {
 
 /// Where a read and classified request goes on its route.
 pub(crate) struct Routed {
+    /// The method, as its bounded label (`tools/call`, `other`, `none`): what the cache and
+    /// the other decisions read, where the context's copy is for metrics and logs only.
+    pub method: &'static str,
     /// Index into the config's pools.
     pub pool: usize,
     /// Deadline for the whole exchange.
@@ -128,6 +131,7 @@ impl Routed {
     /// Where a request of `method` and `name` goes on `route`.
     pub(crate) fn of(route: &Route, method: Option<&str>, name: Option<&str>) -> Routed {
         Routed {
+            method: method_label(method),
             pool: route.pool_for(method, name),
             deadline: route.deadline(method, name),
             listen: method == Some("subscriptions/listen"),

@@ -31,13 +31,18 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// Whether a request read and classified on `route` goes through the cache: a 2026-07-28
 /// request for a cacheable result, the cache on (globally and on the route), and no list
-/// filter of the route's `authz` rules (`filter`: a filtered answer is per caller).
-pub(crate) fn takes(ctx: &RequestCtx, cache_on_route: bool, filter: Option<&str>) -> bool {
+/// filter of the route's `authz` rules (a filtered answer is per caller), all as `routed`, the
+/// request's classification, says.
+pub(crate) fn takes(
+    ctx: &RequestCtx,
+    cache_on_route: bool,
+    routed: &crate::classify::Routed,
+) -> bool {
     ctx.state.cache.config().enabled
         && cache_on_route
         && ctx.era == mcp_wire::Era::Stateless
-        && filter.is_none()
-        && cacheable::is_cacheable(ctx.method_label)
+        && routed.filter.is_none()
+        && cacheable::is_cacheable(routed.method)
 }
 
 /// What looking a request up did.

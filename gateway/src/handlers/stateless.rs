@@ -100,7 +100,7 @@ pub(crate) async fn forward_body(
         check_listen(ctx, route, &body, bridged)?;
     }
     if bridged {
-        if crate::forward::cached::takes(ctx, route.cache, routed.filter) {
+        if crate::forward::cached::takes(ctx, route.cache, &routed) {
             let cached =
                 crate::forward::cached::bridged(gw, session, ctx, (route, &routed), &pool, body);
             return Box::pin(cached).await;
@@ -119,7 +119,7 @@ pub(crate) async fn forward_body(
         filter: routed.filter,
         keep: None,
     };
-    if crate::forward::cached::takes(ctx, route.cache, routed.filter) {
+    if crate::forward::cached::takes(ctx, route.cache, &routed) {
         return Box::pin(crate::forward::cached::forward(
             gw, session, ctx, &pool, out,
         ))

@@ -81,7 +81,7 @@ pub(crate) async fn serve(
     if method == "server/discover" || List::of_method(&method).is_some() {
         let routed = crate::classify::classify(ctx, &route, Some(&method), None)?;
         let made = own_answer(&v, &method, &body, &id);
-        if crate::forward::cached::takes(ctx, route.cache, routed.filter) {
+        if crate::forward::cached::takes(ctx, route.cache, &routed) {
             let backends = || v.backends();
             let backends = &backends as &(dyn Fn() -> u64 + Sync);
             let source = (&*route, backends, v.scopes());
