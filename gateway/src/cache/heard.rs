@@ -19,10 +19,11 @@ pub struct Heard {
 }
 
 impl Heard {
-    /// An observer for an answer of the pool `scope`, or `None` when the cache is off (nothing
-    /// to drop).
-    pub fn new(cache: &Arc<Cache>, scope: &str) -> Option<Box<Heard>> {
-        cache.config().enabled.then(|| {
+    /// An observer for an answer of the pool `scope` with the head `head`, or `None` when
+    /// there is nothing to hear: the cache is off, or the answer is no event stream (only a
+    /// stream carries notifications), so most answers cost no observer at all.
+    pub fn new(cache: &Arc<Cache>, scope: &str, head: &ResponseHeader) -> Option<Box<Heard>> {
+        (cache.config().enabled && is_event_stream(head)).then(|| {
             Box::new(Heard {
                 cache: cache.clone(),
                 scope: scope.into(),
@@ -34,14 +35,18 @@ impl Heard {
 
 impl Observer for Heard {
     fn head(&mut self, head: &ResponseHeader) {
-        let content_type = head.headers.get(http::header::CONTENT_TYPE);
-        let events = mcp_wire::sse::is_event_stream(content_type.and_then(|v| v.to_str().ok()));
-        self.changes = events.then(|| Changes::of(&head.headers));
+        self.changes = is_event_stream(head).then(|| Changes::of(&head.headers));
     }
 
-    fn chunk(&mut self, chunk: &[u8], _end: bool) {
+    fn chunk(&mut self, chunk: &[u8], _whole: bool) {
         if self.changes.as_mut().is_some_and(|c| c.scan(chunk)) {
             self.cache.changed(&self.scope);
         }
     }
+}
+
+/// Whether `head` says its body is an event stream.
+fn is_event_stream(head: &ResponseHeader) -> bool {
+    let content_type = head.headers.get(http::header::CONTENT_TYPE);
+    mcp_wire::sse::is_event_stream(content_type.and_then(|v| v.to_str().ok()))
 }

@@ -45,12 +45,16 @@ pub(crate) fn decide(
     method: Option<&str>,
     name: Option<&str>,
 ) -> Result<Routed, GatewayError> {
-    ctx.method_label = method_label(method);
+    let label = method_label(method);
+    ctx.method_label = label;
     ctx.note_tool(method, name);
     let filter = authorize(ctx, route, method, name)?;
     Ok(Routed {
+        method: label,
+        pool: route.pool_for(method, name),
+        deadline: route.deadline(method, name),
+        listen: method == Some("subscriptions/listen"),
         filter,
-        ..Routed::of(route, method, name)
     })
 }
 

@@ -17,8 +17,11 @@ use pingora::http::ResponseHeader;
 pub trait Observer: Send + Sync {
     /// The answer's head.
     fn head(&mut self, head: &ResponseHeader);
-    /// A piece of the answer's body (`end`: the last; an empty piece may end it).
-    fn chunk(&mut self, chunk: &[u8], end: bool);
+    /// A piece of the answer's body. `whole`: the answer's response message has passed whole
+    /// (the body ended, or, on an event stream the seam reads, its response event passed),
+    /// so what was seen so far is all that says how the request went; it stays `true` for
+    /// any later piece.
+    fn chunk(&mut self, chunk: &[u8], whole: bool);
 }
 
 /// The observers attached to one answer.
@@ -40,10 +43,10 @@ impl Seam {
         }
     }
 
-    /// A piece of the answer's body passes.
-    pub fn chunk(&mut self, chunk: &[u8], end: bool) {
+    /// A piece of the answer's body passes (`whole`: see [`Observer::chunk`]).
+    pub fn chunk(&mut self, chunk: &[u8], whole: bool) {
         for o in &mut self.observers {
-            o.chunk(chunk, end);
+            o.chunk(chunk, whole);
         }
     }
 }
@@ -62,9 +65,9 @@ mod tests {
                 .unwrap()
                 .push(format!("head {}", head.status.as_u16()));
         }
-        fn chunk(&mut self, chunk: &[u8], end: bool) {
+        fn chunk(&mut self, chunk: &[u8], whole: bool) {
             let text = String::from_utf8_lossy(chunk);
-            self.0.lock().unwrap().push(format!("chunk {text} {end}"));
+            self.0.lock().unwrap().push(format!("chunk {text} {whole}"));
         }
     }
 

@@ -164,7 +164,7 @@ async fn relay_with<C: Client>(
     );
     // an event stream may say that the cached results of its pool changed: heard on the seam
     if let Some(heard) =
-        heard.and_then(|(cache, scope)| crate::cache::heard::Heard::new(cache, scope))
+        heard.and_then(|(cache, scope)| crate::cache::heard::Heard::new(cache, scope, &head))
     {
         session.observe(heard);
     }

@@ -10,7 +10,6 @@ use crate::downstream::seam::Observer;
 use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::TaskRecord;
 use crate::upstream::{Backend, Pool};
-use mcp_wire::verdict::{AnswerScan, Shape};
 use mcp_wire::Era;
 use pingora::http::ResponseHeader;
 use std::sync::Arc;
@@ -78,7 +77,6 @@ pub(crate) fn watch_for(
         learner: Some(learner),
         sse: false,
         seen: None,
-        scan: None,
     }));
 }
 
@@ -88,14 +86,13 @@ pub const HANDLE_LIMIT: usize = 16 * 1024;
 
 /// One answer watched for a task handle: a 200 JSON or SSE answer's bytes, within
 /// [`HANDLE_LIMIT`], handed to the learner once it passed whole (it ended, or on an event
-/// stream, once its response message passed).
+/// stream, once its response message passed: the seam says so, from the scan its verdict reads
+/// anyway).
 struct HandleWatch {
     learner: Option<Learner>,
     sse: bool,
     /// The answer so far (`None`: not one that can carry a handle, or past the limit).
     seen: Option<Vec<u8>>,
-    /// An event stream's reading, to know when its response message passed.
-    scan: Option<AnswerScan>,
 }
 
 impl Observer for HandleWatch {
@@ -110,10 +107,9 @@ impl Observer for HandleWatch {
             .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
         let readable = head.status == 200 && (self.sse || json) && !encoded;
         self.seen = readable.then(Vec::new);
-        self.scan = (readable && self.sse).then(|| AnswerScan::new(Shape::Sse));
     }
 
-    fn chunk(&mut self, chunk: &[u8], end: bool) {
+    fn chunk(&mut self, chunk: &[u8], whole: bool) {
         let Some(seen) = self.seen.as_mut() else {
             return;
         };
@@ -122,10 +118,6 @@ impl Observer for HandleWatch {
             return;
         }
         seen.extend_from_slice(chunk);
-        if let Some(scan) = self.scan.as_mut() {
-            scan.push(chunk);
-        }
-        let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
         if !whole {
             return;
         }

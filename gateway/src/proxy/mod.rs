@@ -243,7 +243,9 @@ impl ProxyHttp for Gateway {
             source.invalidate(&header, self.engine.token_events());
         }
         // an event stream may say that cached results changed: heard on the seam
-        if let Some(heard) = crate::cache::heard::Heard::new(&ctx.state.cache, &native.pool.name) {
+        if let Some(heard) =
+            crate::cache::heard::Heard::new(&ctx.state.cache, &native.pool.name, upstream)
+        {
             verdict::observe(session, heard);
         }
         let opened = upstream

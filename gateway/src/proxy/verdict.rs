@@ -106,7 +106,9 @@ impl HttpModule for AnswerVerdict {
                 scan.push(chunk);
             }
         }
-        self.seam.chunk(body.as_deref().unwrap_or_default(), end);
+        // the answer is whole when it ends, or (SSE) when its response message has passed
+        let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
+        self.seam.chunk(body.as_deref().unwrap_or_default(), whole);
         Ok(())
     }
 

@@ -97,6 +97,12 @@ pub(super) async fn stream(
                     streaming[i] = false;
                 }
             },
+            // the client left: every member's stream is dropped with this request, at once, not
+            // at the next member event (a quiet stream may have none for hours)
+            gone = session.gone() => {
+                tracing::debug!(gone = ?gone, "a virtual session stream's client went away");
+                return Ok(());
+            }
         }
     }
     answer::end(session).await.map_err(Fail::Io)

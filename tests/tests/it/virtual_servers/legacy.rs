@@ -372,3 +372,56 @@ async fn a_legacy_clients_call_on_a_virtual_route_is_charged_the_tool_rate_once(
         "the third is over the rate: {third}"
     );
 }
+
+/// A legacy client that leaves its quiet session stream on a virtual route is noticed at once:
+/// the merged stream ends with it, and so does every member's stream it held, instead of
+/// waiting for the next member event (FastMCP 1.30.0 members write nothing on an idle stream).
+#[tokio::test]
+async fn a_client_leaving_a_quiet_merged_session_stream_ends_it_and_the_members_streams() {
+    let a = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "a"]).await;
+    let b = PythonPeer::start("mcp1", "legacy_server.py", &["--port", "0", "--name", "b"]).await;
+    let yaml = format!(
+        "pools:\n  a: {{ era: legacy, backends: [{}] }}\n  b: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n      - {{ name: a, pool: a, mode: stateful }}\n      - {{ name: b, pool: b, mode: stateful }}\n",
+        a.addr(),
+        b.addr()
+    );
+    let gw = Gateway::start(&yaml).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let resp = Request::post("/hub", init.to_string())
+        .header("Accept", "application/json, text/event-stream")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    let sid = resp
+        .head
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = Request::post("/hub", initialized.to_string())
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 202, "{}", resp.text());
+    let (head, stream) = Request::bare("GET", "/hub")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Accept", "text/event-stream")
+        .send_for_head(gw.addr)
+        .await;
+    assert_eq!(head.status, 200);
+    mcp_gateway_tests::assert_eventually!(
+        std::time::Duration::from_secs(5),
+        gw.metric("mcpgw_open_streams").await == 1.0,
+        "the merged stream is open"
+    );
+    drop(stream);
+    mcp_gateway_tests::assert_eventually!(
+        std::time::Duration::from_secs(3),
+        gw.metric("mcpgw_open_streams").await == 0.0,
+        "the merged stream ended when its client left"
+    );
+}
