@@ -6,27 +6,30 @@
 
 use super::changes::Changes;
 use super::Cache;
-use crate::downstream::seam::Observer;
+use crate::downstream::seam::{Body, Observer};
+use crate::upstream::Pool;
 use pingora::http::ResponseHeader;
 use std::sync::Arc;
 
-/// Hears changes on one answer from the pool `scope`.
+/// Hears changes on one event stream from `pool` (its name is the scope dropped).
 pub struct Heard {
     cache: Arc<Cache>,
-    scope: Arc<str>,
-    /// The reading, once the head said the answer is an event stream.
+    pool: Arc<Pool>,
+    /// The reading, from the head on (its content coding decoded for the reading).
     changes: Option<Changes>,
 }
 
 impl Heard {
-    /// An observer for an answer of the pool `scope` with the head `head`, or `None` when
-    /// there is nothing to hear: the cache is off, or the answer is no event stream (only a
-    /// stream carries notifications), so most answers cost no observer at all.
-    pub fn new(cache: &Arc<Cache>, scope: &str, head: &ResponseHeader) -> Option<Box<Heard>> {
-        (cache.config().enabled && is_event_stream(head)).then(|| {
+    /// An observer for an answer of `pool` with the head `head`, or `None` when there is
+    /// nothing to hear: the cache is off, or the answer is no event stream (only a stream
+    /// carries notifications), so most answers cost no observer at all.
+    pub fn new(cache: &Arc<Cache>, pool: &Arc<Pool>, head: &ResponseHeader) -> Option<Box<Heard>> {
+        let content_type = head.headers.get(http::header::CONTENT_TYPE);
+        let events = mcp_wire::sse::is_event_stream(content_type.and_then(|v| v.to_str().ok()));
+        (cache.config().enabled && events).then(|| {
             Box::new(Heard {
                 cache: cache.clone(),
-                scope: scope.into(),
+                pool: pool.clone(),
                 changes: None,
             })
         })
@@ -34,19 +37,14 @@ impl Heard {
 }
 
 impl Observer for Heard {
-    fn head(&mut self, head: &ResponseHeader) {
-        self.changes = is_event_stream(head).then(|| Changes::of(&head.headers));
+    fn head(&mut self, head: &ResponseHeader, _body: Body) {
+        // made for an event stream (`new`), in whatever coding: decoded for the reading
+        self.changes = Some(Changes::of(&head.headers));
     }
 
     fn chunk(&mut self, chunk: &[u8], _whole: bool) {
         if self.changes.as_mut().is_some_and(|c| c.scan(chunk)) {
-            self.cache.changed(&self.scope);
+            self.cache.changed(&self.pool.name);
         }
     }
-}
-
-/// Whether `head` says its body is an event stream.
-fn is_event_stream(head: &ResponseHeader) -> bool {
-    let content_type = head.headers.get(http::header::CONTENT_TYPE);
-    mcp_wire::sse::is_event_stream(content_type.and_then(|v| v.to_str().ok()))
 }

@@ -12,11 +12,46 @@
 
 use pingora::http::ResponseHeader;
 
+/// What an answer's body is, as the seam read its head once for every observer: a `200` JSON
+/// body or event stream in no content coding (the bodies the gateway reads), or another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// `application/json`.
+    Json,
+    /// `text/event-stream`.
+    Events,
+    /// Another status, media type or a content coding: not read.
+    Other,
+}
+
+impl Body {
+    /// What `head` says of its body (for a client that has no reading of its own at hand; the
+    /// client's session reads it once in `proxy/verdict.rs`).
+    pub fn of(head: &ResponseHeader) -> Body {
+        let coded = head
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if head.status != 200 || coded {
+            return Body::Other;
+        }
+        let ct = head.headers.get(http::header::CONTENT_TYPE);
+        let ct = ct.and_then(|v| v.to_str().ok());
+        if mcp_wire::sse::is_event_stream(ct) {
+            Body::Events
+        } else if ct.is_some_and(|c| c.trim_start().starts_with("application/json")) {
+            Body::Json
+        } else {
+            Body::Other
+        }
+    }
+}
+
 /// What watches one answer as it passes to the client. Both methods are called in the order
 /// the client gets the bytes; neither may block (a hand-off to a queue is fine).
 pub trait Observer: Send + Sync {
-    /// The answer's head.
-    fn head(&mut self, head: &ResponseHeader);
+    /// The answer's head, and what its body is.
+    fn head(&mut self, head: &ResponseHeader, body: Body);
     /// A piece of the answer's body. `whole`: the answer's response message has passed whole
     /// (the body ended, or, on an event stream the seam reads, its response event passed),
     /// so what was seen so far is all that says how the request went; it stays `true` for
@@ -24,28 +59,38 @@ pub trait Observer: Send + Sync {
     fn chunk(&mut self, chunk: &[u8], whole: bool);
 }
 
-/// The observers attached to one answer.
+/// The observers attached to one answer (the first held in place: most answers have none or
+/// one, and then cost no list).
 #[derive(Default)]
 pub struct Seam {
-    observers: Vec<Box<dyn Observer>>,
+    first: Option<Box<dyn Observer>>,
+    more: Vec<Box<dyn Observer>>,
 }
 
 impl Seam {
     /// Attaches `observer` to the answer.
     pub fn attach(&mut self, observer: Box<dyn Observer>) {
-        self.observers.push(observer);
+        match self.first {
+            None => self.first = Some(observer),
+            Some(_) => self.more.push(observer),
+        }
     }
 
-    /// The answer's head passes.
-    pub fn head(&mut self, head: &ResponseHeader) {
-        for o in &mut self.observers {
-            o.head(head);
+    /// Whether no observer is attached.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// The answer's head passes (`body`: what it says of its body).
+    pub fn head(&mut self, head: &ResponseHeader, body: Body) {
+        for o in self.first.iter_mut().chain(&mut self.more) {
+            o.head(head, body);
         }
     }
 
     /// A piece of the answer's body passes (`whole`: see [`Observer::chunk`]).
     pub fn chunk(&mut self, chunk: &[u8], whole: bool) {
-        for o in &mut self.observers {
+        for o in self.first.iter_mut().chain(&mut self.more) {
             o.chunk(chunk, whole);
         }
     }
@@ -59,7 +104,7 @@ mod tests {
     struct Seen(Arc<Mutex<Vec<String>>>);
 
     impl Observer for Seen {
-        fn head(&mut self, head: &ResponseHeader) {
+        fn head(&mut self, head: &ResponseHeader, _body: Body) {
             self.0
                 .lock()
                 .unwrap()
@@ -77,7 +122,7 @@ mod tests {
         let mut seam = Seam::default();
         seam.attach(Box::new(Seen(seen.clone())));
         seam.attach(Box::new(Seen(seen.clone())));
-        seam.head(&ResponseHeader::build(200, None).unwrap());
+        seam.head(&ResponseHeader::build(200, None).unwrap(), Body::Other);
         seam.chunk(b"a", false);
         seam.chunk(b"", true);
         let seen = seen.lock().unwrap().clone();

@@ -148,8 +148,8 @@ impl Keep {
     }
 
     /// Where the relay tells changes it hears: the pool asked.
-    fn heard(&self) -> (&Arc<Cache>, &str) {
-        (&self.cache, &self.pool.name)
+    fn heard(&self) -> (&Arc<Cache>, &Arc<crate::upstream::Pool>) {
+        (&self.cache, &self.pool)
     }
 
     fn count(&self, result: &str) {

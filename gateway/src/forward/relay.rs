@@ -117,7 +117,10 @@ pub async fn relay<C: Client>(
     session: &mut C,
     head: ResponseHeader,
     until: Option<Instant>,
-    heard: Option<(&std::sync::Arc<crate::cache::Cache>, &str)>,
+    heard: Option<(
+        &std::sync::Arc<crate::cache::Cache>,
+        &std::sync::Arc<crate::upstream::Pool>,
+    )>,
 ) -> Result<Relayed> {
     relay_with(exchange, session, head, until, heard, None).await
 }
@@ -154,7 +157,10 @@ async fn relay_with<C: Client>(
     session: &mut C,
     head: ResponseHeader,
     until: Option<Instant>,
-    heard: Option<(&std::sync::Arc<crate::cache::Cache>, &str)>,
+    heard: Option<(
+        &std::sync::Arc<crate::cache::Cache>,
+        &std::sync::Arc<crate::upstream::Pool>,
+    )>,
     mut reshape: Option<&mut dyn Reshape>,
 ) -> Result<Relayed> {
     let sse = mcp_wire::sse::is_event_stream(
@@ -164,7 +170,7 @@ async fn relay_with<C: Client>(
     );
     // an event stream may say that the cached results of its pool changed: heard on the seam
     if let Some(heard) =
-        heard.and_then(|(cache, scope)| crate::cache::heard::Heard::new(cache, scope, &head))
+        heard.and_then(|(cache, pool)| crate::cache::heard::Heard::new(cache, pool, &head))
     {
         session.observe(heard);
     }

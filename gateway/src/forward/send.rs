@@ -118,7 +118,7 @@ pub(crate) async fn forward_any<C: Client>(
                     session,
                     head,
                     until,
-                    Some((&ctx.state.cache, &pool.name)),
+                    Some((&ctx.state.cache, pool)),
                 )
                 .await?
             }

@@ -6,7 +6,7 @@
 //! paths call it; the routing of a task's later requests is `handlers/tasks/`.
 
 use crate::downstream::client::Client;
-use crate::downstream::seam::Observer;
+use crate::downstream::seam::{Body, Observer};
 use crate::request::{ctx::RequestCtx, Gateway};
 use crate::tasks::TaskRecord;
 use crate::upstream::{Backend, Pool};
@@ -96,17 +96,9 @@ struct HandleWatch {
 }
 
 impl Observer for HandleWatch {
-    fn head(&mut self, head: &ResponseHeader) {
-        let ct = head.headers.get(http::header::CONTENT_TYPE);
-        let ct = ct.and_then(|v| v.to_str().ok());
-        self.sse = mcp_wire::sse::is_event_stream(ct);
-        let json = ct.is_some_and(|t| t.trim_start().starts_with("application/json"));
-        let encoded = head
-            .headers
-            .get(http::header::CONTENT_ENCODING)
-            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-        let readable = head.status == 200 && (self.sse || json) && !encoded;
-        self.seen = readable.then(Vec::new);
+    fn head(&mut self, _head: &ResponseHeader, body: Body) {
+        self.sse = body == Body::Events;
+        self.seen = (body != Body::Other).then(Vec::new);
     }
 
     fn chunk(&mut self, chunk: &[u8], whole: bool) {

@@ -244,7 +244,7 @@ impl ProxyHttp for Gateway {
         }
         // an event stream may say that cached results changed: heard on the seam
         if let Some(heard) =
-            crate::cache::heard::Heard::new(&ctx.state.cache, &native.pool.name, upstream)
+            crate::cache::heard::Heard::new(&ctx.state.cache, &native.pool, upstream)
         {
             verdict::observe(session, heard);
         }

@@ -12,7 +12,7 @@
 //! Bodies with a content coding are not read (the verdict is then `ok`), and neither are
 //! answers to requests without a method (a GET stream, a resume).
 
-use crate::downstream::seam::{Observer, Seam};
+use crate::downstream::seam::{Body, Observer, Seam};
 use crate::request::ctx::{Outcome, RequestCtx};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -81,16 +81,23 @@ impl HttpModule for AnswerVerdict {
         resp: &mut ResponseHeader,
         end_of_stream: bool,
     ) -> Result<()> {
-        self.seam.head(resp);
-        if end_of_stream {
-            self.seam.chunk(&[], true);
-        }
         self.scan = None;
         self.length = None;
-        if resp.status.as_u16() != 200 || end_of_stream {
-            return Ok(());
+        let read = (resp.status.as_u16() == 200 && !end_of_stream)
+            .then(|| read_head(&resp.headers))
+            .flatten();
+        if !self.seam.is_empty() {
+            let body = match read {
+                Some((Shape::Json, _)) => Body::Json,
+                Some((Shape::Sse, _)) => Body::Events,
+                None => Body::Other,
+            };
+            self.seam.head(resp, body);
+            if end_of_stream {
+                self.seam.chunk(&[], true);
+            }
         }
-        let Some((shape, length)) = read_head(&resp.headers) else {
+        let Some((shape, length)) = read else {
             return Ok(());
         };
         self.length = length;
@@ -107,8 +114,10 @@ impl HttpModule for AnswerVerdict {
             }
         }
         // the answer is whole when it ends, or (SSE) when its response message has passed
-        let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
-        self.seam.chunk(body.as_deref().unwrap_or_default(), whole);
+        if !self.seam.is_empty() {
+            let whole = end || self.scan.as_ref().is_some_and(|s| s.verdict().is_some());
+            self.seam.chunk(body.as_deref().unwrap_or_default(), whole);
+        }
         Ok(())
     }
 

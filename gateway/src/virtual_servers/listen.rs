@@ -327,14 +327,8 @@ impl Plan {
     ) -> Handled {
         for (heard, _) in self.follow(m, i, task) {
             if let Heard::Notify(mut note) = heard {
-                // what a member says changed is no longer answered from the cache
-                let method = note.get("method").and_then(Value::as_str).unwrap_or("");
-                if let Some(ask) = &self.asks[i] {
-                    let pool = ask.state.pool(ask.route.default_pool);
-                    if let Ok(pool) = pool {
-                        ask.state.cache.heard(&pool.name, method);
-                    }
-                }
+                // what a member says changed was heard by the cache on the member's own answer
+                // (its seam: `cache/heard.rs`, or the reverse bridge's listen), with its pool
                 listen::stamp(&mut note, &self.sub_id);
                 write_event(session, &note).await?;
             }

@@ -114,7 +114,10 @@ impl Client for MemberClient {
     }
 
     async fn write_response_header(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
-        self.seam.head(&head);
+        if !self.seam.is_empty() {
+            self.seam
+                .head(&head, crate::downstream::seam::Body::of(&head));
+        }
         if end {
             self.seam.chunk(&[], true);
         }

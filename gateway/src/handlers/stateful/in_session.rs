@@ -151,7 +151,7 @@ async fn answer(
                 session,
                 head,
                 until,
-                Some((&ctx.state.cache, &pool.name)),
+                Some((&ctx.state.cache, pool)),
             )
             .await?
         }
@@ -279,15 +279,7 @@ pub(super) async fn stream(
             let (mut ex, record) = *answer;
             ctx.backend = pool.find(record.binding.backend);
             let head = client_response(ex.header(), None);
-            match relay(
-                &mut ex,
-                session,
-                head,
-                None,
-                Some((&ctx.state.cache, &pool.name)),
-            )
-            .await?
-            {
+            match relay(&mut ex, session, head, None, Some((&ctx.state.cache, pool))).await? {
                 Relayed::Done => gw.engine.release(ex),
                 Relayed::TimedOut { .. } | Relayed::Broken { .. } => {
                     if let Err(e) = gw.sessions.connection_lost(pool, &record, None).await {
