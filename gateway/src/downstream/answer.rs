@@ -22,15 +22,26 @@ use bytes::Bytes;
 use mcp_wire::headers::MCP_SESSION_ID;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
+use std::future::Future;
 
 /// Writes a response head (`end`: the answer has no body).
-pub async fn head(client: &mut impl Client, head: ResponseHeader, end: bool) -> Result<()> {
-    client.write_response_header(Box::new(head), end).await
+// The plain delegates return the client's own future (no `async` wrapper): every relayed chunk
+// passes here, and a wrapper is one more state machine polled per chunk.
+pub fn head<C: Client>(
+    client: &mut C,
+    head: ResponseHeader,
+    end: bool,
+) -> impl Future<Output = Result<()>> + Send + '_ {
+    client.write_response_header(Box::new(head), end)
 }
 
 /// Writes a piece of the answer's body (`end`: the last; `None` with `end`: ends it).
-pub async fn chunk(client: &mut impl Client, body: Option<Bytes>, end: bool) -> Result<()> {
-    client.write_response_body(body, end).await
+pub fn chunk<C: Client>(
+    client: &mut C,
+    body: Option<Bytes>,
+    end: bool,
+) -> impl Future<Output = Result<()>> + Send + '_ {
+    client.write_response_body(body, end)
 }
 
 /// Writes a complete answer: `head`, then `body` (none when it is empty).
@@ -102,8 +113,11 @@ pub async fn open_stream(client: &mut impl Client, session_id: Option<&str>) -> 
 }
 
 /// One event of a stream, already framed (`id:`, `data:`, a keep-alive comment).
-pub async fn event(client: &mut impl Client, framed: Bytes) -> Result<()> {
-    chunk(client, Some(framed), false).await
+pub fn event<C: Client>(
+    client: &mut C,
+    framed: Bytes,
+) -> impl Future<Output = Result<()>> + Send + '_ {
+    client.write_response_body(Some(framed), false)
 }
 
 /// One JSON-RPC message as an event of a stream.
@@ -113,11 +127,14 @@ pub async fn message(client: &mut impl Client, json: &[u8]) -> Result<()> {
 
 /// The last event of a stream, already framed (the call's response, a gateway error's
 /// event): the answer ends with it.
-pub async fn last(client: &mut impl Client, framed: Bytes) -> Result<()> {
-    chunk(client, Some(framed), true).await
+pub fn last<C: Client>(
+    client: &mut C,
+    framed: Bytes,
+) -> impl Future<Output = Result<()>> + Send + '_ {
+    client.write_response_body(Some(framed), true)
 }
 
 /// Ends a stream or a relayed body with no more bytes.
-pub async fn end(client: &mut impl Client) -> Result<()> {
-    chunk(client, None, true).await
+pub fn end<C: Client>(client: &mut C) -> impl Future<Output = Result<()>> + Send + '_ {
+    client.write_response_body(None, true)
 }
