@@ -272,37 +272,11 @@ async fn a_member_coming_and_going_sends_list_changed_on_the_session_stream() {
         b.addr()
     );
     let gw = Gateway::start(&yaml).await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let resp = Request::post("/hub", init.to_string())
-        .header("Accept", "application/json, text/event-stream")
-        .send(gw.addr)
-        .await;
-    assert_eq!(resp.status(), 200, "{}", resp.text());
-    let v = resp.json();
+    let (v, mut stream) = hub_session_stream(&gw).await;
     assert_eq!(
         v["result"]["capabilities"]["tools"]["listChanged"], true,
         "{v}"
     );
-    let sid = resp
-        .head
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let resp = Request::post("/hub", initialized.to_string())
-        .header("Mcp-Session-Id", &sid)
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .send(gw.addr)
-        .await;
-    assert_eq!(resp.status(), 202, "{}", resp.text());
-    let (head, mut stream) = Request::bare("GET", "/hub")
-        .header("Mcp-Session-Id", &sid)
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .header("Accept", "text/event-stream")
-        .send_for_head(gw.addr)
-        .await;
-    assert_eq!(head.status, 200);
     b.kill().await;
     let told = tokio::time::timeout(
         std::time::Duration::from_secs(10),
@@ -322,6 +296,39 @@ async fn a_member_coming_and_going_sends_list_changed_on_the_session_stream() {
     )
     .await;
     assert_eq!(told, Ok(true), "list_changed when b came back");
+}
+
+/// A raw legacy client's session on `/hub` (`initialize`, then `notifications/initialized`) and
+/// its session stream, opened (200): the `initialize` answer and the stream.
+async fn hub_session_stream(gw: &Gateway) -> (Value, tokio::io::BufReader<tokio::net::TcpStream>) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let resp = Request::post("/hub", init.to_string())
+        .header("Accept", "application/json, text/event-stream")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    let v = resp.json();
+    let sid = resp
+        .head
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = Request::post("/hub", initialized.to_string())
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 202, "{}", resp.text());
+    let (head, stream) = Request::bare("GET", "/hub")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Accept", "text/event-stream")
+        .send_for_head(gw.addr)
+        .await;
+    assert_eq!(head.status, 200);
+    (v, stream)
 }
 
 /// Reads a session stream until `notifications/tools/list_changed` (`true`) or its end.
@@ -387,32 +394,7 @@ async fn a_client_leaving_a_quiet_merged_session_stream_ends_it_and_the_members_
         b.addr()
     );
     let gw = Gateway::start(&yaml).await;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let resp = Request::post("/hub", init.to_string())
-        .header("Accept", "application/json, text/event-stream")
-        .send(gw.addr)
-        .await;
-    assert_eq!(resp.status(), 200, "{}", resp.text());
-    let sid = resp
-        .head
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let resp = Request::post("/hub", initialized.to_string())
-        .header("Mcp-Session-Id", &sid)
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .send(gw.addr)
-        .await;
-    assert_eq!(resp.status(), 202, "{}", resp.text());
-    let (head, stream) = Request::bare("GET", "/hub")
-        .header("Mcp-Session-Id", &sid)
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .header("Accept", "text/event-stream")
-        .send_for_head(gw.addr)
-        .await;
-    assert_eq!(head.status, 200);
+    let (_, stream) = hub_session_stream(&gw).await;
     mcp_gateway_tests::assert_eventually!(
         std::time::Duration::from_secs(5),
         gw.metric("mcpgw_open_streams").await == 1.0,
