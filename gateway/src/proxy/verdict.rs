@@ -42,36 +42,14 @@ pub fn observe(session: &mut Session, observer: Box<dyn Observer>) {
 }
 
 /// What a 200 answer's head says of its body: its shape (JSON or an event stream) and its
-/// `Content-Length`; `None` for a body the verdict does not read (a content coding other than
-/// `identity`, another media type). The three headers in one pass over the answer's few (three
-/// hashed lookups cost more); the first of each counts, as a lookup finds it.
+/// `Content-Length`; `None` for a body the verdict does not read (the seam's one reading of a
+/// head: `downstream/seam.rs` `Body::read`).
 fn read_head(headers: &http::HeaderMap) -> Option<(Shape, Option<usize>)> {
-    let (mut encoding, mut content_type, mut length) = (None, None, None);
-    for (name, value) in headers {
-        let slot = if name == http::header::CONTENT_TYPE {
-            &mut content_type
-        } else if name == http::header::CONTENT_LENGTH {
-            &mut length
-        } else if name == http::header::CONTENT_ENCODING {
-            &mut encoding
-        } else {
-            continue;
-        };
-        slot.get_or_insert(value);
+    match Body::read(headers) {
+        (Body::Json, length) => Some((Shape::Json, length)),
+        (Body::Events, length) => Some((Shape::Sse, length)),
+        (Body::Other, _) => None,
     }
-    if encoding.is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity")) {
-        return None;
-    }
-    let content_type = content_type.and_then(|v| v.to_str().ok());
-    let shape = if mcp_wire::sse::is_event_stream(content_type) {
-        Shape::Sse
-    } else if content_type.is_some_and(|c| c.trim_start().starts_with("application/json")) {
-        Shape::Json
-    } else {
-        return None;
-    };
-    let length = length.and_then(|v| std::str::from_utf8(v.as_bytes()).ok()?.parse().ok());
-    Some((shape, length))
 }
 
 #[async_trait]
