@@ -138,6 +138,10 @@ pub enum ErrorKind {
     /// authorization server refused to exchange its token (`invalid_grant`, `invalid_target`,
     /// ...), or it called with an API key, or with no token at all. -32040, HTTP 403.
     ExchangeRefused,
+    /// A route's interceptors must check an answer the gateway cannot read for them (larger
+    /// than it holds, or in a content coding it cannot decode): refused, never passed on
+    /// unchecked. -32055, HTTP 200 (the request reached its backend; its answer is refused).
+    AnswerUnchecked,
 }
 
 impl ErrorKind {
@@ -185,6 +189,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => -32038,
             ErrorKind::UpstreamCredentials => -32039,
             ErrorKind::ExchangeRefused => -32040,
+            ErrorKind::AnswerUnchecked => -32055,
         }
     }
 
@@ -237,6 +242,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => 200,
             ErrorKind::UpstreamCredentials => 503,
             ErrorKind::ExchangeRefused => 403,
+            ErrorKind::AnswerUnchecked => 200,
         }
     }
 
@@ -298,6 +304,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => "task-lost",
             ErrorKind::UpstreamCredentials => "upstream-credentials",
             ErrorKind::ExchangeRefused => "exchange-refused",
+            ErrorKind::AnswerUnchecked => "answer-unchecked",
         }
     }
 
