@@ -27,6 +27,8 @@ pub struct State {
     pub auth: Option<Arc<crate::auth::Auth>>,
     /// The response cache of this snapshot (a reload starts an empty one).
     pub cache: Arc<crate::cache::Cache>,
+    /// The audit trail (one per process, carried over and reconfigured on reload).
+    pub audit: crate::audit::Audit,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -98,6 +100,7 @@ impl State {
     pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
         State {
             rejections,
+            audit: crate::audit::Audit::default(),
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
             auth: config
                 .auth
@@ -113,6 +116,14 @@ impl State {
                 .collect(),
             config,
         }
+    }
+
+    /// The same state recording into `audit` (the process's one trail), configured with
+    /// this state's `audit:` section.
+    pub fn with_audit(mut self, audit: crate::audit::Audit) -> State {
+        audit.configure(self.config.audit.as_ref());
+        self.audit = audit;
+        self
     }
 
     /// Compiles a reloaded config, carrying over what must survive a reload (not the cache's
@@ -142,6 +153,7 @@ impl State {
         let cache = crate::cache::Cache::new(config.cache.clone(), old.cache.common().clone());
         State {
             rejections: old.rejections.clone(),
+            audit: old.audit.clone(),
             cache: Arc::new(cache),
             auth,
             guard: PeerGuard::new(&config),
