@@ -54,11 +54,10 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         shared: stores.results.clone(),
         generations: Arc::default(),
     };
-    let state = Arc::new(ArcSwap::from_pointee(State::new(
-        config.clone(),
-        metrics.admission.clone(),
-        cache,
-    )));
+    let audit = crate::audit::Audit::new(metrics.audit.clone());
+    let state = Arc::new(ArcSwap::from_pointee(
+        State::new(config.clone(), metrics.admission.clone(), cache).with_audit(audit.clone()),
+    ));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
         stores.sessions,
@@ -72,6 +71,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
+    sessions.audit_into(audit);
     sessions.configure(&config.sessions);
 
     let tasks = crate::tasks::Tasks::new(stores.tasks, metrics.tasks.clone());
@@ -324,6 +324,8 @@ pub struct Families {
     pub tasks: crate::tasks::metrics::TaskMetrics,
     /// The response cache's.
     pub cache: crate::cache::metrics::CacheMetrics,
+    /// The audit trail's.
+    pub audit: crate::audit::AuditMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -343,6 +345,7 @@ impl Families {
             reloads: ReloadMetrics::register(&families),
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
+            audit: crate::audit::AuditMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

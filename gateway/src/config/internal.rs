@@ -57,6 +57,8 @@ pub struct Config {
     pub tasks: super::tasks::TasksConfig,
     /// `cache`: the response cache.
     pub cache: super::cache::CacheConfig,
+    /// `audit`: the audit trail. Default: off. A reload applies a changed section.
+    pub audit: Option<super::AuditConfig>,
 }
 
 /// Gateway-owned sessions.

@@ -97,6 +97,7 @@ fn reference_config_parses_to_expected_struct() {
         bridge: Default::default(),
         tasks: Default::default(),
         cache: Default::default(),
+        audit: None,
     };
     assert_eq!(config, expected);
 }
