@@ -21,6 +21,7 @@ pub(crate) mod federation;
 pub(crate) mod fetch;
 pub(crate) mod forward;
 pub(crate) mod handlers;
+pub(crate) mod interceptors;
 pub mod logging;
 pub mod metrics;
 pub(crate) mod proxy;

@@ -54,11 +54,12 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         shared: stores.results.clone(),
         generations: Arc::default(),
     };
-    let state = Arc::new(ArcSwap::from_pointee(State::new(
-        config.clone(),
-        metrics.admission.clone(),
-        cache,
-    )));
+    let mut first = State::new(config.clone(), metrics.admission.clone(), cache);
+    // the snapshot's servers counted into the registry (a reload carries the families over)
+    first.interceptors = Arc::new(
+        crate::interceptors::Interceptors::new(&config).measured(metrics.interceptors.clone()),
+    );
+    let state = Arc::new(ArcSwap::from_pointee(first));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
         stores.sessions,
@@ -324,6 +325,8 @@ pub struct Families {
     pub tasks: crate::tasks::metrics::TaskMetrics,
     /// The response cache's.
     pub cache: crate::cache::metrics::CacheMetrics,
+    /// The interceptors'.
+    pub interceptors: crate::interceptors::metrics::InterceptorMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -343,6 +346,7 @@ impl Families {
             reloads: ReloadMetrics::register(&families),
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
+            interceptors: crate::interceptors::metrics::InterceptorMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

@@ -27,6 +27,8 @@ pub struct State {
     pub auth: Option<Arc<crate::auth::Auth>>,
     /// The response cache of this snapshot (a reload starts an empty one).
     pub cache: Arc<crate::cache::Cache>,
+    /// The interceptor servers routes' chains run (`interceptors`).
+    pub interceptors: Arc<crate::interceptors::Interceptors>,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -99,6 +101,7 @@ impl State {
         State {
             rejections,
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
+            interceptors: Arc::new(crate::interceptors::Interceptors::new(&config)),
             auth: config
                 .auth
                 .as_ref()
@@ -143,6 +146,10 @@ impl State {
         State {
             rejections: old.rejections.clone(),
             cache: Arc::new(cache),
+            // a server whose config is unchanged keeps its list (and legacy session)
+            interceptors: Arc::new(
+                crate::interceptors::Interceptors::new(&config).carry_over(&old.interceptors),
+            ),
             auth,
             guard: PeerGuard::new(&config),
             router: Router::new(&config),
