@@ -155,6 +155,10 @@ pub enum ErrorKind {
     /// is not fail-open), or more interceptors hook the event than one call may run. -32053,
     /// HTTP 200.
     InterceptorLimit,
+    /// A route's interceptors must check an answer the gateway cannot read for them (larger
+    /// than it holds, or in a content coding it cannot decode): refused, never passed on
+    /// unchecked. -32055, HTTP 200 (the request reached its backend; its answer is refused).
+    AnswerUnchecked,
 }
 
 impl ErrorKind {
@@ -207,6 +211,7 @@ impl ErrorKind {
             ErrorKind::InterceptorFailed => -32051,
             ErrorKind::InterceptorInvalidMutation => -32052,
             ErrorKind::InterceptorLimit => -32053,
+            ErrorKind::AnswerUnchecked => -32055,
         }
     }
 
@@ -265,6 +270,7 @@ impl ErrorKind {
             | ErrorKind::InterceptorFailed
             | ErrorKind::InterceptorInvalidMutation
             | ErrorKind::InterceptorLimit => 200,
+            ErrorKind::AnswerUnchecked => 200,
         }
     }
 
@@ -331,6 +337,7 @@ impl ErrorKind {
             ErrorKind::InterceptorFailed => "interceptor-failed",
             ErrorKind::InterceptorInvalidMutation => "interceptor-invalid-mutation",
             ErrorKind::InterceptorLimit => "interceptor-limit",
+            ErrorKind::AnswerUnchecked => "answer-unchecked",
         }
     }
 

@@ -74,6 +74,7 @@ fn every_kind_has_a_distinct_code() {
         InterceptorFailed,
         InterceptorInvalidMutation,
         InterceptorLimit,
+        AnswerUnchecked,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();
