@@ -55,9 +55,13 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         generations: Arc::default(),
     };
     let audit = crate::audit::Audit::new(metrics.audit.clone());
-    let state = Arc::new(ArcSwap::from_pointee(
-        State::new(config.clone(), metrics.admission.clone(), cache).with_audit(audit.clone()),
-    ));
+    let mut first =
+        State::new(config.clone(), metrics.admission.clone(), cache).with_audit(audit.clone());
+    // the snapshot's servers counted into the registry (a reload carries the families over)
+    first.interceptors = Arc::new(
+        crate::interceptors::Interceptors::new(&config).measured(metrics.interceptors.clone()),
+    );
+    let state = Arc::new(ArcSwap::from_pointee(first));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
         stores.sessions,
@@ -326,6 +330,8 @@ pub struct Families {
     pub cache: crate::cache::metrics::CacheMetrics,
     /// The audit trail's.
     pub audit: crate::audit::AuditMetrics,
+    /// The interceptors'.
+    pub interceptors: crate::interceptors::metrics::InterceptorMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -346,6 +352,7 @@ impl Families {
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
             audit: crate::audit::AuditMetrics::register(&families),
+            interceptors: crate::interceptors::metrics::InterceptorMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

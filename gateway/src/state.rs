@@ -158,7 +158,10 @@ impl State {
             rejections: old.rejections.clone(),
             audit: old.audit.clone(),
             cache: Arc::new(cache),
-            interceptors: Arc::new(crate::interceptors::Interceptors::new(&config)),
+            // a server whose config is unchanged keeps its list (and legacy session)
+            interceptors: Arc::new(
+                crate::interceptors::Interceptors::new(&config).carry_over(&old.interceptors),
+            ),
             auth,
             guard: PeerGuard::new(&config),
             router: Router::new(&config),

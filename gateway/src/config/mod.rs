@@ -9,6 +9,7 @@ pub(crate) mod cache;
 mod capture;
 mod file;
 mod hardening;
+mod interceptors;
 mod internal;
 mod load;
 mod member_names;
@@ -38,6 +39,10 @@ pub use bridge::{BridgeConfig, ParkedBounds, PooledSessions};
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
+pub use interceptors::{
+    InterceptorServerConfig, DEFAULT_LIST_TTL_MS, DEFAULT_MAX_LISTED, DEFAULT_MAX_PAYLOAD_BYTES,
+    DEFAULT_TIMEOUT_MS as DEFAULT_INTERCEPTOR_TIMEOUT_MS,
+};
 pub use internal::{
     default_not_found, Balance, Config, ConfigError, Discovery, DualBackends, EraSetting,
     HealthCheck, Limits, NameMatch, NotFoundRule, PathMatch, PoolConfig, Rate, RouteConfig,

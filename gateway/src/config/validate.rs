@@ -17,7 +17,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks, cache, audit",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks, cache, audit, interceptors",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         no_empty_guard_names(&mut p, &file);
@@ -51,6 +51,15 @@ impl Config {
             .as_ref()
             .and_then(|t| super::auth::listen_tls(&mut p, t));
         check_routes(&mut p, &mut routes, &file.routes, auth.is_some());
+        let interceptors = super::interceptors::validate(&mut p, &file.interceptors);
+        for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
+            route.interceptors = super::interceptors::route_chain(
+                &mut p,
+                &format!("routes[{i}]"),
+                &file_route.interceptors,
+                &interceptors,
+            );
+        }
         let tracing = file
             .tracing
             .as_ref()
@@ -99,6 +108,7 @@ impl Config {
                 tasks,
                 cache,
                 audit,
+                interceptors,
             }),
             _ => Err(p.0),
         }

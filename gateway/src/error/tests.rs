@@ -69,6 +69,11 @@ fn every_kind_has_a_distinct_code() {
         TaskLost,
         UpstreamCredentials,
         ExchangeRefused,
+        InterceptorTimeout,
+        InterceptorDenied,
+        InterceptorFailed,
+        InterceptorInvalidMutation,
+        InterceptorLimit,
         AnswerUnchecked,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();

@@ -80,7 +80,9 @@ impl Route {
             metrics: Default::default(),
             members: None,
             member: false,
-            chain: Default::default(),
+            chain: crate::interceptors::Chain {
+                servers: rc.interceptors.clone(),
+            },
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc.limits.tool_timeouts.clone(),
