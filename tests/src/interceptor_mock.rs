@@ -129,7 +129,12 @@ impl Drop for MockInterceptor {
 impl MockInterceptor {
     /// Starts a mock offering `rules`, on a free loopback port.
     pub async fn start(rules: Vec<Rule>) -> MockInterceptor {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_on(0, rules).await
+    }
+
+    /// Starts a mock offering `rules` on loopback port `port` (0: any).
+    pub async fn start_on(port: u16, rules: Vec<Rule>) -> MockInterceptor {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let invoked = Arc::new(Mutex::new(Vec::new()));
         let rules = Arc::new(rules);
