@@ -9,6 +9,7 @@
 
 use mcp_gateway_tests::client::META;
 use mcp_gateway_tests::interceptor_mock::{MockInterceptor, Rule};
+use mcp_gateway_tests::mock::modern::ModernMock;
 use mcp_gateway_tests::{open_session, Gateway, MockServer, Request, Response};
 use std::time::Duration;
 
@@ -17,12 +18,14 @@ fn rules() -> Vec<Rule> {
     vec![
         Rule::deny("deny-secret", "tools/call", "request", "secret"),
         Rule::replace("tag-args", "tools/call", "request", "tag-me", "tagged"),
+        // (a tool's text only: a 2026-07-28 result's `_meta` names the server, and a
+        // response mutator may not change `_meta`)
         Rule::replace(
             "redact-cards",
             "tools/call",
             "response",
-            "4111-1111",
-            "[card]",
+            r#""text":"pay-4111-1111""#,
+            r#""text":"pay-[card]""#,
         ),
     ]
 }
@@ -207,31 +210,43 @@ async fn a_legacy_session_runs_the_chain_on_the_request_its_backend_gets() {
 #[tokio::test]
 async fn a_virtual_route_runs_its_chain_on_a_members_call() {
     let guard = MockInterceptor::start(rules()).await;
-    let member = MockServer::start("pay-4111-1111").await;
-    member.set_capture(true);
+    let member = ModernMock::start("pay-4111-1111").await;
     let gw = Gateway::start(&format!(
         "{}pools: {{ m: {{ backends: [{}] }} }}\nroutes:\n  - path: /hub\n    mode: virtual\n    interceptors: [guard]\n    server-info: {{ name: hub, version: 1.0.0 }}\n    members:\n      - {{ name: m, pool: m, upstream-path: /mcp, prefix: never }}\n",
         servers(&guard),
         member.addr
     ))
     .await;
+    let calls = || {
+        let bodies = member.requests().into_iter();
+        bodies
+            .filter(|b| b["method"] == "tools/call")
+            .map(|b| b.to_string())
+            .collect::<Vec<_>>()
+    };
     let resp = modern_call("/hub", 1, "whoami", r#"{"note":"tag-me"}"#)
         .send(gw.addr)
         .await;
     assert_eq!(resp.tool_text(), "pay-[card]", "{}", resp.text());
-    let seen = calls_seen(&member);
+    let seen = calls();
     assert!(seen.iter().any(|b| b.contains("tagged")), "{seen:?}");
+    assert!(seen.iter().all(|b| !b.contains("tag-me")), "{seen:?}");
 
     let before = seen.len();
     let resp = modern_call("/hub", 2, "whoami", r#"{"note":"secret"}"#)
         .send(gw.addr)
         .await;
     assert_denied(&resp, 2, "deny-secret");
-    assert_eq!(
-        calls_seen(&member).len(),
-        before,
-        "the denied call was not sent"
-    );
+    assert_eq!(calls().len(), before, "the denied call was not sent");
+    // the merged list passes the chain too: its response phase is hooked only for calls here,
+    // so it is the members' list, unchanged
+    let list = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{{{META}}}}}"#);
+    let resp = Request::post("/hub", list)
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/list")
+        .send(gw.addr)
+        .await;
+    assert!(resp.text().contains("whoami"), "{}", resp.text());
 }
 
 #[tokio::test]
