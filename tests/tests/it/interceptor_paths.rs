@@ -1,6 +1,7 @@
 //! A route's interceptor chain on every path the gateway drives, against a mock interceptor
 //! server (`interceptor_mock.rs`, the draft's wire shapes) and mock backends: a stateless
-//! route (JSON and streamed answers), a legacy session, a virtual route, and a route without
+//! route (JSON and streamed answers), a legacy session, both era bridges, a virtual route, and a
+//! route without
 //! a chain beside one with it. Each path: a request-phase validator's denial answers the
 //! client and nothing reaches the backend; a request-phase mutator changes what the backend
 //! gets; a response-phase mutator changes what the client gets; progress notifications of a
@@ -268,4 +269,64 @@ async fn a_route_without_a_chain_is_not_intercepted_beside_one_with_it() {
         .send(gw.addr)
         .await;
     assert_denied(&resp, 2, "deny-secret");
+}
+
+#[tokio::test]
+async fn both_era_bridges_run_the_chain_on_what_crosses_them() {
+    let guard = MockInterceptor::start(rules()).await;
+    // a legacy client's session on a 2026-07-28 backend (the bridge)
+    let modern = ModernMock::start("pay-4111-1111").await;
+    // a 2026-07-28 client's call to a pool of legacy backends (the reverse bridge)
+    let legacy = MockServer::legacy("pay-4111-1111", 0, "2025-11-25").await;
+    legacy.set_capture(true);
+    let gw = Gateway::start(&format!(
+        "{}pools:\n  modern: {{ era: modern, backends: [{}] }}\n  legacy: {{ era: legacy, backends: [{}] }}\n\
+         routes:\n  - {{ path: /mcp, pool: modern, mode: stateful, interceptors: [guard] }}\n\
+         \x20 - {{ path: /old, pool: legacy, mode: stateless, interceptors: [guard] }}\n",
+        servers(&guard),
+        modern.addr,
+        legacy.addr
+    ))
+    .await;
+
+    let sid = open_session(gw.addr).await;
+    let call = |id: u64, args: &str| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"whoami","arguments":{args}}}}}"#
+        );
+        Request::post("/mcp", body)
+            .header("Mcp-Session-Id", &sid)
+            .header("MCP-Protocol-Version", "2025-11-25")
+    };
+    let resp = call(1, r#"{"note":"tag-me"}"#).send(gw.addr).await;
+    assert_eq!(resp.tool_text(), "pay-[card]", "{}", resp.text());
+    let sent: Vec<String> = modern
+        .requests()
+        .into_iter()
+        .filter(|b| b["method"] == "tools/call")
+        .map(|b| b.to_string())
+        .collect();
+    assert!(sent.iter().any(|b| b.contains("tagged")), "{sent:?}");
+    let resp = call(2, r#"{"note":"secret"}"#).send(gw.addr).await;
+    assert_denied(&resp, 2, "deny-secret");
+
+    let resp = modern_call("/old", 3, "whoami", r#"{"note":"tag-me"}"#)
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.tool_text(), "pay-[card]", "{}", resp.text());
+    assert!(
+        calls_seen(&legacy).iter().any(|b| b.contains("tagged")),
+        "{:?}",
+        calls_seen(&legacy)
+    );
+    let before = calls_seen(&legacy).len();
+    let resp = modern_call("/old", 4, "whoami", r#"{"note":"secret"}"#)
+        .send(gw.addr)
+        .await;
+    assert_denied(&resp, 4, "deny-secret");
+    assert_eq!(
+        calls_seen(&legacy).len(),
+        before,
+        "the denied call was not sent"
+    );
 }
