@@ -1,8 +1,7 @@
 //! A route's interceptor chain on every path the gateway drives, against a mock interceptor
 //! server (`interceptor_mock.rs`, the draft's wire shapes) and mock backends: a stateless
-//! route (JSON and streamed answers), a legacy session, both era bridges, a virtual route, and a
-//! route without
-//! a chain beside one with it. Each path: a request-phase validator's denial answers the
+//! route (JSON and streamed answers), a legacy session, both era bridges, a virtual route, and
+//! a route without a chain beside one with it. Each path: a request-phase validator's denial answers the
 //! client and nothing reaches the backend; a request-phase mutator changes what the backend
 //! gets; a response-phase mutator changes what the client gets; progress notifications of a
 //! streamed answer are not held back. (The real SDK interceptor peer, the faults and the
