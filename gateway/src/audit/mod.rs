@@ -125,22 +125,24 @@ impl Audit {
         }
     }
 
-    /// Whether `method` must be refused now: `audit.required` is set, `method` is one of
-    /// [`AUDITED_METHODS`], and the sink cannot write (unhealthy, or its queue full).
-    pub fn refuses(&self, method: &str) -> bool {
+    /// Why `method` must be refused now (`unwritable` or `queue-full`): `audit.required` is
+    /// set, `method` is one of [`AUDITED_METHODS`], and the sink cannot write. `None`: go on.
+    pub fn refuses(&self, method: &str) -> Option<&'static str> {
         if !self.on() || !AUDITED_METHODS.contains(&method) {
-            return false;
+            return None;
         }
-        self.0
-            .sink
-            .load()
-            .as_ref()
-            .is_some_and(|s| s.config.required && !s.writable())
+        let sink = self.0.sink.load();
+        let sink = sink.as_ref().filter(|s| s.config.required)?;
+        sink.cannot_write()
     }
 
     /// Whether the sink writes now (true when audit is off).
     pub fn healthy(&self) -> bool {
-        self.0.sink.load().as_ref().is_none_or(|s| s.writable())
+        self.0
+            .sink
+            .load()
+            .as_ref()
+            .is_none_or(|s| s.cannot_write().is_none())
     }
 
     /// Whether records carry arguments and results (`include-bodies`).

@@ -141,11 +141,11 @@ fn an_unwritable_file_makes_the_sink_unhealthy_until_it_can_write_again() {
     let audit = Audit::default();
     audit.configure(Some(&cfg));
     assert!(!audit.healthy());
-    assert!(audit.refuses("tools/call"));
-    assert!(!audit.refuses("tools/list"), "only calls are refused");
+    assert_eq!(audit.refuses("tools/call"), Some("unwritable"));
+    assert_eq!(audit.refuses("tools/list"), None, "only calls are refused");
     std::fs::create_dir_all(&missing).unwrap();
     assert!(settle(|| audit.healthy()));
-    assert!(!audit.refuses("tools/call"));
+    assert_eq!(audit.refuses("tools/call"), None);
 }
 
 #[test]
@@ -166,6 +166,6 @@ fn bodies_are_redacted_by_the_audit_paths_and_request_state_always() {
 #[test]
 fn a_trail_that_is_off_records_nothing_and_refuses_nothing() {
     let audit = Audit::default();
-    assert!(!audit.on() && audit.healthy() && !audit.refuses("tools/call"));
+    assert!(!audit.on() && audit.healthy() && audit.refuses("tools/call").is_none());
     audit.record(Record::new("call"));
 }

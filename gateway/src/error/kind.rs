@@ -138,6 +138,11 @@ pub enum ErrorKind {
     /// authorization server refused to exchange its token (`invalid_grant`, `invalid_target`,
     /// ...), or it called with an API key, or with no token at all. -32040, HTTP 403.
     ExchangeRefused,
+    /// `audit.required` is set and the audit sink cannot write now (its file cannot be opened
+    /// or written, standard output fails, or its queue is full): a `tools/call`, `prompts/get`
+    /// or `resources/read` is refused before it reaches a backend. -32041, HTTP 503 +
+    /// `Retry-After`.
+    AuditUnavailable,
 }
 
 impl ErrorKind {
@@ -185,6 +190,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => -32038,
             ErrorKind::UpstreamCredentials => -32039,
             ErrorKind::ExchangeRefused => -32040,
+            ErrorKind::AuditUnavailable => -32041,
         }
     }
 
@@ -237,6 +243,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => 200,
             ErrorKind::UpstreamCredentials => 503,
             ErrorKind::ExchangeRefused => 403,
+            ErrorKind::AuditUnavailable => 503,
         }
     }
 
@@ -250,6 +257,7 @@ impl ErrorKind {
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             ErrorKind::AuthUnavailable | ErrorKind::UpstreamCredentials => Some(1),
+            ErrorKind::AuditUnavailable => Some(1),
             _ => None,
         }
     }
@@ -298,6 +306,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => "task-lost",
             ErrorKind::UpstreamCredentials => "upstream-credentials",
             ErrorKind::ExchangeRefused => "exchange-refused",
+            ErrorKind::AuditUnavailable => "audit-unavailable",
         }
     }
 
