@@ -37,7 +37,7 @@ impl Otlp {
             .time()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        self.batch.push(json!({
+        let mut log = json!({
             "timeUnixNano": nanos.to_string(),
             "observedTimeUnixNano": nanos.to_string(),
             "severityNumber": 9,
@@ -47,7 +47,11 @@ impl Otlp {
             "attributes": [
                 { "key": "event", "value": { "stringValue": record.event() } }
             ],
-        }));
+        });
+        if let Some(trace) = record.otel_trace() {
+            log["traceId"] = trace.into();
+        }
+        self.batch.push(log);
         if self.batch.len() >= BATCH {
             self.flush(metrics);
         }

@@ -357,6 +357,34 @@ mod tests {
     }
 
     #[test]
+    fn the_deciding_rule_is_the_one_decide_applies_with_its_text() {
+        let g = guard();
+        let user = principal(&["tools"], &["readers"]);
+        let admin = principal(&["tools", "admin"], &["editors"]);
+        for who in [&user, &admin] {
+            let call = (Some("tools/call"), Some("admin_reset"));
+            assert_eq!(g.deciding_rule(Some(who), call.0, call.1), Some(0));
+            assert_eq!(
+                g.deciding_rule(Some(who), Some("prompts/get"), Some("p")),
+                Some(1)
+            );
+            assert_eq!(
+                g.deciding_rule(Some(who), Some("tools/call"), Some("echo")),
+                None
+            );
+        }
+        assert_eq!(
+            g.rule_text(0).as_deref(),
+            Some("method: tools/call, name: admin_*, scope: admin")
+        );
+        assert_eq!(
+            g.rule_text(1).as_deref(),
+            Some("method: prompts/get, claim: groups in [writers, editors]")
+        );
+        assert_eq!(g.rule_text(2), None);
+    }
+
+    #[test]
     fn list_answers_lose_what_the_principal_may_not_use_in_json_and_sse() {
         let g = guard();
         let user = principal(&["tools"], &[]);

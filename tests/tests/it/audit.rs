@@ -365,6 +365,56 @@ async fn records_are_exported_as_otlp_logs_to_the_collector_the_traces_use() {
     assert_eq!(log["attributes"][0]["value"]["stringValue"], "call");
     assert_eq!(body["trace_id"], "otlp-trace-42");
     assert_eq!(body["backend"], peer.addr().as_str());
+    // the record joins the request's trace: its span's trace id
+    let trace = body["otel_trace_id"]
+        .as_str()
+        .expect("traces are on")
+        .to_owned();
+    assert_eq!(log["traceId"], trace.as_str());
+    let until = Instant::now() + Duration::from_secs(15);
+    while !collector
+        .spans()
+        .iter()
+        .any(|s| mcp_gateway_tests::otlp::hex(&s.trace_id) == trace)
+    {
+        assert!(Instant::now() < until, "no span of trace {trace}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_audit_section_added_by_a_reload_takes_effect_without_a_restart() {
+    let peer = PythonPeer::stateless_v2("py-reload").await;
+    let (_dir, file) = audit_dir("mcpgw-audit-reload");
+    let routes = format!(
+        "pools:\n  modern: {{ backends: [{}] }}\nroutes:\n  - path: /mcp\n    mode: stateless\n    pool: modern\n",
+        peer.addr()
+    );
+    let gw = Gateway::start(&routes).await;
+    let before = Request::tools_call("/mcp", 1, "whoami").send(gw.addr).await;
+    assert_eq!(before.status(), 200);
+    assert!(!file.exists(), "no audit section, no file");
+    gw.rewrite_config(&format!("audit: {{ file: {} }}\n{routes}", file.display()));
+    let until = Instant::now() + Duration::from_secs(15);
+    while gw
+        .metric("mcpgw_config_reloads_total{result=\"applied\"}")
+        .await
+        < 1.0
+    {
+        assert!(Instant::now() < until, "the config was never reloaded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = Request::tools_call("/mcp", 2, "whoami").send(gw.addr).await;
+    assert_eq!(after.status(), 200);
+    let all = records_until(&file, |r| !calls_of(r, "whoami").is_empty()).await;
+    assert_eq!(
+        calls_of(&all, "whoami").len(),
+        1,
+        "only the call after the reload"
+    );
+    assert!(all
+        .iter()
+        .any(|r| r["event"] == "admin.reload" && r["outcome"] == "applied"));
 }
 
 #[tokio::test]
