@@ -145,6 +145,17 @@ impl Audit {
             .is_none_or(|s| s.cannot_write().is_none())
     }
 
+    /// Waits (at most `within`) until the writer has taken every queued record: at shutdown,
+    /// so records of requests that ended are not lost with the process.
+    pub fn drain(&self, within: std::time::Duration) {
+        let until = std::time::Instant::now() + within;
+        while self.0.sink.load().as_ref().is_some_and(|s| !s.drained())
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Whether records carry arguments and results (`include-bodies`).
     pub fn bodies(&self) -> bool {
         self.on()
@@ -173,6 +184,20 @@ impl Audit {
             }
         }
         message
+    }
+}
+
+/// A background service that, at shutdown, lets the writer take what the queue holds (at
+/// most 2 s, within pingora's graceful shutdown).
+pub struct DrainAtShutdown(pub Audit);
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for DrainAtShutdown {
+    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
+        let _ = shutdown.changed().await;
+        let audit = self.0.clone();
+        let within = std::time::Duration::from_secs(2);
+        let _ = tokio::task::spawn_blocking(move || audit.drain(within)).await;
     }
 }
 

@@ -84,6 +84,11 @@ impl Sink {
         }
     }
 
+    /// Whether the writer has taken every queued record.
+    pub(super) fn drained(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) == 0
+    }
+
     /// Why the sink cannot write now: `unwritable` (the writer is unhealthy) or `queue-full`;
     /// `None` when it can.
     pub(super) fn cannot_write(&self) -> Option<&'static str> {

@@ -169,3 +169,22 @@ fn a_trail_that_is_off_records_nothing_and_refuses_nothing() {
     assert!(!audit.on() && audit.healthy() && audit.refuses("tools/call").is_none());
     audit.record(Record::new("call"));
 }
+
+#[test]
+fn drain_returns_once_the_writer_has_taken_every_queued_record() {
+    let dir = temp_dir("drain");
+    let mut cfg = config(&dir);
+    cfg.max_bytes = 1 << 20;
+    let metrics = AuditMetrics::unregistered();
+    let audit = Audit::new(metrics.clone());
+    audit.configure(Some(&cfg));
+    for _ in 0..50 {
+        audit.record(Record::new("call"));
+    }
+    audit.drain(Duration::from_secs(5));
+    // every record taken from the queue (each is counted as its write begins; the last one
+    // may be in its write still)
+    let taken = metrics.records.with_label_values(&["call"]).get();
+    assert!(taken >= 49, "drain returned with {taken} of 50 taken");
+    assert_eq!(metrics.dropped.with_label_values(&["queue-full"]).get(), 0);
+}
