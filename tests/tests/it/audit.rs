@@ -427,20 +427,24 @@ async fn required_audit_refuses_calls_while_the_file_cannot_be_written_and_serve
     let blocked = dir.join("logs");
     std::fs::write(&blocked, "not a directory").unwrap();
     let file = blocked.join("audit.jsonl");
+    // `/raw`: a route whose fast path never reads the body (`check-headers: false`)
     let gw = Gateway::start(&format!(
         "audit: {{ file: {}, required: true }}\npools:\n  modern: {{ backends: [{}] }}\nroutes:\n\
-         \x20 - path: /mcp\n    mode: stateless\n    pool: modern\n",
+         \x20 - path: /mcp\n    mode: stateless\n    pool: modern\n\
+         \x20 - path: /raw\n    mode: stateless\n    pool: modern\n    upstream-path: /mcp\n    check-headers: false\n",
         file.display(),
         peer.addr(),
     ))
     .await;
-    let refused = Request::tools_call("/mcp", 9, "whoami").send(gw.addr).await;
-    assert_eq!(refused.status(), 503, "{}", refused.text());
-    let error = &refused.json()["error"];
-    assert_eq!(error["code"], -32041, "{error}");
-    assert_eq!(refused.json()["id"], 9);
-    assert_eq!(error["data"]["reason"], "unwritable", "{error}");
-    assert_eq!(error["data"]["method"], "tools/call", "{error}");
+    for path in ["/mcp", "/raw"] {
+        let refused = Request::tools_call(path, 9, "whoami").send(gw.addr).await;
+        assert_eq!(refused.status(), 503, "{path}: {}", refused.text());
+        let error = &refused.json()["error"];
+        assert_eq!(error["code"], -32041, "{path}: {error}");
+        assert_eq!(refused.json()["id"], 9, "{path}");
+        assert_eq!(error["data"]["reason"], "unwritable", "{path}: {error}");
+        assert_eq!(error["data"]["method"], "tools/call", "{path}: {error}");
+    }
     assert_eq!(gw.metric("mcpgw_audit_sink_healthy").await, 0.0);
     // a list is not a call: it is served
     let list = Request::post(
@@ -472,6 +476,15 @@ async fn required_audit_refuses_calls_while_the_file_cannot_be_written_and_serve
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(gw.metric("mcpgw_audit_sink_healthy").await, 1.0);
-    let all = records_until(&file, |r| !calls_of(r, "whoami").is_empty()).await;
-    assert_eq!(calls_of(&all, "whoami").last().unwrap()["outcome"], "ok");
+    // the refused calls' records, queued while the file could not be written, and the call
+    // that passed
+    let all = records_until(&file, |r| {
+        calls_of(r, "whoami").iter().any(|c| c["outcome"] == "ok")
+    })
+    .await;
+    let refused = calls_of(&all, "whoami")
+        .into_iter()
+        .filter(|c| c["code"] == -32041)
+        .count();
+    assert!(refused >= 2, "the refused calls are recorded too: {all:#?}");
 }
