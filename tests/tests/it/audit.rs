@@ -89,6 +89,11 @@ async fn calls_on_stateless_and_stateful_routes_are_recorded_once_with_caller_ro
             .await
             .unwrap_or_else(|hello| panic!("{path}: {hello}"));
         client.call_text("whoami", json!({})).await;
+        assert_eq!(
+            client.cmd(json!({"op": "list"})).await["ok"],
+            true,
+            "{path}"
+        );
         let denied = client
             .cmd(json!({"op": "call", "name": "admin_reset", "args": {}}))
             .await;
@@ -104,7 +109,9 @@ async fn calls_on_stateless_and_stateful_routes_are_recorded_once_with_caller_ro
     assert_eq!(traced.status(), 200);
 
     let all = records_until(&file, |r| {
-        calls_of(r, "whoami").len() >= 3 && calls_of(r, "admin_reset").len() >= 2
+        calls_of(r, "whoami").len() >= 3
+            && calls_of(r, "admin_reset").len() >= 2
+            && r.iter().any(|r| r["event"] == "session.closed")
     })
     .await;
     let whoami = calls_of(&all, "whoami");
@@ -147,6 +154,18 @@ async fn calls_on_stateless_and_stateful_routes_are_recorded_once_with_caller_ro
             denied.get("backend").is_none(),
             "a denied call reached no backend: {denied}"
         );
+    }
+    // a list on a route with rules: an authz record of its own
+    let lists: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["event"] == "authz" && r["method"] == "tools/list")
+        .collect();
+    // (the 2.3.0 client lists the tools itself too, for their output schemas)
+    assert!(lists.len() >= 2, "{lists:#?}");
+    for list in lists {
+        assert_eq!(list["decision"], "allow", "{list}");
+        assert_eq!(list["rule"], "no rule matches: allowed", "{list}");
+        assert_eq!(list["caller"]["subject"], "alice", "{list}");
     }
     // the stateful session's life
     assert!(all
