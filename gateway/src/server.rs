@@ -75,7 +75,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
-    sessions.audit_into(audit);
+    sessions.audit_into(audit.clone());
+    server.add_service(background_service(
+        "audit drain",
+        crate::audit::DrainAtShutdown(audit),
+    ));
     sessions.configure(&config.sessions);
 
     let tasks = crate::tasks::Tasks::new(stores.tasks, metrics.tasks.clone());

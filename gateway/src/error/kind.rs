@@ -159,6 +159,11 @@ pub enum ErrorKind {
     /// than it holds, or in a content coding it cannot decode): refused, never passed on
     /// unchecked. -32055, HTTP 200 (the request reached its backend; its answer is refused).
     AnswerUnchecked,
+    /// `audit.required` is set and the audit sink cannot write now (its file cannot be opened
+    /// or written, standard output fails, or its queue is full): a `tools/call`, `prompts/get`
+    /// or `resources/read` is refused before it reaches a backend. -32041, HTTP 503 +
+    /// `Retry-After`.
+    AuditUnavailable,
 }
 
 impl ErrorKind {
@@ -212,6 +217,7 @@ impl ErrorKind {
             ErrorKind::InterceptorInvalidMutation => -32052,
             ErrorKind::InterceptorLimit => -32053,
             ErrorKind::AnswerUnchecked => -32055,
+            ErrorKind::AuditUnavailable => -32041,
         }
     }
 
@@ -271,6 +277,7 @@ impl ErrorKind {
             | ErrorKind::InterceptorInvalidMutation
             | ErrorKind::InterceptorLimit => 200,
             ErrorKind::AnswerUnchecked => 200,
+            ErrorKind::AuditUnavailable => 503,
         }
     }
 
@@ -284,6 +291,7 @@ impl ErrorKind {
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             ErrorKind::AuthUnavailable | ErrorKind::UpstreamCredentials => Some(1),
+            ErrorKind::AuditUnavailable => Some(1),
             _ => None,
         }
     }
@@ -338,6 +346,7 @@ impl ErrorKind {
             ErrorKind::InterceptorInvalidMutation => "interceptor-invalid-mutation",
             ErrorKind::InterceptorLimit => "interceptor-limit",
             ErrorKind::AnswerUnchecked => "answer-unchecked",
+            ErrorKind::AuditUnavailable => "audit-unavailable",
         }
     }
 

@@ -75,6 +75,7 @@ fn every_kind_has_a_distinct_code() {
         InterceptorInvalidMutation,
         InterceptorLimit,
         AnswerUnchecked,
+        AuditUnavailable,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

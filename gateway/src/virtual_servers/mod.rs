@@ -211,8 +211,9 @@ async fn call(
     }
     let route = members.routes[member].clone();
     let routed = Routed::of(&route, Some(method), Some(&own));
-    let served = forward_body(gw, session, ctx, &route, body, routed).await;
     let name = &members.server.members[member].names.name;
+    ctx.note_member(name, routed.pool);
+    let served = forward_body(gw, session, ctx, &route, body, routed).await;
     served.map_err(|fail| naming_member(fail, name))
 }
 

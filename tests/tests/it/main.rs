@@ -18,6 +18,7 @@
 mod admin_listener_bounds;
 mod admission;
 mod answer_outcomes;
+mod audit;
 mod auth;
 mod auth_principals;
 mod background_moves;
