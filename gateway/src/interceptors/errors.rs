@@ -3,7 +3,7 @@
 
 use super::chain::Stop;
 use super::client::Failure;
-use super::Phase;
+use super::types::Phase;
 use crate::error::{ErrorKind, GatewayError};
 use serde_json::{json, Value};
 

@@ -24,7 +24,10 @@ mod errors;
 pub mod metrics;
 mod record;
 pub mod server;
+pub mod types;
 pub mod wire;
+
+pub use types::{Chain, Context, Phase, Verdict};
 
 #[cfg(test)]
 mod chain_tests;
@@ -40,61 +43,6 @@ use serde_json::{json, Map, Value};
 use server::Server;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Which side of an exchange a chain runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// The client's request, before it is sent to a backend.
-    Request,
-    /// The backend's answer, before it reaches the client.
-    Response,
-}
-
-impl Phase {
-    /// The draft's name of the phase.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Request => "request",
-            Phase::Response => "response",
-        }
-    }
-}
-
-/// The chain a route runs (`routes[].interceptors`): indices of the interceptor servers it
-/// names, in config order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Chain {
-    /// Indices into the configured interceptor servers.
-    pub servers: Vec<usize>,
-}
-
-impl Chain {
-    /// Whether the route runs no interceptor.
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-}
-
-/// Who and what an invocation is about (the draft's `context`), owned: a response-phase chain
-/// runs after the request's handler has moved on.
-#[derive(Debug, Clone, Default)]
-pub struct Context {
-    /// The caller, if the route knows one.
-    pub principal: Option<std::sync::Arc<crate::auth::Principal>>,
-    /// The gateway session, hashed as logs show it.
-    pub session: Option<String>,
-    /// The request's trace id.
-    pub trace_id: String,
-}
-
-/// What a chain made of a payload it let through.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    /// Unchanged: send the original bytes.
-    Pass,
-    /// A mutator changed it: send this in its place.
-    Changed(Value),
-}
 
 /// What every snapshot shares: the HTTP client (its pooled connections) and the families.
 struct Shared {
@@ -303,12 +251,16 @@ fn context(cx: &Context) -> Value {
     };
     let mut context = json!({
         "principal": principal,
-        "traceId": cx.trace_id,
         "timestamp": chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now())
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     });
-    if let (Some(session), Some(o)) = (&cx.session, context.as_object_mut()) {
-        o.insert("sessionId".into(), json!(session));
+    if let Some(o) = context.as_object_mut() {
+        if !cx.trace_id.is_empty() {
+            o.insert("traceId".into(), json!(cx.trace_id));
+        }
+        if let Some(session) = &cx.session {
+            o.insert("sessionId".into(), json!(session));
+        }
     }
     context
 }

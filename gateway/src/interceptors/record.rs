@@ -3,7 +3,7 @@
 //! session, the trace), so that writing them to the audit trail is one call.
 
 use super::client::Failure;
-use super::{Context, Phase};
+use super::types::{Context, Phase};
 use serde_json::Value;
 use std::time::Duration;
 
