@@ -7,6 +7,7 @@
 pub(crate) mod admin;
 pub(crate) mod admin_auth;
 pub(crate) mod admission;
+pub mod audit;
 pub(crate) mod auth;
 pub(crate) mod bridge;
 pub(crate) mod cache;

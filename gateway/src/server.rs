@@ -54,7 +54,9 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         shared: stores.results.clone(),
         generations: Arc::default(),
     };
-    let mut first = State::new(config.clone(), metrics.admission.clone(), cache);
+    let audit = crate::audit::Audit::new(metrics.audit.clone());
+    let mut first =
+        State::new(config.clone(), metrics.admission.clone(), cache).with_audit(audit.clone());
     // the snapshot's servers counted into the registry (a reload carries the families over)
     first.interceptors = Arc::new(
         crate::interceptors::Interceptors::new(&config).measured(metrics.interceptors.clone()),
@@ -73,6 +75,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
+    sessions.audit_into(audit);
     sessions.configure(&config.sessions);
 
     let tasks = crate::tasks::Tasks::new(stores.tasks, metrics.tasks.clone());
@@ -325,6 +328,8 @@ pub struct Families {
     pub tasks: crate::tasks::metrics::TaskMetrics,
     /// The response cache's.
     pub cache: crate::cache::metrics::CacheMetrics,
+    /// The audit trail's.
+    pub audit: crate::audit::AuditMetrics,
     /// The interceptors'.
     pub interceptors: crate::interceptors::metrics::InterceptorMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
@@ -346,6 +351,7 @@ impl Families {
             reloads: ReloadMetrics::register(&families),
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
+            audit: crate::audit::AuditMetrics::register(&families),
             interceptors: crate::interceptors::metrics::InterceptorMetrics::register(&families),
             names: Vec::new(),
         };

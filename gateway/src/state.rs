@@ -29,6 +29,8 @@ pub struct State {
     pub cache: Arc<crate::cache::Cache>,
     /// The interceptor servers routes' chains run (`interceptors`).
     pub interceptors: Arc<crate::interceptors::Interceptors>,
+    /// The audit trail (one per process, carried over and reconfigured on reload).
+    pub audit: crate::audit::Audit,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -100,6 +102,7 @@ impl State {
     pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
         State {
             rejections,
+            audit: crate::audit::Audit::default(),
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
             interceptors: Arc::new(crate::interceptors::Interceptors::new(&config)),
             auth: config
@@ -116,6 +119,14 @@ impl State {
                 .collect(),
             config,
         }
+    }
+
+    /// The same state recording into `audit` (the process's one trail), configured with
+    /// this state's `audit:` section.
+    pub fn with_audit(mut self, audit: crate::audit::Audit) -> State {
+        audit.configure(self.config.audit.as_ref());
+        self.audit = audit;
+        self
     }
 
     /// Compiles a reloaded config, carrying over what must survive a reload (not the cache's
@@ -145,6 +156,7 @@ impl State {
         let cache = crate::cache::Cache::new(config.cache.clone(), old.cache.common().clone());
         State {
             rejections: old.rejections.clone(),
+            audit: old.audit.clone(),
             cache: Arc::new(cache),
             // a server whose config is unchanged keeps its list (and legacy session)
             interceptors: Arc::new(

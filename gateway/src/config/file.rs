@@ -66,6 +66,8 @@ pub struct FileConfig {
     /// `cache`: cacheable 2026-07-28 results answered at the gateway, as their `ttlMs` and `cacheScope` allow.
     #[serde(default)]
     pub cache: super::cache::FileCache,
+    /// `audit`: the audit trail (who called what, decisions, sessions, admin actions). Off unless set.
+    pub audit: Option<super::audit::FileAudit>,
     /// `interceptors`: the interceptor servers (SEP-2624) routes' chains name, by name.
     #[serde(default)]
     pub interceptors:

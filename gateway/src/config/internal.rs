@@ -57,6 +57,8 @@ pub struct Config {
     pub tasks: super::tasks::TasksConfig,
     /// `cache`: the response cache.
     pub cache: super::cache::CacheConfig,
+    /// `audit`: the audit trail. Default: off. A reload applies a changed section.
+    pub audit: Option<super::AuditConfig>,
     /// `interceptors`: the interceptor servers, in name order (routes name them by index).
     pub interceptors: Vec<super::InterceptorServerConfig>,
 }

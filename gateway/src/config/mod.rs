@@ -2,6 +2,7 @@
 //! (`internal`), and loading from disk.
 
 mod advertise;
+mod audit;
 mod auth;
 pub(crate) mod bridge;
 pub(crate) mod cache;
@@ -29,6 +30,7 @@ mod validate;
 mod virtual_server;
 
 pub use advertise::Advertise;
+pub use audit::{AuditConfig, DEFAULT_AUDIT_REDACT};
 pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,

@@ -98,6 +98,7 @@ fn reference_config_parses_to_expected_struct() {
         bridge: Default::default(),
         tasks: Default::default(),
         cache: Default::default(),
+        audit: None,
         interceptors: vec![],
     };
     assert_eq!(config, expected);

@@ -173,6 +173,20 @@ pub fn outcome(
     }
 }
 
+/// The JSON-RPC error code the answer carried, when the verdict read one (`None` for a
+/// result, an answer not read, or an error without an integer code).
+pub fn rpc_code(session: &Session) -> Option<i64> {
+    let verdict = session
+        .downstream_modules_ctx
+        .get::<AnswerVerdict>()
+        .and_then(|m| m.scan.as_ref())
+        .and_then(AnswerScan::verdict);
+    match verdict {
+        Some(Verdict::RpcError(code)) => code,
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
