@@ -48,6 +48,7 @@ use std::time::Duration;
 struct Shared {
     http: Arc<UpstreamClient>,
     metrics: InterceptorMetrics,
+    audit: crate::audit::Audit,
 }
 
 /// The interceptor servers of one config snapshot and what they said they offer.
@@ -76,6 +77,7 @@ impl Default for Interceptors {
             shared: Arc::new(Shared {
                 http: Arc::default(),
                 metrics: InterceptorMetrics::unregistered(),
+                audit: crate::audit::Audit::default(),
             }),
         }
     }
@@ -92,12 +94,14 @@ impl Interceptors {
         }
     }
 
-    /// These servers, counted into `metrics` (the registered families, `server.rs`).
-    pub fn measured(self, metrics: InterceptorMetrics) -> Interceptors {
+    /// These servers, counted into `metrics` (the registered families) and their verdicts
+    /// recorded into `audit` (the process's one trail): `server.rs`, once at start.
+    pub fn measured(self, metrics: InterceptorMetrics, audit: crate::audit::Audit) -> Interceptors {
         Interceptors {
             shared: Arc::new(Shared {
                 http: self.shared.http.clone(),
                 metrics,
+                audit,
             }),
             ..self
         }
@@ -179,7 +183,8 @@ impl Interceptors {
             {
                 Ok(listing) => listing,
                 Err(failure) => {
-                    record::unlisted(&server.config.name, event, phase, &failure, cx);
+                    let audit = &self.shared.audit;
+                    record::unlisted(audit, &server.config.name, event, phase, &failure, cx);
                     let interceptor = server.config.name.clone();
                     let stop = Stop::Failed {
                         interceptor,
@@ -234,7 +239,14 @@ impl Invoker for Live<'_> {
     fn verdict(&self, entry: &Entry, phase: Phase, result: &str, took: Duration, detail: &Value) {
         let label = entry.label();
         (self.interceptors.shared.metrics).invoked(&label, phase.as_str(), result, took);
-        record::verdict(&label, self.event, phase, result, took, detail, self.cx);
+        let audit = &self.interceptors.shared.audit;
+        let said = record::Said {
+            interceptor: &label,
+            result,
+            took,
+            detail,
+        };
+        record::verdict(audit, said, self.event, phase, self.cx);
     }
 }
 

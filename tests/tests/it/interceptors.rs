@@ -224,3 +224,45 @@ async fn the_list_is_asked_once_while_fresh() {
         "{counts}"
     );
 }
+
+#[tokio::test]
+async fn each_verdict_is_a_record_of_the_audit_trail() {
+    let (py, guard) = tokio::join!(backend(), interceptor(&[]));
+    let file = mcp_gateway_tests::harness::unique_temp_path("mcpgw-icpt-audit");
+    let gw = Gateway::start(&format!(
+        "audit: {{ file: \"{}\" }}\npools:\n  p: {{ backends: [{}] }}\n\
+         interceptors:\n  guard: {{ url: \"http://{}/mcp\" }}\n\
+         routes:\n  - path: /mcp\n    mode: stateless\n    pool: p\n    interceptors: [guard]\n",
+        file.display(),
+        py.addr(),
+        guard.addr()
+    ))
+    .await;
+    refused(&gw, "report_sales", r#"{"region":"my secret"}"#).await;
+    // the writer thread writes in the background: read until the record is there (bounded)
+    let started = std::time::Instant::now();
+    let denial = loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["event"] == "interceptor" && r["decision"] == "deny");
+        if let Some(record) = found {
+            break record;
+        }
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "no denial recorded: {text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(denial["rule"], "guard/deny-word", "{denial}");
+    assert_eq!(denial["method"], "tools/call", "{denial}");
+    assert_eq!(denial["outcome"], "deny", "{denial}");
+    assert_eq!(denial["detail"]["phase"], "request", "{denial}");
+    assert!(
+        !denial.to_string().contains("my secret"),
+        "a payload was recorded: {denial}"
+    );
+    let _ = std::fs::remove_file(&file);
+}
