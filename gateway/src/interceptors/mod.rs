@@ -32,6 +32,8 @@ pub use types::{Chain, Context, Phase, Verdict};
 #[cfg(test)]
 mod chain_tests;
 #[cfg(test)]
+mod client_tests;
+#[cfg(test)]
 mod conformance_tests;
 
 use crate::error::GatewayError;
