@@ -29,11 +29,11 @@ pub fn answer(stop: Stop, event: &str, phase: Phase) -> GatewayError {
             failure,
         } => GatewayError::new(
             ErrorKind::InterceptorFailed,
-            format!("Interceptor `{interceptor}` failed ({}), and the {side} is not let through without it", failure.detail()),
+            format!("Interceptor `{interceptor}` failed ({}), and the {side} is not let through without it", failure.public_detail()),
         )
         .with("interceptor", interceptor)
         .with("reason", failure.reason())
-        .with("detail", failure.detail()),
+        .with("detail", failure.public_detail()),
         Stop::InvalidMutation {
             interceptor,
             detail,

@@ -241,6 +241,18 @@ impl Invoker for Live<'_> {
     fn verdict(&self, entry: &Entry, phase: Phase, result: &str, took: Duration, detail: &Value) {
         let label = entry.label();
         (self.interceptors.shared.metrics).invoked(&label, phase.as_str(), result, took);
+        const SAID: [&str; 7] = [
+            "pass",
+            "deny",
+            "mutated",
+            "unchanged",
+            "recorded",
+            "audit-deny",
+            "audit-mutated",
+        ];
+        if !SAID.contains(&result) {
+            tracing::warn!(interceptor = %label, event = self.event, phase = phase.as_str(), result, %detail, "an interceptor failed");
+        }
         let audit = &self.interceptors.shared.audit;
         let said = record::Said {
             interceptor: &label,
