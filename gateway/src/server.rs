@@ -59,7 +59,8 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         State::new(config.clone(), metrics.admission.clone(), cache).with_audit(audit.clone());
     // the snapshot's servers counted into the registry (a reload carries the families over)
     first.interceptors = Arc::new(
-        crate::interceptors::Interceptors::new(&config).measured(metrics.interceptors.clone()),
+        crate::interceptors::Interceptors::new(&config)
+            .measured(metrics.interceptors.clone(), audit.clone()),
     );
     let state = Arc::new(ArcSwap::from_pointee(first));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));

@@ -231,6 +231,13 @@ impl Record {
         self
     }
 
+    /// The gateway session, already hashed (`session_hash::hash_session`), as an interceptor's
+    /// context carries it.
+    pub fn session_hashed(mut self, hashed: Option<&str>) -> Record {
+        self.session = hashed.map(cut);
+        self
+    }
+
     /// The JSON-RPC method.
     pub fn method(mut self, method: &str) -> Record {
         self.method = Some(cut(method));

@@ -48,6 +48,7 @@ mod held_streams;
 mod http_semantics;
 mod identity_headers;
 mod interceptor_paths;
+mod interceptors;
 mod interop_matrix;
 mod listener;
 mod load_tool;
