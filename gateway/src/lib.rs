@@ -23,6 +23,7 @@ pub(crate) mod forward;
 pub(crate) mod handlers;
 pub mod logging;
 pub mod metrics;
+pub(crate) mod pinning;
 pub(crate) mod proxy;
 pub mod quiet;
 pub(crate) mod reload;

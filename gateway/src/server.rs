@@ -54,10 +54,15 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         shared: stores.results.clone(),
         generations: Arc::default(),
     };
+    let pins = Arc::new(crate::pinning::Pins::new(
+        stores.redis.clone(),
+        metrics.pins.clone(),
+    ));
     let state = Arc::new(ArcSwap::from_pointee(State::new(
         config.clone(),
         metrics.admission.clone(),
         cache,
+        pins.clone(),
     )));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
@@ -92,6 +97,10 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     server.add_service(background_service(
         "session evacuation",
         EvacuationService::new(sessions.clone(), state.clone()),
+    ));
+    server.add_service(background_service(
+        "tool pins from redis",
+        crate::pinning::sync::PinSync { pins },
     ));
     if let Some(path) = config_path {
         let reload = ReloadService::new(path, state.clone(), metrics.reloads.clone());
@@ -171,6 +180,8 @@ struct Stores {
     tasks: Option<Arc<dyn crate::tasks::store::TaskStore>>,
     /// The response cache's shared tier (used when `cache.store: redis`).
     results: Option<Arc<crate::cache::shared::Shared>>,
+    /// The sessions' Redis, where tool pins are shared (`None`: the memory store).
+    redis: Option<Arc<RedisStore>>,
 }
 
 impl Stores {
@@ -187,6 +198,7 @@ impl Stores {
                 events: None,
                 tasks: None,
                 results: None,
+                redis: None,
             },
             // measured where it meets the network; a per-replica cache of recent records in front
             StoreConfig::Redis(redis) => {
@@ -199,8 +211,9 @@ impl Stores {
                 // (their MACs made with the sealer's key: every replica's, when it is configured)
                 let sealer = crate::sealer::sealer(config.bridge.request_state_key);
                 let results = Arc::new(crate::cache::shared::Shared::new(redis.clone(), sealer));
-                let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
+                let measured = Arc::new(Instrumented::new(redis.clone(), metrics.clone()));
                 Stores {
+                    redis: Some(redis),
                     sessions: Arc::new(Cached::measured(measured, metrics.clone())),
                     events: Some(events),
                     tasks: Some(tasks),
@@ -324,6 +337,8 @@ pub struct Families {
     pub tasks: crate::tasks::metrics::TaskMetrics,
     /// The response cache's.
     pub cache: crate::cache::metrics::CacheMetrics,
+    /// Tool pinning's.
+    pub pins: crate::pinning::metrics::PinMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -343,6 +358,7 @@ impl Families {
             reloads: ReloadMetrics::register(&families),
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
+            pins: crate::pinning::metrics::PinMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

@@ -27,6 +27,8 @@ pub struct State {
     pub auth: Option<Arc<crate::auth::Auth>>,
     /// The response cache of this snapshot (a reload starts an empty one).
     pub cache: Arc<crate::cache::Cache>,
+    /// The pools' tool pins (the same across reloads).
+    pub pins: Arc<crate::pinning::Pins>,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -95,8 +97,15 @@ impl State {
     }
 
     /// Compiles a validated config.
-    pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
+    pub fn new(
+        config: Config,
+        rejections: AdmissionMetrics,
+        cache: crate::cache::Common,
+        pins: Arc<crate::pinning::Pins>,
+    ) -> State {
+        pins.configure(&config);
         State {
+            pins,
             rejections,
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
             auth: config
@@ -140,7 +149,10 @@ impl State {
         // Cached results may be stale under the new config (a pool's members, a route's
         // backends): the new snapshot starts with an empty cache.
         let cache = crate::cache::Cache::new(config.cache.clone(), old.cache.common().clone());
+        // pins outlive snapshots: the new config's pools and pins files applied
+        old.pins.configure(&config);
         State {
+            pins: old.pins.clone(),
             rejections: old.rejections.clone(),
             cache: Arc::new(cache),
             auth,

@@ -138,6 +138,10 @@ pub enum ErrorKind {
     /// authorization server refused to exchange its token (`invalid_grant`, `invalid_target`,
     /// ...), or it called with an API key, or with no token at all. -32040, HTTP 403.
     ExchangeRefused,
+    /// A call of a tool whose definition a pool's `tool-pinning: enforce` holds back: it
+    /// changed (or is new) and no operator approved it yet, or one rejected it, or the gateway
+    /// never saw it listed. -32045, HTTP 200 (an answer to one call, which every client shows).
+    ToolQuarantined,
 }
 
 impl ErrorKind {
@@ -185,6 +189,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => -32038,
             ErrorKind::UpstreamCredentials => -32039,
             ErrorKind::ExchangeRefused => -32040,
+            ErrorKind::ToolQuarantined => -32045,
         }
     }
 
@@ -237,6 +242,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => 200,
             ErrorKind::UpstreamCredentials => 503,
             ErrorKind::ExchangeRefused => 403,
+            ErrorKind::ToolQuarantined => 200,
         }
     }
 
@@ -298,6 +304,7 @@ impl ErrorKind {
             ErrorKind::TaskLost => "task-lost",
             ErrorKind::UpstreamCredentials => "upstream-credentials",
             ErrorKind::ExchangeRefused => "exchange-refused",
+            ErrorKind::ToolQuarantined => "tool-quarantined",
         }
     }
 

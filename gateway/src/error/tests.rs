@@ -69,6 +69,7 @@ fn every_kind_has_a_distinct_code() {
         TaskLost,
         UpstreamCredentials,
         ExchangeRefused,
+        ToolQuarantined,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

@@ -192,8 +192,13 @@ fn plan(
     let name = headers.name.as_deref().filter(|_| trusted);
     // Rules and the per-tool rate must read the name the backend will run: from the body,
     // unless check-headers makes the headers say what the body says.
-    let names_matter =
-        route.has_rules() || ctx.state.admission.has_tool_rate() || route.guard.has_rules();
+    // (and tool pins: a call is checked by the name it runs, a list is read whole)
+    let pinned = crate::classify::pinned(ctx, &route);
+    let names_matter = route.has_rules()
+        || ctx.state.admission.has_tool_rate()
+        || route.guard.has_rules()
+        || pinned;
+    let pinned_list = pinned && method == Some("tools/list");
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
@@ -206,7 +211,9 @@ fn plan(
         && route.cache
         && ctx.era == Era::Stateless
         && method.is_some_and(mcp_wire::cacheable::is_cacheable);
-    if has_body && (by_body || bounded || task || cached || route.guard.reads_body(method)) {
+    if has_body
+        && (by_body || bounded || task || cached || pinned_list || route.guard.reads_body(method))
+    {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;
