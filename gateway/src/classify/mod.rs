@@ -102,7 +102,7 @@ fn pinned_list(
 /// A `tools/call` of a tool the pool's pins hold back (enforce mode) is refused with -32045,
 /// by the name the backend will execute (a virtual route's call is checked on its member's
 /// route, with the member's own name).
-fn check_pins(
+pub(crate) fn check_pins(
     ctx: &RequestCtx,
     route: &Route,
     pool: usize,

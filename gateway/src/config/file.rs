@@ -15,6 +15,11 @@ pub use super::problems::Unknown;
 #[serde(rename_all = "kebab-case")]
 #[schemars(deny_unknown_fields)]
 pub struct FileConfig {
+    /// The directory of the file it was read from (not a key): relative `tool-pinning` paths
+    /// are read from there.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
     /// `listen`: the MCP listener address.
     pub listen: Option<String>,
     /// `allowed-hosts`: Host globs the listener serves.

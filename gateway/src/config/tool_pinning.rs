@@ -30,7 +30,7 @@ pub struct FileToolPinningMap {
     pub allow_new_tools: Option<bool>,
     /// The operator's pins: JSON lines `{"name": ..., "fingerprint": "sha256:<hex>"}`. Default: none (trust on first use).
     pub pins_file: Option<PathBuf>,
-    /// Where the pins and approvals are kept across restarts when `sessions.store` is memory. Default: `tool-pins.<pool>.json` in the working directory.
+    /// Where the pins and approvals are kept across restarts when `sessions.store` is memory. Default: `tool-pins.<pool>.json` beside the config file (a relative path, this one's or `pins-file`'s, is read from the config file's directory).
     pub state_file: Option<PathBuf>,
     /// Most tools pinned in the pool; more are left out in enforce mode. Default 1000.
     pub max_tools: Option<usize>,
@@ -109,15 +109,24 @@ fn default_state_file(pool: &str) -> PathBuf {
     PathBuf::from(format!("tool-pins.{pool}.json"))
 }
 
-/// Validates `pools.<pool>.tool-pinning`.
+/// Validates `pools.<pool>.tool-pinning`; relative paths are read from `base` (the config
+/// file's directory) when the config came from a file.
 pub(super) fn validate(
     p: &mut Problems,
-    at: &str,
-    pool: &str,
+    (at, pool): (&str, &str),
     given: Option<&FileToolPinning>,
+    base: Option<&Path>,
 ) -> ToolPinning {
     let at = format!("{at}.tool-pinning");
+    let within = |path: &Path| match base {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    };
     let mut out = ToolPinning::off(pool);
+    if given.is_none() {
+        return out;
+    }
+    out.state_file = within(&out.state_file);
     let map = match given {
         None => return out,
         Some(FileToolPinning::Mode(m)) => {
@@ -143,12 +152,12 @@ pub(super) fn validate(
         64 * 1024,
     );
     if let Some(state) = &map.state_file {
-        out.state_file = state.clone();
+        out.state_file = within(state);
     }
-    if let Some(path) = &map.pins_file {
+    if let Some(path) = map.pins_file.as_deref().map(within) {
         let at = format!("{at}.pins-file");
-        match read_pins(path, out.max_tools) {
-            Ok(pins) => out.pins_file = Some((path.clone(), pins)),
+        match read_pins(&path, out.max_tools) {
+            Ok(pins) => out.pins_file = Some((path, pins)),
             Err(why) => p.add(at, why),
         }
     }

@@ -338,3 +338,6 @@ pub fn quarantined(pool: &str, tool: &str, why: &str) -> crate::error::GatewayEr
         .with("tool", tool)
         .with("reason", why)
 }
+
+#[cfg(test)]
+mod tests;
