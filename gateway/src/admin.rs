@@ -14,6 +14,9 @@
 //!   tools, prompts and resources each exposes (as its lists said last);
 //! - `POST /admin/console/ticket`: a one-use ticket for the console's event stream, good
 //!   for 60 s (`{"ticket": T, "expiresInMs": 60000}`; `null` when no `admin-token` is set);
+//! - `GET /admin/tool-pins`, `POST /admin/tool-pins/approve` and `/reject`, `GET
+//!   /admin/tool-pins/export`: tool pinning's pending definitions and the operator's decisions
+//!   (`pinning/admin.rs`);
 //! - `GET /` and `/console`: the operator's console, its files under `/console/` and its
 //!   event stream `/console/events` (`console/`).
 //!
@@ -298,6 +301,21 @@ fn reply(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Respo
     response
 }
 
+/// The answer of tool pinning's admin API (`pinning/admin.rs`).
+fn pins_reply(
+    pins: &crate::pinning::Pins,
+    path: &str,
+    query: &str,
+    post: bool,
+) -> Response<Vec<u8>> {
+    match crate::pinning::admin::answer(pins, path, query, post) {
+        (status, crate::pinning::admin::Body::Json(v)) => reply_json(status, &v),
+        (status, crate::pinning::admin::Body::Text(t)) => {
+            reply(status, "text/plain", t.into_bytes())
+        }
+    }
+}
+
 /// Why a request may not be served, as its answer (`None`: it may).
 fn refusal(session: &ServerSession, state: &State) -> Option<Response<Vec<u8>>> {
     let refused = crate::admin_auth::check(session.req_header(), &state.config).err()?;
@@ -328,6 +346,9 @@ impl AdminApp {
         }
         let query = session.req_header().uri.query().unwrap_or("").to_owned();
         let post = session.req_header().method == http::Method::POST;
+        if crate::pinning::admin::serves(&path) {
+            return pins_reply(&self.state.load().pins, &path, &query, post);
+        }
         match path.as_str() {
             "/admin/backends" => reply_json(StatusCode::OK, &self.backends_json().await),
             "/admin/backends/drain" if post => self.drain(&query, true),

@@ -25,6 +25,7 @@ pub(crate) mod handlers;
 pub(crate) mod interceptors;
 pub mod logging;
 pub mod metrics;
+pub(crate) mod pinning;
 pub(crate) mod proxy;
 pub mod quiet;
 pub(crate) mod reload;

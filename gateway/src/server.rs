@@ -55,8 +55,17 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         generations: Arc::default(),
     };
     let audit = crate::audit::Audit::new(metrics.audit.clone());
-    let mut first =
-        State::new(config.clone(), metrics.admission.clone(), cache).with_audit(audit.clone());
+    let pins = Arc::new(crate::pinning::Pins::new(
+        stores.redis.clone(),
+        metrics.pins.clone(),
+    ));
+    let mut first = State::new(
+        config.clone(),
+        metrics.admission.clone(),
+        cache,
+        pins.clone(),
+    )
+    .with_audit(audit.clone());
     // the snapshot's servers counted into the registry (a reload carries the families over)
     first.interceptors = Arc::new(
         crate::interceptors::Interceptors::new(&config)
@@ -101,6 +110,10 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     server.add_service(background_service(
         "session evacuation",
         EvacuationService::new(sessions.clone(), state.clone()),
+    ));
+    server.add_service(background_service(
+        "tool pins from redis",
+        crate::pinning::sync::PinSync { pins },
     ));
     if let Some(path) = config_path {
         let reload = ReloadService::new(path, state.clone(), metrics.reloads.clone());
@@ -180,6 +193,8 @@ struct Stores {
     tasks: Option<Arc<dyn crate::tasks::store::TaskStore>>,
     /// The response cache's shared tier (used when `cache.store: redis`).
     results: Option<Arc<crate::cache::shared::Shared>>,
+    /// The sessions' Redis, where tool pins are shared (`None`: the memory store).
+    redis: Option<Arc<RedisStore>>,
 }
 
 impl Stores {
@@ -196,6 +211,7 @@ impl Stores {
                 events: None,
                 tasks: None,
                 results: None,
+                redis: None,
             },
             // measured where it meets the network; a per-replica cache of recent records in front
             StoreConfig::Redis(redis) => {
@@ -208,8 +224,9 @@ impl Stores {
                 // (their MACs made with the sealer's key: every replica's, when it is configured)
                 let sealer = crate::sealer::sealer(config.bridge.request_state_key);
                 let results = Arc::new(crate::cache::shared::Shared::new(redis.clone(), sealer));
-                let measured = Arc::new(Instrumented::new(redis, metrics.clone()));
+                let measured = Arc::new(Instrumented::new(redis.clone(), metrics.clone()));
                 Stores {
+                    redis: Some(redis),
                     sessions: Arc::new(Cached::measured(measured, metrics.clone())),
                     events: Some(events),
                     tasks: Some(tasks),
@@ -337,6 +354,8 @@ pub struct Families {
     pub audit: crate::audit::AuditMetrics,
     /// The interceptors'.
     pub interceptors: crate::interceptors::metrics::InterceptorMetrics,
+    /// Tool pinning's.
+    pub pins: crate::pinning::metrics::PinMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -358,6 +377,7 @@ impl Families {
             cache: crate::cache::metrics::CacheMetrics::register(&families),
             audit: crate::audit::AuditMetrics::register(&families),
             interceptors: crate::interceptors::metrics::InterceptorMetrics::register(&families),
+            pins: crate::pinning::metrics::PinMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

@@ -31,6 +31,8 @@ pub struct State {
     pub interceptors: Arc<crate::interceptors::Interceptors>,
     /// The audit trail (one per process, carried over and reconfigured on reload).
     pub audit: crate::audit::Audit,
+    /// The pools' tool pins (the same across reloads).
+    pub pins: Arc<crate::pinning::Pins>,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -99,8 +101,15 @@ impl State {
     }
 
     /// Compiles a validated config.
-    pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
+    pub fn new(
+        config: Config,
+        rejections: AdmissionMetrics,
+        cache: crate::cache::Common,
+        pins: Arc<crate::pinning::Pins>,
+    ) -> State {
+        pins.configure(&config);
         State {
+            pins,
             rejections,
             audit: crate::audit::Audit::default(),
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
@@ -154,7 +163,10 @@ impl State {
         // Cached results may be stale under the new config (a pool's members, a route's
         // backends): the new snapshot starts with an empty cache.
         let cache = crate::cache::Cache::new(config.cache.clone(), old.cache.common().clone());
+        // pins outlive snapshots: the new config's pools and pins files applied
+        old.pins.configure(&config);
         State {
+            pins: old.pins.clone(),
             rejections: old.rejections.clone(),
             audit: old.audit.clone(),
             cache: Arc::new(cache),

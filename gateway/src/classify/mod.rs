@@ -58,13 +58,76 @@ pub(crate) fn decide(
         let method = method.unwrap_or_default();
         return Err(GatewayError::audit_unavailable(method, why));
     }
+    let pool = route.pool_for(method, name);
+    check_pins(ctx, route, pool, method, name)?;
+    let filter = filter.or_else(|| pinned_list(ctx, route, pool, method));
     Ok(Routed {
         method: label,
-        pool: route.pool_for(method, name),
+        pool,
         deadline: route.deadline(method, name),
         listen: method == Some("subscriptions/listen"),
         filter,
     })
+}
+
+/// Whether any pool a request on `route` may go to (a virtual route: any member's) keeps
+/// tool pins: then its names matter and its `tools/list` answers are read whole.
+pub(crate) fn pinned(ctx: &RequestCtx, route: &Route) -> bool {
+    let pins = &ctx.state.pins;
+    let pinned = |r: &Route| {
+        r.pools().any(|i| {
+            ctx.state
+                .config
+                .pools
+                .get(i)
+                .is_some_and(|p| pins.pinned(&p.name))
+        })
+    };
+    match &route.members {
+        Some(m) => m.routes.iter().any(|r| pinned(r)),
+        None => pinned(route),
+    }
+}
+
+/// A `tools/list` whose answer the pins read (its pool's, or a virtual route's members'): it
+/// is filtered (and, on a virtual route, the merged answer is not cached: an approval shows
+/// the tool at once).
+fn pinned_list(
+    ctx: &RequestCtx,
+    route: &Route,
+    pool: usize,
+    method: Option<&str>,
+) -> Option<&'static str> {
+    if method != Some("tools/list") {
+        return None;
+    }
+    let pinned = match &route.members {
+        Some(_) => pinned(ctx, route),
+        None => (ctx.state.config.pools.get(pool)).is_some_and(|p| ctx.state.pins.pinned(&p.name)),
+    };
+    pinned.then_some("tools/list")
+}
+
+/// A `tools/call` of a tool the pool's pins hold back (enforce mode) is refused with -32045,
+/// by the name the backend will execute (a virtual route's call is checked on its member's
+/// route, with the member's own name).
+pub(crate) fn check_pins(
+    ctx: &RequestCtx,
+    route: &Route,
+    pool: usize,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Result<(), GatewayError> {
+    let (Some("tools/call"), Some(tool), None) = (method, name, &route.members) else {
+        return Ok(());
+    };
+    let Some(p) = ctx.state.config.pools.get(pool) else {
+        return Ok(());
+    };
+    ctx.state
+        .pins
+        .check_call(&p.name, tool)
+        .map_err(|why| crate::pinning::quarantined(&p.name, tool, why))
 }
 
 /// Charges a `tools/call` of `name` to the caller's per-tool rate (`limits.tool-rate`).

@@ -15,6 +15,11 @@ pub use super::problems::Unknown;
 #[serde(rename_all = "kebab-case")]
 #[schemars(deny_unknown_fields)]
 pub struct FileConfig {
+    /// The directory of the file it was read from (not a key): relative `tool-pinning` paths
+    /// are read from there.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
     /// `listen`: the MCP listener address.
     pub listen: Option<String>,
     /// `allowed-hosts`: Host globs the listener serves.
@@ -317,6 +322,8 @@ pub struct FilePool {
     /// Where the backends keep their tasks: `own` (default: in each pod's memory, so a task's polls go to the pod that created it, and a task whose pod is gone is answered as lost) or `shared` (in a store every pod reads, so polls are balanced like any request).
     #[schemars(extend("enum" = ["own", "shared", null]))]
     pub tasks: Option<String>,
+    /// `tool-pinning`: off (default), record or enforce, or a map {mode, allow-new-tools, pins-file, state-file, max-tools, max-definition-bytes} (docs/governance.md).
+    pub tool_pinning: Option<super::tool_pinning::FileToolPinning>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,

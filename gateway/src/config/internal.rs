@@ -248,6 +248,9 @@ pub struct PoolConfig {
     /// `tasks: shared`: every backend reads every task (a task's polls are balanced); default
     /// `own`: a task lives in the pod that created it.
     pub tasks_shared: bool,
+    /// `tool-pinning`: what the gateway does with the tool definitions of the pool's lists.
+    /// Default off.
+    pub tool_pinning: super::ToolPinning,
 }
 
 /// A dynamic membership source; the static `backends` are the initial members.

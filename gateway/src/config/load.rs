@@ -6,12 +6,18 @@ use super::internal::{Config, ConfigError};
 
 /// Parses and validates YAML text. Syntax errors come back as one problem at `(file)`.
 pub fn parse(yaml: &str) -> Result<Config, Vec<ConfigError>> {
-    let file: FileConfig = serde_saphyr::from_str(yaml).map_err(|e| {
+    parse_from(yaml, None)
+}
+
+/// [`parse`], for a file in `base`.
+fn parse_from(yaml: &str, base: Option<&std::path::Path>) -> Result<Config, Vec<ConfigError>> {
+    let mut file: FileConfig = serde_saphyr::from_str(yaml).map_err(|e| {
         vec![ConfigError {
             path: "(file)".into(),
             message: e.to_string(),
         }]
     })?;
+    file.base_dir = base.map(std::path::Path::to_path_buf);
     Config::from_file(file)
 }
 
@@ -23,5 +29,5 @@ pub fn load(path: &std::path::Path) -> Result<Config, Vec<ConfigError>> {
             message: format!("cannot read {}: {e}", path.display()),
         }]
     })?;
-    parse(&text)
+    parse_from(&text, path.parent())
 }

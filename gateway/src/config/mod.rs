@@ -24,6 +24,9 @@ pub mod schema;
 mod sentinel;
 mod sessions;
 pub(crate) mod tasks;
+pub(crate) mod tool_pinning;
+#[cfg(test)]
+mod tool_pinning_tests;
 mod tracing;
 pub(crate) mod upstream_auth;
 mod validate;
@@ -56,6 +59,7 @@ pub use notices::notices;
 pub use pattern::{fold, Pattern};
 pub use sentinel::SentinelConfig;
 pub use sessions::{RedisConfig, ResumeConfig, StoreConfig};
+pub use tool_pinning::{FilePin, PinMode, ToolPinning};
 pub use tracing::{OtlpProtocol, TracingConfig};
 pub use upstream_auth::{
     ApiKeyCallers, ClientAuth, ClientCredentials, OAuthClient, SecretHeader, SecretSource,

@@ -6,14 +6,19 @@ use super::internal::*;
 use super::problems::Problems;
 use std::time::Duration;
 
-pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> PoolConfig {
+pub(super) fn pool_config(
+    p: &mut Problems,
+    name: &str,
+    pool: &FilePool,
+    base: Option<&std::path::Path>,
+) -> PoolConfig {
     let at = format!("pools.{name}");
     p.unknown(
         &at,
         &pool.unknown,
         "backends, balance, host, connect-timeout-ms, read-timeout-ms, retries, \
          failure-cooldown-ms, max-idle-connections, session-not-found, drain-timeout-s, \
-         discovery, health, tls, identity-headers, upstream-auth, era, tasks",
+         discovery, health, tls, identity-headers, upstream-auth, era, tasks, tool-pinning",
     );
     if pool.backends.is_empty() && pool.discovery.is_none() {
         p.add(
@@ -68,6 +73,12 @@ pub(super) fn pool_config(p: &mut Problems, name: &str, pool: &FilePool) -> Pool
             .unwrap_or_default(),
         health: health(p, &at, pool.health.as_ref()),
         tasks_shared: tasks_shared(p, &at, pool.tasks.as_deref()),
+        tool_pinning: super::tool_pinning::validate(
+            p,
+            (&at, name),
+            pool.tool_pinning.as_ref(),
+            base,
+        ),
     }
 }
 

@@ -52,6 +52,7 @@ fn reference_config_parses_to_expected_struct() {
             rise: 2,
         }),
         tasks_shared: false,
+        tool_pinning: crate::config::ToolPinning::off(name),
     };
     let expected = Config {
         listen: "127.0.0.1:8080".parse().unwrap(),

@@ -35,7 +35,7 @@ impl Config {
         let limits = limits_config(&mut p, &file.limits);
 
         let pool_index = pool_index(&file.pools);
-        let pools = pools_config(&mut p, &file.pools);
+        let pools = pools_config(&mut p, &file.pools, file.base_dir.as_deref());
         let mut routes: Vec<RouteConfig> = file
             .routes
             .iter()
@@ -144,10 +144,14 @@ fn pool_index(pools: &BTreeMap<String, FilePool>) -> BTreeMap<&str, usize> {
 }
 
 /// The `pools` section: every pool validated, in name order, and at least one.
-fn pools_config(p: &mut Problems, pools: &BTreeMap<String, FilePool>) -> Vec<PoolConfig> {
+fn pools_config(
+    p: &mut Problems,
+    pools: &BTreeMap<String, FilePool>,
+    base: Option<&std::path::Path>,
+) -> Vec<PoolConfig> {
     let pools: Vec<PoolConfig> = pools
         .iter()
-        .map(|(name, pool)| super::pools::pool_config(p, name, pool))
+        .map(|(name, pool)| super::pools::pool_config(p, name, pool, base))
         .collect();
     if pools.is_empty() {
         p.add("pools", "at least one pool is needed");

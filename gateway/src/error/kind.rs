@@ -164,6 +164,10 @@ pub enum ErrorKind {
     /// or `resources/read` is refused before it reaches a backend. -32041, HTTP 503 +
     /// `Retry-After`.
     AuditUnavailable,
+    /// A call of a tool whose definition a pool's `tool-pinning: enforce` holds back: it
+    /// changed (or is new) and no operator approved it yet, or one rejected it, or the gateway
+    /// never saw it listed. -32045, HTTP 200 (an answer to one call, which every client shows).
+    ToolQuarantined,
 }
 
 impl ErrorKind {
@@ -218,6 +222,7 @@ impl ErrorKind {
             ErrorKind::InterceptorLimit => -32053,
             ErrorKind::AnswerUnchecked => -32055,
             ErrorKind::AuditUnavailable => -32041,
+            ErrorKind::ToolQuarantined => -32045,
         }
     }
 
@@ -278,6 +283,7 @@ impl ErrorKind {
             | ErrorKind::InterceptorLimit => 200,
             ErrorKind::AnswerUnchecked => 200,
             ErrorKind::AuditUnavailable => 503,
+            ErrorKind::ToolQuarantined => 200,
         }
     }
 
@@ -347,6 +353,7 @@ impl ErrorKind {
             ErrorKind::InterceptorLimit => "interceptor-limit",
             ErrorKind::AnswerUnchecked => "answer-unchecked",
             ErrorKind::AuditUnavailable => "audit-unavailable",
+            ErrorKind::ToolQuarantined => "tool-quarantined",
         }
     }
 

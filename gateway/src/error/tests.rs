@@ -76,6 +76,7 @@ fn every_kind_has_a_distinct_code() {
         InterceptorLimit,
         AnswerUnchecked,
         AuditUnavailable,
+        ToolQuarantined,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

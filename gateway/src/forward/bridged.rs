@@ -34,11 +34,11 @@ pub(crate) async fn forward(
         .into_owned();
     let principal = ctx.principal.clone();
     let list = routed.filter;
+    let pins = ctx.state.pins.clone();
     let filter = move |body: &[u8]| {
         let json = Some("application/json");
-        route
-            .guard
-            .filter_answer(principal.as_deref(), list, json, body)
+        let at = (route, pool.name.as_str());
+        crate::forward::filtered::filter_list(&pins, at, principal.as_deref(), list?, json, body)
     };
     // the bridge's own requests for this one are made for its caller
     let caller = Caller::of(&session.req_header().extensions);

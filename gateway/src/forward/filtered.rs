@@ -1,6 +1,9 @@
 //! A list answer relayed with what the caller may not use removed (a route's `authz` rules,
-//! read by the name the backend executes): the whole answer read (bounded), decoded when it
-//! is compressed, filtered, and written whole.
+//! read by the name the backend executes) and, for a `tools/list` of a pool with
+//! `tool-pinning`, with its definitions noted and the quarantined ones left out
+//! (`crate::pinning`): the whole answer read (bounded), decoded when it is compressed,
+//! filtered, and written whole. [`filter_list`] is the one filter every path calls (this
+//! relay, both era bridges).
 
 use crate::auth::Principal;
 use crate::downstream::answer;
@@ -9,11 +12,32 @@ use crate::forward::relay::Relayed;
 use crate::routing::Route;
 use crate::upstream::client::Exchange;
 use crate::upstream::encoding;
+use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 
 /// Largest list answer the gateway filters.
 const LIST_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The body of the answer to `list` from `pool` as the caller gets it: the route's `authz`
+/// rules' filter, then (a `tools/list`) the pool's tool pins. `None`: unchanged.
+pub(crate) fn filter_list(
+    pins: &crate::pinning::Pins,
+    (route, pool): (&Route, &str),
+    principal: Option<&Principal>,
+    list: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Option<Bytes> {
+    let filtered = route
+        .guard
+        .filter_answer(principal, Some(list), content_type, body);
+    if list != "tools/list" {
+        return filtered;
+    }
+    let after = filtered.as_deref().unwrap_or(body);
+    pins.rewrite(pool, content_type, after).or(filtered)
+}
 
 /// Relays a list answer with what the caller may not use removed (the whole answer is read
 /// first). Anything but a 2xx answer is relayed untouched.
@@ -21,7 +45,7 @@ pub(crate) async fn relay_filtered(
     exchange: &mut Exchange,
     session: &mut impl Client,
     mut head: ResponseHeader,
-    route: &Route,
+    (route, pins, pool): (&Route, &crate::pinning::Pins, &str),
     principal: Option<&Principal>,
     method: &'static str,
 ) -> Result<Relayed> {
@@ -46,10 +70,8 @@ pub(crate) async fn relay_filtered(
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    let body = route
-        .guard
-        .filter_answer(principal, Some(method), content_type, &body)
-        .unwrap_or(body);
+    let body =
+        filter_list(pins, (route, pool), principal, method, content_type, &body).unwrap_or(body);
     head.remove_header(&http::header::TRANSFER_ENCODING);
     head.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
     answer::whole(session, head, body).await?;

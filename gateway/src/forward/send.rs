@@ -101,10 +101,9 @@ pub(crate) async fn forward_any<C: Client>(
     let relayed = match out.filter {
         Some(list) => {
             let principal = ctx.principal.as_deref();
-            crate::forward::filtered::relay_filtered(
-                &mut ex, session, head, out.route, principal, list,
-            )
-            .await?
+            let pins = (out.route, &*ctx.state.pins, pool.name.as_str());
+            crate::forward::filtered::relay_filtered(&mut ex, session, head, pins, principal, list)
+                .await?
         }
         None => match &out.keep {
             // boxed: the cache's path is the rare one here

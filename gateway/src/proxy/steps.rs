@@ -197,8 +197,13 @@ fn plan(
     let name = headers.name.as_deref().filter(|_| trusted);
     // Rules and the per-tool rate must read the name the backend will run: from the body,
     // unless check-headers makes the headers say what the body says.
-    let names_matter =
-        route.has_rules() || ctx.state.admission.has_tool_rate() || route.guard.has_rules();
+    // (and tool pins: a call is checked by the name it runs, a list is read whole)
+    let pinned = crate::classify::pinned(ctx, &route);
+    let names_matter = route.has_rules()
+        || ctx.state.admission.has_tool_rate()
+        || route.guard.has_rules()
+        || pinned;
+    let pinned_list = pinned && method == Some("tools/list");
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =
         route.has_deadlines() && (method.is_none() || route.deadline(method, name).is_some());
@@ -214,7 +219,7 @@ fn plan(
     // an interceptor chain reads the body the backend gets (and the answer), whatever the
     // headers say
     let intercepted = !route.chain.is_empty();
-    let reads = by_body || bounded || task || cached || intercepted;
+    let reads = by_body || bounded || task || cached || pinned_list || intercepted;
     if has_body && (reads || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }

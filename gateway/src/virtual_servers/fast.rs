@@ -85,6 +85,10 @@ pub(crate) fn plan(
         return None;
     }
     let pool = ctx.state.pool(to.pool_for(Some(method), Some(&own))).ok()?;
+    if ctx.state.pins.pinned(&pool.name) {
+        // the member's pins check the call by the member's own name, on its route
+        return None;
+    }
     if crate::classify::takes(ctx, &pool) || crate::upstream::era::require(&pool, ctx.era).is_err()
     {
         // the gateway-driven path answers these (the bridge, or the member's error)

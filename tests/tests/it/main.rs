@@ -60,6 +60,7 @@ mod no_tunnel;
 mod ordering;
 mod orphaned_streams;
 mod param_headers;
+mod pinning;
 mod pooled_bridge;
 mod pooled_cache_hints;
 mod pooled_cutoff;

@@ -91,11 +91,11 @@ async fn serve(
 ) -> Handled {
     let principal = ctx.principal.clone();
     let list = call.and_then(|c| c.filter);
+    let pins = ctx.state.pins.clone();
     let filter = move |body: &[u8]| {
         let json = Some("application/json");
-        route
-            .guard
-            .filter_answer(principal.as_deref(), list, json, body)
+        let at = (route, pool.name.as_str());
+        crate::forward::filtered::filter_list(&pins, at, principal.as_deref(), list?, json, body)
     };
     let to = Target {
         pool,

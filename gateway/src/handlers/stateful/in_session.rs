@@ -140,8 +140,9 @@ async fn answer(
     let relayed = match filter {
         Some(list) => {
             let principal = ctx.principal.as_deref();
+            let pins = (route, &*ctx.state.pins, pool.name.as_str());
             let filtered = crate::forward::filtered::relay_filtered(
-                &mut ex, session, head, route, principal, list,
+                &mut ex, session, head, pins, principal, list,
             );
             Box::pin(filtered).await?
         }

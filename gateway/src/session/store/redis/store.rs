@@ -148,6 +148,31 @@ impl RedisStore {
         self.query(&cmd).await
     }
 
+    /// The fields of the hash of another concern under `<prefix><key>` (the tool pins,
+    /// `pinning/store.rs`), when it has at most `max` of them (`None`: more).
+    pub async fn hash_all(
+        &self,
+        key: &str,
+        max: usize,
+    ) -> Result<Option<Vec<(String, String)>>, StoreError> {
+        let mut len = redis::cmd("HLEN");
+        len.arg(self.key(key));
+        let n: usize = self.query(&len).await?;
+        if n > max {
+            return Ok(None);
+        }
+        let mut all = redis::cmd("HGETALL");
+        all.arg(self.key(key));
+        self.query(&all).await.map(Some)
+    }
+
+    /// Sets one field of the hash of another concern under `<prefix><key>` (kept forever).
+    pub async fn hash_put(&self, key: &str, field: &str, value: &str) -> Result<(), StoreError> {
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(self.key(key)).arg(field).arg(value);
+        self.query::<()>(&cmd).await
+    }
+
     fn backends_key(&self, pool: &str) -> String {
         format!("{}backends:{pool}", self.config.key_prefix)
     }
