@@ -66,12 +66,109 @@ pub(crate) async fn request(
     let verdict = interceptors.run(chain, method, Phase::Request, &params, &cx);
     match verdict.await? {
         Verdict::Pass => Ok(None),
-        Verdict::Changed(params) => {
-            fields.insert("params".into(), params);
+        Verdict::Changed(changed) => {
+            if method == "tools/call" {
+                let (before, after) = (params.get("arguments"), changed.get("arguments"));
+                remirror(client.req_header_mut(), before, after);
+            }
+            fields.insert("params".into(), changed);
             let bytes = serde_json::to_vec(&msg).map_err(|e| GatewayError::internal(e.to_string()));
             Ok(Some(Bytes::from(bytes?)))
         }
     }
+}
+
+/// The longest walk of a call's arguments [`remirror`] makes (nodes visited).
+const MIRROR_WALK: usize = 4096;
+
+/// The `Mcp-Param-*` headers (SEP-2243) of a `tools/call` whose arguments a mutator changed:
+/// each header the client sent mirrors an argument whose value it spells; where the arguments
+/// `before` hold exactly one such value (or several that all changed alike), the header takes
+/// the changed value `after` (removed when the argument is gone). Otherwise it stays as sent,
+/// and a 2026-07-28 server, which checks its headers against the body, refuses the call
+/// (-32020) instead of running one whose headers disagree with its body. (The gateway's own
+/// decisions read the name, which a mutator may not change, and were made before.)
+fn remirror(
+    head: &mut pingora::http::RequestHeader,
+    before: Option<&Value>,
+    after: Option<&Value>,
+) {
+    use mcp_wire::param_headers::{encode, is_param_header, render};
+    let sent: Vec<(http::HeaderName, String)> = head
+        .headers
+        .iter()
+        .filter(|(k, _)| is_param_header(k.as_str()))
+        .filter_map(|(k, v)| Some((k.clone(), v.to_str().ok()?.to_owned())))
+        .collect();
+    let (Some(before), false) = (before, sent.is_empty()) else {
+        return;
+    };
+    let mut leaves = Vec::new();
+    scalars(
+        before,
+        &mut Vec::new(),
+        &mut leaves,
+        &mut MIRROR_WALK.clone(),
+    );
+    for (name, value) in sent {
+        let spelt = |v: &Value| render(v).map(|r| encode(&r));
+        let paths: Vec<&Vec<String>> = leaves
+            .iter()
+            .filter(|(_, v)| spelt(v).as_deref() == Some(value.as_str()))
+            .map(|(path, _)| path)
+            .collect();
+        let now: Vec<Option<String>> = paths
+            .iter()
+            .map(|path| after.and_then(|a| at(a, path)).and_then(spelt))
+            .collect();
+        let Some(first) = now.first() else {
+            continue;
+        };
+        if now.iter().any(|n| n != first) {
+            continue;
+        }
+        match first
+            .as_deref()
+            .and_then(|v| http::HeaderValue::from_str(v).ok())
+        {
+            Some(v) => {
+                let _ = head.insert_header(name, v);
+            }
+            None => {
+                head.remove_header(&name);
+            }
+        }
+    }
+}
+
+/// The scalar leaves of `value` reached through object keys, with their paths (at most
+/// `budget` nodes visited).
+fn scalars<'a>(
+    value: &'a Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, &'a Value)>,
+    budget: &mut usize,
+) {
+    if *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                path.push(k.clone());
+                scalars(v, path, out, budget);
+                path.pop();
+            }
+        }
+        Value::Array(_) | Value::Null => {}
+        scalar => out.push((path.clone(), scalar)),
+    }
+}
+
+/// The value at `path` (object keys) in `value`.
+fn at<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, k| v.get(k))
 }
 
 /// The response phase of a route's chain, holding one answer (see the module's docs).
@@ -337,6 +434,28 @@ mod tests {
         // it is still one event: the client reads the new message from it
         let messages = mcp_wire::sse::messages(Some("text/event-stream"), &out);
         assert_eq!(messages, vec![br#"{"a":2}"#.to_vec()]);
+    }
+
+    #[test]
+    fn a_mirrored_header_follows_the_argument_a_mutator_changed() {
+        let mut head = pingora::http::RequestHeader::build("POST", b"/mcp", None).unwrap();
+        head.insert_header("Mcp-Param-Region", "eu").unwrap();
+        head.insert_header("Mcp-Param-Days", "3").unwrap();
+        head.insert_header("Mcp-Param-Gone", "x").unwrap();
+        head.insert_header("Mcp-Param-Twice", "same").unwrap();
+        let before = serde_json::json!({"region": "eu", "days": 3, "gone": "x",
+            "a": "same", "nested": {"b": "same"}});
+        let after = serde_json::json!({"region": "us", "days": 3,
+            "a": "one", "nested": {"b": "other"}});
+        remirror(&mut head, Some(&before), Some(&after));
+        assert_eq!(head.headers["mcp-param-region"], "us");
+        assert_eq!(head.headers["mcp-param-days"], "3");
+        assert!(
+            head.headers.get("mcp-param-gone").is_none(),
+            "its argument is gone"
+        );
+        // two arguments spelt it and changed apart: which one it mirrors is not known
+        assert_eq!(head.headers["mcp-param-twice"], "same");
     }
 
     #[test]

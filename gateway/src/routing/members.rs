@@ -35,6 +35,9 @@ impl Members {
                     authz: Vec::new(),
                     capture: None,
                     virtual_server: None,
+                    // the virtual route runs its chain once, on the client's request and the
+                    // answer the client gets: a member's request is not intercepted again
+                    interceptors: Vec::new(),
                     ..rc.clone()
                 };
                 let mut route = Route::compile(index, &member);

@@ -143,6 +143,12 @@ impl PathTools {
         (found, lately)
     }
 
+    /// Tool `name`'s mirrored arguments as last learnt, without listing; `None` when no list
+    /// named it.
+    pub fn known(&self, name: &str) -> Option<Params> {
+        self.lookup(name, false).0
+    }
+
     /// Tool `name`'s mirrored arguments: as known when fresh, else after a listing by `list`
     /// (every tool of the path, `None` when it failed), one at a time, at most one per
     /// [`RELIST`]; none for a tool no listing names.

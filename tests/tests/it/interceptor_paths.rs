@@ -329,3 +329,68 @@ async fn both_era_bridges_run_the_chain_on_what_crosses_them() {
         "the denied call was not sent"
     );
 }
+
+#[tokio::test]
+async fn a_legacy_clients_call_on_a_virtual_route_runs_the_chain_once() {
+    let guard = MockInterceptor::start(rules()).await;
+    let member = MockServer::legacy("pay-4111-1111", 0, "2025-11-25").await;
+    let gw = Gateway::start(&format!(
+        "{}pools: {{ m: {{ backends: [{}] }} }}\nroutes:\n  - path: /mcp\n    mode: virtual\n    interceptors: [guard]\n    server-info: {{ name: hub, version: 1.0.0 }}\n    members:\n      - {{ name: m, pool: m, prefix: never }}\n",
+        servers(&guard),
+        member.addr
+    ))
+    .await;
+    let sid = open_session(gw.addr).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}"#;
+    let resp = Request::post("/mcp", body)
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.tool_text(), "pay-[card]", "{}", resp.text());
+    // a member's request is the gateway's own: the chain ran on the client's, once per phase
+    let invoked = guard.invocations();
+    let count = |name: &str| invoked.iter().filter(|i| i.name == name).count();
+    assert_eq!(count("deny-secret"), 1, "{invoked:?}");
+    assert_eq!(count("redact-cards"), 1, "{invoked:?}");
+}
+
+#[tokio::test]
+async fn a_mutated_argument_goes_up_in_its_mcp_param_header_too() {
+    // a real mcp 2.3.0 server refuses a call whose `x-mcp-header` argument disagrees with its
+    // header (-32020): the header must follow the argument a request mutator changed
+    let guard = MockInterceptor::start(vec![Rule::replace(
+        "relocate",
+        "tools/call",
+        "request",
+        "tag-me",
+        "tagged",
+    )])
+    .await;
+    let server = mcp_gateway_tests::PythonPeer::start(
+        "mcp2",
+        "param_server.py",
+        &["--port", "0", "--name", "wx"],
+    )
+    .await;
+    let gw = Gateway::start(&format!(
+        "{}pools: {{ p: {{ backends: [{}] }} }}\nroutes:\n  - {{ path: /mcp, pool: p, mode: stateless, interceptors: [guard] }}\n",
+        servers(&guard),
+        server.addr()
+    ))
+    .await;
+    let resp = modern_call("/mcp", 1, "forecast", r#"{"region":"tag-me","days":3}"#)
+        .header("Mcp-Param-Region", "tag-me")
+        .header("Mcp-Param-Days", "3")
+        .send(gw.addr)
+        .await;
+    let text = resp.tool_text();
+    let answer: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not the forecast's answer: {text}"));
+    assert!(
+        answer["answer"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("wx:tagged:3")),
+        "{answer}"
+    );
+}
