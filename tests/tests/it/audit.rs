@@ -252,6 +252,37 @@ async fn a_call_on_a_virtual_route_is_recorded_once_with_its_member() {
 }
 
 #[tokio::test]
+async fn a_2026_call_on_a_virtual_route_is_recorded_once_with_its_member() {
+    let (a, b) = tokio::join!(
+        PythonPeer::stateless_v2("sa"),
+        PythonPeer::stateless_v2("sb")
+    );
+    let (_dir, file) = audit_dir("mcpgw-audit-virtual-2026");
+    let gw = Gateway::start(&format!(
+        "audit: {{ file: {} }}\npools:\n  a: {{ backends: [{}] }}\n  b: {{ backends: [{}] }}\n\
+         routes:\n  - path: /hub\n    mode: virtual\n    upstream-path: /mcp\n    members:\n\
+         \x20     - {{ name: a, pool: a }}\n      - {{ name: b, pool: b }}\n",
+        file.display(),
+        a.addr(),
+        b.addr()
+    ))
+    .await;
+    let answer = Request::tools_call("/hub", 1, "b__whoami")
+        .send(gw.addr)
+        .await;
+    assert_eq!(answer.status(), 200, "{}", answer.text());
+    assert!(answer.text().contains("sb"), "{}", answer.text());
+    let all = records_until(&file, |r| !calls_of(r, "b__whoami").is_empty()).await;
+    let calls: Vec<&Value> = all.iter().filter(|r| r["event"] == "call").collect();
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0]["route"], "/hub");
+    assert_eq!(calls[0]["member"], "b");
+    assert_eq!(calls[0]["pool"], "b");
+    assert_eq!(calls[0]["backend"], b.addr().as_str());
+    assert_eq!(calls[0]["outcome"], "ok");
+}
+
+#[tokio::test]
 async fn no_credential_of_any_kind_reaches_the_audit_file() {
     let peer = PythonPeer::stateless_v2("py-creds").await;
     let (dir, file) = audit_dir("mcpgw-audit-creds");
