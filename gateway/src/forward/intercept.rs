@@ -41,7 +41,8 @@ pub(crate) async fn request(
     let (chain, Some(method)) = (&route.chain, method) else {
         return Ok(None);
     };
-    if chain.is_empty() {
+    // a notification has no answer to refuse or to hold: the chain runs on requests
+    if chain.is_empty() || method.starts_with("notifications/") {
         return Ok(None);
     }
     let interceptors = &ctx.state.interceptors;
