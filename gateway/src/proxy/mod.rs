@@ -92,6 +92,7 @@ impl ProxyHttp for Gateway {
                 telemetry::within(otel, handle).await
             }
             Ok(Plan::SessionStream(route)) => {
+                crate::forward::intercept::arm_stream(session, ctx, &route);
                 let stream = Box::pin(crate::handlers::stateful::stream_or_delete(
                     self, session, ctx, route,
                 ));
@@ -104,6 +105,9 @@ impl ProxyHttp for Gateway {
                 telemetry::within(otel, forward).await
             }
             Ok(Plan::Virtual(route)) => {
+                if session.req_header().method == http::Method::GET {
+                    crate::forward::intercept::arm_stream(session, ctx, &route);
+                }
                 let serve = Box::pin(crate::virtual_servers::serve(self, session, ctx, route));
                 telemetry::within(otel, serve).await
             }
