@@ -223,6 +223,17 @@ impl AdminApp {
             .iter()
             .find(|p| p.name == pool_name)
             .and_then(|p| addr.parse().ok().and_then(|a| p.find(a)));
+        if state.audit.on() {
+            let event = if on { "admin.drain" } else { "admin.undrain" };
+            let outcome = if backend.is_some() { "ok" } else { "not-found" };
+            state.audit.record(
+                crate::audit::Record::new(event)
+                    .pool(&pool_name)
+                    .backend(&addr)
+                    .reason("admin API (admin-token)")
+                    .outcome(outcome),
+            );
+        }
         match backend {
             Some(b) => {
                 b.set_draining(on);

@@ -7,6 +7,7 @@
 pub(crate) mod admin;
 pub(crate) mod admin_auth;
 pub(crate) mod admission;
+pub mod audit;
 pub(crate) mod auth;
 pub(crate) mod bridge;
 pub(crate) mod cache;
@@ -21,6 +22,7 @@ pub(crate) mod federation;
 pub(crate) mod fetch;
 pub(crate) mod forward;
 pub(crate) mod handlers;
+pub(crate) mod interceptors;
 pub mod logging;
 pub mod metrics;
 pub(crate) mod pinning;

@@ -69,6 +69,12 @@ impl ReloadService {
                 "applied"
             }
             Err(errors) => {
+                self.state.load().audit.record(
+                    crate::audit::Record::new("admin.reload")
+                        .reason(&format!("config file {}", self.path.display()))
+                        .outcome("rejected")
+                        .detail(serde_json::json!({ "problems": errors.len() })),
+                );
                 for e in &errors {
                     tracing::error!(problem = %e, "config reload refused; keeping the running config");
                 }
@@ -90,8 +96,15 @@ impl ReloadService {
         {
             tracing::warn!("listen, admin and threads changes take effect after a restart");
         }
+        old.audit.configure(next.audit.as_ref());
+        let audit = old.audit.clone();
         self.state.store(Arc::new(State::reload(next, &old)));
         tracing::info!(path = %self.path.display(), "config reloaded");
+        audit.record(
+            crate::audit::Record::new("admin.reload")
+                .reason(&format!("config file {}", self.path.display()))
+                .outcome("applied"),
+        );
     }
 }
 

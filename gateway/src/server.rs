@@ -54,16 +54,20 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         shared: stores.results.clone(),
         generations: Arc::default(),
     };
+    let audit = crate::audit::Audit::new(metrics.audit.clone());
     let pins = Arc::new(crate::pinning::Pins::new(
         stores.redis.clone(),
         metrics.pins.clone(),
+        audit.clone(),
     ));
-    let state = Arc::new(ArcSwap::from_pointee(State::new(
-        config.clone(),
-        metrics.admission.clone(),
-        cache,
-        pins.clone(),
-    )));
+    let mut first = State::new(config.clone(), metrics.admission.clone(), cache)
+        .with_audit(audit.clone())
+        .with_pins(pins.clone());
+    // the snapshot's servers counted into the registry (a reload carries the families over)
+    first.interceptors = Arc::new(
+        crate::interceptors::Interceptors::new(&config).measured(metrics.interceptors.clone()),
+    );
+    let state = Arc::new(ArcSwap::from_pointee(first));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
     let sessions = Arc::new(SessionManager::new(
         stores.sessions,
@@ -77,6 +81,7 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
+    sessions.audit_into(audit);
     sessions.configure(&config.sessions);
 
     let tasks = crate::tasks::Tasks::new(stores.tasks, metrics.tasks.clone());
@@ -339,6 +344,10 @@ pub struct Families {
     pub cache: crate::cache::metrics::CacheMetrics,
     /// Tool pinning's.
     pub pins: crate::pinning::metrics::PinMetrics,
+    /// The audit trail's.
+    pub audit: crate::audit::AuditMetrics,
+    /// The interceptors'.
+    pub interceptors: crate::interceptors::metrics::InterceptorMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -359,6 +368,8 @@ impl Families {
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
             pins: crate::pinning::metrics::PinMetrics::register(&families),
+            audit: crate::audit::AuditMetrics::register(&families),
+            interceptors: crate::interceptors::metrics::InterceptorMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

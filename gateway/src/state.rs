@@ -29,6 +29,10 @@ pub struct State {
     pub cache: Arc<crate::cache::Cache>,
     /// The pools' tool pins (the same across reloads).
     pub pins: Arc<crate::pinning::Pins>,
+    /// The interceptor servers routes' chains run (`interceptors`).
+    pub interceptors: Arc<crate::interceptors::Interceptors>,
+    /// The audit trail (one per process, carried over and reconfigured on reload).
+    pub audit: crate::audit::Audit,
 }
 
 /// The running state hands upstream's background services the pools in force.
@@ -97,17 +101,18 @@ impl State {
     }
 
     /// Compiles a validated config.
-    pub fn new(
-        config: Config,
-        rejections: AdmissionMetrics,
-        cache: crate::cache::Common,
-        pins: Arc<crate::pinning::Pins>,
-    ) -> State {
-        pins.configure(&config);
+    pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
         State {
-            pins,
+            // none pinned until `with_pins` hands the process's pins
+            pins: Arc::new(crate::pinning::Pins::new(
+                None,
+                crate::pinning::metrics::PinMetrics::unregistered(),
+                crate::audit::Audit::default(),
+            )),
             rejections,
+            audit: crate::audit::Audit::default(),
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
+            interceptors: Arc::new(crate::interceptors::Interceptors::new(&config)),
             auth: config
                 .auth
                 .as_ref()
@@ -122,6 +127,22 @@ impl State {
                 .collect(),
             config,
         }
+    }
+
+    /// The same state recording into `audit` (the process's one trail), configured with
+    /// this state's `audit:` section.
+    pub fn with_audit(mut self, audit: crate::audit::Audit) -> State {
+        audit.configure(self.config.audit.as_ref());
+        self.audit = audit;
+        self
+    }
+
+    /// The snapshot with the process's tool pins (one per process, carried over on reload),
+    /// configured for its pools.
+    pub fn with_pins(mut self, pins: Arc<crate::pinning::Pins>) -> State {
+        pins.configure(&self.config);
+        self.pins = pins;
+        self
     }
 
     /// Compiles a reloaded config, carrying over what must survive a reload (not the cache's
@@ -154,7 +175,12 @@ impl State {
         State {
             pins: old.pins.clone(),
             rejections: old.rejections.clone(),
+            audit: old.audit.clone(),
             cache: Arc::new(cache),
+            // a server whose config is unchanged keeps its list (and legacy session)
+            interceptors: Arc::new(
+                crate::interceptors::Interceptors::new(&config).carry_over(&old.interceptors),
+            ),
             auth,
             guard: PeerGuard::new(&config),
             router: Router::new(&config),

@@ -11,6 +11,7 @@ pub mod conformance;
 pub mod dns;
 pub mod elicit;
 pub mod harness;
+pub mod interceptor_mock;
 pub mod interop;
 pub mod logs;
 pub mod machine;

@@ -19,7 +19,7 @@ mod sink;
 
 pub use print::{format_record, print_file};
 pub use record::{body_value, hash_session, record, redact, Seen, REDACTED};
-pub use sink::Sink;
+pub use sink::{rotate, Sink};
 
 use crate::config::CaptureConfig;
 use bytes::Bytes;

@@ -125,7 +125,7 @@ fn numbered(path: &Path, n: usize) -> PathBuf {
 
 /// FILE → FILE.1 → … → FILE.max_files; the oldest goes. With `max_files` 0 the file is
 /// removed (a fresh one starts).
-pub(super) fn rotate(path: &Path, max_files: usize) {
+pub fn rotate(path: &Path, max_files: usize) {
     if max_files == 0 {
         let _ = std::fs::remove_file(path);
         return;

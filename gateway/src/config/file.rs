@@ -71,6 +71,12 @@ pub struct FileConfig {
     /// `cache`: cacheable 2026-07-28 results answered at the gateway, as their `ttlMs` and `cacheScope` allow.
     #[serde(default)]
     pub cache: super::cache::FileCache,
+    /// `audit`: the audit trail (who called what, decisions, sessions, admin actions). Off unless set.
+    pub audit: Option<super::audit::FileAudit>,
+    /// `interceptors`: the interceptor servers (SEP-2624) routes' chains name, by name.
+    #[serde(default)]
+    pub interceptors:
+        std::collections::BTreeMap<String, super::interceptors::FileInterceptorServer>,
     /// Keys this version does not know.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -384,6 +390,9 @@ pub struct FileRoute {
     pub check_headers: Option<bool>,
     /// `off`: this route's cacheable results are never answered from the cache (`on`, the default, follows the top-level `cache.enabled`).
     pub cache: Option<String>,
+    /// The interceptor chain of this route: names of `interceptors` servers, whose interceptors run on its requests and answers (SEP-2624). Default: none.
+    #[serde(default)]
+    pub interceptors: Vec<String>,
     /// Limits of this route.
     #[serde(default)]
     pub limits: FileRouteLimits,

@@ -57,6 +57,10 @@ pub struct Config {
     pub tasks: super::tasks::TasksConfig,
     /// `cache`: the response cache.
     pub cache: super::cache::CacheConfig,
+    /// `audit`: the audit trail. Default: off. A reload applies a changed section.
+    pub audit: Option<super::AuditConfig>,
+    /// `interceptors`: the interceptor servers, in name order (routes name them by index).
+    pub interceptors: Vec<super::InterceptorServerConfig>,
 }
 
 /// Gateway-owned sessions.
@@ -375,6 +379,9 @@ pub struct RouteConfig {
     /// `mode: virtual`: the virtual server this route serves (its members; `mode` and `pool`
     /// are then its first member's, unused).
     pub virtual_server: Option<super::VirtualServer>,
+    /// `interceptors`: indices into [`Config::interceptors`], in the route's order. Default:
+    /// none.
+    pub interceptors: Vec<usize>,
 }
 
 /// A routing rule: globs on method and name, and the pool they send to.

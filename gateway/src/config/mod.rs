@@ -2,12 +2,14 @@
 //! (`internal`), and loading from disk.
 
 mod advertise;
+mod audit;
 mod auth;
 pub(crate) mod bridge;
 pub(crate) mod cache;
 mod capture;
 mod file;
 mod hardening;
+mod interceptors;
 mod internal;
 mod load;
 mod member_names;
@@ -31,6 +33,7 @@ mod validate;
 mod virtual_server;
 
 pub use advertise::Advertise;
+pub use audit::{AuditConfig, DEFAULT_AUDIT_REDACT};
 pub use auth::{
     ApiKeysConfig, AuthConfig, AuthzRule, IdentityHeaders, JwksSource, JwtConfig, ListenTls,
     PoolTls, Require, RouteAuth, DEFAULT_JWKS_FETCH_TIMEOUT,
@@ -39,6 +42,10 @@ pub use bridge::{BridgeConfig, ParkedBounds, PooledSessions};
 pub use capture::{CaptureConfig, DEFAULT_REDACT};
 pub use file::FileConfig;
 pub use hardening::{AdminToken, ClientTimeouts, LOOPBACK_HOSTS, LOOPBACK_ORIGINS};
+pub use interceptors::{
+    InterceptorServerConfig, DEFAULT_LIST_TTL_MS, DEFAULT_MAX_LISTED, DEFAULT_MAX_PAYLOAD_BYTES,
+    DEFAULT_TIMEOUT_MS as DEFAULT_INTERCEPTOR_TIMEOUT_MS,
+};
 pub use internal::{
     default_not_found, Balance, Config, ConfigError, Discovery, DualBackends, EraSetting,
     HealthCheck, Limits, NameMatch, NotFoundRule, PathMatch, PoolConfig, Rate, RouteConfig,

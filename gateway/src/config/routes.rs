@@ -43,7 +43,7 @@ pub(super) fn route_config(
         &at,
         &route.unknown,
         "path, path-prefix, mode, pool, upstream-path, check-headers, cache, limits, rules, auth, authz, \
-         capture, dual-backends, name-match, server-info, separator, instructions, members",
+         capture, dual-backends, name-match, server-info, separator, instructions, members, interceptors",
     );
     let path = route_path(p, &at, route);
     let is_virtual = route.mode.as_deref() == Some("virtual");
@@ -76,6 +76,8 @@ pub(super) fn route_config(
         dual_backends,
         name_match,
         virtual_server,
+        // `interceptors`: resolved once every server is validated (`validate.rs`)
+        interceptors: Vec::new(),
     }
 }
 

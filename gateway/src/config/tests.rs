@@ -89,6 +89,7 @@ fn reference_config_parses_to_expected_struct() {
             dual_backends: DualBackends::Native,
             name_match: NameMatch::Exact,
             virtual_server: None,
+            interceptors: vec![],
         }],
         auth: None,
         listen_tls: None,
@@ -98,6 +99,8 @@ fn reference_config_parses_to_expected_struct() {
         bridge: Default::default(),
         tasks: Default::default(),
         cache: Default::default(),
+        audit: None,
+        interceptors: vec![],
     };
     assert_eq!(config, expected);
 }

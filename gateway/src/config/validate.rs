@@ -17,7 +17,7 @@ impl Config {
         p.unknown(
             "",
             &file.unknown,
-            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks, cache",
+            "listen, allowed-hosts, allowed-origins, admin, threads, max-body-bytes, check-headers, sessions, limits, metric-tools, pools, routes, auth, listen-tls, tracing, admin-token, client-timeouts, bridge, tasks, cache, audit, interceptors",
         );
         let listen = p.addr("listen", file.listen.as_deref().unwrap_or(DEFAULT_LISTEN));
         no_empty_guard_names(&mut p, &file);
@@ -51,10 +51,23 @@ impl Config {
             .as_ref()
             .and_then(|t| super::auth::listen_tls(&mut p, t));
         check_routes(&mut p, &mut routes, &file.routes, auth.is_some());
+        let interceptors = super::interceptors::validate(&mut p, &file.interceptors);
+        for (i, (route, file_route)) in routes.iter_mut().zip(&file.routes).enumerate() {
+            route.interceptors = super::interceptors::route_chain(
+                &mut p,
+                &format!("routes[{i}]"),
+                &file_route.interceptors,
+                &interceptors,
+            );
+        }
         let tracing = file
             .tracing
             .as_ref()
             .and_then(|t| super::tracing::tracing_config(&mut p, t));
+        let audit = file
+            .audit
+            .as_ref()
+            .and_then(|a| super::audit::audit_config(&mut p, a, tracing.as_ref()));
         let admin_token = super::hardening::admin_token(&mut p, &file.admin_token);
         let client_timeouts = super::hardening::client_timeouts(&mut p, &file.client_timeouts);
         let bridge = super::bridge::validate(&mut p, &file.bridge);
@@ -94,6 +107,8 @@ impl Config {
                 bridge,
                 tasks,
                 cache,
+                audit,
+                interceptors,
             }),
             _ => Err(p.0),
         }

@@ -49,6 +49,9 @@ pub trait Client: Send {
     /// Attaches `observer` to this request's answer (the seam, `downstream/seam.rs`): it sees
     /// the head and each piece of the body as the client gets them, whoever writes them.
     fn observe(&mut self, observer: Box<dyn super::seam::Observer>);
+    /// Holds this request's answer behind `gate` (the seam, `downstream/seam.rs`): whoever
+    /// writes the answer, the client gets what the gate lets through.
+    fn gate(&mut self, gate: Box<dyn super::seam::Gate>);
     /// Returns only when the client went away (a held stream notices at once, not at its next
     /// write); pipelined bytes stay for the next request.
     fn gone(&mut self) -> impl Future<Output = Box<Error>> + Send;

@@ -117,6 +117,28 @@ impl Seam {
     }
 }
 
+/// What a [`Gate`] makes of the answer so far: the writes to make, in order.
+pub enum Write {
+    /// A response head (`end`: the answer has no body).
+    Head(Box<ResponseHeader>, bool),
+    /// A piece of the body (`end`: the last).
+    Body(Option<bytes::Bytes>, bool),
+}
+
+/// What holds an answer back until an asynchronous check has passed it (a route's
+/// interceptor chain, `forward/intercept.rs`), unlike an [`Observer`], which only watches: the
+/// client's writer hands it each head and piece of the body and writes what it returns. At
+/// most one per answer; whatever it holds is bounded by the gate itself.
+#[async_trait::async_trait]
+pub trait Gate: Send + Sync {
+    /// The answer's head: `Some` to write now, `None` while it is held (it comes back in a
+    /// [`Write::Head`] later).
+    fn head(&mut self, head: Box<ResponseHeader>, end: bool)
+        -> Option<(Box<ResponseHeader>, bool)>;
+    /// A piece of the answer's body (`end`: the last): what to write now.
+    async fn chunk(&mut self, body: Option<bytes::Bytes>, end: bool) -> Vec<Write>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -432,4 +432,14 @@ impl GatewayError {
         )
         .with("detail", detail)
     }
+
+    /// An answer a route's interceptors must check that the gateway cannot read for them
+    /// (`why`): refused (-32055).
+    pub fn answer_unchecked(why: &str) -> Self {
+        GatewayError::new(
+            ErrorKind::AnswerUnchecked,
+            "The answer could not be checked by the route's interceptors, so it was not passed on",
+        )
+        .with("reason", why)
+    }
 }

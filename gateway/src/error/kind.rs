@@ -142,6 +142,27 @@ pub enum ErrorKind {
     /// changed (or is new) and no operator approved it yet, or one rejected it, or the gateway
     /// never saw it listed. -32045, HTTP 200 (an answer to one call, which every client shows).
     ToolQuarantined,
+    /// An interceptor (SEP-2624) did not answer within its server's `timeout-ms` and is not
+    /// fail-open. -32000 (the draft's code), HTTP 200 (one call's outcome).
+    InterceptorTimeout,
+    /// A validator of the route's interceptor chain denied the request or the answer
+    /// (`data.validationErrors`: its messages). The draft's -32602 is the gateway's
+    /// invalid-params, so -32050, HTTP 200.
+    InterceptorDenied,
+    /// An interceptor that is not fail-open failed: its server down, or its answer garbage or
+    /// an error, or its list cannot be had. The draft's -32603 is taken, so -32051, HTTP 200.
+    InterceptorFailed,
+    /// A mutator returned a payload the event may not carry (not an object, a changed tool
+    /// name, not a result of the event's shape), and it is not fail-open. -32052, HTTP 200.
+    InterceptorInvalidMutation,
+    /// The payload is larger than an interceptor server's `max-payload-bytes` (the interceptor
+    /// is not fail-open), or more interceptors hook the event than one call may run. -32053,
+    /// HTTP 200.
+    InterceptorLimit,
+    /// A route's interceptors must check an answer the gateway cannot read for them (larger
+    /// than it holds, or in a content coding it cannot decode): refused, never passed on
+    /// unchecked. -32055, HTTP 200 (the request reached its backend; its answer is refused).
+    AnswerUnchecked,
 }
 
 impl ErrorKind {
@@ -190,6 +211,12 @@ impl ErrorKind {
             ErrorKind::UpstreamCredentials => -32039,
             ErrorKind::ExchangeRefused => -32040,
             ErrorKind::ToolQuarantined => -32045,
+            ErrorKind::InterceptorTimeout => -32000,
+            ErrorKind::InterceptorDenied => -32050,
+            ErrorKind::InterceptorFailed => -32051,
+            ErrorKind::InterceptorInvalidMutation => -32052,
+            ErrorKind::InterceptorLimit => -32053,
+            ErrorKind::AnswerUnchecked => -32055,
         }
     }
 
@@ -243,6 +270,13 @@ impl ErrorKind {
             ErrorKind::UpstreamCredentials => 503,
             ErrorKind::ExchangeRefused => 403,
             ErrorKind::ToolQuarantined => 200,
+            // one call's outcome: every client shows a JSON-RPC error on 200
+            ErrorKind::InterceptorTimeout
+            | ErrorKind::InterceptorDenied
+            | ErrorKind::InterceptorFailed
+            | ErrorKind::InterceptorInvalidMutation
+            | ErrorKind::InterceptorLimit => 200,
+            ErrorKind::AnswerUnchecked => 200,
         }
     }
 
@@ -305,6 +339,12 @@ impl ErrorKind {
             ErrorKind::UpstreamCredentials => "upstream-credentials",
             ErrorKind::ExchangeRefused => "exchange-refused",
             ErrorKind::ToolQuarantined => "tool-quarantined",
+            ErrorKind::InterceptorTimeout => "interceptor-timeout",
+            ErrorKind::InterceptorDenied => "interceptor-denied",
+            ErrorKind::InterceptorFailed => "interceptor-failed",
+            ErrorKind::InterceptorInvalidMutation => "interceptor-invalid-mutation",
+            ErrorKind::InterceptorLimit => "interceptor-limit",
+            ErrorKind::AnswerUnchecked => "answer-unchecked",
         }
     }
 

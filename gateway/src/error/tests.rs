@@ -70,6 +70,12 @@ fn every_kind_has_a_distinct_code() {
         UpstreamCredentials,
         ExchangeRefused,
         ToolQuarantined,
+        InterceptorTimeout,
+        InterceptorDenied,
+        InterceptorFailed,
+        InterceptorInvalidMutation,
+        InterceptorLimit,
+        AnswerUnchecked,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

@@ -152,6 +152,10 @@ impl<C: Client> Client for Holding<'_, C> {
         self.inner.observe(observer)
     }
 
+    fn gate(&mut self, gate: Box<dyn crate::downstream::seam::Gate>) {
+        self.inner.gate(gate)
+    }
+
     async fn gone(&mut self) -> Box<Error> {
         self.inner.gone().await
     }

@@ -13,6 +13,7 @@ pub mod check;
 pub mod collect;
 pub mod filtered;
 pub mod holding;
+pub mod intercept;
 pub mod kept;
 pub mod relay;
 pub mod respond;

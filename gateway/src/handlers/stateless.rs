@@ -56,12 +56,15 @@ pub(crate) async fn forward_read(
     ctx.declares_tasks = Some(info.declares_tasks);
     let (method, name) = (info.method.as_deref(), info.name.as_deref());
     let routed = crate::classify::classify(ctx, &route, method, name)?;
+    let changed = crate::forward::intercept::request(session, ctx, &route, method, None, &body);
+    let changed = changed.await?;
     if crate::handlers::tasks::routes(ctx, method) {
         let (method, task_id) = (
             method.unwrap_or_default().to_owned(),
             name.map(str::to_owned),
         );
         drop(info);
+        let body = changed.unwrap_or(body);
         let task_id = task_id.as_deref();
         let scope = route.label.clone();
         let routing = crate::handlers::tasks::forward(
@@ -81,7 +84,7 @@ pub(crate) async fn forward_read(
         };
     }
     drop(info);
-    forward_body(gw, session, ctx, &route, body, routed).await
+    forward_body(gw, session, ctx, &route, changed.unwrap_or(body), routed).await
 }
 
 /// Forwards a read and classified body on `route`: to the reverse bridge when the pool's

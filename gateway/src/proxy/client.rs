@@ -1,7 +1,7 @@
 //! The client's own pingora session as the [`Client`] every gateway-driven handler answers.
 
 use crate::downstream::client::Client;
-use crate::downstream::seam::Observer;
+use crate::downstream::seam::{Gate, Observer, Write};
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -37,11 +37,36 @@ impl Client for pingora::proxy::Session {
     }
 
     async fn write_response_header(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
-        pingora::proxy::Session::write_response_header(self, head, end).await
+        let Some(mut gate) = super::verdict::take_gate(self) else {
+            return pingora::proxy::Session::write_response_header(self, head, end).await;
+        };
+        let now = gate.head(head, end);
+        super::verdict::gate(self, gate);
+        match now {
+            Some((head, end)) => {
+                pingora::proxy::Session::write_response_header(self, head, end).await
+            }
+            None => Ok(()),
+        }
     }
 
     async fn write_response_body(&mut self, body: Option<Bytes>, end: bool) -> Result<()> {
-        pingora::proxy::Session::write_response_body(self, body, end).await
+        let Some(mut gate) = super::verdict::take_gate(self) else {
+            return pingora::proxy::Session::write_response_body(self, body, end).await;
+        };
+        let writes = gate.chunk(body, end).await;
+        super::verdict::gate(self, gate);
+        for write in writes {
+            match write {
+                Write::Head(head, end) => {
+                    pingora::proxy::Session::write_response_header(self, head, end).await?
+                }
+                Write::Body(body, end) => {
+                    pingora::proxy::Session::write_response_body(self, body, end).await?
+                }
+            }
+        }
+        Ok(())
     }
 
     fn response_written(&self) -> Option<&ResponseHeader> {
@@ -59,6 +84,10 @@ impl Client for pingora::proxy::Session {
 
     fn observe(&mut self, observer: Box<dyn Observer>) {
         super::verdict::observe(self, observer);
+    }
+
+    fn gate(&mut self, gate: Box<dyn Gate>) {
+        super::verdict::gate(self, gate);
     }
 
     async fn gone(&mut self) -> Box<Error> {

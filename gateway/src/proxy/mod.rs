@@ -8,6 +8,7 @@
 //! - `stateless`: bodies the gateway must read first, forwarded through the attempt engine;
 //! - `stateful`: HTTP glue around the session manager.
 
+mod audit;
 mod authn;
 mod capture;
 mod client;
@@ -397,6 +398,11 @@ impl ProxyHttp for Gateway {
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
+        if self.audit.on() {
+            // before the fast path's state goes: it names the pool and a virtual call's member
+            let status = session.response_written().map(|r| r.status.as_u16());
+            audit::record(session, ctx, verdict::outcome(session, ctx, status).0);
+        }
         telemetry::finish(session, ctx);
         ctx.native = None;
         // the request's slots free first: whoever reads `mcpgw_open_streams` at 0 finds it free

@@ -157,20 +157,17 @@ fn plan(
             .keys()
             .any(|k| mcp_wire::param_headers::is_param_header(k.as_str()));
         let head = (post, declared, mirrors);
+        // a chain reads every request and answer: never the fast path
+        let fast = route.chain.is_empty();
         return Ok(
-            match crate::virtual_servers::fast_plan(
-                ctx,
-                &route,
-                members,
-                headers,
-                &req.headers,
-                head,
-            ) {
-                Some(native) => {
+            match fast.then(|| {
+                crate::virtual_servers::fast_plan(ctx, &route, members, headers, &req.headers, head)
+            }) {
+                Some(Some(native)) => {
                     ctx.native = Some(native);
                     Plan::Native
                 }
-                None => Plan::Virtual(route),
+                _ => Plan::Virtual(route),
             },
         );
     }
@@ -211,9 +208,11 @@ fn plan(
         && route.cache
         && ctx.era == Era::Stateless
         && method.is_some_and(mcp_wire::cacheable::is_cacheable);
-    if has_body
-        && (by_body || bounded || task || cached || pinned_list || route.guard.reads_body(method))
-    {
+    // an interceptor chain reads the body the backend gets (and the answer), whatever the
+    // headers say
+    let intercepted = !route.chain.is_empty();
+    let reads = by_body || bounded || task || cached || intercepted || pinned_list;
+    if has_body && (reads || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }
     let pool = ctx.state.pool(route.pool_for(method, name))?;

@@ -20,6 +20,29 @@ pub(super) async fn within<F: Future>(cx: Option<Context>, fut: F) -> F::Output 
     }
 }
 
+/// The pool a request of `method` and `name` went to: the fast path's, else the one its
+/// route picks (a legacy session's: the route's default pool).
+pub(super) fn pool_of(
+    ctx: &RequestCtx,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Option<String> {
+    match (&ctx.native, &ctx.route) {
+        (Some(native), _) => Some(native.pool.name.clone()),
+        (None, Some(route)) => {
+            let legacy = route.mode == Mode::Stateful
+                || (route.mode == Mode::Auto && ctx.era == Era::Legacy);
+            let index = if legacy {
+                route.default_pool
+            } else {
+                route.pool_for(method, name)
+            };
+            ctx.state.pool(index).ok().map(|p| p.name.clone())
+        }
+        (None, None) => None,
+    }
+}
+
 /// Ends the request's span, if it has one.
 pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
     let Some(cx) = ctx.otel.take() else {
@@ -38,20 +61,7 @@ pub(super) fn finish(session: &Session, ctx: &mut RequestCtx) {
         Some((m, n)) => (Some(m.as_str()), n.as_deref()),
         None => (None, None),
     };
-    let pool = match (&ctx.native, &ctx.route) {
-        (Some(native), _) => Some(native.pool.name.clone()),
-        (None, Some(route)) => {
-            let legacy = route.mode == Mode::Stateful
-                || (route.mode == Mode::Auto && ctx.era == Era::Legacy);
-            let index = if legacy {
-                route.default_pool
-            } else {
-                route.pool_for(method, name)
-            };
-            ctx.state.pool(index).ok().map(|p| p.name.clone())
-        }
-        (None, None) => None,
-    };
+    let pool = pool_of(ctx, method, name);
     let backend = ctx.backend.as_ref().map(|b| b.label.clone());
     let cache = response.and_then(|r| header(&r.headers, crate::forward::kept::CACHE_HEADER));
     let done = Finished {

@@ -12,7 +12,7 @@
 //! Bodies with a content coding are not read (the verdict is then `ok`), and neither are
 //! answers to requests without a method (a GET stream, a resume).
 
-use crate::downstream::seam::{Body, Observer, Seam};
+use crate::downstream::seam::{Body, Gate, Observer, Seam};
 use crate::request::ctx::{Outcome, RequestCtx};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -30,6 +30,8 @@ pub struct AnswerVerdict {
     scan: Option<AnswerScan>,
     /// The answer's `Content-Length`: a first chunk this long is the whole body.
     length: Option<usize>,
+    /// What holds the answer back until it is checked (the seam's gate), if anything does.
+    gate: Option<Box<dyn Gate>>,
 }
 
 /// Attaches `observer` to the answer of the request on `session` (the seam): it sees the head
@@ -39,6 +41,24 @@ pub fn observe(session: &mut Session, observer: Box<dyn Observer>) {
     if let Some(m) = session.downstream_modules_ctx.get_mut::<AnswerVerdict>() {
         m.seam.attach(observer);
     }
+}
+
+/// Holds the answer of the request on `session` behind `gate` (the seam's gate: the writer
+/// of every gateway-driven answer, `proxy/client.rs`, hands it the answer, `take_gate` and
+/// back around each write).
+pub fn gate(session: &mut Session, gate: Box<dyn Gate>) {
+    if let Some(m) = session.downstream_modules_ctx.get_mut::<AnswerVerdict>() {
+        m.gate = Some(gate);
+    }
+}
+
+/// The gate of the request on `session`, taken out for one write (see [`gate`]).
+pub fn take_gate(session: &mut Session) -> Option<Box<dyn Gate>> {
+    session
+        .downstream_modules_ctx
+        .get_mut::<AnswerVerdict>()?
+        .gate
+        .take()
 }
 
 /// What a 200 answer's head says of its body: its shape (JSON or an event stream) and its
@@ -150,6 +170,20 @@ pub fn outcome(
         Some(Verdict::RpcError(code)) => ("rpc-error", Some(Verdict::code_label(code))),
         Some(_) if ctx.outcome == Outcome::ClientGone => ("ok", None),
         _ => (plain, None),
+    }
+}
+
+/// The JSON-RPC error code the answer carried, when the verdict read one (`None` for a
+/// result, an answer not read, or an error without an integer code).
+pub fn rpc_code(session: &Session) -> Option<i64> {
+    let verdict = session
+        .downstream_modules_ctx
+        .get::<AnswerVerdict>()
+        .and_then(|m| m.scan.as_ref())
+        .and_then(AnswerScan::verdict);
+    match verdict {
+        Some(Verdict::RpcError(code)) => code,
+        _ => None,
     }
 }
 

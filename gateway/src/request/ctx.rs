@@ -157,12 +157,15 @@ pub struct RequestCtx {
     pub captured: Option<Box<crate::capture::Held>>,
     /// The request's span as an OpenTelemetry context (traces on).
     pub otel: Option<opentelemetry::Context>,
-    /// The MCP method and name, kept for the span (traces on).
+    /// The MCP method and name, kept for the span (traces on) and the audit record (audit on).
     pub mcp_call: Option<Box<(String, Option<String>)>>,
     /// Whether the body's client capabilities list the Tasks extension (`None`: the body was
     /// not read): a server may answer with a task only then, so only then is the answer
     /// watched for one.
     pub declares_tasks: Option<bool>,
+    /// What the audit record of this request says beyond the context (audit on only): the
+    /// authorization decision and its rule, a virtual call's member.
+    pub audit: Option<Box<crate::audit::Noted>>,
 }
 
 impl RequestCtx {
@@ -190,12 +193,14 @@ impl RequestCtx {
             otel: None,
             mcp_call: None,
             declares_tasks: None,
+            audit: None,
         }
     }
 
     /// Notes the tool of a `tools/call`, for `mcpgw_tool_calls_total`.
     pub fn note_tool(&mut self, method: Option<&str>, name: Option<&str>) {
-        if let (true, Some(m)) = (self.otel.is_some(), method) {
+        let kept = self.otel.is_some() || self.state.audit.on();
+        if let (true, Some(m)) = (kept, method) {
             self.mcp_call = Some(Box::new((m.to_owned(), name.map(str::to_owned))));
         }
         if method == Some("tools/call") {
@@ -225,6 +230,14 @@ impl RequestCtx {
     pub fn capture_config(&self) -> Option<&crate::config::CaptureConfig> {
         let route = self.route.as_ref()?;
         self.state.config.routes.get(route.index)?.capture.as_ref()
+    }
+
+    /// The audit notes of this request, made on first use: `None` when audit is off.
+    pub fn audit_note(&mut self) -> Option<&mut crate::audit::Noted> {
+        if !self.state.audit.on() {
+            return None;
+        }
+        Some(self.audit.get_or_insert_default())
     }
 
     /// The route label for metrics (`none` before routing).

@@ -26,6 +26,9 @@ pub struct Gateway {
     pub(crate) sessions: Arc<SessionManager>,
     pub(crate) streams: Arc<Streams>,
     pub(crate) captures: crate::capture::Captures,
+    /// The audit trail (`audit:`; the same handle the state, the sessions and the admin
+    /// listener hold): `gw.audit.record(..)`.
+    pub(crate) audit: crate::audit::Audit,
     /// Legacy clients' sessions on 2026-07-28 backends.
     pub(crate) bridge: crate::bridge::Bridge,
     /// Where the tasks backends created live.
@@ -47,6 +50,7 @@ impl Gateway {
     ) -> Gateway {
         let engine = sessions.engine().clone();
         let rejections = state.load().rejections.clone();
+        let audit = state.load().audit.clone();
         Gateway {
             state,
             metrics,
@@ -56,6 +60,7 @@ impl Gateway {
             sessions,
             streams,
             captures: Default::default(),
+            audit,
             tasks,
             list_budget: Default::default(),
         }

@@ -3,6 +3,7 @@
 //! handler reads), the [`Gateway`] handle to the services every request reaches, and the
 //! per-request metric families. Below the handlers and `proxy/`, above the concerns it holds.
 
+mod audit;
 pub mod ctx;
 mod gateway;
 pub mod metrics;

@@ -46,6 +46,8 @@ pub struct Route {
     /// A virtual route's member: its requests are the gateway's own, for a caller admitted,
     /// authorized and charged its per-tool rate on the virtual route.
     pub member: bool,
+    /// Its interceptor chain (`interceptors`): empty for none.
+    pub chain: crate::interceptors::Chain,
 }
 
 impl Route {
@@ -78,6 +80,9 @@ impl Route {
             metrics: Default::default(),
             members: None,
             member: false,
+            chain: crate::interceptors::Chain {
+                servers: rc.interceptors.clone(),
+            },
             guard: crate::auth::RouteGuard::new(rc),
             timeout: rc.limits.timeout,
             tool_timeouts: rc.limits.tool_timeouts.clone(),

@@ -26,6 +26,7 @@ impl SessionManager {
             return Ok(false);
         };
         self.count_ended(pool, label);
+        self.audit_session("session.closed", pool, &record, |r| r.reason(label));
         self.delete_upstream(pool, &record, caller).await;
         Ok(true)
     }
@@ -49,6 +50,7 @@ impl SessionManager {
                     continue;
                 };
                 self.count_ended(pool, "expired");
+                self.audit_session("session.closed", pool, record, |r| r.reason("expired"));
                 // made for nobody: no client asked (a pool that exchanges callers' tokens has
                 // none to send, and the backend expires the session itself)
                 self.delete_upstream(pool, record, &Caller::default()).await;

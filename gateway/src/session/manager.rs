@@ -89,6 +89,8 @@ pub struct SessionManager {
     ttl: std::sync::Mutex<Option<Ttl>>,
     /// Told when a session ends or moves (the streams of `stream/`).
     observer: OnceLock<Weak<dyn SessionObserver>>,
+    /// The audit trail sessions' lives are recorded in (`audit_into`; off without one).
+    audit: OnceLock<crate::audit::Audit>,
     /// The latest moves and losses, for the console.
     pub(super) timeline: super::Timeline,
 }
@@ -109,6 +111,7 @@ impl SessionManager {
             touch_every_ms: AtomicU64::new(0),
             ttl: std::sync::Mutex::new(None),
             observer: OnceLock::new(),
+            audit: OnceLock::new(),
             timeline: super::Timeline::default(),
         }
     }
@@ -122,6 +125,31 @@ impl SessionManager {
     /// held weakly, as the observer holds the manager).
     pub fn observe(&self, observer: &Arc<dyn SessionObserver>) {
         let _ = self.observer.set(Arc::downgrade(observer));
+    }
+
+    /// Records sessions' lives (opened, moved, lost, closed) into `audit`.
+    pub fn audit_into(&self, audit: crate::audit::Audit) {
+        let _ = self.audit.set(audit);
+    }
+
+    /// Records `event` of session `rec` in `pool` when the trail is on (`more` adds the
+    /// event's own fields; it runs only then): its pool, backend, principal and hashed id.
+    pub(super) fn audit_session(
+        &self,
+        event: &'static str,
+        pool: &Pool,
+        rec: &SessionRecord,
+        more: impl FnOnce(crate::audit::Record) -> crate::audit::Record,
+    ) {
+        let Some(audit) = self.audit.get().filter(|a| a.on()) else {
+            return;
+        };
+        let record = crate::audit::Record::new(event)
+            .pool(&pool.name)
+            .backend(&rec.binding.backend.to_string())
+            .principal_id(rec.principal.as_deref())
+            .session(Some(&rec.id));
+        audit.record(more(record));
     }
 
     pub(super) fn observer(&self) -> Option<Arc<dyn SessionObserver>> {

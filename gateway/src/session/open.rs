@@ -172,6 +172,14 @@ impl SessionManager {
                     .with_label_values(&[&pool.name])
                     .inc();
                 tracing::debug!(session = short(&record.id), backend = %backend.addr, "session created");
+                self.audit_session("session.opened", pool, &record, |r| {
+                    let caller = crate::auth::Caller::of(&opening.client.extensions);
+                    let r = match caller.principal() {
+                        Some(p) => r.principal(Some(p)),
+                        None => r,
+                    };
+                    r.detail(serde_json::json!({ "protocolVersion": &*record.protocol_version }))
+                });
                 return Ok(record);
             }
             Err(CreateError::Full { max }) => GatewayError::session_limit(max),

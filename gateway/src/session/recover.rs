@@ -355,6 +355,17 @@ impl SessionManager {
         (kind, reason): (&'static str, &'static str),
         trigger: Trigger,
     ) {
+        let event = match kind {
+            "reinitialized" => "session.moved",
+            "lost" => "session.lost",
+            _ => "session.move-failed",
+        };
+        let to_label = to.map(|a| a.to_string());
+        self.audit_session(event, pool, rec, |r| {
+            r.moved(Some(&rec.binding.backend.to_string()), to_label.as_deref())
+                .reason(reason)
+                .detail(serde_json::json!({ "trigger": trigger.as_str() }))
+        });
         self.timeline.record(super::timeline::Happened {
             kind,
             pool: &pool.name,

@@ -95,11 +95,13 @@ pub(super) async fn serve(
         json!({})
     } else if let Some(list) = List::of_method(&method) {
         filter = crate::classify::classify(ctx, route, Some(&method), None)?.filter;
+        let body = intercept(session, ctx, route, &method, &sid, body).await?;
         let msg: Value =
             serde_json::from_slice(&body).map_err(|e| GatewayError::parse_error(&e.to_string()))?;
         v.list(list, &msg).await?
     } else if let Some(named) = named(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, route, Some(&method), Some(&named.exposed))?;
+        let body = intercept(session, ctx, route, &method, &sid, body).await?;
         return call(&v, session, &named, &body, &method, &sid).await;
     } else {
         return Err(GatewayError::not_on_virtual_route(&method).into());
@@ -425,4 +427,19 @@ fn member_not_in_session(member: &str) -> GatewayError {
     GatewayError::unavailable(member, 0)
         .with("member", member)
         .with("reason", "member-not-in-session")
+}
+
+/// The route's request-phase interceptors on a classified request of the session `sid`
+/// (`forward/intercept.rs`), its answer's gate armed: the body to send on.
+async fn intercept(
+    session: &mut impl Client,
+    ctx: &RequestCtx,
+    route: &Route,
+    method: &str,
+    sid: &str,
+    body: Bytes,
+) -> Result<Bytes, GatewayError> {
+    let changed =
+        crate::forward::intercept::request(session, ctx, route, Some(method), Some(sid), &body);
+    Ok(changed.await?.unwrap_or(body))
 }

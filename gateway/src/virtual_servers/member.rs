@@ -5,7 +5,7 @@
 //! channel, and a task handle in it is learnt as the client's own session learns it.
 
 use crate::downstream::client::Client;
-use crate::downstream::seam::{Observer, Seam};
+use crate::downstream::seam::{Gate, Observer, Seam, Write};
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -57,6 +57,8 @@ pub(crate) struct MemberClient {
     /// What watches the member's answer (a task handle's watch, the cache's hearing), as the
     /// client's own session's seam watches the parent's.
     seam: Seam,
+    /// What holds the member's answer back until it is checked (the seam's gate), if anything.
+    gate: Option<Box<dyn Gate>>,
 }
 
 impl MemberClient {
@@ -69,7 +71,27 @@ impl MemberClient {
             written: None,
             out,
             seam: Seam::default(),
+            gate: None,
         }
+    }
+
+    /// The answer's head, past the gate: watched, then sent.
+    async fn head_out(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
+        if !self.seam.is_empty() {
+            self.seam
+                .head(&head, crate::downstream::seam::Body::of(&head));
+        }
+        if end {
+            self.seam.chunk(&[], true);
+        }
+        self.written = Some((*head).clone());
+        self.send(HttpTask::Header(head, end)).await
+    }
+
+    /// A piece of the answer's body, past the gate: watched, then sent.
+    async fn body_out(&mut self, body: Option<Bytes>, end: bool) -> Result<()> {
+        self.seam.chunk(body.as_deref().unwrap_or_default(), end);
+        self.send(HttpTask::Body(body, end)).await
     }
 
     async fn send(&mut self, task: HttpTask) -> Result<()> {
@@ -114,20 +136,28 @@ impl Client for MemberClient {
     }
 
     async fn write_response_header(&mut self, head: Box<ResponseHeader>, end: bool) -> Result<()> {
-        if !self.seam.is_empty() {
-            self.seam
-                .head(&head, crate::downstream::seam::Body::of(&head));
+        let now = match self.gate.as_mut() {
+            Some(gate) => gate.head(head, end),
+            None => Some((head, end)),
+        };
+        match now {
+            Some((head, end)) => self.head_out(head, end).await,
+            None => Ok(()),
         }
-        if end {
-            self.seam.chunk(&[], true);
-        }
-        self.written = Some((*head).clone());
-        self.send(HttpTask::Header(head, end)).await
     }
 
     async fn write_response_body(&mut self, body: Option<Bytes>, end: bool) -> Result<()> {
-        self.seam.chunk(body.as_deref().unwrap_or_default(), end);
-        self.send(HttpTask::Body(body, end)).await?;
+        let Some(mut gate) = self.gate.take() else {
+            return self.body_out(body, end).await;
+        };
+        let writes = gate.chunk(body, end).await;
+        self.gate = Some(gate);
+        for write in writes {
+            match write {
+                Write::Head(head, end) => self.head_out(head, end).await?,
+                Write::Body(body, end) => self.body_out(body, end).await?,
+            }
+        }
         Ok(())
     }
 
@@ -143,6 +173,10 @@ impl Client for MemberClient {
 
     fn observe(&mut self, observer: Box<dyn Observer>) {
         self.seam.attach(observer);
+    }
+
+    fn gate(&mut self, gate: Box<dyn Gate>) {
+        self.gate = Some(gate);
     }
 
     async fn gone(&mut self) -> Box<Error> {

@@ -14,6 +14,7 @@
 //!   untouched.
 
 use crate::downstream::client::Client;
+use crate::forward::intercept;
 mod answers;
 mod calls;
 mod errors;
@@ -80,6 +81,8 @@ pub(crate) async fn serve(
         .unwrap_or_else(mcp_wire::RequestId::null);
     if method == "server/discover" || List::of_method(&method).is_some() {
         let routed = crate::classify::classify(ctx, &route, Some(&method), None)?;
+        let changed = intercept::request(session, ctx, &route, Some(&method), None, &body);
+        let body = changed.await?.unwrap_or(body);
         let made = own_answer(&v, &method, &body, &id);
         if crate::forward::cached::takes(ctx, route.cache, &routed) {
             let backends = || v.backends();
@@ -102,6 +105,8 @@ pub(crate) async fn serve(
     }
     if let Some(named) = Named::read(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, &route, Some(&method), Some(&named.exposed))?;
+        let changed = intercept::request(session, ctx, &route, Some(&method), None, &body);
+        let body = changed.await?.unwrap_or(body);
         let (member, own) = v.member_for(&named, &body).await?;
         // the member's body is not the client's (its own name): no client `Mcp-Param-*` goes
         // with it, the member's schema says which arguments go up as headers

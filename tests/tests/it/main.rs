@@ -46,6 +46,7 @@ mod held_replicas;
 mod held_streams;
 mod http_semantics;
 mod identity_headers;
+mod interceptor_paths;
 mod interop_matrix;
 mod listener;
 mod load_tool;

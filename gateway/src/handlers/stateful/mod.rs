@@ -8,6 +8,7 @@
 
 use crate::downstream::answer;
 use crate::downstream::client::Client;
+use crate::forward::intercept;
 mod bridged;
 mod call;
 mod events;
@@ -70,6 +71,11 @@ pub(crate) async fn handle<C: Client>(
         crate::classify::classify(ctx, &route, call.method.as_deref(), call.name.as_deref())?;
     call.deadline = classified.deadline;
     call.filter = classified.filter;
+    let (method, session_id) = (call.method.as_deref(), sid.as_deref());
+    let changed = intercept::request(session, ctx, &route, method, session_id, &call.body);
+    if let Some(body) = changed.await? {
+        call.body = body;
+    }
     let routed = (&pool, &*route);
     let answered = match sid {
         None if call.is("initialize") && legacy_clients::bridges(&pool, route.dual_backends) => {

@@ -1,0 +1,94 @@
+//! The proxy's side of the audit trail: when a `tools/call`, `prompts/get` or
+//! `resources/read` ends (the `logging` phase, which the fast path and every gateway-driven
+//! path reach once per client request), one record from what the context kept: route,
+//! member, pool, backend, caller, hashed session, method and name, decision and rule, outcome
+//! (the JSON-RPC code, `tool-error` for an `isError` result the gateway read, else the
+//! outcome label and HTTP status), latency and trace id. Nothing here runs when audit is off
+//! but one load and a branch.
+
+use crate::audit::{Record, AUDITED_METHODS};
+use crate::request::ctx::{Outcome, RequestCtx};
+use mcp_wire::headers::{MCP_METHOD, MCP_NAME, MCP_SESSION_ID};
+use pingora::prelude::*;
+use std::time::SystemTime;
+
+/// Records the ended request, when audit is on and it is a call.
+pub(super) fn record(session: &Session, ctx: &RequestCtx, outcome: &str) {
+    let audit = &ctx.state.audit;
+    if !audit.on() {
+        return;
+    }
+    let req = session.req_header();
+    let header = |h: &http::HeaderMap, name: &str| -> Option<String> {
+        h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    };
+    // the classified method and name (the body's, or headers the body was checked against);
+    // a request never classified (refused before) falls back to its headers
+    let (method, name) = match ctx.mcp_call.as_deref() {
+        Some((m, n)) => (Some(m.clone()), n.clone()),
+        None => (
+            header(&req.headers, MCP_METHOD),
+            header(&req.headers, MCP_NAME),
+        ),
+    };
+    let Some(method) = method.filter(|m| AUDITED_METHODS.contains(&m.as_str())) else {
+        return;
+    };
+    let response = session.response_written();
+    let status = response.map(|r| r.status.as_u16());
+    let session_id = header(&req.headers, MCP_SESSION_ID)
+        .or_else(|| response.and_then(|r| header(&r.headers, MCP_SESSION_ID)));
+    let elapsed = ctx.start.elapsed();
+    let mut rec = Record::new("call")
+        .at(SystemTime::now()
+            .checked_sub(elapsed)
+            .unwrap_or_else(SystemTime::now))
+        .caller_from(ctx)
+        .session(session_id.as_deref())
+        .method(&method)
+        .outcome(outcome)
+        .latency(elapsed);
+    if let Some(name) = name.as_deref() {
+        rec = rec.name(name);
+    }
+    if let Some(status) = status {
+        rec = rec.status(status);
+    }
+    let code = match ctx.outcome {
+        Outcome::Answered(kind) => Some(i64::from(kind.code())),
+        _ => super::verdict::rpc_code(session),
+    };
+    if let Some(code) = code {
+        rec = rec.outcome_code(code);
+    }
+    let noted = ctx.audit.as_deref();
+    let member = noted.and_then(|n| n.member.clone()).or_else(|| {
+        ctx.native
+            .as_ref()?
+            .rename
+            .as_ref()
+            .map(|r| r.member().to_owned())
+    });
+    if let Some(member) = member.as_deref() {
+        rec = rec.member(member);
+    }
+    let pool = noted
+        .and_then(|n| n.pool.clone())
+        .or_else(|| super::telemetry::pool_of(ctx, Some(&method), name.as_deref()));
+    if let Some(pool) = pool.as_deref() {
+        rec = rec.pool(pool);
+    }
+    let backend = noted
+        .and_then(|n| n.backend.clone())
+        .or_else(|| ctx.backend.as_ref().map(|b| b.label.clone()));
+    if let Some(backend) = backend.as_deref() {
+        rec = rec.backend(backend);
+    }
+    if let Some(decision) = noted.and_then(|n| n.decision) {
+        rec = rec.decision(decision);
+    }
+    if let Some(rule) = noted.and_then(|n| n.rule.as_deref()) {
+        rec = rec.rule(rule);
+    }
+    audit.record(rec);
+}
