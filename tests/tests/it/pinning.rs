@@ -400,3 +400,41 @@ async fn a_pins_file_pins_what_the_operator_committed_and_holds_back_anything_el
     assert_eq!(waiting[0]["tool"], "stable");
     assert_eq!(waiting[0]["kind"], "new");
 }
+
+#[tokio::test]
+async fn the_console_shows_a_pending_change_and_its_approve_button_serves_the_tool_again() {
+    use mcp_gateway_tests::browser::Chromium;
+    let mut rug = Rug::start(HONEST).await;
+    let gw = Gateway::start(&plain("enforce", &rug.addr())).await;
+    let url = gw.url("/mcp");
+    assert_eq!(listed(&url).await, ["search", "stable"]);
+    rug.restart(PULLED).await;
+    assert_eq!(listed(&url).await, ["stable"]);
+    let mut browser = Chromium::start(1400, 1200).await;
+    browser
+        .navigate(&format!("http://{}/console", gw.admin))
+        .await;
+    let waiting = "document.querySelector('#pins')?.textContent.includes('set the admin token')";
+    assert!(browser.wait_for(waiting, Duration::from_secs(10)).await);
+    let typed = format!(
+        "document.getElementById('token').value = {ADMIN_TOKEN:?}; \
+         document.getElementById('token-form').requestSubmit(); true"
+    );
+    browser.eval(&typed).await;
+    let button = "document.querySelector('[data-pins=\"rug\"] [data-tool=\"search\"] button[data-action=\"approve\"]')";
+    let shown = format!("!!{button}");
+    assert!(
+        browser.wait_for(&shown, Duration::from_secs(10)).await,
+        "no approve button: {}",
+        browser
+            .eval("document.getElementById('pins').innerText")
+            .await
+    );
+    // the diff shows the new description as text
+    let diff = "document.querySelector('[data-tool=\"search\"] pre.new')?.textContent.includes('EXFILTRATE')";
+    assert_eq!(browser.eval(diff).await, true);
+    browser.eval(&format!("{button}.click(); true")).await;
+    let gone = "!document.querySelector('[data-pins=\"rug\"] [data-tool=\"search\"]')";
+    assert!(browser.wait_for(gone, Duration::from_secs(10)).await);
+    assert_eq!(listed(&url).await, ["search", "stable"]);
+}
