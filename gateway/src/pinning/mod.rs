@@ -299,7 +299,7 @@ pub(crate) fn now() -> u64 {
 }
 
 /// The audit record of a definition change (`mcpgw_tool_definition_changes_total` counts it):
-/// `tool-definition-change`, its pool and tool, `decision` (`quarantined` in enforce mode,
+/// `tool.definition-changed`, its pool and tool, `decision` (`quarantined` in enforce mode,
 /// else `recorded`), `reason` (new, changed, reverted) and the fingerprint seen.
 fn audit_change(audit: &crate::audit::Audit, pool: &str, c: &Change) {
     tracing::info!(pool, tool = %c.tool, kind = c.kind, quarantined = c.quarantined, "a tool definition changed");
@@ -311,7 +311,7 @@ fn audit_change(audit: &crate::audit::Audit, pool: &str, c: &Change) {
     } else {
         "recorded"
     };
-    let record = crate::audit::Record::new("tool-definition-change")
+    let record = crate::audit::Record::new("tool.definition-changed")
         .pool(pool)
         .method("tools/list")
         .name(&c.tool)
@@ -322,7 +322,7 @@ fn audit_change(audit: &crate::audit::Audit, pool: &str, c: &Change) {
 }
 
 /// The audit record of an operator's decision on a pending definition
-/// (`tool-pin-decision`: `approved` or `rejected`, with the fingerprint decided on).
+/// (`admin.tool-pin`: `approved` or `rejected`, with the fingerprint decided on).
 pub(crate) fn audit_decision(
     audit: &crate::audit::Audit,
     pool: &str,
@@ -339,7 +339,7 @@ pub(crate) fn audit_decision(
     if !audit.on() {
         return;
     }
-    let record = crate::audit::Record::new("tool-pin-decision")
+    let record = crate::audit::Record::new("admin.tool-pin")
         .pool(pool)
         .name(tool)
         .decision(decision)

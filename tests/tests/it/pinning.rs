@@ -129,6 +129,22 @@ fn plain(pool_pinning: &str, backend: &str) -> String {
     )
 }
 
+/// A fresh audit file's path, and the `audit:` section that writes it.
+fn audit_file() -> (PathBuf, String) {
+    let path = unique_temp_path("mcpgw-pins-audit").with_extension("jsonl");
+    let section = format!("audit: {{ file: \"{}\" }}\n", path.display());
+    (path, section)
+}
+
+/// The audit records of `event` written to `path` so far.
+fn audited(path: &std::path::Path, event: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["event"] == event)
+        .collect()
+}
+
 /// Polls `f` until it holds, for at most 10 s.
 async fn eventually<F, Fut>(what: &str, mut f: F)
 where
@@ -145,7 +161,8 @@ where
 #[tokio::test]
 async fn record_mode_counts_and_shows_a_changed_description_and_changes_nothing_else() {
     let mut rug = Rug::start(HONEST).await;
-    let gw = Gateway::start(&plain("record", &rug.addr())).await;
+    let (audit, section) = audit_file();
+    let gw = Gateway::start(&format!("{section}{}", plain("record", &rug.addr()))).await;
     let url = gw.url("/mcp");
     assert!(listed(&url).await.contains(&"search".to_owned()));
     rug.restart(PULLED).await;
@@ -163,6 +180,14 @@ async fn record_mode_counts_and_shows_a_changed_description_and_changes_nothing_
     assert_eq!(v["text"], "rug:search:q");
     let waiting = pending(&gw, "rug").await;
     assert_eq!(waiting.len(), 2, "{waiting:?}");
+    eventually("both changes audited", || async {
+        audited(&audit, "tool.definition-changed").len() == 2
+    })
+    .await;
+    let records = audited(&audit, "tool.definition-changed");
+    let search = records.iter().find(|r| r["name"] == "search").unwrap();
+    assert_eq!(search["pool"], "rug", "{search}");
+    assert_eq!(search["decision"], "recorded", "{search}");
     // a list seen again records nothing again
     listed(&url).await;
     assert_eq!(gw.metric(&changes("changed")).await, 1.0);
@@ -171,7 +196,8 @@ async fn record_mode_counts_and_shows_a_changed_description_and_changes_nothing_
 #[tokio::test]
 async fn enforce_mode_hides_a_pulled_tool_refuses_its_call_and_an_approval_serves_it_again() {
     let mut rug = Rug::start(HONEST).await;
-    let gw = Gateway::start(&plain("enforce", &rug.addr())).await;
+    let (audit, section) = audit_file();
+    let gw = Gateway::start(&format!("{section}{}", plain("enforce", &rug.addr()))).await;
     let url = gw.url("/mcp");
     assert_eq!(listed(&url).await, ["search", "stable"]);
     rug.restart(PULLED).await;
@@ -217,6 +243,17 @@ async fn enforce_mode_hides_a_pulled_tool_refuses_its_call_and_an_approval_serve
     assert_eq!(v["text"], "rug:search:q");
     let (ok, v) = v1_call(&url, "search", args).await;
     assert!(ok, "{v}");
+    // the change was audited as quarantined, and the approval too
+    eventually("the approval audited", || async {
+        !audited(&audit, "admin.tool-pin").is_empty()
+    })
+    .await;
+    let decision = &audited(&audit, "admin.tool-pin")[0];
+    assert_eq!(decision["decision"], "approved", "{decision}");
+    assert_eq!(decision["name"], "search", "{decision}");
+    let changes = audited(&audit, "tool.definition-changed");
+    let search = changes.iter().find(|r| r["name"] == "search").unwrap();
+    assert_eq!(search["decision"], "quarantined", "{search}");
 }
 
 #[tokio::test]
