@@ -16,23 +16,34 @@ use std::time::{Duration, Instant};
 struct Rug {
     port: u16,
     file: PathBuf,
+    sessions: bool,
     peer: PythonPeer,
 }
 
 impl Rug {
     async fn start(description: &str) -> Rug {
+        Self::start_with(description, false).await
+    }
+
+    /// `sessions`: the SDK's default transport (legacy sessions), for a stateful route.
+    async fn start_with(description: &str, sessions: bool) -> Rug {
         let dir = unique_temp_path("mcpgw-rug");
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("description.txt");
         std::fs::write(&file, description).unwrap();
         let port = free_port();
-        let peer = Self::spawn(port, &file).await;
-        Rug { port, file, peer }
+        let peer = Self::spawn(port, &file, sessions).await;
+        Rug {
+            port,
+            file,
+            sessions,
+            peer,
+        }
     }
 
-    async fn spawn(port: u16, file: &std::path::Path) -> PythonPeer {
+    async fn spawn(port: u16, file: &std::path::Path, sessions: bool) -> PythonPeer {
         let (port, file) = (port.to_string(), file.display().to_string());
-        let args = [
+        let mut args = vec![
             "--port",
             &port,
             "--name",
@@ -40,6 +51,9 @@ impl Rug {
             "--description-file",
             &file,
         ];
+        if sessions {
+            args.push("--sessions");
+        }
         PythonPeer::start("mcp2", "rugpull_server.py", &args).await
     }
 
@@ -47,7 +61,7 @@ impl Rug {
     async fn restart(&mut self, description: &str) {
         self.peer.kill().await;
         std::fs::write(&self.file, description).unwrap();
-        self.peer = Self::spawn(self.port, &self.file).await;
+        self.peer = Self::spawn(self.port, &self.file, self.sessions).await;
     }
 
     fn addr(&self) -> String {
@@ -474,4 +488,39 @@ async fn the_console_shows_a_pending_change_and_its_approve_button_serves_the_to
     let gone = "!document.querySelector('[data-pins=\"rug\"] [data-tool=\"search\"]')";
     assert!(browser.wait_for(gone, Duration::from_secs(10)).await);
     assert_eq!(listed(&url).await, ["search", "stable"]);
+}
+
+#[tokio::test]
+async fn a_legacy_clients_session_and_the_era_bridge_hold_a_pulled_tool_back() {
+    let mut rug = Rug::start_with(HONEST, true).await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  rug: {{ backends: [{}], era: legacy, tool-pinning: enforce }}\n\
+         routes:\n  - {{ path: /mcp, mode: stateful, pool: rug }}\n  \
+         - {{ path: /modern, mode: stateless, pool: rug, upstream-path: /mcp }}\n",
+        rug.addr()
+    ))
+    .await;
+    let url = gw.url("/mcp");
+    // a 2026-07-28 client on the legacy pool: the reverse bridge's lists
+    let args = r#"{"query":"q"}"#;
+    let (ok, v) = v1_call(&url, "search", args).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["tools"], serde_json::json!(["search", "stable"]), "{v}");
+    rug.restart(PULLED).await;
+    let (ok, v) = v1_call(&url, "stable", "{}").await;
+    assert!(ok, "{v}");
+    assert_eq!(v["tools"], serde_json::json!(["stable"]), "{v}");
+    let (ok, v) = v1_call(&url, "search", args).await;
+    assert!(!ok, "{v}");
+    assert_eq!(v["code"], -32045, "{v}");
+    assert_eq!(listed(&gw.url("/modern")).await, ["stable"]);
+    let modern = gw.url("/modern");
+    let (ok, v) = client_v2(&modern, "stateless", &["call-expect-error", "search", args]).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["code"], -32045, "{v}");
+    approve(&gw, "rug", "search").await;
+    assert_eq!(listed(&modern).await, ["search", "stable"]);
+    let (ok, v) = v1_call(&url, "search", args).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["text"], "rug:search:q");
 }
