@@ -400,7 +400,7 @@ async fn the_state_file_keeps_the_pins_across_a_gateway_restart_on_the_memory_st
 }
 
 #[tokio::test]
-async fn a_malformed_pins_file_is_refused_at_load_naming_its_line_and_field() {
+async fn a_malformed_pins_file_is_refused_at_load_and_at_reload_naming_its_line_and_field() {
     let dir = unique_temp_path("mcpgw-pins-file");
     std::fs::create_dir_all(&dir).unwrap();
     let pins = dir.join("pins.jsonl");
@@ -423,6 +423,15 @@ async fn a_malformed_pins_file_is_refused_at_load_naming_its_line_and_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pools.rug.tool-pinning.pins-file:"), "{err}");
     assert!(err.contains("line 2: field `fingerprint`"), "{err}");
+    // a running gateway keeps its config when a reload brings the malformed file
+    let rug = Rug::start(HONEST).await;
+    let gw = Gateway::start(&plain("enforce", &rug.addr())).await;
+    assert_eq!(listed(&gw.url("/mcp")).await, ["search", "stable"]);
+    gw.rewrite_config(&plain(&pinning, &rug.addr()));
+    let rejected = "mcpgw_config_reloads_total{result=\"rejected\"}";
+    let refused = || async { gw.metric(rejected).await == 1.0 };
+    eventually("the reload refused", refused).await;
+    assert_eq!(listed(&gw.url("/mcp")).await, ["search", "stable"]);
 }
 
 #[tokio::test]
