@@ -65,7 +65,8 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
         .with_pins(pins.clone());
     // the snapshot's servers counted into the registry (a reload carries the families over)
     first.interceptors = Arc::new(
-        crate::interceptors::Interceptors::new(&config).measured(metrics.interceptors.clone()),
+        crate::interceptors::Interceptors::new(&config)
+            .measured(metrics.interceptors.clone(), audit.clone()),
     );
     let state = Arc::new(ArcSwap::from_pointee(first));
     let engine = Arc::new(Engine::new(metrics.upstream.clone()));
@@ -81,7 +82,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     ));
     let observer: Arc<dyn SessionObserver> = streams.clone();
     sessions.observe(&observer);
-    sessions.audit_into(audit);
+    sessions.audit_into(audit.clone());
+    server.add_service(background_service(
+        "audit drain",
+        crate::audit::DrainAtShutdown(audit),
+    ));
     sessions.configure(&config.sessions);
 
     let tasks = crate::tasks::Tasks::new(stores.tasks, metrics.tasks.clone());
@@ -342,12 +347,12 @@ pub struct Families {
     pub tasks: crate::tasks::metrics::TaskMetrics,
     /// The response cache's.
     pub cache: crate::cache::metrics::CacheMetrics,
-    /// Tool pinning's.
-    pub pins: crate::pinning::metrics::PinMetrics,
     /// The audit trail's.
     pub audit: crate::audit::AuditMetrics,
     /// The interceptors'.
     pub interceptors: crate::interceptors::metrics::InterceptorMetrics,
+    /// Tool pinning's.
+    pub pins: crate::pinning::metrics::PinMetrics,
     /// Every family name registered, for checking dashboards and alerts against.
     pub names: Vec<String>,
 }
@@ -367,9 +372,9 @@ impl Families {
             reloads: ReloadMetrics::register(&families),
             tasks: crate::tasks::metrics::TaskMetrics::register(&families),
             cache: crate::cache::metrics::CacheMetrics::register(&families),
-            pins: crate::pinning::metrics::PinMetrics::register(&families),
             audit: crate::audit::AuditMetrics::register(&families),
             interceptors: crate::interceptors::metrics::InterceptorMetrics::register(&families),
+            pins: crate::pinning::metrics::PinMetrics::register(&families),
             names: Vec::new(),
         };
         all.names = families.names();

@@ -27,12 +27,12 @@ pub struct State {
     pub auth: Option<Arc<crate::auth::Auth>>,
     /// The response cache of this snapshot (a reload starts an empty one).
     pub cache: Arc<crate::cache::Cache>,
-    /// The pools' tool pins (the same across reloads).
-    pub pins: Arc<crate::pinning::Pins>,
     /// The interceptor servers routes' chains run (`interceptors`).
     pub interceptors: Arc<crate::interceptors::Interceptors>,
     /// The audit trail (one per process, carried over and reconfigured on reload).
     pub audit: crate::audit::Audit,
+    /// The pools' tool pins (the same across reloads).
+    pub pins: Arc<crate::pinning::Pins>,
 }
 
 /// The running state hands upstream's background services the pools in force.

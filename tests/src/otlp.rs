@@ -1,6 +1,7 @@
 //! An OTLP trace receiver for tests, on 127.0.0.1: `POST /v1/traces` (http/protobuf) or the
 //! gRPC `TraceService/Export`; what arrives is decoded with the `opentelemetry-proto` types
-//! and kept. The gRPC side is a few lines over `h2` (one unary method: a length-prefixed
+//! and kept. The http receiver also takes `POST /v1/logs` in OTLP/HTTP JSON (the audit
+//! trail's records) and keeps each log record. The gRPC side is a few lines over `h2` (one unary method: a length-prefixed
 //! message in, an empty one and `grpc-status: 0` out), which spares the test crate tonic's
 //! server stack.
 
@@ -20,7 +21,11 @@ pub struct OtlpReceiver {
     spans: Arc<Mutex<Vec<Span>>>,
     /// Export requests received.
     exports: Arc<Mutex<usize>>,
+    /// OTLP/HTTP JSON log records received (`POST /v1/logs`).
+    logs: Logs,
 }
+
+type Logs = Arc<Mutex<Vec<serde_json::Value>>>;
 
 impl OtlpReceiver {
     /// An http/protobuf receiver (`POST /v1/traces`).
@@ -38,15 +43,16 @@ impl OtlpReceiver {
         let addr = listener.local_addr().expect("addr");
         let spans = Arc::new(Mutex::new(Vec::new()));
         let exports = Arc::new(Mutex::new(0));
-        let (s, e) = (spans.clone(), exports.clone());
+        let logs: Logs = Arc::default();
+        let (s, e, l) = (spans.clone(), exports.clone(), logs.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (s, e) = (s.clone(), e.clone());
+                let (s, e, l) = (s.clone(), e.clone(), l.clone());
                 tokio::spawn(async move {
                     if grpc {
                         let _ = serve_grpc(stream, s, e).await;
                     } else {
-                        let _ = serve_http(stream, s, e).await;
+                        let _ = serve_http(stream, s, e, l).await;
                     }
                 });
             }
@@ -55,7 +61,13 @@ impl OtlpReceiver {
             addr,
             spans,
             exports,
+            logs,
         }
+    }
+
+    /// Every OTLP log record received so far (`POST /v1/logs`, JSON), as sent.
+    pub fn logs(&self) -> Vec<serde_json::Value> {
+        self.logs.lock().expect("lock").clone()
     }
 
     /// `http://addr`: the collector endpoint for the gateway's config.
@@ -88,10 +100,27 @@ fn keep(body: &[u8], spans: &Mutex<Vec<Span>>, exports: &Mutex<usize>) -> bool {
     true
 }
 
+/// Keeps the log records of an OTLP/HTTP JSON logs export.
+fn keep_logs(body: &[u8], logs: &Logs) -> bool {
+    let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    let records = request["resourceLogs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["scopeLogs"].as_array().into_iter().flatten())
+        .flat_map(|s| s["logRecords"].as_array().into_iter().flatten())
+        .cloned();
+    logs.lock().expect("lock").extend(records);
+    true
+}
+
 async fn serve_http(
     mut stream: TcpStream,
     spans: Arc<Mutex<Vec<Span>>>,
     exports: Arc<Mutex<usize>>,
+    logs: Logs,
 ) -> std::io::Result<()> {
     let mut buf = BytesMut::new();
     loop {
@@ -119,7 +148,11 @@ async fn serve_http(
             }
         }
         let body = buf.split_to(content_length);
-        let ok = path == "/v1/traces" && keep(&body, &spans, &exports);
+        let ok = match path.as_str() {
+            "/v1/traces" => keep(&body, &spans, &exports),
+            "/v1/logs" => keep_logs(&body, &logs),
+            _ => false,
+        };
         let status = if ok { "200 OK" } else { "400 Bad Request" };
         let answer = format!(
             "HTTP/1.1 {status}\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"

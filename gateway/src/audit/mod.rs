@@ -125,22 +125,35 @@ impl Audit {
         }
     }
 
-    /// Whether `method` must be refused now: `audit.required` is set, `method` is one of
-    /// [`AUDITED_METHODS`], and the sink cannot write (unhealthy, or its queue full).
-    pub fn refuses(&self, method: &str) -> bool {
+    /// Why `method` must be refused now (`unwritable` or `queue-full`): `audit.required` is
+    /// set, `method` is one of [`AUDITED_METHODS`], and the sink cannot write. `None`: go on.
+    pub fn refuses(&self, method: &str) -> Option<&'static str> {
         if !self.on() || !AUDITED_METHODS.contains(&method) {
-            return false;
+            return None;
         }
-        self.0
-            .sink
-            .load()
-            .as_ref()
-            .is_some_and(|s| s.config.required && !s.writable())
+        let sink = self.0.sink.load();
+        let sink = sink.as_ref().filter(|s| s.config.required)?;
+        sink.cannot_write()
     }
 
     /// Whether the sink writes now (true when audit is off).
     pub fn healthy(&self) -> bool {
-        self.0.sink.load().as_ref().is_none_or(|s| s.writable())
+        self.0
+            .sink
+            .load()
+            .as_ref()
+            .is_none_or(|s| s.cannot_write().is_none())
+    }
+
+    /// Waits (at most `within`) until the writer has taken every queued record: at shutdown,
+    /// so records of requests that ended are not lost with the process.
+    pub fn drain(&self, within: std::time::Duration) {
+        let until = std::time::Instant::now() + within;
+        while self.0.sink.load().as_ref().is_some_and(|s| !s.drained())
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// Whether records carry arguments and results (`include-bodies`).
@@ -171,6 +184,20 @@ impl Audit {
             }
         }
         message
+    }
+}
+
+/// A background service that, at shutdown, lets the writer take what the queue holds (at
+/// most 2 s, within pingora's graceful shutdown).
+pub struct DrainAtShutdown(pub Audit);
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for DrainAtShutdown {
+    async fn start(&self, mut shutdown: pingora::server::ShutdownWatch) {
+        let _ = shutdown.changed().await;
+        let audit = self.0.clone();
+        let within = std::time::Duration::from_secs(2);
+        let _ = tokio::task::spawn_blocking(move || audit.drain(within)).await;
     }
 }
 

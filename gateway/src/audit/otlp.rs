@@ -9,17 +9,22 @@ use super::Record;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// Records posted at once.
 const BATCH: usize = 256;
 /// The connection's and each read's and write's timeout.
 const TIMEOUT: Duration = Duration::from_secs(2);
+/// After a failed post, batches are dropped (counted) for this long instead of posted: a
+/// collector that is down or unreachable must not hold the writer (and the file) back.
+const BACKOFF: Duration = Duration::from_secs(5);
 
 /// The batch being gathered, and where it goes.
 pub(super) struct Otlp {
     endpoint: String,
     batch: Vec<Value>,
+    /// No post before this (the collector failed).
+    quiet_until: Option<Instant>,
 }
 
 impl Otlp {
@@ -28,6 +33,7 @@ impl Otlp {
         Otlp {
             endpoint,
             batch: Vec::new(),
+            quiet_until: None,
         }
     }
 
@@ -37,7 +43,7 @@ impl Otlp {
             .time()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        self.batch.push(json!({
+        let mut log = json!({
             "timeUnixNano": nanos.to_string(),
             "observedTimeUnixNano": nanos.to_string(),
             "severityNumber": 9,
@@ -47,7 +53,11 @@ impl Otlp {
             "attributes": [
                 { "key": "event", "value": { "stringValue": record.event() } }
             ],
-        }));
+        });
+        if let Some(trace) = record.otel_trace() {
+            log["traceId"] = trace.into();
+        }
+        self.batch.push(log);
         if self.batch.len() >= BATCH {
             self.flush(metrics);
         }
@@ -60,6 +70,13 @@ impl Otlp {
         }
         let records = std::mem::take(&mut self.batch);
         let count = records.len();
+        if self.quiet_until.is_some_and(|t| Instant::now() < t) {
+            metrics
+                .dropped
+                .with_label_values(&["otlp"])
+                .inc_by(count as u64);
+            return;
+        }
         let body = json!({
             "resourceLogs": [{
                 "resource": { "attributes": [
@@ -71,7 +88,9 @@ impl Otlp {
                 }],
             }],
         });
+        self.quiet_until = None;
         if let Err(e) = post(&self.endpoint, body.to_string().as_bytes()) {
+            self.quiet_until = Some(Instant::now() + BACKOFF);
             tracing::warn!(endpoint = %self.endpoint, error = %e, records = count, "audit: the OTLP collector did not take the records");
             metrics
                 .dropped

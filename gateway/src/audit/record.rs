@@ -56,6 +56,8 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    otel_trace_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     from_backend: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     to_backend: Option<String>,
@@ -149,6 +151,7 @@ impl Record {
             status: None,
             latency_ms: None,
             trace_id: None,
+            otel_trace_id: None,
             from_backend: None,
             to_backend: None,
             arguments: None,
@@ -228,6 +231,13 @@ impl Record {
         self
     }
 
+    /// The gateway session, already hashed (`session_hash::hash_session`), as an interceptor's
+    /// context carries it.
+    pub fn session_hashed(mut self, hashed: Option<&str>) -> Record {
+        self.session = hashed.map(cut);
+        self
+    }
+
     /// The JSON-RPC method.
     pub fn method(mut self, method: &str) -> Record {
         self.method = Some(cut(method));
@@ -288,6 +298,17 @@ impl Record {
             self.trace_id = Some(cut(id));
         }
         self
+    }
+
+    /// The W3C trace id of the request's span (traces on): 32 hex digits.
+    pub fn otel_trace_id(mut self, id: String) -> Record {
+        self.otel_trace_id = Some(id);
+        self
+    }
+
+    /// The span's trace id, when set.
+    pub fn otel_trace(&self) -> Option<&str> {
+        self.otel_trace_id.as_deref()
     }
 
     /// A session's move: the backend it left and the one it went to.

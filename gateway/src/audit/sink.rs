@@ -84,10 +84,18 @@ impl Sink {
         }
     }
 
-    /// Whether the sink writes now: the writer is healthy and the queue has room.
-    pub(super) fn writable(&self) -> bool {
-        self.healthy.load(Ordering::Relaxed)
-            && self.queued.load(Ordering::Relaxed) < self.config.queue
+    /// Whether the writer has taken every queued record.
+    pub(super) fn drained(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) == 0
+    }
+
+    /// Why the sink cannot write now: `unwritable` (the writer is unhealthy) or `queue-full`;
+    /// `None` when it can.
+    pub(super) fn cannot_write(&self) -> Option<&'static str> {
+        if !self.healthy.load(Ordering::Relaxed) {
+            return Some("unwritable");
+        }
+        (self.queued.load(Ordering::Relaxed) >= self.config.queue).then_some("queue-full")
     }
 }
 

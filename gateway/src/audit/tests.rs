@@ -141,11 +141,11 @@ fn an_unwritable_file_makes_the_sink_unhealthy_until_it_can_write_again() {
     let audit = Audit::default();
     audit.configure(Some(&cfg));
     assert!(!audit.healthy());
-    assert!(audit.refuses("tools/call"));
-    assert!(!audit.refuses("tools/list"), "only calls are refused");
+    assert_eq!(audit.refuses("tools/call"), Some("unwritable"));
+    assert_eq!(audit.refuses("tools/list"), None, "only calls are refused");
     std::fs::create_dir_all(&missing).unwrap();
     assert!(settle(|| audit.healthy()));
-    assert!(!audit.refuses("tools/call"));
+    assert_eq!(audit.refuses("tools/call"), None);
 }
 
 #[test]
@@ -166,6 +166,61 @@ fn bodies_are_redacted_by_the_audit_paths_and_request_state_always() {
 #[test]
 fn a_trail_that_is_off_records_nothing_and_refuses_nothing() {
     let audit = Audit::default();
-    assert!(!audit.on() && audit.healthy() && !audit.refuses("tools/call"));
+    assert!(!audit.on() && audit.healthy() && audit.refuses("tools/call").is_none());
     audit.record(Record::new("call"));
+}
+
+#[test]
+fn drain_returns_once_the_writer_has_taken_every_queued_record() {
+    let dir = temp_dir("drain");
+    let mut cfg = config(&dir);
+    cfg.max_bytes = 1 << 20;
+    let metrics = AuditMetrics::unregistered();
+    let audit = Audit::new(metrics.clone());
+    audit.configure(Some(&cfg));
+    for _ in 0..50 {
+        audit.record(Record::new("call"));
+    }
+    audit.drain(Duration::from_secs(5));
+    // every record taken from the queue (each is counted as its write begins; the last one
+    // may be in its write still)
+    let taken = metrics.records.with_label_values(&["call"]).get();
+    assert!(taken >= 49, "drain returned with {taken} of 50 taken");
+    assert_eq!(metrics.dropped.with_label_values(&["queue-full"]).get(), 0);
+}
+
+#[test]
+fn a_collector_that_fails_is_left_alone_for_a_while_its_batches_counted_as_dropped() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = accepted.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ =
+                conn.write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let metrics = AuditMetrics::unregistered();
+    let mut otlp = super::otlp::Otlp::new(format!("http://{addr}/v1/logs"));
+    let record = Record::new("call");
+    otlp.push(&record, &record.line(), &metrics);
+    otlp.flush(&metrics);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let dropped = || metrics.dropped.with_label_values(&["otlp"]).get();
+    assert_eq!(dropped(), 1, "the batch the collector refused");
+    otlp.push(&record, &record.line(), &metrics);
+    otlp.push(&record, &record.line(), &metrics);
+    otlp.flush(&metrics);
+    assert_eq!(dropped(), 3, "dropped while the export rests");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "no second post"
+    );
 }

@@ -118,6 +118,55 @@ impl RouteGuard {
         }
     }
 
+    /// Which rule [`RouteGuard::decide`] decides by, for the audit trail (it changes no
+    /// decision): the index of the first rule matching `method` and `name` (a resource URI:
+    /// the rule that refuses one of its forms, else the one matching its first form); `None`
+    /// when no rule matches (allowed) or the URI cannot be decided.
+    pub fn deciding_rule(
+        &self,
+        principal: Option<&Principal>,
+        method: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<usize> {
+        let first = |name: Option<&str>| {
+            self.rules
+                .iter()
+                .position(|r| one(&r.method, method) && one(&r.name, name))
+        };
+        match (method, name) {
+            (Some(m), Some(uri)) if resource_uri::names_a_uri(m) => {
+                let forms = resource_uri::forms(uri).ok()?;
+                let refuses = |i: &usize| {
+                    self.rules
+                        .get(*i)
+                        .is_some_and(|r| !holds(principal, &r.require))
+                };
+                let refusing = forms
+                    .iter()
+                    .find_map(|form| first(Some(form)).filter(refuses));
+                refusing.or_else(|| forms.first().and_then(|form| first(Some(form))))
+            }
+            _ => first(name),
+        }
+    }
+
+    /// Rule `i` as the config wrote it, e.g. `method: tools/call, name: delete_*, scope: admin`.
+    pub fn rule_text(&self, i: usize) -> Option<String> {
+        let rule = self.rules.get(i)?;
+        let mut parts = Vec::new();
+        if let Some(m) = &rule.method {
+            parts.push(format!("method: {}", m.as_str()));
+        }
+        if let Some(n) = &rule.name {
+            parts.push(format!("name: {}", n.as_str()));
+        }
+        parts.push(match &rule.require {
+            Require::Scope(s) => format!("scope: {s}"),
+            Require::Claim { name, any_of } => format!("claim: {name} in [{}]", any_of.join(", ")),
+        });
+        Some(parts.join(", "))
+    }
+
     fn decide_one(
         &self,
         principal: Option<&Principal>,
@@ -305,6 +354,34 @@ mod tests {
         assert!(g
             .decide(Some(&admin), Some("prompts/get"), Some("p"))
             .is_ok());
+    }
+
+    #[test]
+    fn the_deciding_rule_is_the_one_decide_applies_with_its_text() {
+        let g = guard();
+        let user = principal(&["tools"], &["readers"]);
+        let admin = principal(&["tools", "admin"], &["editors"]);
+        for who in [&user, &admin] {
+            let call = (Some("tools/call"), Some("admin_reset"));
+            assert_eq!(g.deciding_rule(Some(who), call.0, call.1), Some(0));
+            assert_eq!(
+                g.deciding_rule(Some(who), Some("prompts/get"), Some("p")),
+                Some(1)
+            );
+            assert_eq!(
+                g.deciding_rule(Some(who), Some("tools/call"), Some("echo")),
+                None
+            );
+        }
+        assert_eq!(
+            g.rule_text(0).as_deref(),
+            Some("method: tools/call, name: admin_*, scope: admin")
+        );
+        assert_eq!(
+            g.rule_text(1).as_deref(),
+            Some("method: prompts/get, claim: groups in [writers, editors]")
+        );
+        assert_eq!(g.rule_text(2), None);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! decided on the member's route by the same function ([`decide`]: all of it but the per-tool
 //! rate, which the caller was charged on the virtual route).
 
+mod audit;
+
 use crate::error::GatewayError;
 use crate::request::ctx::RequestCtx;
 use crate::routing::Route;
@@ -48,7 +50,14 @@ pub(crate) fn decide(
     let label = method_label(method);
     ctx.method_label = label;
     ctx.note_tool(method, name);
-    let filter = authorize(ctx, route, method, name)?;
+    let decided = authorize(ctx, route, method, name);
+    audit::decision(ctx, route, (method, name), decided.as_ref().map(|_| ()));
+    let filter = decided?;
+    // `audit.required`: a call is not sent while its record could not be written
+    if let Some(why) = method.and_then(|m| ctx.state.audit.refuses(m)) {
+        let method = method.unwrap_or_default();
+        return Err(GatewayError::audit_unavailable(method, why));
+    }
     let pool = route.pool_for(method, name);
     check_pins(ctx, route, pool, method, name)?;
     let filter = filter.or_else(|| pinned_list(ctx, route, pool, method));

@@ -194,3 +194,7 @@ pub(crate) fn route_chain(
     }
     chain
 }
+
+#[cfg(test)]
+#[path = "interceptors_tests.rs"]
+mod tests;

@@ -68,6 +68,8 @@ pub use upstream_auth::{
 pub use virtual_server::{MemberConfig, VirtualServer, DEFAULT_SEPARATOR};
 
 #[cfg(test)]
+mod audit_tests;
+#[cfg(test)]
 mod bridge_section_tests;
 #[cfg(test)]
 mod schema_tests;

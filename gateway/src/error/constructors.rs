@@ -394,6 +394,18 @@ impl GatewayError {
         }
     }
 
+    /// A call refused because `audit.required` is set and the audit sink cannot write now
+    /// (`method` the call's; `reason` `unwritable` or `queue-full`).
+    pub fn audit_unavailable(method: &str, reason: &str) -> Self {
+        Self::new(
+            ErrorKind::AuditUnavailable,
+            "The gateway cannot write its audit trail now, and this deployment requires every \
+             call to be audited (audit.required): the call was not sent; retry shortly",
+        )
+        .with("method", method)
+        .with("reason", reason)
+    }
+
     /// A resource URI the authorization rules cannot be decided on (`reason`, from
     /// `auth::resource_uri::Undecidable`).
     pub fn undecidable_name(reason: &str) -> Self {

@@ -138,10 +138,6 @@ pub enum ErrorKind {
     /// authorization server refused to exchange its token (`invalid_grant`, `invalid_target`,
     /// ...), or it called with an API key, or with no token at all. -32040, HTTP 403.
     ExchangeRefused,
-    /// A call of a tool whose definition a pool's `tool-pinning: enforce` holds back: it
-    /// changed (or is new) and no operator approved it yet, or one rejected it, or the gateway
-    /// never saw it listed. -32045, HTTP 200 (an answer to one call, which every client shows).
-    ToolQuarantined,
     /// An interceptor (SEP-2624) did not answer within its server's `timeout-ms` and is not
     /// fail-open. -32000 (the draft's code), HTTP 200 (one call's outcome).
     InterceptorTimeout,
@@ -163,6 +159,15 @@ pub enum ErrorKind {
     /// than it holds, or in a content coding it cannot decode): refused, never passed on
     /// unchecked. -32055, HTTP 200 (the request reached its backend; its answer is refused).
     AnswerUnchecked,
+    /// `audit.required` is set and the audit sink cannot write now (its file cannot be opened
+    /// or written, standard output fails, or its queue is full): a `tools/call`, `prompts/get`
+    /// or `resources/read` is refused before it reaches a backend. -32041, HTTP 503 +
+    /// `Retry-After`.
+    AuditUnavailable,
+    /// A call of a tool whose definition a pool's `tool-pinning: enforce` holds back: it
+    /// changed (or is new) and no operator approved it yet, or one rejected it, or the gateway
+    /// never saw it listed. -32045, HTTP 200 (an answer to one call, which every client shows).
+    ToolQuarantined,
 }
 
 impl ErrorKind {
@@ -210,13 +215,14 @@ impl ErrorKind {
             ErrorKind::TaskLost => -32038,
             ErrorKind::UpstreamCredentials => -32039,
             ErrorKind::ExchangeRefused => -32040,
-            ErrorKind::ToolQuarantined => -32045,
             ErrorKind::InterceptorTimeout => -32000,
             ErrorKind::InterceptorDenied => -32050,
             ErrorKind::InterceptorFailed => -32051,
             ErrorKind::InterceptorInvalidMutation => -32052,
             ErrorKind::InterceptorLimit => -32053,
             ErrorKind::AnswerUnchecked => -32055,
+            ErrorKind::AuditUnavailable => -32041,
+            ErrorKind::ToolQuarantined => -32045,
         }
     }
 
@@ -269,7 +275,6 @@ impl ErrorKind {
             ErrorKind::TaskLost => 200,
             ErrorKind::UpstreamCredentials => 503,
             ErrorKind::ExchangeRefused => 403,
-            ErrorKind::ToolQuarantined => 200,
             // one call's outcome: every client shows a JSON-RPC error on 200
             ErrorKind::InterceptorTimeout
             | ErrorKind::InterceptorDenied
@@ -277,6 +282,8 @@ impl ErrorKind {
             | ErrorKind::InterceptorInvalidMutation
             | ErrorKind::InterceptorLimit => 200,
             ErrorKind::AnswerUnchecked => 200,
+            ErrorKind::AuditUnavailable => 503,
+            ErrorKind::ToolQuarantined => 200,
         }
     }
 
@@ -290,6 +297,7 @@ impl ErrorKind {
             ErrorKind::SessionLimit => Some(5),
             ErrorKind::RateLimited | ErrorKind::Overloaded => Some(1),
             ErrorKind::AuthUnavailable | ErrorKind::UpstreamCredentials => Some(1),
+            ErrorKind::AuditUnavailable => Some(1),
             _ => None,
         }
     }
@@ -338,13 +346,14 @@ impl ErrorKind {
             ErrorKind::TaskLost => "task-lost",
             ErrorKind::UpstreamCredentials => "upstream-credentials",
             ErrorKind::ExchangeRefused => "exchange-refused",
-            ErrorKind::ToolQuarantined => "tool-quarantined",
             ErrorKind::InterceptorTimeout => "interceptor-timeout",
             ErrorKind::InterceptorDenied => "interceptor-denied",
             ErrorKind::InterceptorFailed => "interceptor-failed",
             ErrorKind::InterceptorInvalidMutation => "interceptor-invalid-mutation",
             ErrorKind::InterceptorLimit => "interceptor-limit",
             ErrorKind::AnswerUnchecked => "answer-unchecked",
+            ErrorKind::AuditUnavailable => "audit-unavailable",
+            ErrorKind::ToolQuarantined => "tool-quarantined",
         }
     }
 

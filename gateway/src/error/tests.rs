@@ -69,13 +69,14 @@ fn every_kind_has_a_distinct_code() {
         TaskLost,
         UpstreamCredentials,
         ExchangeRefused,
-        ToolQuarantined,
         InterceptorTimeout,
         InterceptorDenied,
         InterceptorFailed,
         InterceptorInvalidMutation,
         InterceptorLimit,
         AnswerUnchecked,
+        AuditUnavailable,
+        ToolQuarantined,
     ];
     let mut codes: Vec<i32> = kinds.iter().map(|k| k.code()).collect();
     codes.sort();

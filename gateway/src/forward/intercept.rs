@@ -112,11 +112,14 @@ impl AnswerGate {
     /// Anything but a response with a result (an error, a notification, a server's request)
     /// passes as it is.
     async fn check(&self, json: &[u8]) -> Option<Bytes> {
-        let Ok(mut msg) = serde_json::from_slice::<Value>(json) else {
-            return None;
+        let message = serde_json::from_slice::<Response<'_>>(json).ok()?;
+        let (id, result) = (message.id?, message.result?);
+        let id_of = || RequestId::from_json(id.get()).unwrap_or_else(RequestId::null);
+        // a result the chain cannot be shown is refused, never passed on unchecked
+        let Ok(result) = serde_json::from_str::<Value>(result.get()) else {
+            let why = "a result the gateway cannot read as JSON";
+            return Some(GatewayError::answer_unchecked(why).body(&id_of()));
         };
-        let result = msg.get("result")?.clone();
-        msg.get("id")?;
         let verdict = self
             .interceptors
             .run(&self.chain, &self.event, Phase::Response, &result, &self.cx)
@@ -124,10 +127,14 @@ impl AnswerGate {
         match verdict {
             Ok(Verdict::Pass) => None,
             Ok(Verdict::Changed(result)) => {
-                msg["result"] = result;
-                serde_json::to_vec(&msg).ok().map(Bytes::from)
+                let changed = Changed {
+                    jsonrpc: "2.0",
+                    id,
+                    result,
+                };
+                serde_json::to_vec(&changed).ok().map(Bytes::from)
             }
-            Err(e) => Some(e.body(&id_of(&msg))),
+            Err(e) => Some(e.body(&id_of())),
         }
     }
 
@@ -244,11 +251,22 @@ fn replace_data(event: &[u8], json: &[u8]) -> Bytes {
     out.freeze()
 }
 
-/// The id of a response message, verbatim.
-fn id_of(msg: &Value) -> RequestId {
-    msg.get("id")
-        .and_then(|id| RequestId::from_json(&id.to_string()))
-        .unwrap_or_else(RequestId::null)
+/// A response message as the gate reads it: its id and result kept verbatim (a 23-digit id
+/// must not become a float).
+#[derive(serde::Deserialize)]
+struct Response<'a> {
+    #[serde(borrow)]
+    id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a serde_json::value::RawValue>,
+}
+
+/// A response message with its result changed by a mutator, its id as the backend sent it.
+#[derive(serde::Serialize)]
+struct Changed<'a> {
+    jsonrpc: &'static str,
+    id: &'a serde_json::value::RawValue,
+    result: Value,
 }
 
 /// A `200` JSON head for a body of `len` bytes.
@@ -301,5 +319,34 @@ impl Gate for AnswerGate {
             Held::Whole(head, held) => self.release(head, held).await,
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_whose_message_changed_keeps_its_id_and_name() {
+        let event = b"id: 7\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n";
+        let out = replace_data(event, br#"{"a":2}"#);
+        assert_eq!(
+            &out[..],
+            &b"id: 7\r\nevent: message\r\ndata: {\"a\":2}\r\n\r\n"[..]
+        );
+        // it is still one event: the client reads the new message from it
+        let messages = mcp_wire::sse::messages(Some("text/event-stream"), &out);
+        assert_eq!(messages, vec![br#"{"a":2}"#.to_vec()]);
+    }
+
+    #[test]
+    fn a_response_is_read_with_its_id_verbatim() {
+        let json = br#"{"jsonrpc":"2.0","id":123456789012345678901,"result":{"a":1e400}}"#;
+        let read = serde_json::from_slice::<Response<'_>>(json).ok();
+        let id = read.as_ref().and_then(|r| r.id).map(|id| id.get());
+        assert_eq!(id, Some("123456789012345678901"));
+        let notification = br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#;
+        let read = serde_json::from_slice::<Response<'_>>(notification).ok();
+        assert!(read.is_some_and(|r| r.id.is_none() && r.result.is_none()));
     }
 }

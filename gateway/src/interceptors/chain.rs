@@ -11,8 +11,8 @@
 
 use super::check;
 use super::client::Failure;
+use super::types::Phase;
 use super::wire::{self, Answer, Kind, Listed};
-use super::Phase;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 

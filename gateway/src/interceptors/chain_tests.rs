@@ -3,8 +3,8 @@
 
 use super::chain::{self, Entry, Invoker, Stop};
 use super::client::Failure;
+use super::types::Phase;
 use super::wire::{Kind, Listed};
-use super::Phase;
 use serde_json::{json, Map, Value};
 use std::sync::Mutex;
 use std::time::Duration;

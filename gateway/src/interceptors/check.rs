@@ -3,7 +3,7 @@
 //! read (a result's `resultType`, its cache hints, a list's cursor) never change, and the
 //! shape stays the event's. Pure.
 
-use super::Phase;
+use super::types::Phase;
 use serde_json::Value;
 
 /// Request `params` keys a mutation may not change: authorization and routing read them, and

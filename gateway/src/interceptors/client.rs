@@ -52,7 +52,20 @@ impl Failure {
         }
     }
 
-    /// For a person (logs, `data.detail`): never a credential.
+    /// What a client is told: never the server's address or a connection's error (logged
+    /// instead, with [`Failure::detail`]).
+    pub fn public_detail(&self) -> String {
+        match self {
+            Failure::Timeout => "no answer in time".to_owned(),
+            Failure::Unreachable(_) => "its server could not be reached".to_owned(),
+            Failure::Garbage(_) => "its answer could not be read as the draft's result".to_owned(),
+            Failure::Error { code, message } => {
+                format!("its server answered error {code}: {message}")
+            }
+        }
+    }
+
+    /// For the log: never a credential.
     pub fn detail(&self) -> String {
         match self {
             Failure::Timeout => "no answer in time".to_owned(),

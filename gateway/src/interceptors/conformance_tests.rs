@@ -6,8 +6,8 @@
 
 use super::chain::{self, Entry, Invoker};
 use super::client::Failure;
+use super::types::Phase;
 use super::wire::{self, Kind};
-use super::Phase;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 
 use super::chain::Stop;
 use super::client::Failure;
-use super::Phase;
+use super::types::Phase;
 use crate::error::{ErrorKind, GatewayError};
 use serde_json::{json, Value};
 
@@ -29,11 +29,11 @@ pub fn answer(stop: Stop, event: &str, phase: Phase) -> GatewayError {
             failure,
         } => GatewayError::new(
             ErrorKind::InterceptorFailed,
-            format!("Interceptor `{interceptor}` failed ({}), and the {side} is not let through without it", failure.detail()),
+            format!("Interceptor `{interceptor}` failed ({}), and the {side} is not let through without it", failure.public_detail()),
         )
         .with("interceptor", interceptor)
         .with("reason", failure.reason())
-        .with("detail", failure.detail()),
+        .with("detail", failure.public_detail()),
         Stop::InvalidMutation {
             interceptor,
             detail,

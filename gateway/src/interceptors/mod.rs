@@ -24,10 +24,15 @@ mod errors;
 pub mod metrics;
 mod record;
 pub mod server;
+pub mod types;
 pub mod wire;
+
+pub use types::{Chain, Context, Phase, Verdict};
 
 #[cfg(test)]
 mod chain_tests;
+#[cfg(test)]
+mod client_tests;
 #[cfg(test)]
 mod conformance_tests;
 
@@ -41,65 +46,11 @@ use server::Server;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Which side of an exchange a chain runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// The client's request, before it is sent to a backend.
-    Request,
-    /// The backend's answer, before it reaches the client.
-    Response,
-}
-
-impl Phase {
-    /// The draft's name of the phase.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Request => "request",
-            Phase::Response => "response",
-        }
-    }
-}
-
-/// The chain a route runs (`routes[].interceptors`): indices of the interceptor servers it
-/// names, in config order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Chain {
-    /// Indices into the configured interceptor servers.
-    pub servers: Vec<usize>,
-}
-
-impl Chain {
-    /// Whether the route runs no interceptor.
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
-    }
-}
-
-/// Who and what an invocation is about (the draft's `context`), owned: a response-phase chain
-/// runs after the request's handler has moved on.
-#[derive(Debug, Clone, Default)]
-pub struct Context {
-    /// The caller, if the route knows one.
-    pub principal: Option<std::sync::Arc<crate::auth::Principal>>,
-    /// The gateway session, hashed as logs show it.
-    pub session: Option<String>,
-    /// The request's trace id.
-    pub trace_id: String,
-}
-
-/// What a chain made of a payload it let through.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
-    /// Unchanged: send the original bytes.
-    Pass,
-    /// A mutator changed it: send this in its place.
-    Changed(Value),
-}
-
 /// What every snapshot shares: the HTTP client (its pooled connections) and the families.
 struct Shared {
     http: Arc<UpstreamClient>,
     metrics: InterceptorMetrics,
+    audit: crate::audit::Audit,
 }
 
 /// The interceptor servers of one config snapshot and what they said they offer.
@@ -128,6 +79,7 @@ impl Default for Interceptors {
             shared: Arc::new(Shared {
                 http: Arc::default(),
                 metrics: InterceptorMetrics::unregistered(),
+                audit: crate::audit::Audit::default(),
             }),
         }
     }
@@ -144,12 +96,14 @@ impl Interceptors {
         }
     }
 
-    /// These servers, counted into `metrics` (the registered families, `server.rs`).
-    pub fn measured(self, metrics: InterceptorMetrics) -> Interceptors {
+    /// These servers, counted into `metrics` (the registered families) and their verdicts
+    /// recorded into `audit` (the process's one trail): `server.rs`, once at start.
+    pub fn measured(self, metrics: InterceptorMetrics, audit: crate::audit::Audit) -> Interceptors {
         Interceptors {
             shared: Arc::new(Shared {
                 http: self.shared.http.clone(),
                 metrics,
+                audit,
             }),
             ..self
         }
@@ -231,7 +185,8 @@ impl Interceptors {
             {
                 Ok(listing) => listing,
                 Err(failure) => {
-                    record::unlisted(&server.config.name, event, phase, &failure, cx);
+                    let audit = &self.shared.audit;
+                    record::unlisted(audit, &server.config.name, event, phase, &failure, cx);
                     let interceptor = server.config.name.clone();
                     let stop = Stop::Failed {
                         interceptor,
@@ -286,7 +241,26 @@ impl Invoker for Live<'_> {
     fn verdict(&self, entry: &Entry, phase: Phase, result: &str, took: Duration, detail: &Value) {
         let label = entry.label();
         (self.interceptors.shared.metrics).invoked(&label, phase.as_str(), result, took);
-        record::verdict(&label, self.event, phase, result, took, detail, self.cx);
+        const SAID: [&str; 7] = [
+            "pass",
+            "deny",
+            "mutated",
+            "unchanged",
+            "recorded",
+            "audit-deny",
+            "audit-mutated",
+        ];
+        if !SAID.contains(&result) {
+            tracing::warn!(interceptor = %label, event = self.event, phase = phase.as_str(), result, %detail, "an interceptor failed");
+        }
+        let audit = &self.interceptors.shared.audit;
+        let said = record::Said {
+            interceptor: &label,
+            result,
+            took,
+            detail,
+        };
+        record::verdict(audit, said, self.event, phase, self.cx);
     }
 }
 
@@ -303,12 +277,16 @@ fn context(cx: &Context) -> Value {
     };
     let mut context = json!({
         "principal": principal,
-        "traceId": cx.trace_id,
         "timestamp": chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now())
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     });
-    if let (Some(session), Some(o)) = (&cx.session, context.as_object_mut()) {
-        o.insert("sessionId".into(), json!(session));
+    if let Some(o) = context.as_object_mut() {
+        if !cx.trace_id.is_empty() {
+            o.insert("traceId".into(), json!(cx.trace_id));
+        }
+        if let Some(session) = &cx.session {
+            o.insert("sessionId".into(), json!(session));
+        }
     }
     context
 }

@@ -3,7 +3,7 @@
 //! Pure: no I/O. Unknown fields are ignored; a shape the gateway cannot trust is an error (an
 //! unknown result `type` is never read as success).
 
-use super::Phase;
+use super::types::Phase;
 use serde_json::{Map, Value};
 
 /// What an interceptor is.

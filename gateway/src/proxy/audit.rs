@@ -90,5 +90,48 @@ pub(super) fn record(session: &Session, ctx: &RequestCtx, outcome: &str) {
     if let Some(rule) = noted.and_then(|n| n.rule.as_deref()) {
         rec = rec.rule(rule);
     }
+    if audit.bodies() {
+        rec = bodies(rec, session, ctx);
+    }
     audit.record(rec);
+}
+
+/// Largest body whose arguments or result a record carries (larger: its size only).
+const MAX_BODY: usize = 64 * 1024;
+
+/// `rec` with the call's arguments and result (`include-bodies`), redacted by the audit
+/// paths: the request body where the gateway held it (read whole, or the fast path's whole
+/// first chunk), the result where it wrote the answer whole.
+fn bodies(rec: Record, session: &Session, ctx: &RequestCtx) -> Record {
+    let read = session.body_bytes_read();
+    let held = ctx.captured.as_deref();
+    let prefix = ctx
+        .body_prefix
+        .as_deref()
+        .filter(|b| read > 0 && b.len() == read);
+    let request = held.and_then(|h| h.request.as_deref()).or(prefix);
+    let response = held.and_then(|h| h.response.as_deref());
+    let part = |body: Option<&[u8]>, outer: &str, inner: Option<&str>| {
+        let body = body?;
+        if body.len() > MAX_BODY {
+            return Some(
+                serde_json::json!({ "omitted": "larger than 65536 bytes", "bytes": body.len() }),
+            );
+        }
+        let message = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+        let redacted = ctx.state.audit.redacted(message);
+        let value = redacted.get(outer)?;
+        Some(match inner {
+            Some(key) => value.get(key)?.clone(),
+            None => value.clone(),
+        })
+    };
+    let rec = match part(request, "params", Some("arguments")) {
+        Some(arguments) => rec.arguments(arguments),
+        None => rec,
+    };
+    match part(response, "result", None) {
+        Some(result) => rec.result(result),
+        None => rec,
+    }
 }

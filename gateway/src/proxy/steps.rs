@@ -108,6 +108,14 @@ pub(super) async fn prepare(
             headers.name.as_deref(),
         )?;
     }
+    // `audit.required` where nothing classifies the body (the fast path of a route with
+    // `check-headers: false`): the call its `Mcp-Method` names is refused the same way
+    let unverified = ctx.native.as_ref().is_some_and(|n| !n.check_body);
+    if let (true, Some(method)) = (unverified, headers.method.as_deref()) {
+        if let Some(why) = ctx.state.audit.refuses(method) {
+            return Err(GatewayError::audit_unavailable(method, why));
+        }
+    }
     Ok(plan)
 }
 
@@ -211,7 +219,7 @@ fn plan(
     // an interceptor chain reads the body the backend gets (and the answer), whatever the
     // headers say
     let intercepted = !route.chain.is_empty();
-    let reads = by_body || bounded || task || cached || intercepted || pinned_list;
+    let reads = by_body || bounded || task || cached || pinned_list || intercepted;
     if has_body && (reads || route.guard.reads_body(method)) {
         return Ok(Plan::Buffered { route, check });
     }

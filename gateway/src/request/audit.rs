@@ -12,8 +12,19 @@ impl Record {
             Some(route) => self.route(&route.label),
             None => self,
         };
-        record
+        let record = record
             .principal(ctx.principal.as_deref())
-            .trace_id(&ctx.trace_id)
+            .trace_id(&ctx.trace_id);
+        match ctx.otel.as_ref() {
+            Some(cx) => {
+                use opentelemetry::trace::TraceContextExt;
+                let span = cx.span().span_context().clone();
+                match span.is_valid() {
+                    true => record.otel_trace_id(span.trace_id().to_string()),
+                    false => record,
+                }
+            }
+            None => record,
+        }
     }
 }

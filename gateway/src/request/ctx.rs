@@ -212,16 +212,18 @@ impl RequestCtx {
         }
     }
 
-    /// Keeps the whole request body for capture, when the route captures.
+    /// Keeps the whole request body for capture, when the route captures (or the audit
+    /// trail records bodies).
     pub fn capture_request(&mut self, body: &bytes::Bytes) {
-        if self.capture_config().is_some() {
+        if self.capture_config().is_some() || self.state.audit.bodies() {
             self.captured.get_or_insert_default().request = Some(body.clone());
         }
     }
 
-    /// Keeps a response body written whole, for capture, when the route captures.
+    /// Keeps a response body written whole, for capture, when the route captures (or the
+    /// audit trail records bodies).
     pub fn capture_response(&mut self, body: &bytes::Bytes) {
-        if self.capture_config().is_some() {
+        if self.capture_config().is_some() || self.state.audit.bodies() {
             self.captured.get_or_insert_default().response = Some(body.clone());
         }
     }
@@ -238,6 +240,16 @@ impl RequestCtx {
             return None;
         }
         Some(self.audit.get_or_insert_default())
+    }
+
+    /// Notes a virtual call's member (`name`) and the pool at `pool` for the audit record,
+    /// when audit is on.
+    pub fn note_member(&mut self, name: &str, pool: usize) {
+        let pool = self.state.pool(pool).ok().map(|p| p.name.to_string());
+        if let Some(note) = self.audit_note() {
+            note.member = Some(name.to_owned());
+            note.pool = pool;
+        }
     }
 
     /// The route label for metrics (`none` before routing).

@@ -48,6 +48,8 @@ pub(crate) struct Ask {
     pub(super) body: Bytes,
     /// The caller (authenticated on the virtual route).
     pub(super) principal: Option<Arc<Principal>>,
+    /// Where the member request says which backend served it (a legacy call's audit record).
+    pub(super) served_by: Option<Arc<std::sync::Mutex<Option<String>>>>,
     /// The client's era.
     pub(super) era: Era,
     /// A legacy client's session on the member's route (its `Mcp-Session-Id` there), if it
@@ -71,7 +73,11 @@ fn run<'a>(
     let mut client = MemberClient::new(parent, ask.body.clone(), out);
     async move {
         let mut ctx = RequestCtx::new(ask.state.clone());
+        let served_by = ask.served_by.clone();
         let served = serve(gw, &mut client, &mut ctx, ask).await;
+        if let (Some(slot), Some(backend)) = (served_by, ctx.backend.as_ref()) {
+            *crate::sync::lock(&slot) = Some(backend.label.clone());
+        }
         if let Err(Fail::Answer(e)) = served {
             Box::pin(crate::forward::respond::answer(&mut client, &mut ctx, &e)).await;
         }

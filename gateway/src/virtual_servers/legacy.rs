@@ -102,7 +102,7 @@ pub(super) async fn serve(
     } else if let Some(named) = named(&method, name.as_deref(), &body) {
         crate::classify::classify(ctx, route, Some(&method), Some(&named.exposed))?;
         let body = intercept(session, ctx, route, &method, &sid, body).await?;
-        return call(&v, session, &named, &body, &method, &sid).await;
+        return call(&v, (session, ctx), &named, &body, &method, &sid).await;
     } else {
         return Err(GatewayError::not_on_virtual_route(&method).into());
     };
@@ -176,7 +176,7 @@ fn what_is(
 /// member's requests renumbered.
 async fn call(
     v: &Virtual<'_>,
-    session: &mut impl Client,
+    (session, ctx): (&mut impl Client, &mut RequestCtx),
     named: &Named,
     body: &Bytes,
     method: &str,
@@ -191,11 +191,21 @@ async fn call(
         return Err(member_not_in_session(&member_name).into());
     }
     let body = own_name(body, method, named, &own)?;
-    let ask = v.ask_of(member, body);
-    pipe(v.gw, session, ask, sid, |event| {
+    let mut ask = v.ask_of(member, body);
+    ctx.note_member(&member_name, ask.route.default_pool);
+    // the member's backend, for the call's audit record (the member request has a context
+    // of its own)
+    let served_by = ctx.audit.is_some().then(std::sync::Arc::default);
+    ask.served_by.clone_from(&served_by);
+    let piped = pipe(v.gw, session, ask, sid, |event| {
         renumber(event, &member_name, true)
     })
-    .await
+    .await;
+    let backend = served_by.and_then(|s| crate::sync::lock(&s).take());
+    if let Some(note) = ctx.audit.as_deref_mut() {
+        note.backend = backend;
+    }
+    piped
 }
 
 /// A legacy client's `GET` with `Last-Event-ID`: an answer of one member resumed. A call's

@@ -213,8 +213,9 @@ async fn call(
     let routed = Routed::of(&route, Some(method), Some(&own));
     // the member's tool pins, by the name the member will execute
     crate::classify::check_pins(ctx, &route, routed.pool, Some(method), Some(&own))?;
-    let served = forward_body(gw, session, ctx, &route, body, routed).await;
     let name = &members.server.members[member].names.name;
+    ctx.note_member(name, routed.pool);
+    let served = forward_body(gw, session, ctx, &route, body, routed).await;
     served.map_err(|fail| naming_member(fail, name))
 }
 

@@ -117,6 +117,7 @@ impl<'a> Virtual<'a> {
             session: self.sessions.as_ref().and_then(|s| s.get(name)).cloned(),
             identity: self.identity.clone(),
             resume: None,
+            served_by: None,
         }
     }
 

@@ -126,6 +126,7 @@ pub(super) fn member_get(
         session: member_session,
         identity: ctx.admitted.identity.clone(),
         resume,
+        served_by: None,
     }
 }
 

@@ -368,12 +368,19 @@ impl Proxy {
     }
 
     /// mcp-gateway (the binary `bin`) with the config `body` after its `listen` and `threads`
-    /// lines (one worker thread when pinned, else 2).
+    /// lines (one worker thread when pinned, else 2). With `AUDIT=1` in the environment
+    /// (`scripts/bench`), the gateway writes its audit trail to `audit.jsonl` in `dir`.
     pub async fn gateway_yaml(bin: &Path, dir: &Path, body: &str) -> Proxy {
         let port = free_port();
         std::fs::create_dir_all(dir).expect("gateway dir");
+        let audit = match std::env::var("AUDIT") {
+            Ok(on) if !on.is_empty() && on != "0" => {
+                format!("audit: {{ file: {} }}\n", dir.join("audit.jsonl").display())
+            }
+            _ => String::new(),
+        };
         let yaml = format!(
-            "listen: 127.0.0.1:{port}\nthreads: {threads}\n{body}",
+            "listen: 127.0.0.1:{port}\nthreads: {threads}\n{audit}{body}",
             threads = proxy_threads(),
         );
         let path = dir.join("gateway.yaml");

@@ -18,6 +18,7 @@
 mod admin_listener_bounds;
 mod admission;
 mod answer_outcomes;
+mod audit;
 mod auth;
 mod auth_principals;
 mod background_moves;
@@ -47,6 +48,7 @@ mod held_streams;
 mod http_semantics;
 mod identity_headers;
 mod interceptor_paths;
+mod interceptors;
 mod interop_matrix;
 mod listener;
 mod load_tool;
