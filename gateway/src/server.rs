@@ -58,14 +58,11 @@ pub fn build(config: Config, config_path: Option<std::path::PathBuf>) -> Server 
     let pins = Arc::new(crate::pinning::Pins::new(
         stores.redis.clone(),
         metrics.pins.clone(),
+        audit.clone(),
     ));
-    let mut first = State::new(
-        config.clone(),
-        metrics.admission.clone(),
-        cache,
-        pins.clone(),
-    )
-    .with_audit(audit.clone());
+    let mut first = State::new(config.clone(), metrics.admission.clone(), cache)
+        .with_audit(audit.clone())
+        .with_pins(pins.clone());
     // the snapshot's servers counted into the registry (a reload carries the families over)
     first.interceptors = Arc::new(
         crate::interceptors::Interceptors::new(&config)

@@ -101,15 +101,14 @@ impl State {
     }
 
     /// Compiles a validated config.
-    pub fn new(
-        config: Config,
-        rejections: AdmissionMetrics,
-        cache: crate::cache::Common,
-        pins: Arc<crate::pinning::Pins>,
-    ) -> State {
-        pins.configure(&config);
+    pub fn new(config: Config, rejections: AdmissionMetrics, cache: crate::cache::Common) -> State {
         State {
-            pins,
+            // none pinned until `with_pins` hands the process's pins
+            pins: Arc::new(crate::pinning::Pins::new(
+                None,
+                crate::pinning::metrics::PinMetrics::unregistered(),
+                crate::audit::Audit::default(),
+            )),
             rejections,
             audit: crate::audit::Audit::default(),
             cache: Arc::new(crate::cache::Cache::new(config.cache.clone(), cache)),
@@ -135,6 +134,14 @@ impl State {
     pub fn with_audit(mut self, audit: crate::audit::Audit) -> State {
         audit.configure(self.config.audit.as_ref());
         self.audit = audit;
+        self
+    }
+
+    /// The snapshot with the process's tool pins (one per process, carried over on reload),
+    /// configured for its pools.
+    pub fn with_pins(mut self, pins: Arc<crate::pinning::Pins>) -> State {
+        pins.configure(&self.config);
+        self.pins = pins;
         self
     }
 

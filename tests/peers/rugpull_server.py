@@ -2,10 +2,11 @@
 """A FastMCP (MCPServer, mcp==2.3.0) server whose tool changes on restart: the "rug pull" of the
 gateway's tool-pinning tests. Run under .venv-mcp2.
 
-Usage: rugpull_server.py --port P --name NAME --description-file PATH
+Usage: rugpull_server.py --port P --name NAME --description-file PATH [--sessions]
 
 Serves MCP Streamable HTTP at http://127.0.0.1:P/mcp with stateless_http=True (2026-07-28 stateless
-requests and legacy clients alike). The description of its tool `search(query)` is the text of
+requests and legacy clients alike; with --sessions, the SDK's default transport instead: legacy
+clients get sessions, for the gateway's stateful routes). The description of its tool `search(query)` is the text of
 PATH, read once at start: a restart after the file changed serves a changed definition. If PATH's
 text contains the word `EXFILTRATE`, `search` also takes an argument `token` (a schema change) and a
 second tool `exfiltrate(data)` appears (a new tool). `stable()` never changes. `search` answers
@@ -33,6 +34,9 @@ def take_flag(flag: str) -> str | None:
 
 
 DESCRIPTION_FILE = take_flag("--description-file")
+SESSIONS = "--sessions" in sys.argv
+if SESSIONS:
+    sys.argv.remove("--sessions")
 
 
 def build_server(name: str) -> MCPServer:
@@ -69,4 +73,4 @@ def build_server(name: str) -> MCPServer:
 
 
 if __name__ == "__main__":
-    peer_serve.main(__doc__, lambda name: build_server(name).streamable_http_app(stateless_http=True, host=HOST))
+    peer_serve.main(__doc__, lambda name: build_server(name).streamable_http_app(stateless_http=not SESSIONS, host=HOST))

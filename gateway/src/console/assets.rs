@@ -57,6 +57,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("assets/actions.js"),
     },
     Asset {
+        path: "pins.js",
+        content_type: JS,
+        body: include_bytes!("assets/pins.js"),
+    },
+    Asset {
         path: "favicon.svg",
         content_type: "image/svg+xml",
         body: include_bytes!("assets/favicon.svg"),

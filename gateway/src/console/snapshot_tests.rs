@@ -20,10 +20,6 @@ fn sources() -> Sources {
             shared: None,
             generations: Default::default(),
         },
-        Arc::new(crate::pinning::Pins::new(
-            None,
-            scratch(crate::pinning::metrics::PinMetrics::register),
-        )),
     );
     let engine = Arc::new(crate::upstream::attempt::Engine::new(scratch(
         crate::upstream::metrics::UpstreamMetrics::register,

@@ -139,7 +139,7 @@ fn decide(pins: &Pins, query: &str, approve: bool) -> (StatusCode, Body) {
                 .decisions
                 .with_label_values(&[&pool, decision])
                 .inc();
-            audit_decision(&pool, &tool, decision, &fp);
+            audit_decision(&pins.audit, &pool, &tool, decision, &fp);
             let body = json!({"pool": pool, "tool": tool, "fingerprint": fp, "decision": decision});
             (StatusCode::OK, Body::Json(body))
         }

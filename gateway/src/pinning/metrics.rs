@@ -21,6 +21,13 @@ pub struct PinMetrics {
 }
 
 impl PinMetrics {
+    /// Families counted nowhere (a snapshot without the process's pins).
+    pub fn unregistered() -> PinMetrics {
+        PinMetrics::register(&Registrar::new(
+            &pingora_prometheus::prometheus::Registry::new(),
+        ))
+    }
+
     /// Creates the families and registers them.
     pub fn register(families: &Registrar) -> PinMetrics {
         PinMetrics {

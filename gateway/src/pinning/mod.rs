@@ -34,6 +34,8 @@ pub struct Pins {
     /// The sessions' Redis (`sessions.store: redis`): the books are shared there.
     pub(crate) redis: Option<Arc<RedisStore>>,
     pub(crate) metrics: PinMetrics,
+    /// The audit trail the changes and decisions are recorded in.
+    pub(crate) audit: crate::audit::Audit,
 }
 
 /// One change a list showed, for the audit trail and the counter.
@@ -51,11 +53,16 @@ pub struct Change {
 
 impl Pins {
     /// No pools yet: [`Pins::configure`] adds them. `redis`: the sessions' Redis, if shared.
-    pub fn new(redis: Option<Arc<RedisStore>>, metrics: PinMetrics) -> Pins {
+    pub fn new(
+        redis: Option<Arc<RedisStore>>,
+        metrics: PinMetrics,
+        audit: crate::audit::Audit,
+    ) -> Pins {
         Pins {
             pools: RwLock::default(),
             redis,
             metrics,
+            audit,
         }
     }
 
@@ -175,7 +182,7 @@ impl Pins {
                 .changes
                 .with_label_values(&[&p.name, c.kind])
                 .inc();
-            audit_change(&p.name, c);
+            audit_change(&self.audit, &p.name, c);
         }
         if !noted.touched.is_empty() {
             self.saved(p, Some(&noted.touched));
@@ -292,31 +299,52 @@ pub(crate) fn now() -> u64 {
 }
 
 /// The audit record of a definition change (`mcpgw_tool_definition_changes_total` counts it):
-/// its fields in one place, until the audit trail's `crate::audit` is there to take them.
-fn audit_change(pool: &str, c: &Change) {
-    tracing::warn!(
-        target: "mcp_gateway::audit",
-        event = "tool-definition-change",
-        pool,
-        name = %c.tool,
-        kind = c.kind,
-        fingerprint = %c.fingerprint,
-        decision = if c.quarantined { "quarantined" } else { "recorded" },
-        "a tool definition changed"
-    );
+/// `tool.definition-changed`, its pool and tool, `decision` (`quarantined` in enforce mode,
+/// else `recorded`), `reason` (new, changed, reverted) and the fingerprint seen.
+fn audit_change(audit: &crate::audit::Audit, pool: &str, c: &Change) {
+    tracing::info!(pool, tool = %c.tool, kind = c.kind, quarantined = c.quarantined, "a tool definition changed");
+    if !audit.on() {
+        return;
+    }
+    let decision = if c.quarantined {
+        "quarantined"
+    } else {
+        "recorded"
+    };
+    let record = crate::audit::Record::new("tool.definition-changed")
+        .pool(pool)
+        .method("tools/list")
+        .name(&c.tool)
+        .decision(decision)
+        .reason(c.kind)
+        .detail(serde_json::json!({ "fingerprint": c.fingerprint }));
+    audit.record(record);
 }
 
-/// The audit record of an operator's decision on a pending definition.
-pub(crate) fn audit_decision(pool: &str, tool: &str, decision: &str, fingerprint: &str) {
-    tracing::warn!(
-        target: "mcp_gateway::audit",
-        event = "tool-pin-decision",
+/// The audit record of an operator's decision on a pending definition
+/// (`admin.tool-pin`: `approved` or `rejected`, with the fingerprint decided on).
+pub(crate) fn audit_decision(
+    audit: &crate::audit::Audit,
+    pool: &str,
+    tool: &str,
+    decision: &'static str,
+    fingerprint: &str,
+) {
+    tracing::info!(
         pool,
-        name = tool,
+        tool,
         decision,
-        fingerprint,
         "an operator decided on a tool definition"
     );
+    if !audit.on() {
+        return;
+    }
+    let record = crate::audit::Record::new("admin.tool-pin")
+        .pool(pool)
+        .name(tool)
+        .decision(decision)
+        .detail(serde_json::json!({ "fingerprint": fingerprint }));
+    audit.record(record);
 }
 
 /// The answer to a call of `tool` that `pool`'s pins hold back (`why`: `pending`, `rejected`

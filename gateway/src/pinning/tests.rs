@@ -14,7 +14,11 @@ fn pins(mode: &str) -> Pins {
         state.display()
     );
     let config = crate::config::parse(&yaml).unwrap();
-    let pins = Pins::new(None, scratch(metrics::PinMetrics::register));
+    let pins = Pins::new(
+        None,
+        scratch(metrics::PinMetrics::register),
+        crate::audit::Audit::default(),
+    );
     pins.configure(&config);
     pins
 }

@@ -16,23 +16,34 @@ use std::time::{Duration, Instant};
 struct Rug {
     port: u16,
     file: PathBuf,
+    sessions: bool,
     peer: PythonPeer,
 }
 
 impl Rug {
     async fn start(description: &str) -> Rug {
+        Self::start_with(description, false).await
+    }
+
+    /// `sessions`: the SDK's default transport (legacy sessions), for a stateful route.
+    async fn start_with(description: &str, sessions: bool) -> Rug {
         let dir = unique_temp_path("mcpgw-rug");
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("description.txt");
         std::fs::write(&file, description).unwrap();
         let port = free_port();
-        let peer = Self::spawn(port, &file).await;
-        Rug { port, file, peer }
+        let peer = Self::spawn(port, &file, sessions).await;
+        Rug {
+            port,
+            file,
+            sessions,
+            peer,
+        }
     }
 
-    async fn spawn(port: u16, file: &std::path::Path) -> PythonPeer {
+    async fn spawn(port: u16, file: &std::path::Path, sessions: bool) -> PythonPeer {
         let (port, file) = (port.to_string(), file.display().to_string());
-        let args = [
+        let mut args = vec![
             "--port",
             &port,
             "--name",
@@ -40,6 +51,9 @@ impl Rug {
             "--description-file",
             &file,
         ];
+        if sessions {
+            args.push("--sessions");
+        }
         PythonPeer::start("mcp2", "rugpull_server.py", &args).await
     }
 
@@ -47,7 +61,7 @@ impl Rug {
     async fn restart(&mut self, description: &str) {
         self.peer.kill().await;
         std::fs::write(&self.file, description).unwrap();
-        self.peer = Self::spawn(self.port, &self.file).await;
+        self.peer = Self::spawn(self.port, &self.file, self.sessions).await;
     }
 
     fn addr(&self) -> String {
@@ -129,6 +143,22 @@ fn plain(pool_pinning: &str, backend: &str) -> String {
     )
 }
 
+/// A fresh audit file's path, and the `audit:` section that writes it.
+fn audit_file() -> (PathBuf, String) {
+    let path = unique_temp_path("mcpgw-pins-audit").with_extension("jsonl");
+    let section = format!("audit: {{ file: \"{}\" }}\n", path.display());
+    (path, section)
+}
+
+/// The audit records of `event` written to `path` so far.
+fn audited(path: &std::path::Path, event: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["event"] == event)
+        .collect()
+}
+
 /// Polls `f` until it holds, for at most 10 s.
 async fn eventually<F, Fut>(what: &str, mut f: F)
 where
@@ -145,7 +175,8 @@ where
 #[tokio::test]
 async fn record_mode_counts_and_shows_a_changed_description_and_changes_nothing_else() {
     let mut rug = Rug::start(HONEST).await;
-    let gw = Gateway::start(&plain("record", &rug.addr())).await;
+    let (audit, section) = audit_file();
+    let gw = Gateway::start(&format!("{section}{}", plain("record", &rug.addr()))).await;
     let url = gw.url("/mcp");
     assert!(listed(&url).await.contains(&"search".to_owned()));
     rug.restart(PULLED).await;
@@ -163,6 +194,14 @@ async fn record_mode_counts_and_shows_a_changed_description_and_changes_nothing_
     assert_eq!(v["text"], "rug:search:q");
     let waiting = pending(&gw, "rug").await;
     assert_eq!(waiting.len(), 2, "{waiting:?}");
+    eventually("both changes audited", || async {
+        audited(&audit, "tool.definition-changed").len() == 2
+    })
+    .await;
+    let records = audited(&audit, "tool.definition-changed");
+    let search = records.iter().find(|r| r["name"] == "search").unwrap();
+    assert_eq!(search["pool"], "rug", "{search}");
+    assert_eq!(search["decision"], "recorded", "{search}");
     // a list seen again records nothing again
     listed(&url).await;
     assert_eq!(gw.metric(&changes("changed")).await, 1.0);
@@ -171,7 +210,8 @@ async fn record_mode_counts_and_shows_a_changed_description_and_changes_nothing_
 #[tokio::test]
 async fn enforce_mode_hides_a_pulled_tool_refuses_its_call_and_an_approval_serves_it_again() {
     let mut rug = Rug::start(HONEST).await;
-    let gw = Gateway::start(&plain("enforce", &rug.addr())).await;
+    let (audit, section) = audit_file();
+    let gw = Gateway::start(&format!("{section}{}", plain("enforce", &rug.addr()))).await;
     let url = gw.url("/mcp");
     assert_eq!(listed(&url).await, ["search", "stable"]);
     rug.restart(PULLED).await;
@@ -217,6 +257,17 @@ async fn enforce_mode_hides_a_pulled_tool_refuses_its_call_and_an_approval_serve
     assert_eq!(v["text"], "rug:search:q");
     let (ok, v) = v1_call(&url, "search", args).await;
     assert!(ok, "{v}");
+    // the change was audited as quarantined, and the approval too
+    eventually("the approval audited", || async {
+        !audited(&audit, "admin.tool-pin").is_empty()
+    })
+    .await;
+    let decision = &audited(&audit, "admin.tool-pin")[0];
+    assert_eq!(decision["decision"], "approved", "{decision}");
+    assert_eq!(decision["name"], "search", "{decision}");
+    let changes = audited(&audit, "tool.definition-changed");
+    let search = changes.iter().find(|r| r["name"] == "search").unwrap();
+    assert_eq!(search["decision"], "quarantined", "{search}");
 }
 
 #[tokio::test]
@@ -349,7 +400,7 @@ async fn the_state_file_keeps_the_pins_across_a_gateway_restart_on_the_memory_st
 }
 
 #[tokio::test]
-async fn a_malformed_pins_file_is_refused_at_load_naming_its_line_and_field() {
+async fn a_malformed_pins_file_is_refused_at_load_and_at_reload_naming_its_line_and_field() {
     let dir = unique_temp_path("mcpgw-pins-file");
     std::fs::create_dir_all(&dir).unwrap();
     let pins = dir.join("pins.jsonl");
@@ -372,6 +423,15 @@ async fn a_malformed_pins_file_is_refused_at_load_naming_its_line_and_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pools.rug.tool-pinning.pins-file:"), "{err}");
     assert!(err.contains("line 2: field `fingerprint`"), "{err}");
+    // a running gateway keeps its config when a reload brings the malformed file
+    let rug = Rug::start(HONEST).await;
+    let gw = Gateway::start(&plain("enforce", &rug.addr())).await;
+    assert_eq!(listed(&gw.url("/mcp")).await, ["search", "stable"]);
+    gw.rewrite_config(&plain(&pinning, &rug.addr()));
+    let rejected = "mcpgw_config_reloads_total{result=\"rejected\"}";
+    let refused = || async { gw.metric(rejected).await == 1.0 };
+    eventually("the reload refused", refused).await;
+    assert_eq!(listed(&gw.url("/mcp")).await, ["search", "stable"]);
 }
 
 #[tokio::test]
@@ -399,4 +459,77 @@ async fn a_pins_file_pins_what_the_operator_committed_and_holds_back_anything_el
     assert_eq!(waiting.len(), 1, "{waiting:?}");
     assert_eq!(waiting[0]["tool"], "stable");
     assert_eq!(waiting[0]["kind"], "new");
+}
+
+#[tokio::test]
+async fn the_console_shows_a_pending_change_and_its_approve_button_serves_the_tool_again() {
+    use mcp_gateway_tests::browser::Chromium;
+    let mut rug = Rug::start(HONEST).await;
+    let gw = Gateway::start(&plain("enforce", &rug.addr())).await;
+    let url = gw.url("/mcp");
+    assert_eq!(listed(&url).await, ["search", "stable"]);
+    rug.restart(PULLED).await;
+    assert_eq!(listed(&url).await, ["stable"]);
+    let mut browser = Chromium::start(1400, 1200).await;
+    browser
+        .navigate(&format!("http://{}/console", gw.admin))
+        .await;
+    let waiting = "document.querySelector('#pins')?.textContent.includes('set the admin token')";
+    assert!(browser.wait_for(waiting, Duration::from_secs(10)).await);
+    let typed = format!(
+        "document.getElementById('token').value = {ADMIN_TOKEN:?}; \
+         document.getElementById('token-form').requestSubmit(); true"
+    );
+    browser.eval(&typed).await;
+    let button = "document.querySelector('[data-pins=\"rug\"] [data-tool=\"search\"] button[data-action=\"approve\"]')";
+    let shown = format!("!!{button}");
+    assert!(
+        browser.wait_for(&shown, Duration::from_secs(10)).await,
+        "no approve button: {}",
+        browser
+            .eval("document.getElementById('pins').innerText")
+            .await
+    );
+    // the diff shows the new description as text
+    let diff = "document.querySelector('[data-tool=\"search\"] pre.new')?.textContent.includes('EXFILTRATE')";
+    assert_eq!(browser.eval(diff).await, true);
+    browser.eval(&format!("{button}.click(); true")).await;
+    let gone = "!document.querySelector('[data-pins=\"rug\"] [data-tool=\"search\"]')";
+    assert!(browser.wait_for(gone, Duration::from_secs(10)).await);
+    assert_eq!(listed(&url).await, ["search", "stable"]);
+}
+
+#[tokio::test]
+async fn a_legacy_clients_session_and_the_era_bridge_hold_a_pulled_tool_back() {
+    let mut rug = Rug::start_with(HONEST, true).await;
+    let gw = Gateway::start(&format!(
+        "pools:\n  rug: {{ backends: [{}], era: legacy, tool-pinning: enforce }}\n\
+         routes:\n  - {{ path: /mcp, mode: stateful, pool: rug }}\n  \
+         - {{ path: /modern, mode: stateless, pool: rug, upstream-path: /mcp }}\n",
+        rug.addr()
+    ))
+    .await;
+    let url = gw.url("/mcp");
+    // a 2026-07-28 client on the legacy pool: the reverse bridge's lists
+    let args = r#"{"query":"q"}"#;
+    let (ok, v) = v1_call(&url, "search", args).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["tools"], serde_json::json!(["search", "stable"]), "{v}");
+    rug.restart(PULLED).await;
+    let (ok, v) = v1_call(&url, "stable", "{}").await;
+    assert!(ok, "{v}");
+    assert_eq!(v["tools"], serde_json::json!(["stable"]), "{v}");
+    let (ok, v) = v1_call(&url, "search", args).await;
+    assert!(!ok, "{v}");
+    assert_eq!(v["code"], -32045, "{v}");
+    assert_eq!(listed(&gw.url("/modern")).await, ["stable"]);
+    let modern = gw.url("/modern");
+    let (ok, v) = client_v2(&modern, "stateless", &["call-expect-error", "search", args]).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["code"], -32045, "{v}");
+    approve(&gw, "rug", "search").await;
+    assert_eq!(listed(&modern).await, ["search", "stable"]);
+    let (ok, v) = v1_call(&url, "search", args).await;
+    assert!(ok, "{v}");
+    assert_eq!(v["text"], "rug:search:q");
 }

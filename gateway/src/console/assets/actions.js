@@ -31,5 +31,35 @@ export const actions = {
     }
     actions.onResult(`${backend} of ${pool} is ${body.state}`, true);
   },
+  /** The admin API's tool pins (`GET /admin/tool-pins`), or `null` when refused. */
+  async pins() {
+    const answer = await fetch("/admin/tool-pins", {
+      headers: { Authorization: `Bearer ${this.token()}` },
+      credentials: "omit",
+      cache: "no-store",
+    });
+    if (answer.status === 401) this.forget();
+    return answer.ok ? answer.json() : null;
+  },
+  /** Approves (or rejects) the waiting definition `fingerprint` of `tool` in `pool`. */
+  async decidePin(pool, tool, fingerprint, approve) {
+    const query = new URLSearchParams({ pool, tool, fingerprint });
+    const path = `/admin/tool-pins/${approve ? "approve" : "reject"}?${query}`;
+    const answer = await fetch(path, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${this.token()}` },
+      credentials: "omit",
+      cache: "no-store",
+    });
+    const body = await answer.json().catch(() => ({}));
+    if (!answer.ok) {
+      if (answer.status === 401) this.forget();
+      actions.onResult(`${approve ? "approve" : "reject"} refused (${answer.status}): ${body.error?.message || body.error || ""}`, false);
+      return;
+    }
+    actions.onResult(`${tool} of ${pool}: ${body.decision}`, true);
+    actions.onPins();
+  },
   onResult: () => {},
+  onPins: () => {},
 };

@@ -4,12 +4,13 @@
 import { renderAdmission, renderPools, renderRoutes, renderSessions, renderTimeline, renderVirtual, clock } from "/console/render.js";
 import { lineChart, seriesOf } from "/console/charts.js";
 import { actions } from "/console/actions.js";
+import { renderPins } from "/console/pins.js";
 
 const SAMPLES = 900;
 const EVENTS = 300;
 const $ = (id) => document.getElementById(id);
 
-const page = { samples: [], events: [], frame: null, frames: 0, note: "", stream: null, retry: 0, connects: 0 };
+const page = { samples: [], events: [], frame: null, frames: 0, note: "", stream: null, retry: 0, connects: 0, pins: null };
 
 function draw() {
   const f = page.frame;
@@ -23,6 +24,7 @@ function draw() {
   renderTimeline($("timeline"), page.events);
   renderVirtual($("virtual"), f.virtual);
   renderAdmission($("admission"), f.admission);
+  renderPins($("pins"), page.pins, actions);
   lineChart($("chart-rps"), seriesOf(page.samples, (s) => s.r.map((r) => [r[0], r[1]])));
   lineChart($("chart-p99"), seriesOf(page.samples, (s) => s.r.map((r) => [r[0], r[4]])), " ms");
   lineChart($("chart-sessions"), seriesOf(page.samples, (s) => s.b.map((b) => [b[1], b[3]])));
@@ -124,9 +126,19 @@ $("token-form").addEventListener("submit", (e) => {
   $("token").value = "";
   showMode();
   connect();
+  loadPins();
 });
 $("token-forget").addEventListener("click", () => { actions.forget(); showMode(); });
 actions.onResult = (message) => { page.note = message; showMode(); };
 
+// the tool pins come from the admin API (with the token), every 5 s and after a decision
+async function loadPins() {
+  page.pins = actions.enabled() ? await actions.pins().catch(() => null) : null;
+  renderPins($("pins"), page.pins, actions);
+}
+actions.onPins = loadPins;
+setInterval(loadPins, 5000);
+
 showMode();
 connect();
+loadPins();
