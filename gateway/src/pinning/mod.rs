@@ -138,16 +138,33 @@ impl Pins {
     /// `None`: unchanged. JSON, or an event stream whose events are written again.
     pub fn rewrite(&self, pool: &str, content_type: Option<&str>, body: &[u8]) -> Option<Bytes> {
         let p = self.pool(pool)?;
+        let enforce = read(&p.config).mode == PinMode::Enforce;
         let sse = mcp_wire::sse::is_event_stream(content_type);
         let mut changed = false;
         let mut out: Vec<u8> = Vec::with_capacity(body.len());
         for message in mcp_wire::sse::messages(content_type, body) {
             let mut json = message;
-            if let Ok(mut v) = serde_json::from_slice::<Value>(&json) {
-                if self.rewrite_result(&p, &mut v) {
+            let parsed = serde_json::from_slice::<Value>(&json).ok();
+            let noted = parsed
+                .filter(Value::is_object)
+                .map(|mut v| (self.rewrite_result(&p, &mut v), v));
+            match noted {
+                Some((true, v)) => {
                     changed = true;
                     json = serde_json::to_vec(&v).ok()?;
                 }
+                Some((false, _)) => {}
+                // a list the pins cannot read (not one JSON object: a lone surrogate, a
+                // byte-order mark, an array) may hold a definition no one approved: in
+                // enforce mode it is refused, never passed on unchecked
+                None if enforce => {
+                    changed = true;
+                    let why =
+                        "a tools/list answer the gateway cannot read for the pool's tool pins";
+                    let err = crate::error::GatewayError::answer_unchecked(why);
+                    json = err.body(&mcp_wire::RequestId::null()).to_vec();
+                }
+                None => {}
             }
             if sse {
                 out.extend_from_slice(&mcp_wire::sse::event(&json));
