@@ -36,6 +36,12 @@ pub(super) fn record(session: &Session, ctx: &RequestCtx, outcome: &str) {
     };
     let response = session.response_written();
     let status = response.map(|r| r.status.as_u16());
+    // a caller the gateway did not let in made no call: what its headers claim is not recorded
+    // (anyone could fill the trail, and its queue, with names of their choosing); the access
+    // log and `mcpgw_requests_total` count it
+    if ctx.mcp_call.is_none() && status == Some(401) {
+        return;
+    }
     let session_id = header(&req.headers, MCP_SESSION_ID)
         .or_else(|| response.and_then(|r| header(&r.headers, MCP_SESSION_ID)));
     let elapsed = ctx.start.elapsed();

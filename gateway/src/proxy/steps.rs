@@ -197,12 +197,14 @@ fn plan(
     let name = headers.name.as_deref().filter(|_| trusted);
     // Rules and the per-tool rate must read the name the backend will run: from the body,
     // unless check-headers makes the headers say what the body says.
-    // (and tool pins: a call is checked by the name it runs, a list is read whole)
+    // (and tool pins: a call is checked by the name it runs, a list is read whole; and the
+    // audit trail: a call is recorded by the name it runs, a legacy body's too)
     let pinned = crate::classify::pinned(ctx, &route);
     let names_matter = route.has_rules()
         || ctx.state.admission.has_tool_rate()
         || route.guard.has_rules()
-        || pinned;
+        || pinned
+        || ctx.state.audit.on();
     let pinned_list = pinned && method == Some("tools/list");
     let by_body = names_matter && (method.is_none() || !route.check_headers);
     let bounded =

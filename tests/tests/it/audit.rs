@@ -538,3 +538,43 @@ async fn required_audit_refuses_calls_while_the_file_cannot_be_written_and_serve
         .count();
     assert!(refused >= 2, "the refused calls are recorded too: {all:#?}");
 }
+
+#[tokio::test]
+async fn a_legacy_call_on_a_plain_route_is_recorded_and_an_unauthenticated_claim_is_not() {
+    use mcp_gateway_tests::MockServer;
+    let backend = MockServer::start("plain").await;
+    let (_dir, file) = audit_dir("mcpgw-audit-plain");
+    // a plain stateless route: no rules, no pins, no chain (a legacy body would take the fast
+    // path, its method unread, but for the audit trail)
+    let gw = Gateway::start(&format!(
+        "audit: {{ file: {} }}\n{}pools: {{ p: {{ backends: [{}] }} }}\nroutes:\n  - {{ path: /mcp, pool: p }}\n",
+        file.display(),
+        auth_yaml(RESOURCE),
+        backend.addr
+    ))
+    .await;
+    let bearer = format!("Bearer {}", token("alice", "tools"));
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"legacy_tool","arguments":{}}}"#;
+    // first a caller without a token claims a call in its headers
+    let resp = Request::post("/mcp", body)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "forged_name")
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 401);
+    // then a legacy call, its method only in its body
+    let resp = Request::post("/mcp", body)
+        .header("Authorization", &bearer)
+        .send(gw.addr)
+        .await;
+    assert_eq!(resp.status(), 200, "{}", resp.text());
+    // one writer, in the order requests ended: the refused claim's record would be first
+    let got = records_until(&file, |r| !calls_of(r, "legacy_tool").is_empty()).await;
+    assert_eq!(calls_of(&got, "legacy_tool").len(), 1, "{got:#?}");
+    assert_eq!(
+        calls_of(&got, "legacy_tool")[0]["caller"]["subject"],
+        "alice",
+        "{got:#?}"
+    );
+    assert!(calls_of(&got, "forged_name").is_empty(), "{got:#?}");
+}
