@@ -55,7 +55,7 @@ pub(super) fn record(session: &Session, ctx: &RequestCtx, outcome: &str) {
         .outcome(outcome)
         .latency(elapsed);
     if let Some(name) = name.as_deref() {
-        rec = rec.name(name);
+        rec = rec.name(&without_secrets(name));
     }
     if let Some(status) = status {
         rec = rec.status(status);
@@ -139,5 +139,60 @@ fn bodies(rec: Record, session: &Session, ctx: &RequestCtx) -> Record {
     match part(response, "result", None) {
         Some(result) => rec.result(result),
         None => rec,
+    }
+}
+
+/// A name as the trail keeps it: a resource URI without what may be a credential (the
+/// userinfo of `scheme://user:password@host`, and the query's values, kept by key: `?token=`
+/// stays `?token=…`); any other name as it is.
+fn without_secrets(name: &str) -> std::borrow::Cow<'_, str> {
+    let (head, query) = match name.split_once('?') {
+        Some((head, query)) => (head, Some(query)),
+        None => (name, None),
+    };
+    let userinfo = head.split_once("://").and_then(|(scheme, rest)| {
+        let authority = rest.split('/').next().unwrap_or_default();
+        let (_, host) = authority.rsplit_once('@')?;
+        Some(format!("{scheme}://{host}{}", &rest[authority.len()..]))
+    });
+    if userinfo.is_none() && query.is_none() {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = userinfo.unwrap_or_else(|| head.to_owned());
+    if let Some(query) = query {
+        out.push('?');
+        let keys: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) => format!("{key}=…"),
+                None => pair.to_owned(),
+            })
+            .collect();
+        out.push_str(&keys.join("&"));
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_secrets;
+
+    #[test]
+    fn a_uris_userinfo_and_query_values_are_never_recorded() {
+        let cases = [
+            (
+                "postgres://u:pass@db/x?token=abc&mode=ro",
+                "postgres://db/x?token=…&mode=…",
+            ),
+            ("file:///etc/hosts", "file:///etc/hosts"),
+            (
+                "https://api.example.com/v1?key=s3cr3t",
+                "https://api.example.com/v1?key=…",
+            ),
+            ("search_issues", "search_issues"),
+        ];
+        for (name, kept) in cases {
+            assert_eq!(without_secrets(name), kept, "{name}");
+        }
     }
 }
