@@ -58,7 +58,14 @@ pub(crate) fn decide(
         let method = method.unwrap_or_default();
         return Err(GatewayError::audit_unavailable(method, why));
     }
-    let pool = route.pool_for(method, name);
+    // a session's requests go to its route's pool (its rules pick no other): the pins checked
+    // are the pool the backend is in
+    let in_session = route.mode == crate::config::Mode::Stateful
+        || (route.mode == crate::config::Mode::Auto && ctx.era == mcp_wire::Era::Legacy);
+    let pool = match in_session {
+        true => route.default_pool,
+        false => route.pool_for(method, name),
+    };
     check_pins(ctx, route, pool, method, name)?;
     let filter = filter.or_else(|| pinned_list(ctx, route, pool, method));
     Ok(Routed {
