@@ -170,6 +170,7 @@ async fn serve(
     rules: &[Rule],
     seen: &Mutex<Vec<Invocation>>,
 ) -> std::io::Result<()> {
+    let _ = stream.set_nodelay(true);
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     while let Some(head) = read_head(&mut read, true).await? {
@@ -192,8 +193,11 @@ async fn serve(
             out.push_str("content-type: application/json\r\n");
         }
         out.push_str("\r\n");
-        write.write_all(out.as_bytes()).await?;
-        write.write_all(&answer).await?;
+        // one write per answer (head and body together): a second small write would wait on
+        // the client's delayed ACK
+        let mut bytes = out.into_bytes();
+        bytes.extend_from_slice(&answer);
+        write.write_all(&bytes).await?;
     }
     Ok(())
 }
