@@ -12,6 +12,7 @@ pub mod cached;
 pub mod check;
 pub mod collect;
 pub mod filtered;
+pub mod gate;
 pub mod holding;
 pub mod intercept;
 pub mod kept;
