@@ -48,6 +48,7 @@ mod held_streams;
 mod http_semantics;
 mod identity_headers;
 mod interceptor_paths;
+mod interceptor_refusals;
 mod interceptors;
 mod interop_matrix;
 mod listener;
